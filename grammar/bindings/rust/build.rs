@@ -1,0 +1,17 @@
+//! Compiles the generated C parser into the crate.
+
+fn main() {
+    let src_dir = std::path::Path::new("src");
+
+    let mut c_config = cc::Build::new();
+    c_config.std("c11").include(src_dir);
+    // The generated parser has unused parameters and tables; its warnings are
+    // not ours to fix.
+    c_config.warnings(false);
+
+    let parser_path = src_dir.join("parser.c");
+    c_config.file(&parser_path);
+    println!("cargo:rerun-if-changed={}", parser_path.to_str().unwrap());
+
+    c_config.compile("tree-sitter-op2");
+}

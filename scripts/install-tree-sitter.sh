@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Installs the pinned tree-sitter CLI from crates.io into .tools/ unless that
+# exact version is already on PATH. Idempotent.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+if command -v tree-sitter >/dev/null 2>&1 &&
+  tree-sitter --version 2>/dev/null | grep -q "tree-sitter $TREE_SITTER_VERSION"; then
+  exit 0
+fi
+step "installing tree-sitter-cli $TREE_SITTER_VERSION from crates.io into .tools/ (a few minutes, once)"
+cargo install tree-sitter-cli --version "$TREE_SITTER_VERSION" --locked --root "$TOOLS"
+tree-sitter --version

@@ -1,0 +1,102 @@
+//! `op2`: check, build, run and simulate OP2 programs for POETS, and the
+//! language server that editors start.
+//!
+//! This crate is a thin shell: every command parses its arguments, reads
+//! files, calls the library crates and renders what they return.
+
+mod check;
+mod parse_tree;
+mod render;
+mod source;
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+
+/// Tools for OP2 programs written in the `.op2` kernel description language.
+#[derive(Debug, Parser)]
+#[command(name = "op2", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the syntax tree of a file.
+    Parse {
+        /// The `.op2` file.
+        file: PathBuf,
+    },
+    /// Report every problem in the given files; exits 1 when there are errors.
+    Check {
+        /// The `.op2` files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// How to print diagnostics.
+        #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+        message_format: MessageFormat,
+        /// When to colour human output.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+}
+
+/// Output format of diagnostics.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MessageFormat {
+    /// rustc-style text with source snippets.
+    Human,
+    /// One JSON object per diagnostic per line.
+    Json,
+}
+
+/// Whether to colour human output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    /// When standard output is a terminal.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// What a command asks the process to exit with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything was fine.
+    Success,
+    /// The input has errors (diagnostics were printed).
+    Errors,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Parse { file } => parse_tree::run(&file),
+        Command::Check {
+            files,
+            message_format,
+            color,
+        } => check::run(&files, message_format, color),
+    };
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Errors) => ExitCode::from(1),
+        Err(error) => {
+            // A closed pipe (`op2 check … | head`) is not worth a message.
+            if error
+                .downcast_ref::<io::Error>()
+                .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+            {
+                return ExitCode::from(1);
+            }
+            let mut stderr = io::stderr().lock();
+            let _ = writeln!(stderr, "error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

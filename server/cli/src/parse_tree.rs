@@ -1,0 +1,74 @@
+//! `op2 parse FILE`: the syntax tree, one node a line, with fields and
+//! positions, in the style of `tree-sitter parse`.
+
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use anyhow::Result;
+use op2_syntax::Parse;
+use op2_syntax::ast::NodeText;
+
+use crate::Outcome;
+use crate::source::SourceFile;
+
+pub fn run(path: &Path) -> Result<Outcome> {
+    let source = SourceFile::read(path)?;
+    let parse = Parse::new(source.text.as_str());
+    let mut out = BufWriter::new(io::stdout().lock());
+    write_tree(&mut out, &parse)?;
+    out.flush()?;
+    Ok(if parse.tree().root_node().has_error() {
+        Outcome::Errors
+    } else {
+        Outcome::Success
+    })
+}
+
+/// Writes the named nodes of the tree, indented by depth. Leaves show their
+/// text; missing nodes are marked `MISSING`.
+pub fn write_tree(out: &mut impl Write, parse: &Parse) -> io::Result<()> {
+    let text = parse.text();
+    let mut cursor = parse.tree().walk();
+    let mut depth = 0usize;
+    loop {
+        let node = cursor.node();
+        if node.is_named() || node.is_missing() {
+            let start = node.start_position();
+            let end = node.end_position();
+            write!(out, "{:indent$}", "", indent = depth * 2)?;
+            if let Some(field) = cursor.field_name() {
+                write!(out, "{field}: ")?;
+            }
+            if node.is_missing() {
+                write!(out, "MISSING ")?;
+            }
+            write!(out, "{}", node.kind())?;
+            write!(
+                out,
+                " [{}, {}] - [{}, {}]",
+                start.row, start.column, end.row, end.column
+            )?;
+            if node.named_child_count() == 0 && !node.is_missing() && node.is_named() {
+                let snippet = node.text(text);
+                if snippet.len() <= 60 && !snippet.contains('\n') {
+                    write!(out, " {snippet:?}")?;
+                }
+            }
+            writeln!(out)?;
+        }
+        if cursor.goto_first_child() {
+            depth += usize::from(node.is_named() || node.is_missing());
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return Ok(());
+            }
+            let parent = cursor.node();
+            depth -= usize::from(parent.is_named() || parent.is_missing());
+        }
+    }
+}

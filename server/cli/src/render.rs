@@ -1,0 +1,211 @@
+//! Rendering diagnostics: rustc-style text (codespan-reporting) and one JSON
+//! object per line.
+//!
+//! The JSON shape is a stable interface for scripts and CI:
+//! `{"code","severity","message","file","line","column","end_line","end_column",
+//! "related":[{"message","file","line","column"}]}`, lines and columns from 1,
+//! columns counted in Unicode scalar values.
+
+use std::io::{self, Write};
+
+use codespan_reporting::diagnostic::{Diagnostic as Report, Label, Severity as ReportSeverity};
+use codespan_reporting::files::{self, Files};
+use codespan_reporting::term::{self, Config, termcolor};
+use op2_syntax::{Diagnostic, Encoding, FileId, Location, Severity};
+use serde::Serialize;
+
+use crate::source::SourceFile;
+
+/// The files diagnostics may point into, indexed by [`FileId`].
+#[derive(Debug, Default)]
+pub struct SourceMap {
+    files: Vec<SourceFile>,
+}
+
+impl SourceMap {
+    /// Adds a file and returns its id.
+    pub fn add(&mut self, file: SourceFile) -> FileId {
+        let id = FileId(u32::try_from(self.files.len()).unwrap_or(u32::MAX));
+        self.files.push(file);
+        id
+    }
+
+    /// The file with `id`.
+    pub fn get(&self, id: FileId) -> Option<&SourceFile> {
+        self.files.get(id.0 as usize)
+    }
+
+    fn position(&self, location: Location, at_end: bool) -> (String, u32, u32) {
+        match self.get(location.file) {
+            Some(file) => {
+                let offset = if at_end {
+                    location.range.end
+                } else {
+                    location.range.start
+                };
+                let position = file.index.line_col(offset, Encoding::Utf32);
+                (
+                    file.path.display().to_string(),
+                    position.line + 1,
+                    position.col + 1,
+                )
+            }
+            None => (String::from("<unknown>"), 1, 1),
+        }
+    }
+}
+
+impl<'a> Files<'a> for SourceMap {
+    type FileId = FileId;
+    type Name = String;
+    type Source = &'a str;
+
+    fn name(&'a self, id: FileId) -> Result<String, files::Error> {
+        self.get(id)
+            .map(|file| file.path.display().to_string())
+            .ok_or(files::Error::FileMissing)
+    }
+
+    fn source(&'a self, id: FileId) -> Result<&'a str, files::Error> {
+        self.get(id)
+            .map(|file| file.text.as_str())
+            .ok_or(files::Error::FileMissing)
+    }
+
+    fn line_index(&'a self, id: FileId, byte_index: usize) -> Result<usize, files::Error> {
+        let file = self.get(id).ok_or(files::Error::FileMissing)?;
+        let offset = u32::try_from(byte_index).unwrap_or(u32::MAX);
+        Ok(file.index.line_col(offset, Encoding::Utf8).line as usize)
+    }
+
+    fn line_range(
+        &'a self,
+        id: FileId,
+        line_index: usize,
+    ) -> Result<std::ops::Range<usize>, files::Error> {
+        let file = self.get(id).ok_or(files::Error::FileMissing)?;
+        let line = u32::try_from(line_index).map_err(|_| files::Error::LineTooLarge {
+            given: line_index,
+            max: 0,
+        })?;
+        let start = file.index.line_start(line);
+        let max = file.index.line_count() as usize - 1;
+        match start {
+            Some(start) => {
+                // The range includes the line break, as codespan expects.
+                let end = file.index.line_start(line + 1).unwrap_or(file.index.len());
+                Ok(start as usize..end as usize)
+            }
+            None if line_index == max + 1 => {
+                Ok(file.index.len() as usize..file.index.len() as usize)
+            }
+            None => Err(files::Error::LineTooLarge {
+                given: line_index,
+                max,
+            }),
+        }
+    }
+}
+
+/// Writes diagnostics the way rustc does, with source snippets.
+pub fn write_human(
+    out: &mut dyn termcolor::WriteColor,
+    sources: &SourceMap,
+    diagnostics: &[Diagnostic],
+) -> io::Result<()> {
+    let config = Config::default();
+    for diagnostic in diagnostics {
+        let report = to_report(diagnostic);
+        term::emit_to_write_style(out, &config, sources, &report)
+            .map_err(|error| io::Error::other(error.to_string()))?;
+    }
+    Ok(())
+}
+
+fn to_report(diagnostic: &Diagnostic) -> Report<FileId> {
+    let severity = match diagnostic.severity {
+        Severity::Error => ReportSeverity::Error,
+        Severity::Warning => ReportSeverity::Warning,
+        Severity::Hint => ReportSeverity::Help,
+    };
+    let location = diagnostic.location;
+    let mut labels = vec![
+        Label::primary(location.file, location.range.to_usize()).with_message(&diagnostic.label),
+    ];
+    for related in &diagnostic.related {
+        labels.push(
+            Label::secondary(related.location.file, related.location.range.to_usize())
+                .with_message(&related.message),
+        );
+    }
+    let notes = diagnostic
+        .fixes
+        .iter()
+        .map(|fix| format!("help: {}", fix.title))
+        .collect();
+    Report::new(severity)
+        .with_code(diagnostic.code.as_str())
+        .with_message(&diagnostic.message)
+        .with_labels(labels)
+        .with_notes(notes)
+}
+
+#[derive(Serialize)]
+struct JsonRelated {
+    message: String,
+    file: String,
+    line: u32,
+    column: u32,
+}
+
+#[derive(Serialize)]
+struct JsonDiagnostic<'a> {
+    code: &'static str,
+    severity: &'static str,
+    message: &'a str,
+    file: String,
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    related: Vec<JsonRelated>,
+}
+
+/// Writes one JSON object per diagnostic, one per line.
+pub fn write_json(
+    out: &mut dyn Write,
+    sources: &SourceMap,
+    diagnostics: &[Diagnostic],
+) -> io::Result<()> {
+    for diagnostic in diagnostics {
+        let (file, line, column) = sources.position(diagnostic.location, false);
+        let (_, end_line, end_column) = sources.position(diagnostic.location, true);
+        let related = diagnostic
+            .related
+            .iter()
+            .map(|related| {
+                let (file, line, column) = sources.position(related.location, false);
+                JsonRelated {
+                    message: related.message.clone(),
+                    file,
+                    line,
+                    column,
+                }
+            })
+            .collect();
+        let record = JsonDiagnostic {
+            code: diagnostic.code.as_str(),
+            severity: diagnostic.severity.as_str(),
+            message: &diagnostic.message,
+            file,
+            line,
+            column,
+            end_line,
+            end_column,
+            related,
+        };
+        serde_json::to_writer(&mut *out, &record)?;
+        writeln!(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Full parse and single-keystroke incremental reparse of a generated
+//! 5,000-line program (budget: p95 < 1 ms for a keystroke, architecture.md).
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use op2_syntax::{Parse, synth};
+use std::hint::black_box;
+
+fn parse(c: &mut Criterion) {
+    let text = synth::program(5_000);
+    assert!(
+        text.lines().count() >= 4_900,
+        "the generated program has {} lines",
+        text.lines().count()
+    );
+
+    c.bench_function("parse 5000 lines", |b| {
+        b.iter(|| Parse::new(black_box(text.as_str())))
+    });
+
+    // A keystroke inside a kernel in the middle of the file: type a digit,
+    // then delete it, so that the text stays the same size across iterations.
+    // Typing a digit into `t[n] = 1.0e3;` keeps the program valid.
+    let offset = text[text.len() / 2..]
+        .find("= 1.0e3;")
+        .map(|i| i + text.len() / 2 + 2)
+        .expect("a kernel body");
+    let mut parse = Parse::new(text.as_str());
+    parse.edit(offset..offset, "1").expect("valid edit");
+    assert!(
+        !parse.tree().root_node().has_error(),
+        "the keystroke keeps the program valid"
+    );
+    parse.edit(offset..offset + 1, "").expect("valid edit");
+    let mut typed = false;
+    c.bench_function("keystroke reparse 5000 lines", |b| {
+        b.iter(|| {
+            if typed {
+                parse.edit(offset..offset + 1, "").expect("valid edit");
+            } else {
+                parse.edit(offset..offset, "1").expect("valid edit");
+            }
+            typed = !typed;
+            black_box(parse.tree().root_node());
+        });
+    });
+}
+
+fn broken_keystroke(c: &mut Criterion) {
+    // A keystroke that leaves the file with a syntax error (a half-typed
+    // operator), the slow path: an erroneous tree is rebuilt from scratch so
+    // that diagnostics depend on the text alone.
+    let text = synth::program(5_000);
+    let offset = text[text.len() / 2..]
+        .find("dx = x1[0]")
+        .map(|i| i + text.len() / 2 + 3)
+        .expect("a kernel body");
+    let mut parse = Parse::new(text.as_str());
+    parse.edit(offset..offset, "=").expect("valid edit");
+    assert!(
+        parse.tree().root_node().has_error(),
+        "the keystroke breaks the program"
+    );
+    parse.edit(offset..offset + 1, "").expect("valid edit");
+    let mut typed = false;
+    c.bench_function("keystroke reparse 5000 lines, leaving an error", |b| {
+        b.iter(|| {
+            if typed {
+                parse.edit(offset..offset + 1, "").expect("valid edit");
+            } else {
+                parse.edit(offset..offset, "=").expect("valid edit");
+            }
+            typed = !typed;
+            black_box(parse.tree().root_node());
+        });
+    });
+}
+
+criterion_group!(benches, parse, broken_keystroke);
+criterion_main!(benches);

@@ -1,0 +1,22 @@
+//! The syntax layer of op2: parsing `.op2` text with the tree-sitter grammar,
+//! typed views over the tree, line/column conversion, and syntax diagnostics.
+//!
+//! Parsing never fails: [`Parse::new`] always returns a tree, and
+//! [`Parse::errors`] says what was wrong with it. Nothing here does IO or
+//! knows about editors; ranges are byte ranges ([`TextRange`]) and the
+//! [`LineIndex`] converts them at the edges.
+
+pub mod ast;
+pub mod diagnostic;
+mod errors;
+pub mod line_index;
+pub mod literal;
+mod parse;
+mod text;
+
+pub use diagnostic::{Code, Diagnostic, FileId, Fix, Location, Related, Severity, Tag, TextEdit};
+pub use line_index::{Encoding, LineCol, LineIndex};
+pub use parse::{EditError, Parse, point_at};
+pub use text::TextRange;
+pub mod synth;
+pub use tree_sitter;

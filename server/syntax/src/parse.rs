@@ -1,0 +1,215 @@
+//! A parsed file: its text, its tree, and incremental edits of both.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::ops::Range;
+
+use tree_sitter::{InputEdit, Parser, Point, Tree};
+
+use crate::ast::{AstNode, SourceFile, language};
+use crate::diagnostic::{Diagnostic, FileId};
+use crate::errors::syntax_errors;
+
+thread_local! {
+    // A parser is cheap to keep and not `Sync`: one per thread.
+    static PARSER: RefCell<Parser> = RefCell::new(new_parser());
+}
+
+fn new_parser() -> Parser {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&language())
+        .expect("the bundled grammar matches the tree-sitter library it is built with");
+    parser
+}
+
+fn run_parser(text: &str, old: Option<&Tree>) -> Tree {
+    PARSER.with(|parser| {
+        parser
+            .borrow_mut()
+            .parse(text, old)
+            // `parse` returns None only when cancelled, timed out or without a
+            // language; none of these can happen with this parser.
+            .expect("parsing without cancellation or timeout always yields a tree")
+    })
+}
+
+/// The text of one `.op2` file and its syntax tree, kept in step.
+#[derive(Clone)]
+pub struct Parse {
+    text: String,
+    tree: Tree,
+}
+
+impl fmt::Debug for Parse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Parse")
+            .field("len", &self.text.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why an edit could not be applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EditError {
+    /// The range reaches past the end of the text, or is reversed.
+    OutOfBounds {
+        /// The range asked for.
+        range: Range<usize>,
+        /// The text's length.
+        len: usize,
+    },
+    /// An end of the range falls inside a multi-byte character.
+    NotCharBoundary {
+        /// The offending offset.
+        offset: usize,
+    },
+}
+
+impl fmt::Display for EditError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EditError::OutOfBounds { range, len } => {
+                write!(
+                    f,
+                    "edit range {}..{} lies outside the text of {len} bytes",
+                    range.start, range.end
+                )
+            }
+            EditError::NotCharBoundary { offset } => {
+                write!(
+                    f,
+                    "edit offset {offset} falls inside a multi-byte character"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for EditError {}
+
+impl Parse {
+    /// Parses `text` from scratch.
+    pub fn new(text: impl Into<String>) -> Parse {
+        let text = text.into();
+        let tree = run_parser(&text, None);
+        Parse { text, tree }
+    }
+
+    /// The source text.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The tree-sitter tree.
+    pub fn tree(&self) -> &Tree {
+        &self.tree
+    }
+
+    /// The typed root of the tree.
+    pub fn root(&self) -> SourceFile<'_> {
+        SourceFile::cast(self.tree.root_node())
+            .expect("the root of every op2 tree is a source_file")
+    }
+
+    /// Syntax diagnostics (E001) for this file, which is `file`.
+    pub fn errors(&self, file: FileId) -> Vec<Diagnostic> {
+        syntax_errors(&self.tree, &self.text, file)
+    }
+
+    /// Replaces the bytes in `range` by `new_text` and reparses incrementally,
+    /// reusing the old tree. Returns the tree-sitter edit that was applied.
+    pub fn edit(&mut self, range: Range<usize>, new_text: &str) -> Result<InputEdit, EditError> {
+        let input = self.edit_text_only(range, new_text)?;
+        self.reparse();
+        Ok(input)
+    }
+
+    /// Applies several edits in order (each range in the text as left by the
+    /// previous one) and reparses once at the end.
+    pub fn edit_many<'a>(
+        &mut self,
+        edits: impl IntoIterator<Item = (Range<usize>, &'a str)>,
+    ) -> Result<(), EditError> {
+        let mut changed = false;
+        let mut result = Ok(());
+        for (range, new_text) in edits {
+            match self.edit_text_only(range, new_text) {
+                Ok(_) => changed = true,
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        if changed {
+            self.reparse();
+        }
+        result
+    }
+
+    /// Reparses after edits, reusing the old tree.
+    ///
+    /// Tree-sitter's error recovery depends on which subtrees it can reuse, so
+    /// an incremental parse of erroneous text may recover differently from a
+    /// fresh parse of the same text. Diagnostics must depend on the text
+    /// alone, so a tree with errors is rebuilt from scratch; valid text (the
+    /// common case while typing) keeps the fast incremental path.
+    fn reparse(&mut self) {
+        self.tree = run_parser(&self.text, Some(&self.tree));
+        if self.tree.root_node().has_error() {
+            self.tree = run_parser(&self.text, None);
+        }
+    }
+
+    /// Edits text and tree positions without reparsing.
+    fn edit_text_only(
+        &mut self,
+        range: Range<usize>,
+        new_text: &str,
+    ) -> Result<InputEdit, EditError> {
+        if range.start > range.end || range.end > self.text.len() {
+            return Err(EditError::OutOfBounds {
+                range,
+                len: self.text.len(),
+            });
+        }
+        for offset in [range.start, range.end] {
+            if !self.text.is_char_boundary(offset) {
+                return Err(EditError::NotCharBoundary { offset });
+            }
+        }
+        let start_position = point_at(&self.text, range.start);
+        let old_end_position = point_at(&self.text, range.end);
+        self.text.replace_range(range.clone(), new_text);
+        let new_end_byte = range.start + new_text.len();
+        let new_end_position = advance(start_position, new_text);
+        let input = InputEdit {
+            start_byte: range.start,
+            old_end_byte: range.end,
+            new_end_byte,
+            start_position,
+            old_end_position,
+            new_end_position,
+        };
+        self.tree.edit(&input);
+        Ok(input)
+    }
+}
+
+/// The tree-sitter point of a byte offset: rows end at `\n` (tree-sitter's
+/// own convention), columns count bytes.
+pub fn point_at(text: &str, offset: usize) -> Point {
+    advance(Point { row: 0, column: 0 }, &text[..offset])
+}
+
+fn advance(mut point: Point, text: &str) -> Point {
+    match text.rfind('\n') {
+        Some(last) => {
+            point.row += text.bytes().filter(|&b| b == b'\n').count();
+            point.column = text.len() - last - 1;
+        }
+        None => point.column += text.len(),
+    }
+    point
+}

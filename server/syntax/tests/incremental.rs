@@ -1,0 +1,189 @@
+//! The incrementally maintained tree must equal a fresh parse of the same
+//! text after every edit, whatever the edit: random ranges, multi-byte and
+//! non-BMP text, line breaks of every kind, half-typed tokens.
+
+use op2_syntax::Parse;
+use op2_syntax::tree_sitter::{Node, Tree};
+use proptest::prelude::*;
+
+const SEED_PROGRAM: &str = r#"// A small program to edit.
+const gam: double = 1.4f;
+set cells; set edges;
+map pecell: edges -> cells[2];
+dat p_q: double[4] on cells = {1, 0, 0, 2.5};
+dat p_r: double[4] on cells;
+global rms: double = 0.0;
+kernel flux(const double *a, const double *b, double r[4]) {
+    double t[4] = {0, 0, 0, 0}, u;
+    for (int n = 0; n < 4; n++) { t[n] = a[n] - b[n]; }
+    if (t[0] > 0.5) r[0] += t[0] * gam; else r[1] -= (double) t[1];
+    u = t[2] ? sqrt(fabs(t[2])) : 0;
+    r[2] += u;
+}
+kernel norm(const double *r, double *s) { *s += r[0] * r[0]; }
+main {
+    while (rms < 1.0e3) {
+        par_loop flux over edges (p_q[pecell[0]] READ, p_q[pecell[1]] READ, p_r[pecell[0]] INC);
+        par_loop norm over cells (p_r READ, rms INC);
+        print("rms = %g\n", rms);
+    }
+}
+"#;
+
+/// Fragments typed into the program: tokens, broken tokens, multi-byte and
+/// non-BMP text, every kind of line break.
+const FRAGMENTS: &[&str] = &[
+    "",
+    " ",
+    "x",
+    "1",
+    "0.5f",
+    ";",
+    "{",
+    "}",
+    "(",
+    ")",
+    "[",
+    "]",
+    ",",
+    "*",
+    "+=",
+    "=",
+    "==",
+    "/*",
+    "*/",
+    "//",
+    "\"",
+    "\\",
+    "é",
+    "日本",
+    "😀",
+    "𝄞",
+    "\n",
+    "\r\n",
+    "\r",
+    "kernel k(double *p) { p[0] = 1; }",
+    "par_loop",
+    "over",
+    "READ",
+    "INC",
+    "if (",
+    "else",
+    "set s;",
+    "const",
+    "double",
+    "len(cells)",
+    "?",
+    ":",
+    "main {",
+    "switch",
+    "struct",
+    "&",
+    "->",
+    "0x1Fu",
+    "1e-3",
+    ".5",
+];
+
+fn assert_same_tree(incremental: &Tree, fresh: &Tree, text: &str) {
+    fn walk(a: Node<'_>, b: Node<'_>, text: &str, path: &mut Vec<String>) {
+        path.push(a.kind().to_owned());
+        let same = a.kind_id() == b.kind_id()
+            && a.byte_range() == b.byte_range()
+            && a.is_missing() == b.is_missing()
+            && a.is_error() == b.is_error()
+            && a.child_count() == b.child_count();
+        assert!(
+            same,
+            "incremental and fresh trees differ at {}:\n  incremental: {} {:?}\n  fresh:       {} {:?}\ntext:\n{text}",
+            path.join(" > "),
+            a.kind(),
+            a.byte_range(),
+            b.kind(),
+            b.byte_range(),
+        );
+        for i in 0..a.child_count() {
+            let (Some(x), Some(y)) = (a.child(i as u32), b.child(i as u32)) else {
+                unreachable!("counts match")
+            };
+            walk(x, y, text, path);
+        }
+        path.pop();
+    }
+    walk(
+        incremental.root_node(),
+        fresh.root_node(),
+        text,
+        &mut Vec::new(),
+    );
+}
+
+#[derive(Debug, Clone)]
+struct Edit {
+    /// Where, as a fraction of the text's length.
+    at: f64,
+    /// How many characters to delete from there.
+    delete: usize,
+    /// What to insert.
+    insert: String,
+}
+
+fn edit_strategy() -> impl Strategy<Value = Edit> {
+    (
+        0.0..=1.0f64,
+        0usize..12,
+        prop::collection::vec(prop::sample::select(FRAGMENTS), 0..4),
+    )
+        .prop_map(|(at, delete, parts)| Edit {
+            at,
+            delete,
+            insert: parts.concat(),
+        })
+}
+
+/// Snaps a byte offset down to a character boundary.
+fn boundary(text: &str, mut offset: usize) -> usize {
+    offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// 256 sequences of up to 24 edits: thousands of edits, each checked.
+    #[test]
+    fn incremental_equals_fresh(edits in prop::collection::vec(edit_strategy(), 1..24)) {
+        let mut parse = Parse::new(SEED_PROGRAM);
+        for edit in &edits {
+            let text = parse.text();
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+            let start = boundary(text, (edit.at * text.len() as f64) as usize);
+            let end = text[start..].char_indices().nth(edit.delete).map_or(text.len(), |(i, _)| start + i);
+            parse.edit(start..end, &edit.insert).expect("edits on char boundaries apply");
+            let fresh = Parse::new(parse.text());
+            assert_same_tree(parse.tree(), fresh.tree(), parse.text());
+        }
+    }
+}
+
+#[test]
+fn edits_that_split_a_character_are_refused() {
+    let mut parse = Parse::new("set é;");
+    let split = "set ".len() + 1;
+    assert!(parse.edit(split..split, "x").is_err());
+    assert!(parse.edit(0..100, "x").is_err());
+    assert_eq!(parse.text(), "set é;");
+}
+
+#[test]
+fn several_edits_then_one_reparse() {
+    let mut parse = Parse::new("set a;\nset b;\n");
+    parse
+        .edit_many([(4..5, "cells"), (0..0, "// sets\n")])
+        .expect("valid edits");
+    assert_eq!(parse.text(), "// sets\nset cells;\nset b;\n");
+    assert_same_tree(parse.tree(), Parse::new(parse.text()).tree(), parse.text());
+}
