@@ -1,30 +1,88 @@
-//! `op2 check FILE...`: every diagnostic of every file, rendered.
+//! `op2 check FILE...`: every diagnostic of every file and its imports,
+//! rendered. The analysis is the same one the language server runs.
 
+use std::collections::HashSet;
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::Result;
 use codespan_reporting::term::termcolor::{self, StandardStream};
+use op2_analysis::{Analyser, Loader, Options};
 use op2_syntax::{Diagnostic, Parse, Severity};
 
 use crate::render::{SourceMap, write_human, write_json};
 use crate::source::SourceFile;
 use crate::{ColorChoice, MessageFormat, Outcome};
 
+/// Reads imported files from disk.
+#[derive(Clone, Copy, Debug)]
+pub struct DiskLoader;
+
+impl Loader for DiskLoader {
+    fn load(&self, path: &Path) -> Result<Arc<str>, String> {
+        match SourceFile::read(path) {
+            Ok(file) => Ok(Arc::from(file.text)),
+            // The path is in the diagnostic already; keep the reason only.
+            Err(error) => Err(error.root_cause().to_string()),
+        }
+    }
+}
+
+/// The files of one analysed program and the diagnostics to show for them.
+struct Report {
+    sources: SourceMap,
+    diagnostics: Vec<Diagnostic>,
+}
+
 pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Result<Outcome> {
-    let mut sources = SourceMap::default();
-    let mut diagnostics: Vec<Diagnostic> = Vec::new();
+    let mut analyser = Analyser::new();
+    // A file imported by several checked files is reported once.
+    let mut seen: HashSet<(PathBuf, u32, u32, &'static str, String)> = HashSet::new();
+    let mut reports = Vec::new();
     for path in paths {
         let source = SourceFile::read(path)?;
         let parse = Parse::new(source.text.as_str());
-        let id = sources.add(source);
-        diagnostics.extend(parse.errors(id));
+        let analysis = analyser.analyse(path, &parse, &DiskLoader, &Options::default());
+        let mut sources = SourceMap::default();
+        sources.add(source);
+        for file in analysis.program.files.iter().skip(1) {
+            sources.add(SourceFile::from_text(
+                file.path.clone(),
+                file.text.to_string(),
+            ));
+        }
+        let diagnostics = analysis
+            .diagnostics
+            .iter()
+            .filter(|d| {
+                let file = sources
+                    .get(d.location.file)
+                    .map(|f| f.path.clone())
+                    .unwrap_or_default();
+                seen.insert((
+                    file,
+                    d.location.range.start,
+                    d.location.range.end,
+                    d.code.as_str(),
+                    d.message.clone(),
+                ))
+            })
+            .cloned()
+            .collect();
+        reports.push(Report {
+            sources,
+            diagnostics,
+        });
     }
 
+    let all: Vec<&Diagnostic> = reports.iter().flat_map(|r| &r.diagnostics).collect();
     match format {
         MessageFormat::Json => {
             let mut out = io::BufWriter::new(io::stdout().lock());
-            write_json(&mut out, &sources, &diagnostics)?;
+            for report in &reports {
+                write_json(&mut out, &report.sources, &report.diagnostics)?;
+            }
             out.flush()?;
         }
         MessageFormat::Human => {
@@ -36,12 +94,14 @@ pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Resu
             };
             let stream = StandardStream::stderr(choice);
             let mut out = stream.lock();
-            write_human(&mut out, &sources, &diagnostics)?;
-            write_summary(&mut out, &diagnostics)?;
+            for report in &reports {
+                write_human(&mut out, &report.sources, &report.diagnostics)?;
+            }
+            write_summary(&mut out, &all)?;
         }
     }
 
-    let failed = diagnostics.iter().any(|d| d.severity == Severity::Error);
+    let failed = all.iter().any(|d| d.severity == Severity::Error);
     Ok(if failed {
         Outcome::Errors
     } else {
@@ -49,7 +109,7 @@ pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Resu
     })
 }
 
-fn write_summary(out: &mut dyn Write, diagnostics: &[Diagnostic]) -> io::Result<()> {
+fn write_summary(out: &mut dyn Write, diagnostics: &[&Diagnostic]) -> io::Result<()> {
     let count = |severity| {
         diagnostics
             .iter()

@@ -5,6 +5,7 @@
 //! files, calls the library crates and renders what they return.
 
 mod check;
+mod explain;
 mod parse_tree;
 mod render;
 mod source;
@@ -41,6 +42,11 @@ enum Command {
         /// When to colour human output.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
+    },
+    /// Explain a diagnostic code (`op2 explain E401`); without a code, list them all.
+    Explain {
+        /// The code, such as `E401`.
+        code: Option<String>,
     },
 }
 
@@ -82,6 +88,7 @@ fn main() -> ExitCode {
             message_format,
             color,
         } => check::run(&files, message_format, color),
+        Command::Explain { code } => explain::run(code.as_deref()),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -18,6 +18,12 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// A file whose text is already known (an import read by the analysis).
+    pub fn from_text(path: PathBuf, text: String) -> SourceFile {
+        let index = LineIndex::new(&text);
+        SourceFile { path, text, index }
+    }
+
     /// Reads a UTF-8 file; a file that is not UTF-8 is an error naming the
     /// line and column of the first bad byte.
     pub fn read(path: &Path) -> Result<SourceFile> {

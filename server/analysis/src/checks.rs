@@ -1,0 +1,529 @@
+//! Checks over resolved invocations: their names (language.md §6), their
+//! arguments against the kernel's parameters, conflicts between arguments
+//! (§7 rules 1–5), and kernel bodies against the modes that bind them.
+
+use op2_syntax::ast::AccessMode;
+use op2_syntax::{Code, Diagnostic, Fix, Location, TextEdit, TextRange};
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::model::{Arg, ArgKind, InvocationId, Program};
+use crate::program::InvocationSyntax;
+
+/// Prefixes that the POETS Python loader reads as a type keyword followed by
+/// a name, so that a struct member `double_it_begin` becomes `double` plus
+/// `_it_begin` (poets-v4.md §2). Invocation names start member names.
+const TYPE_KEYWORD_PREFIXES: &[&str] = &[
+    "double", "float", "int", "uint", "char", "bool", "half", "unsigned", "signed", "struct",
+    "const",
+];
+
+/// The type keyword `name` starts with, if any.
+pub fn type_keyword_prefix(name: &str) -> Option<&'static str> {
+    TYPE_KEYWORD_PREFIXES
+        .iter()
+        .copied()
+        .find(|k| name.starts_with(k))
+}
+
+/// Gives every invocation its name (§6) and reports E311 and E312.
+pub(crate) fn name_invocations(
+    program: &mut Program,
+    syntax: &[InvocationSyntax],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    // Names generated identifiers are built from, which an invocation may
+    // not take.
+    let mut reserved: FxHashMap<String, Location> = FxHashMap::default();
+    for set in &program.sets {
+        reserved.insert(set.name.clone(), set.location);
+    }
+    for dat in &program.dats {
+        reserved.insert(dat.name.clone(), dat.location);
+    }
+    for global in &program.globals {
+        reserved.insert(global.name.clone(), global.location);
+    }
+    let mut taken: FxHashMap<String, Location> = FxHashMap::default();
+    // Explicit names first, in source order.
+    for invocation in program.invocations.iter().filter(|i| i.named_explicitly) {
+        let name = &invocation.name;
+        let clash = taken
+            .get(name)
+            .map(|l| (*l, "invocation"))
+            .or_else(|| reserved.get(name).map(|l| (*l, "declaration")));
+        if let Some((other, what)) = clash {
+            let suggestion = free_name(&format!("{name}_loop"), &taken, &reserved);
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::E311,
+                    invocation.name_location,
+                    format!("the invocation name `{name}` is already taken"),
+                )
+                .with_label("names of invocations must be unique")
+                .with_related(other, format!("`{name}` is the name of this {what}"))
+                .with_fix(Fix {
+                    title: format!("rename the invocation to `{suggestion}`"),
+                    edits: vec![TextEdit {
+                        file: invocation.name_location.file,
+                        range: invocation.name_location.range,
+                        replacement: suggestion.clone(),
+                    }],
+                }),
+            );
+        } else {
+            taken.insert(name.clone(), invocation.name_location);
+        }
+    }
+    // Then implicit names: the kernel's name for the first par_loop of a
+    // kernel, `KERNEL_1`, `KERNEL_2`, … for later ones, skipping taken names.
+    let mut next_suffix: FxHashMap<String, u32> = FxHashMap::default();
+    for invocation in program
+        .invocations
+        .iter_mut()
+        .filter(|i| !i.named_explicitly)
+    {
+        let Some(kernel) = invocation.kernel else {
+            continue;
+        };
+        let base = program.kernels[kernel.index()].name.clone();
+        let counter = next_suffix.entry(base.clone()).or_insert(0);
+        let name = loop {
+            let candidate = if *counter == 0 {
+                base.clone()
+            } else {
+                format!("{base}_{counter}")
+            };
+            *counter += 1;
+            if !taken.contains_key(&candidate) && !reserved.contains_key(&candidate) {
+                break candidate;
+            }
+        };
+        taken.insert(name.clone(), invocation.name_location);
+        invocation.name = name;
+    }
+    for (invocation, positions) in program.invocations.iter().zip(syntax) {
+        let name = &invocation.name;
+        if name.is_empty() {
+            continue;
+        }
+        if let Some(keyword) = type_keyword_prefix(name) {
+            let suggestion = free_name(&format!("run_{name}"), &taken, &reserved);
+            let edit = match positions.alias {
+                Some(alias) => TextEdit {
+                    file: alias.file,
+                    range: alias.range,
+                    replacement: suggestion.clone(),
+                },
+                None => TextEdit {
+                    file: positions.kernel.file,
+                    range: TextRange::empty(positions.kernel.range.end),
+                    replacement: format!(" as {suggestion}"),
+                },
+            };
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::E312,
+                    invocation.name_location,
+                    format!(
+                        "the invocation name `{name}` starts with the type keyword `{keyword}`"
+                    ),
+                )
+                .with_label(format!(
+                    "POETS loaders would read `{name}_begin` as `{keyword}` followed by a name"
+                ))
+                .with_fix(Fix {
+                    title: format!("name the invocation `{suggestion}`"),
+                    edits: vec![edit],
+                }),
+            );
+        }
+    }
+}
+
+fn free_name(
+    base: &str,
+    taken: &FxHashMap<String, Location>,
+    reserved: &FxHashMap<String, Location>,
+) -> String {
+    let free = |name: &str| {
+        !taken.contains_key(name)
+            && !reserved.contains_key(name)
+            && type_keyword_prefix(name).is_none()
+    };
+    if free(base) {
+        return base.to_owned();
+    }
+    (1..)
+        .map(|n| format!("{base}_{n}"))
+        .find(|n| free(n))
+        .unwrap_or_else(|| base.to_owned())
+}
+
+fn mode_fix(arg: &Arg, mode: AccessMode) -> Option<Fix> {
+    let location = arg.mode_location?;
+    Some(Fix {
+        title: format!("change the mode to `{mode}`"),
+        edits: vec![TextEdit {
+            file: location.file,
+            range: location.range,
+            replacement: mode.keyword().into(),
+        }],
+    })
+}
+
+/// Checks each invocation's arguments against its kernel and each other.
+pub(crate) fn check_invocations(
+    program: &Program,
+    syntax: &[InvocationSyntax],
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    // Per kernel parameter: the READ arguments bound to it and whether any
+    // binding writes, for H505.
+    let mut read_bindings: FxHashMap<(usize, usize), Vec<Location>> = FxHashMap::default();
+    let mut writing_bindings: FxHashSet<(usize, usize)> = FxHashSet::default();
+    for (index, (invocation, positions)) in program.invocations.iter().zip(syntax).enumerate() {
+        let id = InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
+        check_conflicts(program, id, diagnostics);
+        let Some(kernel_id) = invocation.kernel else {
+            continue;
+        };
+        let kernel = &program.kernels[kernel_id.index()];
+        if invocation.args.len() != kernel.params.len() {
+            let expected = kernel.params.len();
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::E301,
+                    positions.arguments,
+                    format!(
+                        "kernel `{}` takes {expected} argument{} but {} {} given",
+                        kernel.name,
+                        if expected == 1 { "" } else { "s" },
+                        invocation.args.len(),
+                        if invocation.args.len() == 1 {
+                            "was"
+                        } else {
+                            "were"
+                        },
+                    ),
+                )
+                .with_label(format!(
+                    "expected {expected} argument{}",
+                    if expected == 1 { "" } else { "s" }
+                ))
+                .with_related(
+                    kernel.location,
+                    format!("`{}` is defined here", kernel.name),
+                ),
+            );
+            continue;
+        }
+        for (k, arg) in invocation.resolved_args() {
+            let param = &kernel.params[k];
+            let usage = &kernel.summary.params[k];
+            let arg_name = arg_name(program, arg);
+            if arg.ty.scalar != param.ty {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::E306,
+                        arg.location,
+                        format!(
+                            "`{arg_name}` is `{}` but parameter `{}` of `{}` is `{}`",
+                            arg.ty.scalar, param.name, kernel.name, param.ty
+                        ),
+                    )
+                    .with_label(format!("expected `{}`", param.ty))
+                    .with_related(param.location, "parameter declared here"),
+                );
+            }
+            if let Some(stated) = param.dimension {
+                if stated != arg.ty.dimension {
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Code::E307,
+                            arg.location,
+                            format!(
+                                "`{arg_name}` has dimension {} but parameter `{}` states {stated}",
+                                arg.ty.dimension, param.name
+                            ),
+                        )
+                        .with_label(format!("expected dimension {stated}"))
+                        .with_related(param.location, "parameter declared here"),
+                    );
+                }
+            }
+            let dimension = param.dimension.unwrap_or(arg.ty.dimension);
+            for (value, range) in &usage.constant_indices {
+                if *value < 0 || *value >= i64::from(dimension) {
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Code::E507,
+                            Location {
+                                file: param.location.file,
+                                range: *range,
+                            },
+                            format!(
+                                "index {value} is out of range for `{}` of dimension {dimension}",
+                                param.name
+                            ),
+                        )
+                        .with_label(format!("expected 0 to {}", dimension.saturating_sub(1)))
+                        .with_related(
+                            arg.location,
+                            format!("`{}` is bound to `{arg_name}` here", param.name),
+                        ),
+                    );
+                }
+            }
+            let body_diagnostic = |code: Code, range: TextRange, message: String| {
+                Diagnostic::new(
+                    code,
+                    Location {
+                        file: param.location.file,
+                        range,
+                    },
+                    message,
+                )
+                .with_related(arg.location, format!("`{arg_name}` is `{}` here", arg.mode))
+            };
+            if arg.mode.writes() && param.is_const {
+                let mut diagnostic = Diagnostic::new(
+                    Code::E504,
+                    arg.mode_location.unwrap_or(arg.location),
+                    format!(
+                        "`{arg_name}` is `{}` but parameter `{}` is `const`",
+                        arg.mode, param.name
+                    ),
+                )
+                .with_label("the kernel cannot write through a `const` parameter")
+                .with_related(param.location, "declared `const` here");
+                if let Some(const_range) = const_qualifier_range(program, param) {
+                    diagnostic = diagnostic.with_fix(Fix {
+                        title: format!("remove `const` from `{}`", param.name),
+                        edits: vec![TextEdit {
+                            file: param.location.file,
+                            range: const_range,
+                            replacement: String::new(),
+                        }],
+                    });
+                }
+                diagnostics.push(diagnostic);
+            }
+            let key = (kernel_id.index(), k);
+            match arg.mode {
+                AccessMode::Read => {
+                    read_bindings.entry(key).or_default().push(arg.location);
+                    for range in usage.writes() {
+                        let mut diagnostic = body_diagnostic(
+                            Code::E501,
+                            range,
+                            format!("`{}` is bound to the `READ` argument `{arg_name}` but the kernel writes it", param.name),
+                        )
+                        .with_label("written here");
+                        if let Some(fix) = mode_fix(arg, AccessMode::Rw) {
+                            diagnostic = diagnostic.with_fix(fix);
+                        }
+                        diagnostics.push(diagnostic);
+                    }
+                }
+                AccessMode::Inc => {
+                    writing_bindings.insert(key);
+                    for range in usage.non_increment_uses() {
+                        let mut diagnostic = body_diagnostic(
+                            Code::E502,
+                            range,
+                            format!(
+                                "`{}` is bound to the `INC` argument `{arg_name}`; it may only be added to with `+=`, `-=`, `++` or `--`",
+                                param.name
+                            ),
+                        )
+                        .with_label("not an increment");
+                        if let Some(fix) = mode_fix(arg, AccessMode::Rw) {
+                            diagnostic = diagnostic.with_fix(fix);
+                        }
+                        diagnostics.push(diagnostic);
+                    }
+                }
+                AccessMode::Write => {
+                    writing_bindings.insert(key);
+                    for range in &usage.unwritten_reads {
+                        let mut diagnostic = body_diagnostic(
+                            Code::W503,
+                            *range,
+                            format!("`{}` is read before it is written, but `{arg_name}` is `WRITE`: its incoming value is undefined", param.name),
+                        )
+                        .with_label("read here before any write");
+                        if let Some(fix) = mode_fix(arg, AccessMode::Rw) {
+                            diagnostic = diagnostic.with_fix(fix);
+                        }
+                        diagnostics.push(diagnostic);
+                    }
+                }
+                AccessMode::Rw => {
+                    writing_bindings.insert(key);
+                    let (weaker, saved) = if !usage.is_written() {
+                        (Some(AccessMode::Read), "the write-back")
+                    } else if !usage.is_read() {
+                        (Some(AccessMode::Write), "the read")
+                    } else {
+                        (None, "")
+                    };
+                    if let Some(weaker) = weaker {
+                        let messages = u32::from(arg.kind.is_indirect());
+                        let reason = if weaker == AccessMode::Read {
+                            "never writes"
+                        } else {
+                            "never reads"
+                        };
+                        let mut diagnostic = Diagnostic::new(
+                            Code::H506,
+                            arg.mode_location.unwrap_or(arg.location),
+                            format!(
+                                "`{arg_name}` is `RW` but the kernel {reason} `{}`; `{weaker}` would do and saves {messages} message{} per element",
+                                param.name,
+                                if messages == 1 { "" } else { "s" }
+                            ),
+                        )
+                        .with_label(format!("`{weaker}` drops {saved}"))
+                        .with_related(param.location, "parameter declared here");
+                        if let Some(fix) = mode_fix(arg, weaker) {
+                            diagnostic = diagnostic.with_fix(fix);
+                        }
+                        diagnostics.push(diagnostic);
+                    }
+                }
+                AccessMode::Min | AccessMode::Max => {
+                    writing_bindings.insert(key);
+                }
+            }
+        }
+    }
+    // H505: a parameter bound only to READ arguments that is not `const`.
+    let mut hints: Vec<((usize, usize), Vec<Location>)> = read_bindings
+        .into_iter()
+        .filter(|(key, _)| !writing_bindings.contains(key))
+        .collect();
+    hints.sort_by_key(|(key, _)| *key);
+    for ((kernel, k), arguments) in hints {
+        let kernel = &program.kernels[kernel];
+        let param = &kernel.params[k];
+        if param.is_const || kernel.summary.params[k].is_written() {
+            continue;
+        }
+        let mut diagnostic = Diagnostic::new(
+            Code::H505,
+            param.location,
+            format!(
+                "parameter `{}` is only bound to `READ` arguments; declare it `const`",
+                param.name
+            ),
+        )
+        .with_label("could be `const`")
+        .with_fix(Fix {
+            title: format!("make `{}` `const`", param.name),
+            edits: vec![TextEdit {
+                file: param.location.file,
+                range: TextRange::empty(param.location.range.start),
+                replacement: "const ".into(),
+            }],
+        });
+        for location in arguments {
+            diagnostic = diagnostic.with_related(location, "bound to this `READ` argument");
+        }
+        diagnostics.push(diagnostic);
+    }
+}
+
+/// The range of `const ` in a parameter, for the fix that removes it.
+fn const_qualifier_range(program: &Program, param: &crate::model::Param) -> Option<TextRange> {
+    let text = &program.file(param.location.file).text;
+    let source = text.get(param.location.range.to_usize())?;
+    let rest = source.strip_prefix("const")?;
+    let spaces = rest.len() - rest.trim_start().len();
+    let start = param.location.range.start;
+    Some(TextRange::new(
+        start,
+        start + 5 + u32::try_from(spaces).unwrap_or(0),
+    ))
+}
+
+/// The argument as the user wrote it, for messages: `p_x`, `len(cells)`.
+pub(crate) fn arg_name(program: &Program, arg: &Arg) -> String {
+    match arg.kind {
+        ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+            program.dats[dat.index()].name.clone()
+        }
+        ArgKind::Global(global) => program.globals[global.index()].name.clone(),
+        ArgKind::Const(id) => program.consts[id.index()].name.clone(),
+        ArgKind::Len(set) => format!("len({})", program.sets[set.index()].name),
+    }
+}
+
+/// Rules 1–5 of §7 for one invocation, and W402.
+fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Diagnostic>) {
+    let invocation = &program.invocations[id.index()];
+    let args: Vec<(usize, &Arg)> = invocation.resolved_args().collect();
+    for (j, &(_, later)) in args.iter().enumerate() {
+        let Some(data) = later.kind.data() else {
+            continue;
+        };
+        for &(_, earlier) in &args[..j] {
+            if earlier.kind.data() != Some(data) {
+                continue;
+            }
+            let name = program.data_name(data);
+            if earlier.kind == later.kind && earlier.mode == later.mode {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::W402,
+                        later.location,
+                        format!("`{name}` is passed twice with the same map, index and mode"),
+                    )
+                    .with_label("same argument again")
+                    .with_related(earlier.location, "first given here"),
+                );
+                break;
+            }
+            if let Some(rule) = conflict(earlier, later) {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::E401,
+                        later.location,
+                        format!("conflicting accesses to `{name}` in one par_loop: {rule}"),
+                    )
+                    .with_label(format!("`{name}` is `{}` here", later.mode))
+                    .with_related(earlier.location, format!("and `{}` here", earlier.mode)),
+                );
+                break;
+            }
+        }
+    }
+}
+
+/// Which rule of §7 two arguments on the same data break, if any.
+fn conflict(a: &Arg, b: &Arg) -> Option<&'static str> {
+    let direct_write = |x: &Arg| {
+        matches!(x.kind, ArgKind::DirectDat(_))
+            && matches!(x.mode, AccessMode::Write | AccessMode::Rw)
+    };
+    let indirect_write =
+        |x: &Arg| x.kind.is_indirect() && matches!(x.mode, AccessMode::Write | AccessMode::Rw);
+    let global = matches!(a.kind, ArgKind::Global(_));
+    if direct_write(a) || direct_write(b) {
+        return Some("a dat written directly may appear in no other argument");
+    }
+    if indirect_write(a) || indirect_write(b) {
+        return (!(indirect_write(a) && indirect_write(b))).then_some(
+            "a dat written through a map may appear only in other indirect `WRITE`/`RW` arguments",
+        );
+    }
+    if a.mode == AccessMode::Inc || b.mode == AccessMode::Inc {
+        return (a.mode != b.mode)
+            .then_some("an incremented dat or global may appear only in other `INC` arguments");
+    }
+    if global && (a.mode.is_reduction() || b.mode.is_reduction()) && a.mode != b.mode {
+        return Some(
+            "a global reduced with `INC`, `MIN` or `MAX` may appear in no argument with another mode",
+        );
+    }
+    None
+}

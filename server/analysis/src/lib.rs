@@ -1,0 +1,309 @@
+//! Semantic analysis of `.op2` programs: name resolution across imports, the
+//! semantic model ([`model::Program`]), lowered bodies ([`hir`]), access-mode
+//! validation against kernel bodies, conflict rules, dependency analysis,
+//! and every diagnostic of language.md §10 but those of code generation.
+//!
+//! Pure: no IO. Files other than the root are reached through a [`Loader`]
+//! the caller provides (the CLI reads the disk, the language server its open
+//! documents first). Analysis never fails; it returns the model it could
+//! build and the diagnostics it found. An [`Analyser`] keeps what it can
+//! reuse between runs: kernels whose text and visible declarations did not
+//! change are not lowered again.
+
+mod checks;
+pub mod consts;
+pub mod deps;
+pub mod explain;
+pub mod hir;
+pub mod kernel;
+mod lower;
+pub mod model;
+mod program;
+mod shift;
+pub mod value;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use op2_syntax::{Code, Diagnostic, FileId, Parse, Tag};
+use rustc_hash::FxHashSet;
+
+pub use checks::type_keyword_prefix;
+pub use consts::ConstValues;
+pub use deps::{Dependencies, Reader};
+pub use model::Program;
+
+/// Reads the files a program imports.
+pub trait Loader {
+    /// The text of the file at `path` (already resolved against the
+    /// importing file), or why it cannot be had.
+    fn load(&self, path: &Path) -> Result<Arc<str>, String>;
+}
+
+/// A loader for programs that import nothing: every import is missing.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoImports;
+
+impl Loader for NoImports {
+    fn load(&self, _path: &Path) -> Result<Arc<str>, String> {
+        Err("imports are not available here".into())
+    }
+}
+
+/// What the caller needs of the program.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Options {
+    /// The program is to be built into a graph, so it needs `main` (E603).
+    pub require_main: bool,
+}
+
+/// Everything known about one program.
+#[derive(Clone, Debug)]
+pub struct Analysis {
+    /// The semantic model.
+    pub program: Arc<Program>,
+    /// Compile-time values of the consts.
+    pub const_values: ConstValues,
+    /// Dependencies between invocations through `main`.
+    pub dependencies: Arc<Dependencies>,
+    /// Every diagnostic, sorted by file and position.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Analysis {
+    /// True when any diagnostic is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == op2_syntax::Severity::Error)
+    }
+}
+
+/// Analyses programs, reusing work between runs on similar text.
+#[derive(Debug, Default)]
+pub struct Analyser {
+    cache: program::Cache,
+}
+
+impl Analyser {
+    /// A fresh analyser with nothing cached.
+    pub fn new() -> Analyser {
+        Analyser::default()
+    }
+
+    /// Analyses the program whose root file is `root` (at `path`).
+    pub fn analyse(
+        &mut self,
+        path: &Path,
+        root: &Parse,
+        loader: &dyn Loader,
+        options: &Options,
+    ) -> Analysis {
+        let built = program::build(path, root, loader, options, &mut self.cache);
+        let mut program = built.program;
+        let mut diagnostics = built.diagnostics;
+        checks::name_invocations(&mut program, &built.invocation_syntax, &mut diagnostics);
+        checks::check_invocations(&program, &built.invocation_syntax, &mut diagnostics);
+        let dependencies = Dependencies::new(&program);
+        report_dead_loops(&program, &dependencies, &mut diagnostics);
+        report_unused(&program, &mut diagnostics);
+        let diagnostics = tidy(diagnostics);
+        Analysis {
+            program: Arc::new(program),
+            const_values: built.const_values,
+            dependencies: Arc::new(dependencies),
+            diagnostics,
+        }
+    }
+
+    /// How many kernels were reused and how many lowered, over this
+    /// analyser's life (for tests and benchmarks of the cache).
+    pub fn kernel_cache_stats(&self) -> (usize, usize) {
+        (self.cache.kernel_hits, self.cache.kernel_misses)
+    }
+}
+
+/// Analyses one text with no imports: a convenience for tests and tools.
+pub fn analyse_text(path: &Path, text: &str, options: &Options) -> Analysis {
+    let parse = Parse::new(text);
+    Analyser::new().analyse(path, &parse, &NoImports, options)
+}
+
+fn report_dead_loops(
+    program: &Program,
+    dependencies: &Dependencies,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    for (index, invocation) in program.invocations.iter().enumerate() {
+        let id = model::InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
+        if invocation.kernel.is_none() || !dependencies.is_dead(id) {
+            continue;
+        }
+        let writes = invocation
+            .resolved_args()
+            .any(|(_, a)| a.mode.writes() && a.kind.data().is_some());
+        let message = if writes {
+            format!(
+                "the results of `{}` are never read afterwards",
+                invocation.name
+            )
+        } else {
+            format!(
+                "`{}` writes nothing, so running it has no effect",
+                invocation.name
+            )
+        };
+        diagnostics.push(
+            Diagnostic::new(Code::H605, invocation.location, message)
+                .with_label("dead par_loop: remove it or use what it computes")
+                .with_tag(Tag::Unnecessary),
+        );
+    }
+}
+
+/// W604 for declarations of the root file that nothing uses. A file without
+/// `main` is a library of declarations for others, so it is left alone.
+fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
+    if program.main.is_none() {
+        return;
+    }
+    let mut used: FxHashSet<Symbol> = FxHashSet::default();
+    use model::Symbol;
+    for map in &program.maps {
+        used.extend(map.from.map(Symbol::Set));
+        used.extend(map.to.map(Symbol::Set));
+    }
+    for dat in &program.dats {
+        used.extend(dat.set.map(Symbol::Set));
+        if let model::InitialValue::FromConst(id) = dat.init {
+            used.insert(Symbol::Const(id));
+        }
+    }
+    for global in &program.globals {
+        if let model::InitialValue::FromConst(id) = global.init {
+            used.insert(Symbol::Const(id));
+        }
+    }
+    for kernel in &program.kernels {
+        used.extend(kernel.consts_used.iter().copied().map(Symbol::Const));
+    }
+    for invocation in &program.invocations {
+        used.extend(invocation.kernel.map(Symbol::Kernel));
+        used.extend(invocation.set.map(Symbol::Set));
+        for (_, arg) in invocation.resolved_args() {
+            match arg.kind {
+                model::ArgKind::DirectDat(dat) => {
+                    used.insert(Symbol::Dat(dat));
+                }
+                model::ArgKind::IndirectDat { dat, map, .. } => {
+                    used.insert(Symbol::Dat(dat));
+                    used.insert(Symbol::Map(map));
+                }
+                model::ArgKind::Global(id) => {
+                    used.insert(Symbol::Global(id));
+                }
+                model::ArgKind::Const(id) => {
+                    used.insert(Symbol::Const(id));
+                }
+                model::ArgKind::Len(set) => {
+                    used.insert(Symbol::Set(set));
+                }
+            }
+        }
+    }
+    // Names read in `main` and in const initialisers are found in the text of
+    // their bodies: globals, consts and sets in `len`.
+    let mut mark = |expr: &hir::Expr| match &expr.kind {
+        hir::ExprKind::Load(place)
+        | hir::ExprKind::Assign { place, .. }
+        | hir::ExprKind::Update { place, .. } => match place.var {
+            hir::Var::Const(id) => {
+                used.insert(Symbol::Const(id));
+            }
+            hir::Var::Global(id) => {
+                used.insert(Symbol::Global(id));
+            }
+            _ => {}
+        },
+        hir::ExprKind::Len(set) => {
+            used.insert(Symbol::Set(*set));
+        }
+        _ => {}
+    };
+    if let Some(main) = program.main.as_deref() {
+        for stmt in &main.statements {
+            hir::walk_stmt_exprs(stmt, &mut mark);
+        }
+    }
+    for kernel in &program.kernels {
+        for stmt in &kernel.body.statements {
+            hir::walk_stmt_exprs(stmt, &mut mark);
+        }
+    }
+    // A const named by an initialiser (another const's value, a dat's or a
+    // global's) counts as used.
+    used.extend(
+        program
+            .initialiser_consts
+            .iter()
+            .copied()
+            .map(Symbol::Const),
+    );
+    let mut unused: Vec<(Symbol, op2_syntax::Location, String)> = program
+        .names
+        .iter()
+        .filter(|(_, symbol)| !used.contains(symbol))
+        .map(|(name, symbol)| (*symbol, program.symbol_name(*symbol).1, name.clone()))
+        .filter(|(_, location, _)| location.file == FileId::MAIN)
+        .collect();
+    unused.sort_by_key(|(_, location, _)| location.range.start);
+    for (symbol, location, name) in unused {
+        diagnostics.push(
+            Diagnostic::new(
+                Code::W604,
+                location,
+                format!("{} `{name}` is never used", symbol.kind_name()),
+            )
+            .with_label("unused")
+            .with_tag(Tag::Unnecessary),
+        );
+    }
+}
+
+/// Sorts diagnostics by position and merges duplicates (the same problem in
+/// a kernel body found through several par_loops) into one with all the
+/// related locations.
+fn tidy(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    diagnostics.sort_by(|a, b| {
+        (
+            a.location.file,
+            a.location.range.start,
+            a.location.range.end,
+            a.code,
+        )
+            .cmp(&(
+                b.location.file,
+                b.location.range.start,
+                b.location.range.end,
+                b.code,
+            ))
+    });
+    let mut out: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
+    for diagnostic in diagnostics {
+        if let Some(last) = out.last_mut() {
+            if last.code == diagnostic.code
+                && last.location == diagnostic.location
+                && last.message == diagnostic.message
+            {
+                for related in diagnostic.related {
+                    if !last.related.contains(&related) {
+                        last.related.push(related);
+                    }
+                }
+                continue;
+            }
+        }
+        out.push(diagnostic);
+    }
+    out
+}

@@ -1,0 +1,1087 @@
+//! Lowering bodies (kernels, `main`, constant expressions) from the syntax
+//! tree to [`hir`](crate::hir): names resolved in their context, C types
+//! computed, implicit conversions made explicit, and the diagnostics that
+//! belong to names and types in bodies (E101, E103, E203, E508, E601, E602).
+
+use op2_syntax::ast::{self, BinaryOp, ForInit, NodeText, ScalarType, Stmt as AstStmt, UnaryOp};
+use op2_syntax::literal::{FloatValue, IntValue};
+use op2_syntax::{Code, Diagnostic, FileId, Location, TextRange};
+use rustc_hash::FxHashMap;
+
+use crate::hir::{
+    Body, Builtin, Expr, ExprKind, Local, LocalId, LocalInit, Place, Stmt, StmtKind, Var,
+};
+use crate::model::{ConstId, ElementType, InvocationId, Param, SetId, Symbol};
+use crate::value::{self, Value};
+
+/// What the lowering needs to know of the top-level items.
+pub(crate) struct Env<'a> {
+    pub names: &'a FxHashMap<String, Symbol>,
+    pub const_types: &'a [ElementType],
+    pub global_types: &'a [ElementType],
+}
+
+/// Where a body sits, which decides what its names may refer to.
+pub(crate) enum Context<'a> {
+    /// A kernel: parameters, locals and consts.
+    Kernel { params: &'a [Param] },
+    /// `main`: locals, globals, consts and `len`.
+    Main,
+    /// A const's value: literals, consts and built-ins.
+    Const,
+}
+
+/// Lowers one body. Diagnostics go to `diagnostics`; par_loops in `main` are
+/// handed to `on_par_loop`, which returns their invocation.
+pub(crate) struct Lowerer<'a, 't> {
+    source: &'a str,
+    file: FileId,
+    env: &'a Env<'a>,
+    context: Context<'a>,
+    body: Body,
+    scopes: Vec<Vec<(&'a str, LocalId)>>,
+    loop_depth: u32,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Consts read, in order of first use.
+    pub consts_used: Vec<ConstId>,
+    on_par_loop: Option<&'a mut dyn FnMut(ast::ParLoopStmt<'t>) -> Option<InvocationId>>,
+}
+
+impl<'a, 't> Lowerer<'a, 't> {
+    pub fn new(
+        source: &'a str,
+        file: FileId,
+        env: &'a Env<'a>,
+        context: Context<'a>,
+    ) -> Lowerer<'a, 't> {
+        Lowerer {
+            source,
+            file,
+            env,
+            context,
+            body: Body::default(),
+            scopes: vec![Vec::new()],
+            loop_depth: 0,
+            diagnostics: Vec::new(),
+            consts_used: Vec::new(),
+            on_par_loop: None,
+        }
+    }
+
+    /// Sets the handler for par_loops found in `main`.
+    pub fn with_par_loops(
+        mut self,
+        handler: &'a mut dyn FnMut(ast::ParLoopStmt<'t>) -> Option<InvocationId>,
+    ) -> Self {
+        self.on_par_loop = Some(handler);
+        self
+    }
+
+    /// The lowered body.
+    pub fn finish(self) -> (Body, Vec<Diagnostic>, Vec<ConstId>) {
+        (self.body, self.diagnostics, self.consts_used)
+    }
+
+    fn text(&self, node: &impl NodeText<'t>) -> &'a str {
+        node.text(self.source)
+    }
+
+    fn location(&self, range: TextRange) -> Location {
+        Location {
+            file: self.file,
+            range,
+        }
+    }
+
+    fn report(&mut self, code: Code, range: TextRange, message: String) {
+        let diagnostic = Diagnostic::new(code, self.location(range), message);
+        self.diagnostics.push(diagnostic);
+    }
+
+    fn error_expr(range: TextRange) -> Expr {
+        Expr {
+            kind: ExprKind::Error,
+            ty: ScalarType::Int,
+            range,
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Statements
+    // ------------------------------------------------------------------
+
+    /// Lowers the statements of a block into the body's top level.
+    pub fn lower_block_into_body(&mut self, block: ast::Block<'t>) {
+        let statements = block
+            .statements()
+            .filter_map(|s| self.lower_stmt(s))
+            .collect();
+        self.body.statements = statements;
+    }
+
+    fn lower_block(&mut self, block: ast::Block<'t>) -> Stmt {
+        self.scopes.push(Vec::new());
+        let statements = block
+            .statements()
+            .filter_map(|s| self.lower_stmt(s))
+            .collect();
+        self.scopes.pop();
+        Stmt {
+            kind: StmtKind::Block(statements),
+            range: block.text_range(),
+        }
+    }
+
+    /// A statement in its own scope (the branch of an `if`, a loop body).
+    fn lower_scoped(&mut self, stmt: Option<AstStmt<'t>>, range: TextRange) -> Box<Stmt> {
+        self.scopes.push(Vec::new());
+        let lowered = stmt.and_then(|s| self.lower_stmt(s));
+        self.scopes.pop();
+        Box::new(lowered.unwrap_or(Stmt {
+            kind: StmtKind::Block(Vec::new()),
+            range,
+        }))
+    }
+
+    fn lower_stmt(&mut self, stmt: AstStmt<'t>) -> Option<Stmt> {
+        let range = stmt.text_range();
+        let kind = match stmt {
+            AstStmt::Block(block) => return Some(self.lower_block(block)),
+            AstStmt::Local(decl) => return Some(self.lower_local_decl(decl)),
+            AstStmt::Expr(expr_stmt) => match expr_stmt.expr() {
+                Some(expr) => StmtKind::Expr(self.lower_expr(expr)),
+                None => StmtKind::Block(Vec::new()),
+            },
+            AstStmt::If(if_stmt) => {
+                let condition = self.lower_condition(if_stmt.condition(), range);
+                let then_branch = self.lower_scoped(if_stmt.then_branch(), range);
+                let else_branch = if_stmt
+                    .else_branch()
+                    .map(|s| self.lower_scoped(Some(s), range));
+                StmtKind::If {
+                    condition,
+                    then_branch,
+                    else_branch,
+                }
+            }
+            AstStmt::For(for_stmt) => {
+                self.scopes.push(Vec::new());
+                let init = match for_stmt.initializer() {
+                    Some(ForInit::Decl(decl)) => Some(Box::new(self.lower_local_decl(decl))),
+                    Some(ForInit::Expr(expr)) => {
+                        let lowered = self.lower_expr(expr);
+                        Some(Box::new(Stmt {
+                            range: lowered.range,
+                            kind: StmtKind::Expr(lowered),
+                        }))
+                    }
+                    None => None,
+                };
+                let condition = for_stmt.condition().map(|c| self.lower_expr(c));
+                let step = for_stmt.update().map(|s| self.lower_expr(s));
+                self.loop_depth += 1;
+                let body = self.lower_scoped(for_stmt.body(), range);
+                self.loop_depth -= 1;
+                self.scopes.pop();
+                StmtKind::For {
+                    init,
+                    condition,
+                    step,
+                    body,
+                }
+            }
+            AstStmt::While(while_stmt) => {
+                let condition = self.lower_condition(while_stmt.condition(), range);
+                self.loop_depth += 1;
+                let body = self.lower_scoped(while_stmt.body(), range);
+                self.loop_depth -= 1;
+                StmtKind::While { condition, body }
+            }
+            AstStmt::Do(do_stmt) => {
+                self.loop_depth += 1;
+                let body = self.lower_scoped(do_stmt.body(), range);
+                self.loop_depth -= 1;
+                let condition = self.lower_condition(do_stmt.condition(), range);
+                StmtKind::DoWhile { body, condition }
+            }
+            AstStmt::Break(_) | AstStmt::Continue(_) => {
+                let is_break = matches!(stmt, AstStmt::Break(_));
+                if self.loop_depth == 0 {
+                    let word = if is_break { "break" } else { "continue" };
+                    self.report(Code::E001, range, format!("`{word}` outside of a loop"));
+                    return None;
+                }
+                if is_break {
+                    StmtKind::Break
+                } else {
+                    StmtKind::Continue
+                }
+            }
+            AstStmt::Return(_) => StmtKind::Return,
+            AstStmt::ParLoop(par_loop) => {
+                let handler = match (&self.context, self.on_par_loop.as_mut()) {
+                    (Context::Main, Some(handler)) => handler,
+                    _ => {
+                        let keyword = par_loop.node().child(0).map_or(range, |k| k.text_range());
+                        self.report(Code::E601, keyword, "`par_loop` outside `main`".into());
+                        return None;
+                    }
+                };
+                StmtKind::ParLoop(handler(par_loop)?)
+            }
+            AstStmt::Print(print) => {
+                if !matches!(self.context, Context::Main) {
+                    let keyword = print.node().child(0).map_or(range, |k| k.text_range());
+                    self.report(
+                        Code::E601,
+                        keyword,
+                        "`print` outside `main`; kernels cannot print".into(),
+                    );
+                    return None;
+                }
+                let format = print
+                    .format()
+                    .map(|f| f.value(self.source))
+                    .unwrap_or_default();
+                let args = print.arguments().map(|a| self.lower_expr(a)).collect();
+                StmtKind::Print { format, args }
+            }
+            // Reported by the syntax layer.
+            AstStmt::Switch(_) | AstStmt::Case(_) | AstStmt::Goto(_) => return None,
+        };
+        Some(Stmt { kind, range })
+    }
+
+    fn lower_condition(&mut self, condition: Option<ast::Expr<'t>>, range: TextRange) -> Expr {
+        match condition {
+            Some(c) => self.lower_expr(c),
+            None => Self::error_expr(range),
+        }
+    }
+
+    fn lower_local_decl(&mut self, decl: ast::LocalDecl<'t>) -> Stmt {
+        let range = decl.text_range();
+        let Some(ty) = decl.ty().and_then(|t| t.scalar(self.source)) else {
+            // A `struct` type, reported by the syntax layer.
+            return Stmt {
+                kind: StmtKind::Block(Vec::new()),
+                range,
+            };
+        };
+        let is_const = decl.const_qualifier().is_some();
+        let mut statements = Vec::new();
+        for declarator in decl.declarators() {
+            let Some(name_node) = declarator.name() else {
+                continue;
+            };
+            if declarator.pointer().is_some() {
+                // Reported by the syntax layer.
+                continue;
+            }
+            let name = self.text(&name_node);
+            let dimension = declarator.dimension().map(|d| {
+                let value = d
+                    .value(self.source)
+                    .map_or(0, |v| u32::try_from(v.value).unwrap_or(u32::MAX));
+                if value == 0 {
+                    self.report(
+                        Code::E201,
+                        d.text_range(),
+                        format!("array `{name}` needs a length of at least 1"),
+                    );
+                }
+                value.max(1)
+            });
+            let init = declarator
+                .value()
+                .map(|value| self.lower_local_init(value, ty, dimension, name));
+            if self
+                .scopes
+                .last()
+                .is_some_and(|scope| scope.iter().any(|(n, _)| *n == name))
+            {
+                let previous = self
+                    .scopes
+                    .last()
+                    .and_then(|s| s.iter().find(|(n, _)| *n == name))
+                    .map(|(_, id)| *id);
+                let mut diagnostic = Diagnostic::new(
+                    Code::E102,
+                    self.location(name_node.text_range()),
+                    format!("`{name}` is declared twice in the same block"),
+                )
+                .with_label("redeclared here");
+                if let Some(previous) = previous {
+                    let previous_range = self.body.local(previous).range;
+                    diagnostic = diagnostic
+                        .with_related(self.location(previous_range), "first declared here");
+                }
+                self.diagnostics.push(diagnostic);
+            }
+            let id = LocalId(u32::try_from(self.body.locals.len()).unwrap_or(u32::MAX));
+            self.body.locals.push(Local {
+                name: name.to_owned(),
+                ty,
+                dimension,
+                range: name_node.text_range(),
+                is_const,
+            });
+            if let Some(scope) = self.scopes.last_mut() {
+                scope.push((name, id));
+            }
+            statements.push(Stmt {
+                kind: StmtKind::Local { local: id, init },
+                range: declarator.text_range(),
+            });
+        }
+        if statements.len() == 1 {
+            statements.pop().map_or(
+                Stmt {
+                    kind: StmtKind::Block(Vec::new()),
+                    range,
+                },
+                |mut s| {
+                    s.range = range;
+                    s
+                },
+            )
+        } else {
+            // Several declarators share the enclosing scope: a block here
+            // would hide them, so splice them as a sequence.
+            Stmt {
+                kind: StmtKind::Block(statements),
+                range,
+            }
+        }
+    }
+
+    fn lower_local_init(
+        &mut self,
+        value: ast::Initializer<'t>,
+        ty: ScalarType,
+        dimension: Option<u32>,
+        name: &str,
+    ) -> LocalInit {
+        match value {
+            ast::Initializer::Expr(expr) => {
+                if dimension.is_some() {
+                    self.report(
+                        Code::E202,
+                        expr.text_range(),
+                        format!("array `{name}` needs a braced initialiser `{{…}}`"),
+                    );
+                }
+                let lowered = self.lower_expr(expr);
+                LocalInit::Expr(convert(lowered, ty, false))
+            }
+            ast::Initializer::List(list) => {
+                let items: Vec<Expr> = list
+                    .elements()
+                    .map(|e| convert(self.lower_expr(e), ty, false))
+                    .collect();
+                match dimension {
+                    None => self.report(
+                        Code::E202,
+                        list.text_range(),
+                        format!("`{name}` is a scalar; initialise it with a single value"),
+                    ),
+                    Some(dim) if items.len() > dim as usize => self.report(
+                        Code::E202,
+                        list.text_range(),
+                        format!(
+                            "`{name}` has {dim} components but the initialiser gives {}",
+                            items.len()
+                        ),
+                    ),
+                    Some(_) => {}
+                }
+                LocalInit::List(items)
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Names
+    // ------------------------------------------------------------------
+
+    fn lookup_local(&self, name: &str) -> Option<LocalId> {
+        self.scopes.iter().rev().find_map(|scope| {
+            scope
+                .iter()
+                .rev()
+                .find(|(n, _)| *n == name)
+                .map(|(_, id)| *id)
+        })
+    }
+
+    /// Resolves a name used as a variable. `None` when it is not one (and
+    /// the problem has been reported).
+    fn resolve_var(&mut self, ident: ast::Ident<'t>) -> Option<(Var, ScalarType, Option<u32>)> {
+        let name = self.text(&ident);
+        let range = ident.text_range();
+        if let Some(local) = self.lookup_local(name) {
+            let local = self.body.local(local).clone();
+            if matches!(self.context, Context::Const) {
+                self.report(Code::E203, range, format!("`{name}` is not a constant"));
+                return None;
+            }
+            return Some((
+                Var::Local(self.lookup_local(name)?),
+                local.ty,
+                local.dimension,
+            ));
+        }
+        if let Context::Kernel { params } = self.context {
+            if let Some((k, param)) = params.iter().enumerate().find(|(_, p)| p.name == name) {
+                // A pointer parameter has an unknown dimension here; the
+                // binding decides it.
+                return Some((
+                    Var::Param(u32::try_from(k).unwrap_or(u32::MAX)),
+                    param.ty,
+                    Some(param.dimension.unwrap_or(0)),
+                ));
+            }
+        }
+        let Some(symbol) = self.env.names.get(name).copied() else {
+            self.report(
+                Code::E101,
+                range,
+                format!("cannot find `{name}` in this scope"),
+            );
+            return None;
+        };
+        match (symbol, &self.context) {
+            (Symbol::Const(id), _) => {
+                if !self.consts_used.contains(&id) {
+                    self.consts_used.push(id);
+                }
+                let ty = self.env.const_types[id.index()];
+                Some((
+                    Var::Const(id),
+                    ty.scalar,
+                    (ty.dimension > 1).then_some(ty.dimension),
+                ))
+            }
+            (Symbol::Global(id), Context::Main) => {
+                let ty = self.env.global_types[id.index()];
+                Some((
+                    Var::Global(id),
+                    ty.scalar,
+                    (ty.dimension > 1).then_some(ty.dimension),
+                ))
+            }
+            (_, Context::Kernel { .. }) => {
+                self.report(
+                    Code::E508,
+                    range,
+                    format!(
+                        "kernel names the {} `{name}`; a kernel sees only its parameters, its locals and consts",
+                        symbol.kind_name()
+                    ),
+                );
+                None
+            }
+            (Symbol::Dat(_) | Symbol::Map(_), Context::Main) => {
+                self.report(
+                    Code::E601,
+                    range,
+                    format!(
+                        "`main` names the {} `{name}`; dats change only through par_loops",
+                        symbol.kind_name()
+                    ),
+                );
+                None
+            }
+            (_, Context::Main) => {
+                self.report(
+                    Code::E103,
+                    range,
+                    format!("expected a value, found {} `{name}`", symbol.kind_name()),
+                );
+                None
+            }
+            (_, Context::Const) => {
+                self.report(
+                    Code::E203,
+                    range,
+                    format!("`{name}` is a {}, not a constant; a const's value may use only literals and other consts", symbol.kind_name()),
+                );
+                None
+            }
+        }
+    }
+
+    fn resolve_set(&mut self, len: ast::LenExpr<'t>) -> Option<SetId> {
+        let ident = len.set()?;
+        let name = self.text(&ident);
+        match (self.env.names.get(name).copied(), &self.context) {
+            (_, Context::Kernel { .. }) => {
+                self.report(
+                    Code::E508,
+                    len.text_range(),
+                    "kernel uses `len`; pass `len(…)` as a par_loop argument instead".into(),
+                );
+                None
+            }
+            (_, Context::Const) => {
+                self.report(
+                    Code::E203,
+                    len.text_range(),
+                    "`len` is not a constant: set sizes come from the instance data".into(),
+                );
+                None
+            }
+            (Some(Symbol::Set(id)), _) => Some(id),
+            (Some(other), _) => {
+                self.report(
+                    Code::E103,
+                    ident.text_range(),
+                    format!("expected a set, found {} `{name}`", other.kind_name()),
+                );
+                None
+            }
+            (None, _) => {
+                self.report(
+                    Code::E101,
+                    ident.text_range(),
+                    format!("cannot find set `{name}`"),
+                );
+                None
+            }
+        }
+    }
+
+    fn lower_place(&mut self, expr: ast::Expr<'t>) -> Option<(Place, ScalarType)> {
+        let range = expr.text_range();
+        match expr.unparenthesized() {
+            ast::Expr::Ident(ident) => {
+                let (var, ty, dimension) = self.resolve_var(ident)?;
+                if let (Var::Param(_), _) | (_, Some(_)) = (var, dimension) {
+                    let name = self.text(&ident);
+                    let what = if matches!(var, Var::Param(_)) {
+                        "a pointer parameter"
+                    } else {
+                        "an array"
+                    };
+                    self.report(
+                        Code::E103,
+                        range,
+                        format!("`{name}` is {what}; use `{name}[i]` for a component"),
+                    );
+                    return None;
+                }
+                Some((
+                    Place {
+                        var,
+                        index: None,
+                        range,
+                    },
+                    ty,
+                ))
+            }
+            ast::Expr::Subscript(subscript) => {
+                let base = subscript.argument()?.unparenthesized();
+                let index = subscript.index().map(|i| self.lower_index(i));
+                let ast::Expr::Ident(ident) = base else {
+                    self.report(
+                        Code::E103,
+                        base.text_range(),
+                        "only a parameter or an array can be indexed".into(),
+                    );
+                    return None;
+                };
+                let (var, ty, dimension) = self.resolve_var(ident)?;
+                if dimension.is_none() {
+                    let name = self.text(&ident);
+                    self.report(
+                        Code::E103,
+                        range,
+                        format!("`{name}` is a scalar and cannot be indexed"),
+                    );
+                    return None;
+                }
+                Some((
+                    Place {
+                        var,
+                        index: Some(Box::new(index.unwrap_or_else(|| Self::error_expr(range)))),
+                        range,
+                    },
+                    ty,
+                ))
+            }
+            ast::Expr::Unary(unary) if unary.op() == Some(UnaryOp::Deref) => {
+                let target = unary.argument()?.unparenthesized();
+                let ast::Expr::Ident(ident) = target else {
+                    self.report(
+                        Code::E103,
+                        target.text_range(),
+                        "only a parameter or an array can be dereferenced".into(),
+                    );
+                    return None;
+                };
+                let (var, ty, dimension) = self.resolve_var(ident)?;
+                if dimension.is_none() {
+                    let name = self.text(&ident);
+                    self.report(
+                        Code::E103,
+                        range,
+                        format!("`{name}` is a scalar and cannot be dereferenced"),
+                    );
+                    return None;
+                }
+                let zero = Expr {
+                    kind: ExprKind::Literal(Value::Int(0)),
+                    ty: ScalarType::Int,
+                    range,
+                };
+                Some((
+                    Place {
+                        var,
+                        index: Some(Box::new(zero)),
+                        range,
+                    },
+                    ty,
+                ))
+            }
+            other => {
+                self.report(
+                    Code::E103,
+                    other.text_range(),
+                    "expected a variable, a parameter component or an array element".into(),
+                );
+                None
+            }
+        }
+    }
+
+    fn lower_index(&mut self, index: ast::Expr<'t>) -> Expr {
+        let lowered = self.lower_expr(index);
+        if lowered.ty.is_floating() && lowered.kind != ExprKind::Error {
+            self.report(
+                Code::E103,
+                lowered.range,
+                format!("an index must be an integer, not `{}`", lowered.ty),
+            );
+        }
+        lowered
+    }
+
+    /// Checks that a place may be written here.
+    fn check_writable(&mut self, place: &Place) {
+        match place.var {
+            Var::Const(id) => {
+                let name = self
+                    .env
+                    .names
+                    .iter()
+                    .find(|(_, s)| **s == Symbol::Const(id))
+                    .map_or("", |(n, _)| n.as_str());
+                self.report(
+                    Code::E602,
+                    place.range,
+                    format!("cannot assign to const `{name}`"),
+                );
+            }
+            Var::Local(id) if self.body.local(id).is_const => {
+                let name = self.body.local(id).name.clone();
+                self.report(
+                    Code::E602,
+                    place.range,
+                    format!("cannot assign to `{name}`, declared `const`"),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Expressions
+    // ------------------------------------------------------------------
+
+    /// Lowers an expression.
+    pub fn lower_expr(&mut self, expr: ast::Expr<'t>) -> Expr {
+        let range = expr.text_range();
+        match expr {
+            ast::Expr::Paren(paren) => match paren.expr() {
+                Some(inner) => {
+                    let mut lowered = self.lower_expr(inner);
+                    lowered.range = range;
+                    lowered
+                }
+                None => Self::error_expr(range),
+            },
+            ast::Expr::Int(literal) => match literal.value(self.source) {
+                Some(value) => literal_expr(int_literal_value(value), range),
+                None => {
+                    self.report(
+                        Code::E001,
+                        range,
+                        "integer literal too large for 64 bits".into(),
+                    );
+                    Self::error_expr(range)
+                }
+            },
+            ast::Expr::Float(literal) => match literal.value(self.source) {
+                Some(FloatValue::Double(v)) => literal_expr(Value::Double(v), range),
+                Some(FloatValue::Float(v)) => literal_expr(Value::Float(v), range),
+                None => Self::error_expr(range),
+            },
+            ast::Expr::Bool(literal) => {
+                literal_expr(Value::Bool(literal.value(self.source)), range)
+            }
+            ast::Expr::Ident(_) | ast::Expr::Subscript(_) => match self.lower_place(expr) {
+                Some((place, ty)) => Expr {
+                    kind: ExprKind::Load(place),
+                    ty,
+                    range,
+                },
+                None => Self::error_expr(range),
+            },
+            ast::Expr::Unary(unary) => match unary.op() {
+                Some(UnaryOp::Deref) => match self.lower_place(expr) {
+                    Some((place, ty)) => Expr {
+                        kind: ExprKind::Load(place),
+                        ty,
+                        range,
+                    },
+                    None => Self::error_expr(range),
+                },
+                Some(UnaryOp::AddressOf) | None => Self::error_expr(range),
+                Some(op) => {
+                    let Some(argument) = unary.argument() else {
+                        return Self::error_expr(range);
+                    };
+                    let argument = self.lower_expr(argument);
+                    if argument.kind == ExprKind::Error {
+                        return Self::error_expr(range);
+                    }
+                    let ty = match op {
+                        UnaryOp::Not => ScalarType::Int,
+                        UnaryOp::BitNot if argument.ty.is_floating() => {
+                            self.report(
+                                Code::E103,
+                                range,
+                                format!("`~` needs an integer operand, not `{}`", argument.ty),
+                            );
+                            return Self::error_expr(range);
+                        }
+                        _ => value::promote(argument.ty),
+                    };
+                    let operand = if op == UnaryOp::Not {
+                        argument
+                    } else {
+                        convert(argument, ty, false)
+                    };
+                    Expr {
+                        kind: ExprKind::Unary(op, Box::new(operand)),
+                        ty,
+                        range,
+                    }
+                }
+            },
+            ast::Expr::Binary(binary) => {
+                let (Some(op), Some(left), Some(right)) =
+                    (binary.op(), binary.left(), binary.right())
+                else {
+                    return Self::error_expr(range);
+                };
+                let left = self.lower_expr(left);
+                let right = self.lower_expr(right);
+                if left.kind == ExprKind::Error || right.kind == ExprKind::Error {
+                    return Self::error_expr(range);
+                }
+                self.binary(op, left, right, range)
+            }
+            ast::Expr::Assign(assign) => {
+                let (Some(op), Some(left), Some(right)) =
+                    (assign.op(), assign.left(), assign.right())
+                else {
+                    return Self::error_expr(range);
+                };
+                let value = self.lower_expr(right);
+                let Some((place, place_ty)) = self.lower_place(left) else {
+                    return Self::error_expr(range);
+                };
+                self.check_writable(&place);
+                if value.kind == ExprKind::Error {
+                    return Self::error_expr(range);
+                }
+                let value = match op.binary() {
+                    None => convert(value, place_ty, false),
+                    Some(binary_op) => {
+                        if matches!(
+                            binary_op,
+                            BinaryOp::Rem
+                                | BinaryOp::BitAnd
+                                | BinaryOp::BitOr
+                                | BinaryOp::BitXor
+                                | BinaryOp::Shl
+                                | BinaryOp::Shr
+                        ) && (place_ty.is_floating() || value.ty.is_floating())
+                        {
+                            self.report(
+                                Code::E103,
+                                range,
+                                format!("`{}` needs integer operands", op.token()),
+                            );
+                            return Self::error_expr(range);
+                        }
+                        let operand = value::binary_operand_type(binary_op, place_ty, value.ty);
+                        let operand = if matches!(binary_op, BinaryOp::Shl | BinaryOp::Shr) {
+                            value::promote(value.ty)
+                        } else {
+                            operand
+                        };
+                        convert(value, operand, false)
+                    }
+                };
+                Expr {
+                    kind: ExprKind::Assign {
+                        place,
+                        op,
+                        value: Box::new(value),
+                    },
+                    ty: place_ty,
+                    range,
+                }
+            }
+            ast::Expr::Update(update) => {
+                let Some(argument) = update.argument() else {
+                    return Self::error_expr(range);
+                };
+                let Some((place, ty)) = self.lower_place(argument) else {
+                    return Self::error_expr(range);
+                };
+                self.check_writable(&place);
+                Expr {
+                    kind: ExprKind::Update {
+                        place,
+                        increment: update.is_increment(),
+                        prefix: update.is_prefix(),
+                    },
+                    ty,
+                    range,
+                }
+            }
+            ast::Expr::Conditional(conditional) => {
+                let (Some(c), Some(a), Some(b)) = (
+                    conditional.condition(),
+                    conditional.then_value(),
+                    conditional.else_value(),
+                ) else {
+                    return Self::error_expr(range);
+                };
+                let c = self.lower_expr(c);
+                let a = self.lower_expr(a);
+                let b = self.lower_expr(b);
+                if [&c, &a, &b].iter().any(|e| e.kind == ExprKind::Error) {
+                    return Self::error_expr(range);
+                }
+                let ty = value::common_type(a.ty, b.ty);
+                let (a, b) = (convert(a, ty, false), convert(b, ty, false));
+                Expr {
+                    kind: ExprKind::Conditional(Box::new(c), Box::new(a), Box::new(b)),
+                    ty,
+                    range,
+                }
+            }
+            ast::Expr::Cast(cast) => {
+                let (Some(ty), Some(value)) =
+                    (cast.ty().and_then(|t| t.scalar(self.source)), cast.value())
+                else {
+                    return Self::error_expr(range);
+                };
+                let value = self.lower_expr(value);
+                if value.kind == ExprKind::Error {
+                    return Self::error_expr(range);
+                }
+                Expr {
+                    kind: ExprKind::Convert {
+                        value: Box::new(value),
+                        explicit: true,
+                    },
+                    ty,
+                    range,
+                }
+            }
+            ast::Expr::Call(call) => self.lower_call(call, range),
+            ast::Expr::Len(len) => match self.resolve_set(len) {
+                Some(set) => Expr {
+                    kind: ExprKind::Len(set),
+                    ty: ScalarType::Int,
+                    range,
+                },
+                None => Self::error_expr(range),
+            },
+        }
+    }
+
+    fn binary(&mut self, op: BinaryOp, left: Expr, right: Expr, range: TextRange) -> Expr {
+        let integral_only = matches!(
+            op,
+            BinaryOp::Rem
+                | BinaryOp::BitAnd
+                | BinaryOp::BitOr
+                | BinaryOp::BitXor
+                | BinaryOp::Shl
+                | BinaryOp::Shr
+        );
+        if integral_only && (left.ty.is_floating() || right.ty.is_floating()) {
+            self.report(
+                Code::E103,
+                range,
+                format!("`{}` needs integer operands", op.token()),
+            );
+            return Self::error_expr(range);
+        }
+        let ty = value::binary_result_type(op, left.ty, right.ty);
+        let (left, right) = match op {
+            BinaryOp::And | BinaryOp::Or => (left, right),
+            BinaryOp::Shl | BinaryOp::Shr => {
+                let left_ty = value::promote(left.ty);
+                let right_ty = value::promote(right.ty);
+                (
+                    convert(left, left_ty, false),
+                    convert(right, right_ty, false),
+                )
+            }
+            _ => {
+                let operand = value::binary_operand_type(op, left.ty, right.ty);
+                (
+                    convert(left, operand, false),
+                    convert(right, operand, false),
+                )
+            }
+        };
+        Expr {
+            kind: ExprKind::Binary(op, Box::new(left), Box::new(right)),
+            ty,
+            range,
+        }
+    }
+
+    fn lower_call(&mut self, call: ast::CallExpr<'t>, range: TextRange) -> Expr {
+        let Some(function) = call.function() else {
+            return Self::error_expr(range);
+        };
+        let name = self.text(&function);
+        // A call to anything else was reported by the syntax layer.
+        let Some(builtin) = Builtin::from_name(name) else {
+            return Self::error_expr(range);
+        };
+        let args: Vec<Expr> = call.arguments().map(|a| self.lower_expr(a)).collect();
+        if args.len() != builtin.arity() {
+            let expected = builtin.arity();
+            let plural = if expected == 1 { "" } else { "s" };
+            self.report(
+                Code::E103,
+                range,
+                format!(
+                    "`{name}` takes {expected} argument{plural} but {} {} given",
+                    args.len(),
+                    if args.len() == 1 { "was" } else { "were" }
+                ),
+            );
+            return Self::error_expr(range);
+        }
+        if args.iter().any(|a| a.kind == ExprKind::Error) {
+            return Self::error_expr(range);
+        }
+        let types: Vec<ScalarType> = args.iter().map(|a| a.ty).collect();
+        let (result, operand) = builtin.signature(&types);
+        let args = args
+            .into_iter()
+            .map(|a| convert(a, operand, false))
+            .collect();
+        Expr {
+            kind: ExprKind::Call(builtin, args),
+            ty: result,
+            range,
+        }
+    }
+}
+
+fn literal_expr(value: Value, range: TextRange) -> Expr {
+    Expr {
+        kind: ExprKind::Literal(value),
+        ty: value.ty(),
+        range,
+    }
+}
+
+/// The type C gives an integer literal: the first of a list of types that
+/// holds the value (C11 6.4.4.1).
+#[allow(clippy::cast_possible_wrap, clippy::cast_possible_truncation)]
+pub(crate) fn int_literal_value(literal: IntValue) -> Value {
+    let v = literal.value;
+    let fits_int = v <= i32::MAX as u64;
+    let fits_uint = v <= u64::from(u32::MAX);
+    let fits_ll = v <= i64::MAX as u64;
+    if literal.unsigned {
+        return if fits_uint {
+            Value::Uint(v as u32)
+        } else {
+            Value::Ull(v)
+        };
+    }
+    if fits_int {
+        Value::Int(v as i32)
+    } else if literal.hex && fits_uint {
+        Value::Uint(v as u32)
+    } else if fits_ll {
+        Value::Ll(v as i64)
+    } else {
+        Value::Ull(v)
+    }
+}
+
+/// Wraps `expr` in a conversion to `ty` when its type differs.
+pub(crate) fn convert(expr: Expr, ty: ScalarType, explicit: bool) -> Expr {
+    if expr.ty == ty || expr.kind == ExprKind::Error {
+        return expr;
+    }
+    let range = expr.range;
+    Expr {
+        kind: ExprKind::Convert {
+            value: Box::new(expr),
+            explicit,
+        },
+        ty,
+        range,
+    }
+}
+
+/// The element type of a declaration, with E201 for a dimension below 1.
+pub(crate) fn element_type(
+    node: Option<ast::ElementTypeNode<'_>>,
+    source: &str,
+    file: FileId,
+    name: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<ElementType> {
+    let node = node?;
+    let scalar = node.scalar()?.scalar(source)?;
+    let dimension = match node.dimension() {
+        None => 1,
+        Some(d) => {
+            let value = d
+                .value(source)
+                .map_or(0, |v| u32::try_from(v.value).unwrap_or(u32::MAX));
+            if value == 0 {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::E201,
+                        Location {
+                            file,
+                            range: d.text_range(),
+                        },
+                        format!("`{name}` has dimension 0; a dimension must be at least 1"),
+                    )
+                    .with_label("dimension 0"),
+                );
+            }
+            value.max(1)
+        }
+    };
+    Some(ElementType { scalar, dimension })
+}
