@@ -117,7 +117,12 @@ pub fn diagnostics_index() -> String {
         ));
     }
     for code in Code::ALL {
-        out.push('\n');
+        // An explicit anchor, stable whatever the title says: editors link
+        // to `diagnostics.md#e401`.
+        out.push_str(&format!(
+            "\n<a id=\"{}\"></a>\n\n",
+            code.as_str().to_lowercase()
+        ));
         // Headings become `## E401: …` under the index's `#`.
         let text = explanation(*code);
         for line in text.lines() {

@@ -136,7 +136,10 @@ fn report_dead_loops(
 ) {
     for (index, invocation) in program.invocations.iter().enumerate() {
         let id = model::InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
-        if invocation.kernel.is_none() || !dependencies.is_dead(id) {
+        // With an argument that did not resolve, what the loop writes is
+        // not known: say nothing rather than something wrong.
+        let incomplete = invocation.kernel.is_none() || invocation.args.iter().any(Option::is_none);
+        if incomplete || !dependencies.is_dead(id) {
             continue;
         }
         let writes = invocation

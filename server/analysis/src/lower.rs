@@ -14,6 +14,11 @@ use crate::hir::{
 use crate::model::{ConstId, ElementType, InvocationId, Param, SetId, Symbol};
 use crate::value::{self, Value};
 
+/// Deepest nesting of statements and expressions lowered. Deeper code is
+/// reported rather than lowered, which bounds the recursion of every pass
+/// over the lowered body (a fuzzer finds stack overflows otherwise).
+const MAX_DEPTH: u32 = 200;
+
 /// What the lowering needs to know of the top-level items.
 pub(crate) struct Env<'a> {
     pub names: &'a FxHashMap<String, Symbol>,
@@ -41,6 +46,8 @@ pub(crate) struct Lowerer<'a, 't> {
     body: Body,
     scopes: Vec<Vec<(&'a str, LocalId)>>,
     loop_depth: u32,
+    depth: u32,
+    too_deep_reported: bool,
     pub diagnostics: Vec<Diagnostic>,
     /// Consts read, in order of first use.
     pub consts_used: Vec<ConstId>,
@@ -62,6 +69,8 @@ impl<'a, 't> Lowerer<'a, 't> {
             body: Body::default(),
             scopes: vec![Vec::new()],
             loop_depth: 0,
+            depth: 0,
+            too_deep_reported: false,
             diagnostics: Vec::new(),
             consts_used: Vec::new(),
             on_par_loop: None,
@@ -144,6 +153,32 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     fn lower_stmt(&mut self, stmt: AstStmt<'t>) -> Option<Stmt> {
+        if !self.enter(stmt.text_range()) {
+            return None;
+        }
+        let lowered = self.lower_stmt_inner(stmt);
+        self.depth -= 1;
+        lowered
+    }
+
+    /// Counts one level of nesting; false (and reported once) past the limit.
+    fn enter(&mut self, range: TextRange) -> bool {
+        if self.depth >= MAX_DEPTH {
+            if !self.too_deep_reported {
+                self.too_deep_reported = true;
+                self.report(
+                    Code::E001,
+                    range,
+                    format!("code nested more than {MAX_DEPTH} levels deep is not supported"),
+                );
+            }
+            return false;
+        }
+        self.depth += 1;
+        true
+    }
+
+    fn lower_stmt_inner(&mut self, stmt: AstStmt<'t>) -> Option<Stmt> {
         let range = stmt.text_range();
         let kind = match stmt {
             AstStmt::Block(block) => return Some(self.lower_block(block)),
@@ -700,6 +735,15 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// Lowers an expression.
     pub fn lower_expr(&mut self, expr: ast::Expr<'t>) -> Expr {
+        if !self.enter(expr.text_range()) {
+            return Self::error_expr(expr.text_range());
+        }
+        let lowered = self.lower_expr_inner(expr);
+        self.depth -= 1;
+        lowered
+    }
+
+    fn lower_expr_inner(&mut self, expr: ast::Expr<'t>) -> Expr {
         let range = expr.text_range();
         match expr {
             ast::Expr::Paren(paren) => match paren.expr() {

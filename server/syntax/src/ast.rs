@@ -417,6 +417,13 @@ ast_node!(
 );
 
 impl<'t> SourceFile<'t> {
+    /// Views the root of a tree as a file. The root is a `source_file`
+    /// unless recovery failed everywhere, when it is an `ERROR` node whose
+    /// children may still hold items.
+    pub(crate) fn from_root(root: Node<'t>) -> SourceFile<'t> {
+        SourceFile(root)
+    }
+
     /// The top-level items, in order.
     pub fn items(&self) -> impl Iterator<Item = Item<'t>> + use<'t> {
         let mut cursor = self.0.walk();

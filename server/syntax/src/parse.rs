@@ -6,7 +6,7 @@ use std::ops::Range;
 
 use tree_sitter::{InputEdit, Parser, Point, Tree};
 
-use crate::ast::{AstNode, SourceFile, language};
+use crate::ast::{SourceFile, language};
 use crate::diagnostic::{Diagnostic, FileId};
 use crate::errors::syntax_errors;
 
@@ -108,8 +108,7 @@ impl Parse {
 
     /// The typed root of the tree.
     pub fn root(&self) -> SourceFile<'_> {
-        SourceFile::cast(self.tree.root_node())
-            .expect("the root of every op2 tree is a source_file")
+        SourceFile::from_root(self.tree.root_node())
     }
 
     /// Syntax diagnostics (E001) for this file, which is `file`.
