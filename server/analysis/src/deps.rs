@@ -105,7 +105,7 @@ impl GraphBuilder<'_> {
                 let args: Vec<&Expr> = args.iter().collect();
                 self.expr_node(&args, stmt.range);
             }
-            StmtKind::Block(stmts) => self.block(stmts),
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => self.block(stmts),
             StmtKind::If {
                 condition,
                 then_branch,

@@ -266,8 +266,11 @@ pub enum StmtKind {
         /// Its initial value.
         init: Option<LocalInit>,
     },
-    /// `{ … }`
+    /// `{ … }`: a new scope.
     Block(Vec<Stmt>),
+    /// Statements in the enclosing scope: the declarators of one
+    /// declaration (`double a, b = 0.0;`).
+    Sequence(Vec<Stmt>),
     /// `if`
     If {
         /// The condition.
@@ -344,7 +347,9 @@ pub fn walk_stmt_exprs<'a>(stmt: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             Some(LocalInit::List(items)) => items.iter().for_each(|e| walk_expr(e, f)),
             None => {}
         },
-        StmtKind::Block(stmts) => stmts.iter().for_each(|s| walk_stmt_exprs(s, f)),
+        StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
+            stmts.iter().for_each(|s| walk_stmt_exprs(s, f))
+        }
         StmtKind::If {
             condition,
             then_branch,

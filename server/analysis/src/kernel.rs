@@ -339,7 +339,7 @@ impl Flow {
                 }
                 Some(state)
             }
-            StmtKind::Block(stmts) => self.block(stmts, Some(state)),
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => self.block(stmts, Some(state)),
             StmtKind::If {
                 condition,
                 then_branch,

@@ -381,10 +381,9 @@ impl<'a, 't> Lowerer<'a, 't> {
                 },
             )
         } else {
-            // Several declarators share the enclosing scope: a block here
-            // would hide them, so splice them as a sequence.
+            // Several declarators share the enclosing scope.
             Stmt {
-                kind: StmtKind::Block(statements),
+                kind: StmtKind::Sequence(statements),
                 range,
             }
         }

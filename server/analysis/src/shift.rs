@@ -75,7 +75,9 @@ impl Shift for Stmt {
                 Some(LocalInit::List(items)) => items.iter_mut().for_each(|e| e.shift(delta)),
                 None => {}
             },
-            StmtKind::Block(stmts) => stmts.iter_mut().for_each(|s| s.shift(delta)),
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
+                stmts.iter_mut().for_each(|s| s.shift(delta))
+            }
             StmtKind::If {
                 condition,
                 then_branch,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use codespan_reporting::term::termcolor::{self, StandardStream};
-use op2_analysis::{Analyser, Loader, Options};
+use op2_analysis::{Analyser, Analysis, Loader, Options};
 use op2_syntax::{Diagnostic, Parse, Severity};
 
 use crate::render::{SourceMap, write_human, write_json};
@@ -30,9 +30,41 @@ impl Loader for DiskLoader {
 }
 
 /// The files of one analysed program and the diagnostics to show for them.
-struct Report {
-    sources: SourceMap,
-    diagnostics: Vec<Diagnostic>,
+pub struct Report {
+    pub sources: SourceMap,
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Reads, parses and analyses one file with its imports, adding the code
+/// generator's diagnostics (the same as the editor shows).
+pub fn check_file(
+    analyser: &mut Analyser,
+    path: &Path,
+    options: &Options,
+) -> Result<(Analysis, Report)> {
+    let source = SourceFile::read(path)?;
+    let parse = Parse::new(source.text.as_str());
+    let analysis = analyser.analyse(path, &parse, &DiskLoader, options);
+    let mut sources = SourceMap::default();
+    sources.add(source);
+    for file in analysis.program.files.iter().skip(1) {
+        sources.add(SourceFile::from_text(
+            file.path.clone(),
+            file.text.to_string(),
+        ));
+    }
+    let mut diagnostics = analysis.diagnostics.clone();
+    diagnostics.extend(op2_codegen::diagnostics(
+        &analysis,
+        &op2_codegen::graph_id(path),
+    ));
+    Ok((
+        analysis,
+        Report {
+            sources,
+            diagnostics,
+        },
+    ))
 }
 
 pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Result<Outcome> {
@@ -41,46 +73,42 @@ pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Resu
     let mut seen: HashSet<(PathBuf, u32, u32, &'static str, String)> = HashSet::new();
     let mut reports = Vec::new();
     for path in paths {
-        let source = SourceFile::read(path)?;
-        let parse = Parse::new(source.text.as_str());
-        let analysis = analyser.analyse(path, &parse, &DiskLoader, &Options::default());
-        let mut sources = SourceMap::default();
-        sources.add(source);
-        for file in analysis.program.files.iter().skip(1) {
-            sources.add(SourceFile::from_text(
-                file.path.clone(),
-                file.text.to_string(),
-            ));
-        }
-        let diagnostics = analysis
-            .diagnostics
-            .iter()
-            .filter(|d| {
-                let file = sources
-                    .get(d.location.file)
-                    .map(|f| f.path.clone())
-                    .unwrap_or_default();
-                seen.insert((
-                    file,
-                    d.location.range.start,
-                    d.location.range.end,
-                    d.code.as_str(),
-                    d.message.clone(),
-                ))
-            })
-            .cloned()
-            .collect();
-        reports.push(Report {
-            sources,
-            diagnostics,
+        let (_, mut report) = check_file(&mut analyser, path, &Options::default())?;
+        let sources = &report.sources;
+        report.diagnostics.retain(|d| {
+            let file = sources
+                .get(d.location.file)
+                .map(|f| f.path.clone())
+                .unwrap_or_default();
+            seen.insert((
+                file,
+                d.location.range.start,
+                d.location.range.end,
+                d.code.as_str(),
+                d.message.clone(),
+            ))
         });
+        reports.push(report);
     }
+    render(&reports, format, color)?;
+    let failed = reports
+        .iter()
+        .flat_map(|r| &r.diagnostics)
+        .any(|d| d.severity == Severity::Error);
+    Ok(if failed {
+        Outcome::Errors
+    } else {
+        Outcome::Success
+    })
+}
 
+/// Prints the diagnostics of every report, with a summary line for humans.
+pub fn render(reports: &[Report], format: MessageFormat, color: ColorChoice) -> Result<()> {
     let all: Vec<&Diagnostic> = reports.iter().flat_map(|r| &r.diagnostics).collect();
     match format {
         MessageFormat::Json => {
             let mut out = io::BufWriter::new(io::stdout().lock());
-            for report in &reports {
+            for report in reports {
                 write_json(&mut out, &report.sources, &report.diagnostics)?;
             }
             out.flush()?;
@@ -94,19 +122,13 @@ pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Resu
             };
             let stream = StandardStream::stderr(choice);
             let mut out = stream.lock();
-            for report in &reports {
+            for report in reports {
                 write_human(&mut out, &report.sources, &report.diagnostics)?;
             }
             write_summary(&mut out, &all)?;
         }
     }
-
-    let failed = all.iter().any(|d| d.severity == Severity::Error);
-    Ok(if failed {
-        Outcome::Errors
-    } else {
-        Outcome::Success
-    })
+    Ok(())
 }
 
 fn write_summary(out: &mut dyn Write, diagnostics: &[&Diagnostic]) -> io::Result<()> {

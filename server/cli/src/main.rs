@@ -4,6 +4,7 @@
 //! This crate is a thin shell: every command parses its arguments, reads
 //! files, calls the library crates and renders what they return.
 
+mod build;
 mod check;
 mod explain;
 mod parse_tree;
@@ -40,6 +41,20 @@ enum Command {
         #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
         message_format: MessageFormat,
         /// When to colour human output.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
+    },
+    /// Compile a program into a POETS application graph (`<stem>.graph.xml`).
+    Build {
+        /// The `.op2` file.
+        file: PathBuf,
+        /// Instance data (JSON): write the graph instance too.
+        #[arg(long)]
+        instance: Option<PathBuf>,
+        /// Where to write the graph (default: `<stem>.graph.xml` beside the source).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+        /// When to colour diagnostics.
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
@@ -89,6 +104,12 @@ fn main() -> ExitCode {
             color,
         } => check::run(&files, message_format, color),
         Command::Explain { code } => explain::run(code.as_deref()),
+        Command::Build {
+            file,
+            instance,
+            output,
+            color,
+        } => build::run(&file, instance.as_deref(), output.as_deref(), color),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

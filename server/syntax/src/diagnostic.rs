@@ -156,7 +156,7 @@ impl FileId {
 }
 
 /// A range in a file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Location {
     /// The file.
     pub file: FileId,

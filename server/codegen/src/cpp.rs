@@ -1,0 +1,371 @@
+//! Printing lowered bodies as C++14 for the handlers: kernel functions and
+//! the controller's blocks. Every operand is parenthesised, so C's
+//! precedence never has to be re-derived; literals keep their C type and
+//! exact value.
+
+use std::fmt::Write;
+
+use op2_analysis::hir::{Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use op2_analysis::value::Value;
+use op2_syntax::ast::{AssignOp, ScalarType, UnaryOp};
+
+/// How variables are spelled where a body is printed.
+pub(crate) trait Spelling {
+    /// The C++ expression for the variable as a whole (a pointer or array
+    /// for parameters, consts and globals, a scalar or array for locals).
+    fn base(&self, var: Var) -> String;
+    /// True when the variable is stored as an array even if the program
+    /// uses it as a scalar (consts, globals, parameters): a bare use reads
+    /// component 0.
+    fn stored_as_array(&self, var: Var) -> bool;
+    /// The expression for `len(S)`.
+    fn length(&self, set: op2_analysis::model::SetId) -> String;
+}
+
+/// C++ type of a scalar in expressions and locals.
+pub(crate) fn scalar_type(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Double => "double",
+        ScalarType::Float => "float",
+        ScalarType::Int => "int32_t",
+        ScalarType::Uint => "uint32_t",
+        ScalarType::Ll => "int64_t",
+        ScalarType::Ull => "uint64_t",
+        ScalarType::Bool => "bool",
+    }
+}
+
+/// A floating value as a C++ literal that reads back to the same value.
+pub(crate) fn double_literal(v: f64) -> String {
+    // Rust's `{:?}` prints the shortest text that reads back exactly.
+    let text = format!("{v:?}");
+    if text.contains(['.', 'e', 'E']) {
+        text
+    } else {
+        format!("{text}.0")
+    }
+}
+
+/// A value as a C++ literal of the same type and value.
+pub(crate) fn literal(value: Value) -> String {
+    match value {
+        Value::Double(v) => double_literal(v),
+        Value::Float(v) => {
+            let text = format!("{v:?}");
+            if text.contains(['.', 'e', 'E']) {
+                format!("{text}f")
+            } else {
+                format!("{text}.0f")
+            }
+        }
+        // The most negative int has no literal: `-2147483648` is the
+        // negation of a `long`.
+        Value::Int(i32::MIN) => "(-2147483647 - 1)".into(),
+        Value::Int(v) => v.to_string(),
+        Value::Uint(v) => format!("{v}u"),
+        Value::Ll(i64::MIN) => "(-9223372036854775807LL - 1)".into(),
+        Value::Ll(v) => format!("{v}LL"),
+        Value::Ull(v) => format!("{v}ULL"),
+        Value::Bool(v) => if v { "true" } else { "false" }.into(),
+    }
+}
+
+/// Escapes a format string as a C string literal.
+pub(crate) fn string_literal(text: &str) -> String {
+    let mut out = String::from("\"");
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_ascii_graphic() || c == ' ' => out.push(c),
+            // Handler text stays ASCII (poets-v4.md §1.1): octal escapes
+            // for everything else, byte by byte of its UTF-8.
+            c => {
+                let mut buffer = [0u8; 4];
+                for byte in c.encode_utf8(&mut buffer).bytes() {
+                    let _ = write!(out, "\\{byte:03o}");
+                }
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+pub(crate) struct Printer<'a> {
+    pub spelling: &'a dyn Spelling,
+    pub out: String,
+    pub indent: usize,
+}
+
+impl Printer<'_> {
+    fn line(&mut self, text: &str) {
+        for _ in 0..self.indent {
+            self.out.push_str("    ");
+        }
+        self.out.push_str(text);
+        self.out.push('\n');
+    }
+
+    pub fn place(&self, place: &Place) -> String {
+        let base = self.spelling.base(place.var);
+        match &place.index {
+            Some(index) => format!("{base}[{}]", self.expr(index)),
+            None if self.spelling.stored_as_array(place.var) => format!("{base}[0]"),
+            None => base,
+        }
+    }
+
+    pub fn expr(&self, expr: &Expr) -> String {
+        match &expr.kind {
+            ExprKind::Literal(value) => literal(*value),
+            ExprKind::Load(place) => self.place(place),
+            ExprKind::Len(set) => self.spelling.length(*set),
+            ExprKind::Assign { place, op, value } => {
+                let target = self.place(place);
+                let value = self.expr(value);
+                // `b = 2` on a bool stored as uint8_t must store 1, as C's
+                // _Bool does.
+                if expr.ty == ScalarType::Bool && *op == AssignOp::Assign {
+                    format!("({target} = (bool)({value}))")
+                } else {
+                    format!("({target} {} {value})", op.token())
+                }
+            }
+            ExprKind::Update {
+                place,
+                increment,
+                prefix,
+            } => {
+                let target = self.place(place);
+                let op = if *increment { "++" } else { "--" };
+                if *prefix {
+                    format!("({op}{target})")
+                } else {
+                    format!("({target}{op})")
+                }
+            }
+            ExprKind::Unary(op, operand) => {
+                let op = match op {
+                    UnaryOp::Neg => "-",
+                    UnaryOp::Plus => "+",
+                    UnaryOp::Not => "!",
+                    UnaryOp::BitNot => "~",
+                    UnaryOp::Deref | UnaryOp::AddressOf => "",
+                };
+                format!("({op}{})", self.expr(operand))
+            }
+            ExprKind::Binary(op, left, right) => {
+                format!("({} {} {})", self.expr(left), op.token(), self.expr(right))
+            }
+            ExprKind::Conditional(c, a, b) => {
+                format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
+            }
+            ExprKind::Convert { value, explicit } => {
+                // Implicit conversions happen in C++ as in C; only casts
+                // written in the source, and conversions to bool, are
+                // printed.
+                if *explicit || expr.ty == ScalarType::Bool {
+                    format!("(({}) {})", scalar_type(expr.ty), self.expr(value))
+                } else {
+                    self.expr(value)
+                }
+            }
+            ExprKind::Call(builtin, args) => {
+                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                let name = match builtin {
+                    Builtin::Abs => "op2_abs",
+                    Builtin::Min => "op2_min",
+                    Builtin::Max => "op2_max",
+                    Builtin::Isnan => "op2_isnan",
+                    Builtin::Isinf => "op2_isinf",
+                    other => other.name(),
+                };
+                format!("{name}({})", args.join(", "))
+            }
+            // Never printed: a program with errors is not compiled.
+            ExprKind::Error => "0".into(),
+        }
+    }
+
+    /// Prints a kernel body statement, declaring locals as C++ locals.
+    pub fn kernel_stmt(&mut self, body: &Body, stmt: &Stmt) {
+        match &stmt.kind {
+            StmtKind::Expr(expr) => {
+                let text = format!("{};", self.expr(expr));
+                self.line(&text);
+            }
+            StmtKind::Local { local, init } => {
+                let declaration = self.local_declaration(body, *local, init.as_ref());
+                self.line(&format!("{declaration};"));
+            }
+            StmtKind::Block(stmts) => {
+                self.line("{");
+                self.indent += 1;
+                for s in stmts {
+                    self.kernel_stmt(body, s);
+                }
+                self.indent -= 1;
+                self.line("}");
+            }
+            StmtKind::Sequence(stmts) => {
+                for s in stmts {
+                    self.kernel_stmt(body, s);
+                }
+            }
+            StmtKind::If {
+                condition,
+                then_branch,
+                else_branch,
+            } => {
+                let text = format!("if ({}) {{", self.expr(condition));
+                self.line(&text);
+                self.nested(body, then_branch);
+                match else_branch {
+                    Some(else_branch) => {
+                        self.line("} else {");
+                        self.nested(body, else_branch);
+                        self.line("}");
+                    }
+                    None => self.line("}"),
+                }
+            }
+            StmtKind::While {
+                condition,
+                body: loop_body,
+            } => {
+                let text = format!("while ({}) {{", self.expr(condition));
+                self.line(&text);
+                self.nested(body, loop_body);
+                self.line("}");
+            }
+            StmtKind::DoWhile {
+                body: loop_body,
+                condition,
+            } => {
+                self.line("do {");
+                self.nested(body, loop_body);
+                let text = format!("}} while ({});", self.expr(condition));
+                self.line(&text);
+            }
+            StmtKind::For {
+                init,
+                condition,
+                step,
+                body: loop_body,
+            } => {
+                // The initialiser's declarations are scoped to the loop: an
+                // enclosing block keeps that scoping with any initialiser.
+                self.line("{");
+                self.indent += 1;
+                if let Some(init) = init {
+                    self.kernel_stmt(body, init);
+                }
+                let condition = condition
+                    .as_ref()
+                    .map_or_else(String::new, |c| self.expr(c));
+                let step = step.as_ref().map_or_else(String::new, |s| self.expr(s));
+                self.line(&format!("for (; {condition}; {step}) {{"));
+                self.nested(body, loop_body);
+                self.line("}");
+                self.indent -= 1;
+                self.line("}");
+            }
+            StmtKind::Break => self.line("break;"),
+            StmtKind::Continue => self.line("continue;"),
+            StmtKind::Return => self.line("return;"),
+            // Not in kernels (the analysis rejects them there).
+            StmtKind::ParLoop(_) | StmtKind::Print { .. } => {}
+        }
+    }
+
+    fn nested(&mut self, body: &Body, stmt: &Stmt) {
+        self.indent += 1;
+        match &stmt.kind {
+            StmtKind::Block(stmts) => {
+                for s in stmts {
+                    self.kernel_stmt(body, s);
+                }
+            }
+            _ => self.kernel_stmt(body, stmt),
+        }
+        self.indent -= 1;
+    }
+
+    fn local_declaration(
+        &self,
+        body: &Body,
+        local: op2_analysis::hir::LocalId,
+        init: Option<&LocalInit>,
+    ) -> String {
+        let local = body.local(local);
+        let ty = scalar_type(local.ty);
+        let name = crate::names::cpp_identifier(&local.name);
+        let constness = if local.is_const { "const " } else { "" };
+        match (local.dimension, init) {
+            (Some(length), Some(LocalInit::List(items))) => {
+                let items: Vec<String> = items.iter().map(|e| self.expr(e)).collect();
+                format!(
+                    "{constness}{ty} {name}[{length}] = {{{}}}",
+                    items.join(", ")
+                )
+            }
+            (Some(length), _) => format!("{ty} {name}[{length}] = {{}}"),
+            (None, Some(LocalInit::Expr(e))) => {
+                format!("{constness}{ty} {name} = {}", self.expr(e))
+            }
+            // A scalar with no initialiser: zero it, so that the handler never
+            // reads an indeterminate value (C leaves it undefined, and any
+            // value is then a valid outcome).
+            (None, _) => format!("{ty} {name} = 0"),
+        }
+    }
+
+    /// Prints a statement of a controller block: locals live in the
+    /// device's state.
+    pub fn controller_stmt(&mut self, body: &Body, stmt: &Stmt, locals: &[String]) {
+        match &stmt.kind {
+            StmtKind::Expr(expr) => {
+                let text = format!("{};", self.expr(expr));
+                self.line(&text);
+            }
+            StmtKind::Local { local, init } => {
+                let member = format!("deviceState->{}", locals[local.0 as usize]);
+                let declared = body.local(*local);
+                match (declared.dimension, init) {
+                    (Some(length), Some(LocalInit::List(items))) => {
+                        for c in 0..length as usize {
+                            let value = items
+                                .get(c)
+                                .map_or_else(|| "0".to_owned(), |e| self.expr(e));
+                            self.line(&format!("{member}[{c}] = {value};"));
+                        }
+                    }
+                    (Some(length), _) => {
+                        for c in 0..length {
+                            self.line(&format!("{member}[{c}] = 0;"));
+                        }
+                    }
+                    (None, Some(LocalInit::Expr(e))) => {
+                        let text = format!("{member} = {};", self.expr(e));
+                        self.line(&text);
+                    }
+                    (None, _) => self.line(&format!("{member} = 0;")),
+                }
+            }
+            StmtKind::Print { format, args } => {
+                let mut call = format!("handler_log(1, {}", string_literal(format));
+                for arg in args {
+                    let _ = write!(call, ", {}", self.expr(arg));
+                }
+                call.push_str(");");
+                self.line(&call);
+            }
+            // Control flow has been compiled into blocks.
+            _ => {}
+        }
+    }
+}

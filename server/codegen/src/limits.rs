@@ -1,0 +1,191 @@
+//! The limits of the POETS format and hardware, as diagnostics: messages
+//! over the 56-byte payload (W801), device types with more than 32 output
+//! pins (E802), and generated names that collide (E312).
+
+use op2_analysis::model::{InvocationId, Program};
+use op2_syntax::{Code, Diagnostic, Location};
+use rustc_hash::FxHashMap;
+
+use crate::model::{DeviceKind, GraphType, MessageRole, PinRole};
+
+/// The hardware's message payload in bytes (poets-v4.md §6).
+pub const MAX_MESSAGE_BYTES: u32 = 56;
+
+/// Output pins a device type may have (poets-v4.md §6).
+pub const MAX_OUTPUT_PINS: usize = 32;
+
+fn invocation_location(program: &Program, id: InvocationId) -> Location {
+    program.invocations[id.index()].location
+}
+
+fn main_location(program: &Program) -> Location {
+    program.main_location.unwrap_or_default()
+}
+
+/// Diagnostics about the limits of a graph type built from `program`.
+pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    for message in &graph.message_types {
+        let size = message.size();
+        if size <= MAX_MESSAGE_BYTES {
+            continue;
+        }
+        let (location, what) = match message.role {
+            MessageRole::Dat(dat) => (
+                program.dats[dat.index()].location,
+                format!("one element of dat `{}`", program.dats[dat.index()].name),
+            ),
+            MessageRole::Begin(id) | MessageRole::End(id) => (
+                invocation_location(program, id),
+                format!("the globals of `{}`", program.invocations[id.index()].name),
+            ),
+            MessageRole::Empty => continue,
+        };
+        diagnostics.push(
+            Diagnostic::new(
+                Code::W801,
+                location,
+                format!("message `{}` carries {size} bytes, more than the {MAX_MESSAGE_BYTES}-byte POETS payload", message.id),
+            )
+            .with_label(format!("{what} does not fit one hardware message; simulators accept it, hardware does not")),
+        );
+    }
+    for device in &graph.device_types {
+        let pins = device.outputs.len();
+        if pins <= MAX_OUTPUT_PINS {
+            continue;
+        }
+        let mut counts: Vec<(InvocationId, usize)> = Vec::new();
+        for pin in &device.outputs {
+            let id = match pin.role {
+                PinRole::DatReadSend(id, _)
+                | PinRole::Execute(id)
+                | PinRole::ArgWriteSend(id, _)
+                | PinRole::End(id)
+                | PinRole::ControllerBegin(id) => id,
+                _ => continue,
+            };
+            match counts.iter_mut().find(|(i, _)| *i == id) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((id, 1)),
+            }
+        }
+        let location = match device.kind {
+            DeviceKind::Set(set) => program.sets[set.index()].location,
+            DeviceKind::Controller => main_location(program),
+        };
+        let mut diagnostic = Diagnostic::new(
+            Code::E802,
+            location,
+            format!(
+                "device type `{}` would need {pins} output pins; POETS allows {MAX_OUTPUT_PINS}",
+                device.id
+            ),
+        )
+        .with_label(format!(
+            "{} invocations contribute output pins here",
+            counts.len()
+        ));
+        for (id, n) in counts {
+            diagnostic = diagnostic.with_related(
+                invocation_location(program, id),
+                format!(
+                    "`{}` adds {n} output pin{}",
+                    program.invocations[id.index()].name,
+                    if n == 1 { "" } else { "s" }
+                ),
+            );
+        }
+        diagnostics.push(diagnostic);
+    }
+    collisions(program, graph, &mut diagnostics);
+    diagnostics
+}
+
+/// Where a generated name comes from, for the message that reports a clash.
+fn origin_of_message(program: &Program, role: MessageRole) -> Location {
+    match role {
+        MessageRole::Dat(dat) => program.dats[dat.index()].location,
+        MessageRole::Begin(id) | MessageRole::End(id) => {
+            program.invocations[id.index()].name_location
+        }
+        MessageRole::Empty => main_location(program),
+    }
+}
+
+fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagnostic>) {
+    // Type ids: a message type id may not equal a device type id, and no
+    // two message or device types share an id (poets-v4.md §3.1).
+    let mut ids: FxHashMap<&str, Location> = FxHashMap::default();
+    for device in &graph.device_types {
+        let location = match device.kind {
+            DeviceKind::Set(set) => program.sets[set.index()].location,
+            DeviceKind::Controller => main_location(program),
+        };
+        report_clash(&mut ids, &device.id, location, "type id", diagnostics);
+    }
+    for message in &graph.message_types {
+        report_clash(
+            &mut ids,
+            &message.id,
+            origin_of_message(program, message.role),
+            "type id",
+            diagnostics,
+        );
+    }
+    for device in &graph.device_types {
+        let device_location = match device.kind {
+            DeviceKind::Set(set) => program.sets[set.index()].location,
+            DeviceKind::Controller => main_location(program),
+        };
+        let mut pins: FxHashMap<&str, Location> = FxHashMap::default();
+        for pin in device.inputs.iter().chain(&device.outputs) {
+            let location = match pin.role {
+                PinRole::Begin(id)
+                | PinRole::DatReadSend(id, _)
+                | PinRole::ArgReadRecv(id, _)
+                | PinRole::Execute(id)
+                | PinRole::ArgWriteSend(id, _)
+                | PinRole::DatWriteRecv { invocation: id, .. }
+                | PinRole::End(id)
+                | PinRole::ControllerBegin(id)
+                | PinRole::ControllerEnd(id) => program.invocations[id.index()].name_location,
+                PinRole::Step => device_location,
+            };
+            report_clash(&mut pins, &pin.name, location, "pin name", diagnostics);
+        }
+        let mut members: FxHashMap<&str, Location> = FxHashMap::default();
+        for member in device.state.iter().chain(&device.properties) {
+            report_clash(
+                &mut members,
+                &member.name,
+                device_location,
+                "member name",
+                diagnostics,
+            );
+        }
+    }
+}
+
+fn report_clash<'a>(
+    seen: &mut FxHashMap<&'a str, Location>,
+    name: &'a str,
+    location: Location,
+    what: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    match seen.get(name) {
+        Some(first) => diagnostics.push(
+            Diagnostic::new(
+                Code::E312,
+                location,
+                format!("the generated {what} `{name}` is produced twice"),
+            )
+            .with_label("rename this declaration or give the invocation another name with `as`")
+            .with_related(*first, format!("`{name}` is also generated from here")),
+        ),
+        None => {
+            seen.insert(name, location);
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Every name the generated graph uses, built in one place from
+//! compilation.md §1–§6. Nothing else in the code generator formats a
+//! generated identifier.
+
+/// The device type of a set: `set_S`.
+pub fn set_device_type(set: &str) -> String {
+    format!("set_{set}")
+}
+
+/// The device instance of element `i` of set `S`: `S_i`.
+pub fn set_device(set: &str, index: usize) -> String {
+    format!("{set}_{index}")
+}
+
+/// The controller's device type and instance id.
+pub const GLOBAL_DEVICE: &str = "global";
+
+/// State member of a dat: `dat_D`.
+pub fn dat_state(dat: &str) -> String {
+    format!("dat_{dat}")
+}
+
+/// State member of a mutable global (controller and landing pads): `global_G`.
+pub fn global_state(global: &str) -> String {
+    format!("global_{global}")
+}
+
+/// Graph property of a const: `global_C`.
+pub fn const_property(name: &str) -> String {
+    format!("global_{name}")
+}
+
+/// Graph property of a set's size: `length_S`.
+pub fn length_property(set: &str) -> String {
+    format!("length_{set}")
+}
+
+/// Input pin of set devices and output pin of the controller, and the
+/// message type they carry: `{inv}_begin`.
+pub fn begin(inv: &str) -> String {
+    format!("{inv}_begin")
+}
+
+/// Output pin of set devices and input pin of the controller, and their
+/// message type: `{inv}_end`.
+pub fn end(inv: &str) -> String {
+    format!("{inv}_end")
+}
+
+/// Output pin that sends a dat read indirectly: `{inv}_dat_{D}_read_send`.
+pub fn read_send(inv: &str, dat: &str) -> String {
+    format!("{inv}_dat_{dat}_read_send")
+}
+
+/// Input pin receiving indirect argument `i`: `{inv}_arg{i}_read_recv`.
+pub fn read_recv(inv: &str, arg: usize) -> String {
+    format!("{inv}_arg{arg}_read_recv")
+}
+
+/// Output pin that runs the kernel: `{inv}_execute`.
+pub fn execute(inv: &str) -> String {
+    format!("{inv}_execute")
+}
+
+/// Output pin that sends indirect argument `i` back: `{inv}_arg{i}_write_send`.
+pub fn write_send(inv: &str, arg: usize) -> String {
+    format!("{inv}_arg{arg}_write_send")
+}
+
+/// Input pin applying writes to a dat: `{inv}_dat_{D}_write_recv`.
+pub fn write_recv(inv: &str, dat: &str) -> String {
+    format!("{inv}_dat_{dat}_write_recv")
+}
+
+/// Landing pad of indirect argument `i`: `{inv}_arg{i}_buffer`.
+pub fn arg_buffer(inv: &str, arg: usize) -> String {
+    format!("{inv}_arg{arg}_buffer")
+}
+
+/// `{inv}_in_progress`
+pub fn in_progress(inv: &str) -> String {
+    format!("{inv}_in_progress")
+}
+
+/// `{inv}_read_send_mask`
+pub fn read_send_mask(inv: &str) -> String {
+    format!("{inv}_read_send_mask")
+}
+
+/// `{inv}_read_recv_count`
+pub fn read_recv_count(inv: &str) -> String {
+    format!("{inv}_read_recv_count")
+}
+
+/// `{inv}_write_send_mask`
+pub fn write_send_mask(inv: &str) -> String {
+    format!("{inv}_write_send_mask")
+}
+
+/// `{inv}_write_recv_count`
+pub fn write_recv_count(inv: &str) -> String {
+    format!("{inv}_write_recv_count")
+}
+
+/// Device property: `{inv}_read_recv_total`.
+pub fn read_recv_total(inv: &str) -> String {
+    format!("{inv}_read_recv_total")
+}
+
+/// Device property: `{inv}_write_recv_total`.
+pub fn write_recv_total(inv: &str) -> String {
+    format!("{inv}_write_recv_total")
+}
+
+/// Shared-code constant: `{inv}_{S}_read_send_mask_all`.
+pub fn read_send_mask_all(inv: &str, set: &str) -> String {
+    format!("{inv}_{set}_read_send_mask_all")
+}
+
+/// Shared-code constant: `{inv}_{S}_write_send_mask_all`.
+pub fn write_send_mask_all(inv: &str, set: &str) -> String {
+    format!("{inv}_{set}_write_send_mask_all")
+}
+
+/// Controller property: `{inv}_end_total`.
+pub fn end_total(inv: &str) -> String {
+    format!("{inv}_end_total")
+}
+
+/// Message type of a dat's values, for reads and writes: `dat_{D}`.
+pub fn dat_message(dat: &str) -> String {
+    format!("dat_{dat}")
+}
+
+/// The member of `dat_{D}` messages, and of begin/end messages per global.
+pub const VALUE: &str = "value";
+
+/// The empty message type of local steps.
+pub const EMPTY_MESSAGE: &str = "empty";
+
+/// The controller's output pin with no edges that runs `main` between
+/// invocations.
+pub const STEP_PIN: &str = "step";
+
+/// Controller state: the program counter of `main`'s state machine.
+pub const PROGRAM_COUNTER: &str = "pc";
+
+/// Controller state: 1 while `main` may run (not waiting for an invocation).
+pub const RUNNING: &str = "running";
+
+/// Controller state: 1 + the invocation whose begin is to be sent, else 0.
+pub const BEGIN_PENDING: &str = "begin_pending";
+
+/// Controller state: `{inv}_end` messages received for the current
+/// invocation.
+pub const END_COUNT: &str = "end_count";
+
+/// Controller state of a local variable of `main`: `local_{name}` (with the
+/// local's number when two locals share a name).
+pub fn main_local(name: &str, id: u32, shared_name: bool) -> String {
+    if shared_name {
+        format!("local_{name}_{id}")
+    } else {
+        format!("local_{name}")
+    }
+}
+
+/// The simulators' marker for a successful end (poets-v4.md §4.7).
+pub const EXIT_MARKER: &str = "_HANDLER_EXIT_SUCCESS_9be65737_";
+
+/// C and C++ keywords that a kernel's parameter or local may be named in
+/// `.op2` but not in C++: printed with a trailing underscore.
+pub const CPP_KEYWORDS: &[&str] = &[
+    "alignas",
+    "alignof",
+    "and",
+    "and_eq",
+    "asm",
+    "auto",
+    "bitand",
+    "bitor",
+    "case",
+    "catch",
+    "char",
+    "char16_t",
+    "char32_t",
+    "class",
+    "compl",
+    "constexpr",
+    "const_cast",
+    "decltype",
+    "default",
+    "delete",
+    "dynamic_cast",
+    "enum",
+    "explicit",
+    "export",
+    "extern",
+    "friend",
+    "goto",
+    "inline",
+    "long",
+    "mutable",
+    "namespace",
+    "new",
+    "noexcept",
+    "not",
+    "not_eq",
+    "nullptr",
+    "operator",
+    "or",
+    "or_eq",
+    "private",
+    "protected",
+    "public",
+    "register",
+    "reinterpret_cast",
+    "short",
+    "signed",
+    "sizeof",
+    "static",
+    "static_assert",
+    "static_cast",
+    "struct",
+    "switch",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "try",
+    "typedef",
+    "typeid",
+    "typename",
+    "union",
+    "unsigned",
+    "using",
+    "virtual",
+    "void",
+    "volatile",
+    "wchar_t",
+    "xor",
+    "xor_eq",
+    "graphProperties",
+    "deviceProperties",
+    "deviceState",
+    "message",
+    "readyToSend",
+    "doSend",
+    "sendIndex",
+    "edgeProperties",
+    "edgeState",
+    "assert",
+    "handler_log",
+    "handler_exit",
+    "int8_t",
+    "int16_t",
+    "int32_t",
+    "int64_t",
+    "uint8_t",
+    "uint16_t",
+    "uint32_t",
+    "uint64_t",
+    "op2_min",
+    "op2_max",
+    "op2_abs",
+];
+
+/// A name from the program as a C++ identifier: keywords get an underscore.
+pub fn cpp_identifier(name: &str) -> String {
+    if CPP_KEYWORDS.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_owned()
+    }
+}
