@@ -44,7 +44,22 @@ pub(crate) fn name_invocations(
         reserved.insert(global.name.clone(), global.location);
     }
     let mut taken: FxHashMap<String, Location> = FxHashMap::default();
-    // Explicit names first, in source order.
+    // The first par_loop of a kernel without `as` is named after the kernel.
+    let mut first_of_kernel: FxHashSet<usize> = FxHashSet::default();
+    for invocation in program
+        .invocations
+        .iter_mut()
+        .filter(|i| !i.named_explicitly)
+    {
+        let Some(kernel) = invocation.kernel else {
+            continue;
+        };
+        if first_of_kernel.insert(kernel.index()) {
+            invocation.name = program.kernels[kernel.index()].name.clone();
+            taken.insert(invocation.name.clone(), invocation.name_location);
+        }
+    }
+    // Then explicit names, in source order.
     for invocation in program.invocations.iter().filter(|i| i.named_explicitly) {
         let name = &invocation.name;
         let clash = taken
@@ -74,9 +89,10 @@ pub(crate) fn name_invocations(
             taken.insert(name.clone(), invocation.name_location);
         }
     }
-    // Then implicit names: the kernel's name for the first par_loop of a
-    // kernel, `KERNEL_1`, `KERNEL_2`, … for later ones, skipping taken names.
+    // Then later par_loops of a kernel: `KERNEL_1`, `KERNEL_2`, …, skipping
+    // names already taken.
     let mut next_suffix: FxHashMap<String, u32> = FxHashMap::default();
+    let mut seen_kernel: FxHashSet<usize> = FxHashSet::default();
     for invocation in program
         .invocations
         .iter_mut()
@@ -85,14 +101,14 @@ pub(crate) fn name_invocations(
         let Some(kernel) = invocation.kernel else {
             continue;
         };
+        if seen_kernel.insert(kernel.index()) {
+            // The first: already named.
+            continue;
+        }
         let base = program.kernels[kernel.index()].name.clone();
-        let counter = next_suffix.entry(base.clone()).or_insert(0);
+        let counter = next_suffix.entry(base.clone()).or_insert(1);
         let name = loop {
-            let candidate = if *counter == 0 {
-                base.clone()
-            } else {
-                format!("{base}_{counter}")
-            };
+            let candidate = format!("{base}_{counter}");
             *counter += 1;
             if !taken.contains_key(&candidate) && !reserved.contains_key(&candidate) {
                 break candidate;
@@ -288,7 +304,7 @@ pub(crate) fn check_invocations(
             if arg.mode.writes() && param.is_const {
                 let mut diagnostic = Diagnostic::new(
                     Code::E504,
-                    arg.mode_location.unwrap_or(arg.location),
+                    arg.location,
                     format!(
                         "`{arg_name}` is `{}` but parameter `{}` is `const`",
                         arg.mode, param.name
@@ -376,7 +392,7 @@ pub(crate) fn check_invocations(
                         };
                         let mut diagnostic = Diagnostic::new(
                             Code::H506,
-                            arg.mode_location.unwrap_or(arg.location),
+                            arg.location,
                             format!(
                                 "`{arg_name}` is `RW` but the kernel {reason} `{}`; `{weaker}` would do and saves {messages} message{} per element",
                                 param.name,
@@ -463,15 +479,31 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
     let invocation = &program.invocations[id.index()];
     let args: Vec<(usize, &Arg)> = invocation.resolved_args().collect();
     for (j, &(_, later)) in args.iter().enumerate() {
-        let Some(data) = later.kind.data() else {
-            continue;
-        };
         for &(_, earlier) in &args[..j] {
+            // Consts and `len` have no data to conflict on, but passing one
+            // twice is still the same argument twice.
+            let Some(data) = later.kind.data() else {
+                if earlier.kind == later.kind {
+                    let name = arg_name(program, later);
+                    diagnostics.push(
+                        Diagnostic::new(
+                            Code::W402,
+                            later.location,
+                            format!("`{name}` is passed twice"),
+                        )
+                        .with_label("same argument again")
+                        .with_related(earlier.location, "first given here"),
+                    );
+                    break;
+                }
+                continue;
+            };
             if earlier.kind.data() != Some(data) {
                 continue;
             }
             let name = program.data_name(data);
-            if earlier.kind == later.kind && earlier.mode == later.mode {
+            let conflicting = conflict(earlier, later);
+            if conflicting.is_none() && earlier.kind == later.kind && earlier.mode == later.mode {
                 diagnostics.push(
                     Diagnostic::new(
                         Code::W402,
@@ -483,7 +515,7 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
                 );
                 break;
             }
-            if let Some(rule) = conflict(earlier, later) {
+            if let Some(rule) = conflicting {
                 diagnostics.push(
                     Diagnostic::new(
                         Code::E401,

@@ -20,6 +20,7 @@ mod lower;
 pub mod model;
 mod program;
 mod shift;
+mod suggest;
 pub mod value;
 
 use std::path::Path;
@@ -252,6 +253,7 @@ fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
             .copied()
             .map(Symbol::Const),
     );
+    used.extend(program.referenced.iter().copied());
     let mut unused: Vec<(Symbol, op2_syntax::Location, String)> = program
         .names
         .iter()

@@ -477,11 +477,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
         }
         let Some(symbol) = self.env.names.get(name).copied() else {
-            self.report(
-                Code::E101,
-                range,
-                format!("cannot find `{name}` in this scope"),
-            );
+            self.unknown_name(name, range);
             return None;
         };
         match (symbol, &self.context) {
@@ -543,6 +539,43 @@ impl<'a, 't> Lowerer<'a, 't> {
                 None
             }
         }
+    }
+
+    /// E101 with a suggestion among the names visible here.
+    fn unknown_name(&mut self, name: &str, range: TextRange) {
+        let mut visible: Vec<&str> = self.scopes.iter().flatten().map(|(n, _)| *n).collect();
+        if let Context::Kernel { params } = self.context {
+            visible.extend(params.iter().map(|p| p.name.as_str()));
+        }
+        visible.extend(self.env.names.iter().filter_map(|(n, symbol)| {
+            let fits = match (symbol, &self.context) {
+                (Symbol::Const(_), _) => true,
+                (Symbol::Global(_), Context::Main) => true,
+                _ => false,
+            };
+            fits.then_some(n.as_str())
+        }));
+        let mut diagnostic = Diagnostic::new(
+            Code::E101,
+            self.location(range),
+            format!("cannot find `{name}` in this scope"),
+        );
+        match crate::suggest::closest(name, visible) {
+            Some(similar) => {
+                diagnostic = diagnostic
+                    .with_label(format!("a name with a similar name exists: `{similar}`"))
+                    .with_fix(op2_syntax::Fix {
+                        title: format!("use `{similar}`"),
+                        edits: vec![op2_syntax::TextEdit {
+                            file: self.file,
+                            range,
+                            replacement: similar.to_owned(),
+                        }],
+                    });
+            }
+            None => diagnostic = diagnostic.with_label("not declared"),
+        }
+        self.diagnostics.push(diagnostic);
     }
 
     fn resolve_set(&mut self, len: ast::LenExpr<'t>) -> Option<SetId> {

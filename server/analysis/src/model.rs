@@ -348,6 +348,10 @@ pub struct Program {
     pub names: FxHashMap<String, Symbol>,
     /// Consts named by the initialisers of consts, dats and globals.
     pub initialiser_consts: Vec<ConstId>,
+    /// Symbols named by par_loop arguments, whether or not the argument
+    /// turned out valid (so that a wrong argument does not also make its
+    /// dat look unused).
+    pub referenced: rustc_hash::FxHashSet<Symbol>,
 }
 
 impl Program {

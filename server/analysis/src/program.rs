@@ -453,21 +453,6 @@ struct Resolver<'p, 'f> {
     files: &'f [(PathBuf, &'f Parse)],
 }
 
-/// Edit distance, for "a name that exists" suggestions.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != *cb);
-            current.push(substitution.min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
-}
-
 impl<'f> Resolver<'_, 'f> {
     fn source(&self, file: FileId) -> &'f str {
         self.files[file.0 as usize].1.text()
@@ -479,14 +464,13 @@ impl<'f> Resolver<'_, 'f> {
 
     /// A close existing name of the wanted kind, for "did you mean".
     fn suggest(&self, name: &str, wanted: impl Fn(Symbol) -> bool) -> Option<String> {
-        self.program
+        let candidates = self
+            .program
             .names
             .iter()
             .filter(|(_, s)| wanted(**s))
-            .map(|(n, _)| (edit_distance(name, n), n))
-            .filter(|(d, n)| *d <= (name.len().max(n.len()) / 3).max(1))
-            .min()
-            .map(|(_, n)| n.clone())
+            .map(|(n, _)| n.as_str());
+        crate::suggest::closest(name, candidates).map(str::to_owned)
     }
 
     fn unknown(
@@ -1201,13 +1185,22 @@ impl<'f> Resolver<'_, 'f> {
             }
             ArgData::Name(ident) => {
                 let name = ident.text(source).to_owned();
+                // Named, so used, even if the argument turns out wrong.
+                if let Some(symbol) = self.program.lookup(&name) {
+                    self.program.referenced.insert(symbol);
+                }
+                if let Some(Symbol::Map(map)) =
+                    map_part.and_then(|(m, _)| self.program.lookup(m.text(source)))
+                {
+                    self.program.referenced.insert(Symbol::Map(map));
+                }
                 match self.program.lookup(&name) {
                     Some(Symbol::Dat(dat)) => {
                         let ty = self.program.dats[dat.index()].ty;
                         let kind = match map_part {
                             None => ArgKind::DirectDat(dat),
                             Some((map, index)) => {
-                                self.resolve_indirect(file, dat, map, index, iteration)?
+                                self.resolve_indirect(file, dat, map, index, iteration, location)?
                             }
                         };
                         if let (ArgKind::DirectDat(_), Some(iteration), Some(dat_set)) =
@@ -1270,17 +1263,18 @@ impl<'f> Resolver<'_, 'f> {
         if !matches!(kind, ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_)) {
             if let Some((map, _)) = map_part {
                 let what = match kind {
-                    ArgKind::Global(_) => "global",
-                    ArgKind::Const(_) => "const",
-                    _ => "`len`",
+                    ArgKind::Global(_) => format!("the global `{name}`"),
+                    ArgKind::Const(_) => format!("the const `{name}`"),
+                    _ => format!("`{name}`"),
                 };
                 self.report(
                     Diagnostic::new(
                         Code::E310,
-                        at(map.text_range()),
-                        format!("a map cannot be applied to the {what} `{name}`"),
+                        location,
+                        format!("a map cannot be applied to {what}"),
                     )
-                    .with_label("only dats live on set elements"),
+                    .with_label("only dats live on set elements")
+                    .with_related(at(map.text_range()), "map applied here"),
                 );
                 return None;
             }
@@ -1341,7 +1335,7 @@ impl<'f> Resolver<'_, 'f> {
             let allowed_list: Vec<String> = allowed.iter().map(|m| format!("`{m}`")).collect();
             let mut diagnostic = Diagnostic::new(
                 Code::E308,
-                mode_location.unwrap_or(location),
+                location,
                 format!("`{mode}` is not allowed for {kind_word} (`{name}`)"),
             )
             .with_label(format!("{kind_word} takes {}", allowed_list.join(", ")))
@@ -1365,7 +1359,7 @@ impl<'f> Resolver<'_, 'f> {
             self.report(
                 Diagnostic::new(
                     Code::E309,
-                    mode_location.unwrap_or(location),
+                    location,
                     format!("cannot reduce the `bool` `{name}` with `{mode}`"),
                 )
                 .with_label("a reduction needs a numeric type"),
@@ -1388,6 +1382,7 @@ impl<'f> Resolver<'_, 'f> {
         map: ast::Ident<'_>,
         index: Option<ast::IntLit<'_>>,
         iteration: Option<SetId>,
+        argument: Location,
     ) -> Option<ArgKind> {
         let source = self.source(file);
         let map_id = match self.resolve(file, Some(map), Expect::Map)? {
@@ -1396,10 +1391,6 @@ impl<'f> Resolver<'_, 'f> {
         };
         let map_decl = self.program.maps[map_id.index()].clone();
         let map_name = map_decl.name.clone();
-        let map_location = Location {
-            file,
-            range: map.text_range(),
-        };
         if let (Some(iteration), Some(from)) = (iteration, map_decl.from) {
             if iteration != from {
                 let from_name = self.program.sets[from.index()].name.clone();
@@ -1407,7 +1398,7 @@ impl<'f> Resolver<'_, 'f> {
                 self.report(
                     Diagnostic::new(
                         Code::E303,
-                        map_location,
+                        argument,
                         format!("map `{map_name}` starts at `{from_name}` but the par_loop iterates over `{iteration_name}`"),
                     )
                     .with_label(format!("expected a map from `{iteration_name}`"))
@@ -1424,7 +1415,7 @@ impl<'f> Resolver<'_, 'f> {
                 self.report(
                     Diagnostic::new(
                         Code::E304,
-                        map_location,
+                        argument,
                         format!("map `{map_name}` ends at `{to_name}` but dat `{}` lives on `{dat_set_name}`", dat_decl.name),
                     )
                     .with_label(format!("expected a map to `{dat_set_name}`"))
@@ -1439,10 +1430,7 @@ impl<'f> Resolver<'_, 'f> {
             self.report(
                 Diagnostic::new(
                     Code::E305,
-                    Location {
-                        file,
-                        range: index_node.text_range(),
-                    },
+                    argument,
                     format!(
                         "index {value} is out of range for map `{map_name}` of arity {}",
                         map_decl.arity
