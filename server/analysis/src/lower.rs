@@ -330,6 +330,19 @@ impl<'a, 't> Lowerer<'a, 't> {
             let init = declarator
                 .value()
                 .map(|value| self.lower_local_init(value, ty, dimension, name));
+            // In C a kernel's outermost block shares the parameters' scope.
+            if let (1, Context::Kernel { params }) = (self.scopes.len(), &self.context) {
+                if let Some(param) = params.iter().find(|p| p.name == name) {
+                    let diagnostic = Diagnostic::new(
+                        Code::E102,
+                        self.location(name_node.text_range()),
+                        format!("`{name}` is already a parameter of this kernel"),
+                    )
+                    .with_label("redeclared here")
+                    .with_related(param.name_location, "the parameter");
+                    self.diagnostics.push(diagnostic);
+                }
+            }
             if self
                 .scopes
                 .last()

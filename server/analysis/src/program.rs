@@ -345,6 +345,19 @@ impl<'t> Declarer<'_, 't> {
                 );
                 continue;
             }
+            if matches!(item, Item::Kernel(_))
+                && crate::reserved::CPP_KEYWORDS.contains(&name.as_str())
+            {
+                self.diagnostics.push(
+                    Diagnostic::new(
+                        Code::E102,
+                        location,
+                        format!("kernel `{name}` has a name the generated C++ reserves"),
+                    )
+                    .with_label("a C++ keyword or a name of the POETS handler environment"),
+                );
+                continue;
+            }
             if matches!(item, Item::Kernel(_)) && crate::hir::Builtin::from_name(&name).is_some() {
                 self.diagnostics.push(
                     Diagnostic::new(

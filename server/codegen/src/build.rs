@@ -27,6 +27,11 @@ const SHARED_HELPERS: &str = "#include <cmath>
 template <typename T> inline T op2_min(T a, T b) { return a < b ? a : b; }
 template <typename T> inline T op2_max(T a, T b) { return a > b ? a : b; }
 template <typename T> inline T op2_abs(T a) { return a < 0 ? -a : a; }
+template <typename T> inline bool op2_bool_post(T &x, int delta) {
+    bool old = x;
+    x = (bool)(x + delta);
+    return old;
+}
 inline int32_t op2_isnan(double x) { return x != x; }
 inline int32_t op2_isinf(double x) { return x == x && (x - x) != (x - x); }
 ";
@@ -67,8 +72,14 @@ pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
         ));
     }
     let shared_code = shared_code(program, &invocations);
+    // The graph's struct names are built from its id as the types' are from
+    // theirs: a graph named like a type (a file `global.op2`) would clash.
+    let mut id = graph_id.to_owned();
+    while device_types.iter().any(|d| d.id == id) || message_types.iter().any(|m| m.id == id) {
+        id.push_str("_graph");
+    }
     GraphType {
-        id: graph_id.to_owned(),
+        id,
         properties,
         shared_code,
         message_types,
@@ -488,16 +499,35 @@ fn set_device(
                         "deviceState->{}",
                         names::global_state(&program.globals[global.index()].name)
                     ),
-                    ArgKind::Const(id) => format!(
-                        "graphProperties->{}",
-                        names::const_property(&program.consts[id.index()].name)
-                    ),
-                    ArgKind::Len(set) => format!(
-                        "graphProperties->{}",
-                        names::length_property(&program.sets[set.index()].name)
-                    ),
+                    // Graph properties are const in the handlers: the kernel
+                    // gets a copy, so that a parameter another invocation
+                    // binds to writable data need not be const.
+                    ArgKind::Const(_) | ArgKind::Len(_) => format!("op2_arg{index}"),
                 })
                 .collect();
+            for (index, arg) in invocation.resolved_args() {
+                let (source, ty, length) = match arg.kind {
+                    ArgKind::Const(id) => {
+                        let c = &program.consts[id.index()];
+                        (names::const_property(&c.name), c.ty.scalar, c.ty.dimension)
+                    }
+                    ArgKind::Len(set) => (
+                        names::length_property(&program.sets[set.index()].name),
+                        ScalarType::Int,
+                        1,
+                    ),
+                    _ => continue,
+                };
+                let _ = writeln!(
+                    handler,
+                    "{} op2_arg{index}[{length}];",
+                    scalar_type_decl(ty)
+                );
+                handler.push_str(&copy_loop(
+                    length,
+                    &format!("op2_arg{index}[c] = graphProperties->{source}[c];"),
+                ));
+            }
             for id in &kernel.consts_used {
                 call_args.push(format!(
                     "graphProperties->{}",
@@ -829,7 +859,7 @@ impl Spelling for KernelSpelling<'_> {
         match var {
             Var::Param(k) => names::cpp_identifier(&kernel.params[k as usize].name),
             Var::Local(id) => names::cpp_identifier(&kernel.body.local(id).name),
-            Var::Const(id) => names::cpp_identifier(&self.program.consts[id.index()].name),
+            Var::Const(id) => names::const_parameter(&self.program.consts[id.index()].name),
             Var::Global(_) => "0".into(),
         }
     }
@@ -886,7 +916,7 @@ fn shared_code(program: &Program, invocations: &[InvocationPlan]) -> String {
             params.push(format!(
                 "const {} *{}",
                 scalar_type_decl(c.ty.scalar),
-                names::cpp_identifier(&c.name)
+                names::const_parameter(&c.name)
             ));
         }
         let _ = writeln!(

@@ -76,6 +76,8 @@ pub(crate) fn string_literal(text: &str) -> String {
     for c in text.chars() {
         match c {
             '"' => out.push_str("\\\""),
+            // `??=` and friends are trigraphs in C++14.
+            '?' => out.push_str("\\?"),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
@@ -92,6 +94,12 @@ pub(crate) fn string_literal(text: &str) -> String {
         }
     }
     out.push('"');
+    // GS pastes handlers into a raw string ending at `)CDATA"`: a literal
+    // that ends that way is split in two.
+    if out.ends_with(")CDATA\"") {
+        out.truncate(out.len() - 2);
+        out.push_str("\" \"A\"");
+    }
     out
 }
 
@@ -127,12 +135,14 @@ impl Printer<'_> {
             ExprKind::Assign { place, op, value } => {
                 let target = self.place(place);
                 let value = self.expr(value);
-                // `b = 2` on a bool stored as uint8_t must store 1, as C's
-                // _Bool does.
-                if expr.ty == ScalarType::Bool && *op == AssignOp::Assign {
-                    format!("({target} = (bool)({value}))")
-                } else {
-                    format!("({target} {} {value})", op.token())
+                // A bool may be stored as uint8_t: every assignment to it
+                // converts to bool, as C's _Bool does (`b += 1` stores 1).
+                match (expr.ty == ScalarType::Bool, op.binary()) {
+                    (true, None) => format!("({target} = (bool)({value}))"),
+                    (true, Some(binary)) => {
+                        format!("({target} = (bool)({target} {} {value}))", binary.token())
+                    }
+                    (false, _) => format!("({target} {} {value})", op.token()),
                 }
             }
             ExprKind::Update {
@@ -142,6 +152,16 @@ impl Printer<'_> {
             } => {
                 let target = self.place(place);
                 let op = if *increment { "++" } else { "--" };
+                // C++17 has no `++`/`--` on bool, and a bool stored as
+                // uint8_t would count past 1: convert, as C does.
+                if expr.ty == ScalarType::Bool {
+                    let delta = if *increment { 1 } else { -1 };
+                    return if *prefix {
+                        format!("({target} = (bool)({target} + {delta}))")
+                    } else {
+                        format!("op2_bool_post({target}, {delta})")
+                    };
+                }
                 if *prefix {
                     format!("({op}{target})")
                 } else {
@@ -175,7 +195,19 @@ impl Printer<'_> {
                 }
             }
             ExprKind::Call(builtin, args) => {
-                let args: Vec<String> = args.iter().map(|a| self.expr(a)).collect();
+                // Arguments are converted to the built-in's operand type
+                // explicitly: `op2_min` and friends are templates of one
+                // type, and C's implicit conversions do not reach them.
+                let args: Vec<String> = args
+                    .iter()
+                    .map(|a| match &a.kind {
+                        ExprKind::Convert {
+                            value,
+                            explicit: false,
+                        } => format!("(({}) {})", scalar_type(a.ty), self.expr(value)),
+                        _ => self.expr(a),
+                    })
+                    .collect();
                 let name = match builtin {
                     Builtin::Abs => "op2_abs",
                     Builtin::Min => "op2_min",
@@ -324,6 +356,62 @@ impl Printer<'_> {
         }
     }
 
+    /// Rewrites a `print` so that every argument reaches `printf` as the
+    /// type its conversion reads, exactly as the interpreter formats it:
+    /// `%d` gets a `long long`, `%u`/`%x` an `unsigned` (or `unsigned long
+    /// long` for 64-bit and floating values), `%f`/`%e`/`%g` a `double`.
+    /// Without this a 64-bit value under `%d` would be undefined behaviour.
+    fn typed_print(&self, format: &str, args: &[Expr]) -> (String, Vec<String>) {
+        use op2_analysis::format::{Count, Piece, parse};
+        let mut text = String::new();
+        let mut printed = Vec::new();
+        let mut args = args.iter();
+        for piece in parse(format) {
+            let spec = match piece {
+                Piece::Text(t) => {
+                    text.push_str(&t.replace('%', "%%"));
+                    continue;
+                }
+                Piece::Conversion(spec) => spec,
+            };
+            let mut stars = Vec::new();
+            for count in [spec.width, spec.precision].into_iter().flatten() {
+                if count == Count::Star {
+                    stars.push(args.next().map(|a| format!("(int)({})", self.expr(a))));
+                }
+            }
+            // A conversion without its argument prints nothing (as the
+            // interpreter does); C leaves it undefined.
+            let Some(arg) = args.next() else { break };
+            if stars.iter().any(Option::is_none) {
+                break;
+            }
+            printed.extend(stars.into_iter().flatten());
+            let value = self.expr(arg);
+            let wide = matches!(
+                arg.ty,
+                ScalarType::Ll | ScalarType::Ull | ScalarType::Double | ScalarType::Float
+            );
+            let prefix = spec.prefix();
+            let c = spec.conversion;
+            let (conversion, cast) = match c {
+                'd' | 'i' => (format!("%{prefix}ll{c}"), "long long"),
+                'u' | 'x' | 'X' | 'o' if wide => (format!("%{prefix}ll{c}"), "unsigned long long"),
+                'u' | 'x' | 'X' | 'o' => (format!("%{prefix}{c}"), "unsigned"),
+                'f' | 'F' | 'e' | 'E' | 'g' | 'G' => (format!("%{prefix}{c}"), "double"),
+                'c' => (format!("%{prefix}c"), "int"),
+                // Not a conversion the language has: printed as text.
+                other => {
+                    text.push_str(&format!("%%{other}"));
+                    continue;
+                }
+            };
+            text.push_str(&conversion);
+            printed.push(format!("({cast})({value})"));
+        }
+        (text, printed)
+    }
+
     /// Prints a statement of a controller block: locals live in the
     /// device's state.
     pub fn controller_stmt(&mut self, body: &Body, stmt: &Stmt, locals: &[String]) {
@@ -357,9 +445,10 @@ impl Printer<'_> {
                 }
             }
             StmtKind::Print { format, args } => {
-                let mut call = format!("handler_log(1, {}", string_literal(format));
+                let (format, args) = self.typed_print(format, args);
+                let mut call = format!("handler_log(1, {}", string_literal(&format));
                 for arg in args {
-                    let _ = write!(call, ", {}", self.expr(arg));
+                    let _ = write!(call, ", {arg}");
                 }
                 call.push_str(");");
                 self.line(&call);

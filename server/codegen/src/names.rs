@@ -165,110 +165,40 @@ pub fn main_local(name: &str, id: u32, shared_name: bool) -> String {
     }
 }
 
+/// The kernel parameter that carries a const the kernel reads by name:
+/// `op2_const_{C}`, which no program name can shadow.
+pub fn const_parameter(name: &str) -> String {
+    format!("op2_const_{name}")
+}
+
 /// The simulators' marker for a successful end (poets-v4.md §4.7).
 pub const EXIT_MARKER: &str = "_HANDLER_EXIT_SUCCESS_9be65737_";
 
-/// C and C++ keywords that a kernel's parameter or local may be named in
-/// `.op2` but not in C++: printed with a trailing underscore.
-pub const CPP_KEYWORDS: &[&str] = &[
-    "alignas",
-    "alignof",
-    "and",
-    "and_eq",
-    "asm",
-    "auto",
-    "bitand",
-    "bitor",
-    "case",
-    "catch",
-    "char",
-    "char16_t",
-    "char32_t",
-    "class",
-    "compl",
-    "constexpr",
-    "const_cast",
-    "decltype",
-    "default",
-    "delete",
-    "dynamic_cast",
-    "enum",
-    "explicit",
-    "export",
-    "extern",
-    "friend",
-    "goto",
-    "inline",
-    "long",
-    "mutable",
-    "namespace",
-    "new",
-    "noexcept",
-    "not",
-    "not_eq",
-    "nullptr",
-    "operator",
-    "or",
-    "or_eq",
-    "private",
-    "protected",
-    "public",
-    "register",
-    "reinterpret_cast",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "static_assert",
-    "static_cast",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "thread_local",
-    "throw",
-    "try",
-    "typedef",
-    "typeid",
-    "typename",
-    "union",
-    "unsigned",
-    "using",
-    "virtual",
-    "void",
-    "volatile",
-    "wchar_t",
-    "xor",
-    "xor_eq",
-    "graphProperties",
-    "deviceProperties",
-    "deviceState",
-    "message",
-    "readyToSend",
-    "doSend",
-    "sendIndex",
-    "edgeProperties",
-    "edgeState",
-    "assert",
-    "handler_log",
-    "handler_exit",
-    "int8_t",
-    "int16_t",
-    "int32_t",
-    "int64_t",
-    "uint8_t",
-    "uint16_t",
-    "uint32_t",
-    "uint64_t",
-    "op2_min",
-    "op2_max",
-    "op2_abs",
+pub use op2_analysis::reserved::CPP_KEYWORDS;
+
+/// Names of the language's built-in functions, which a local or parameter
+/// may shadow in `.op2` but not in the C++ that also calls them.
+const BUILTIN_FUNCTIONS: &[&str] = &[
+    "sqrt", "fabs", "abs", "fmin", "fmax", "min", "max", "pow", "exp", "log", "log10", "sin",
+    "cos", "tan", "asin", "acos", "atan", "atan2", "floor", "ceil", "round", "isnan", "isinf",
 ];
 
-/// A name from the program as a C++ identifier: keywords get an underscore.
+/// A name from the program as a C++ identifier. Names C++ would read
+/// otherwise are prefixed with `op2_v_`: keywords, the generated code's own
+/// names, built-in functions, names in the macro style of C headers (`M_PI`,
+/// `INFINITY`: all capitals), and names that already start with `op2_` (so
+/// that no two program names can meet after the prefix).
 pub fn cpp_identifier(name: &str) -> String {
-    if CPP_KEYWORDS.contains(&name) {
-        format!("{name}_")
+    let macro_style = name.chars().any(|c| c.is_ascii_uppercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+    if CPP_KEYWORDS.contains(&name)
+        || BUILTIN_FUNCTIONS.contains(&name)
+        || macro_style
+        || name.starts_with("op2_")
+    {
+        format!("op2_v_{name}")
     } else {
         name.to_owned()
     }

@@ -147,3 +147,20 @@ pub fn write_graph(
         elapsed: start.elapsed(),
     })
 }
+
+/// Writes `bytes` to `path` atomically (temporary file beside it, synced,
+/// renamed over it).
+pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    let mut temporary = tempfile::Builder::new()
+        .prefix(".op2-")
+        .suffix(".tmp")
+        .tempfile_in(directory)?;
+    temporary.write_all(bytes)?;
+    temporary.as_file().sync_all()?;
+    temporary.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
