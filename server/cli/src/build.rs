@@ -1,15 +1,19 @@
 //! `op2 build FILE [--instance FILE] [-o OUT]`: the POETS graph of a program,
-//! written atomically; nothing is written when the program has errors.
+//! and with instance data its graph instance too, in one document written
+//! atomically; nothing is written when the program or the data has errors.
 
-use std::io::{self, Write};
+use std::fs;
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result};
+use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Options};
-use op2_codegen::output::write_graph;
-use op2_syntax::Severity;
+use op2_codegen::instance::{self, GraphInstance, InstanceError, TerminalProgress};
+use op2_codegen::output::{InstanceWriter, write_graph};
+use op2_syntax::{Encoding, Severity};
 
-use crate::check::{check_file, render};
+use crate::check::{Report, check_file, render};
 use crate::{ColorChoice, MessageFormat, Outcome};
 
 /// `<stem>.graph.xml` beside the source.
@@ -42,16 +46,93 @@ pub fn run(
         )?;
         return Ok(Outcome::Errors);
     }
-    if let Some(instance) = instance {
-        bail!(
-            "cannot build with `--instance {}`: graph instances are not generated yet",
-            instance.display()
-        );
-    }
     let graph = op2_codegen::graph_type(&analysis, &op2_codegen::graph_id(file));
     let path = output.map_or_else(|| default_output(file), Path::to_path_buf);
-    let summary = write_graph(&path, &graph, None)?;
+
+    let summary = match instance {
+        None => write_graph(&path, &graph, None)?,
+        Some(instance_path) => {
+            let json = fs::read(instance_path)
+                .with_context(|| format!("cannot read `{}`", instance_path.display()))?;
+            let mut progress = TerminalProgress::stderr();
+            let loaded = instance::read(&json, &analysis.program, &mut *progress);
+            drop(json);
+            print_problems(instance_path, &report, &loaded.problems, color)?;
+            let Some(data) = loaded.data else {
+                let errors = loaded.problems.iter().filter(|p| p.is_error()).count();
+                let mut stderr = io::stderr().lock();
+                writeln!(
+                    stderr,
+                    "error: nothing written: `{}` has {errors} error{}",
+                    instance_path.display(),
+                    if errors == 1 { "" } else { "s" }
+                )?;
+                return Ok(Outcome::Errors);
+            };
+            let mut writer = GraphInstance::new(&analysis.program, &data, &mut *progress);
+            write_graph(&path, &graph, Some(&mut writer as &mut dyn InstanceWriter))?
+        }
+    };
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{summary}")?;
     Ok(Outcome::Success)
+}
+
+/// Prints each problem with the instance file and JSON path first, rustc
+/// style: `error[E702]: mesh.json: maps.pedge[5][1]: target 900 is …`,
+/// then where the program declares what the path names.
+fn print_problems(
+    instance_path: &Path,
+    report: &Report,
+    problems: &[InstanceError],
+    color: ColorChoice,
+) -> io::Result<()> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let choice = match color {
+        ColorChoice::Always => termcolor::ColorChoice::Always,
+        ColorChoice::Never => termcolor::ColorChoice::Never,
+        ColorChoice::Auto if io::stderr().is_terminal() => termcolor::ColorChoice::Auto,
+        ColorChoice::Auto => termcolor::ColorChoice::Never,
+    };
+    let stream = StandardStream::stderr(choice);
+    let mut out = stream.lock();
+    for problem in problems {
+        let (word, tint) = match problem.severity() {
+            Severity::Error => ("error", Color::Red),
+            Severity::Warning => ("warning", Color::Yellow),
+            Severity::Hint => ("help", Color::Cyan),
+        };
+        out.set_color(ColorSpec::new().set_fg(Some(tint)).set_bold(true))?;
+        write!(out, "{word}[{}]", problem.code)?;
+        out.set_color(ColorSpec::new().set_bold(true))?;
+        write!(out, ": {}: ", instance_path.display())?;
+        if !problem.path.is_empty() {
+            write!(out, "{}: ", problem.path)?;
+        }
+        writeln!(out, "{}", problem.message)?;
+        out.reset()?;
+        let declared = problem.location != op2_syntax::Location::default();
+        if let Some(source) = report
+            .sources
+            .get(problem.location.file)
+            .filter(|_| declared)
+        {
+            let at = source
+                .index
+                .line_col(problem.location.range.start, Encoding::Utf32);
+            out.set_color(ColorSpec::new().set_fg(Some(Color::Blue)).set_bold(true))?;
+            write!(out, "  --> ")?;
+            out.reset()?;
+            writeln!(
+                out,
+                "{}:{}:{}",
+                source.path.display(),
+                at.line + 1,
+                at.col + 1
+            )?;
+        }
+    }
+    out.flush()
 }

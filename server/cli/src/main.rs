@@ -9,6 +9,7 @@ mod check;
 mod explain;
 mod parse_tree;
 mod render;
+mod run;
 mod source;
 
 use std::io::{self, Write};
@@ -58,6 +59,15 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
+    /// Run a program's reference semantics on instance data.
+    Run(run::Common),
+    /// Simulate the generated POETS graph with an adversarial message order.
+    Simulate {
+        #[command(flatten)]
+        common: run::Common,
+        #[command(flatten)]
+        options: run::SimulateOptions,
+    },
     /// Explain a diagnostic code (`op2 explain E401`); without a code, list them all.
     Explain {
         /// The code, such as `E401`.
@@ -92,6 +102,8 @@ pub enum Outcome {
     Success,
     /// The input has errors (diagnostics were printed).
     Errors,
+    /// The generated graph misbehaved (deadlock or handler assertion).
+    Failed,
 }
 
 fn main() -> ExitCode {
@@ -104,6 +116,8 @@ fn main() -> ExitCode {
             color,
         } => check::run(&files, message_format, color),
         Command::Explain { code } => explain::run(code.as_deref()),
+        Command::Run(common) => run::run(&common),
+        Command::Simulate { common, options } => run::simulate(&common, &options),
         Command::Build {
             file,
             instance,
@@ -114,6 +128,7 @@ fn main() -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Errors) => ExitCode::from(1),
+        Ok(Outcome::Failed) => ExitCode::from(2),
         Err(error) => {
             // A closed pipe (`op2 check … | head`) is not worth a message.
             if error

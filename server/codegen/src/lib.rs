@@ -10,10 +10,12 @@
 pub mod build;
 mod controller;
 mod cpp;
+pub mod instance;
 pub mod limits;
 pub mod model;
 pub mod names;
 pub mod output;
+pub mod topology;
 pub mod xml;
 
 use std::path::Path;

@@ -1,14 +1,25 @@
 //! Syntax diagnostics (E001): what the parser could not read, and the C
 //! constructs the language leaves out, each named in its message.
+//!
+//! Tree-sitter reports two kinds of trouble. A MISSING node is a single token
+//! it invented to go on (a `;`, a `}`): the message names it, at the place
+//! rustc would point, just after the token before it. An ERROR node wraps
+//! text it could not place, and says nothing about why; the parse state
+//! before it tells which tokens would have been accepted, and when the first
+//! token of the ERROR was one of them, the trouble lies further in and a few
+//! heuristics look for it (an item keyword on a new line, an unclosed
+//! delimiter, the fixed head of a declaration or par_loop). When none
+//! applies the message only says what could not be parsed: a message that
+//! names the wrong token is worse than one that names none.
 
-use tree_sitter::{Node, Tree};
+use tree_sitter::{Language, Node, Tree};
 
-use crate::ast::{BUILTINS, NodeText, language};
-use crate::diagnostic::{Code, Diagnostic, FileId, Location};
+use crate::ast::{AccessMode, BUILTINS, NodeText, ScalarType, language};
+use crate::diagnostic::{Code, Diagnostic, FileId, Fix, Location, TextEdit};
 use crate::text::TextRange;
 
-/// Most candidates listed in an "expected …" message before it is left out
-/// as unhelpful.
+/// Most alternatives listed in an "expected …" message; beyond that the list
+/// says nothing useful and only the found token is named.
 const MAX_EXPECTED: usize = 6;
 
 /// C type words users write out of habit, which the language spells otherwise.
@@ -16,7 +27,42 @@ const C_TYPE_WORDS: &[&str] = &[
     "unsigned", "signed", "long", "short", "char", "void", "size_t",
 ];
 
+/// Keywords that begin a top-level item: on a new line inside an ERROR they
+/// mark where the previous item should have ended.
+const ITEM_KEYWORDS: &[&str] = &[
+    "import", "set", "map", "dat", "const", "global", "kernel", "main",
+];
+
+/// Tokens that may start an expression; when all of the first four are
+/// expected, "an expression" says it shorter.
+const EXPRESSION_STARTS: &[&str] = &[
+    "identifier",
+    "integer_literal",
+    "float_literal",
+    "(",
+    "true",
+    "false",
+    "-",
+    "+",
+    "!",
+    "~",
+    "*",
+    "&",
+    "++",
+    "--",
+    "len",
+];
+
+/// The scalar type keywords of the grammar.
+const SCALAR_TYPES: &[&str] = &["double", "float", "int", "uint", "ll", "ull", "bool"];
+
+/// The state tree-sitter starts every parse in.
+const START_STATE: u16 = 1;
+
+const UNSUPPORTED_SIZEOF: &str = "`sizeof` is not supported; write the size as a number";
+
 pub(crate) fn syntax_errors(tree: &Tree, text: &str, file: FileId) -> Vec<Diagnostic> {
+    let checker = Checker::new(text, file);
     let mut out = Vec::new();
     let mut cursor = tree.walk();
     let mut visit_children = true;
@@ -24,7 +70,7 @@ pub(crate) fn syntax_errors(tree: &Tree, text: &str, file: FileId) -> Vec<Diagno
         let node = cursor.node();
         if visit_children {
             // Report, then decide whether to look inside.
-            let descend = check_node(node, text, file, &mut out);
+            let descend = checker.check_node(node, &mut out);
             if descend && cursor.goto_first_child() {
                 continue;
             }
@@ -41,92 +87,926 @@ pub(crate) fn syntax_errors(tree: &Tree, text: &str, file: FileId) -> Vec<Diagno
     out
 }
 
-fn location(file: FileId, range: TextRange) -> Location {
-    Location { file, range }
+/// One step of the fixed head of a construct (see [`HEADS`]).
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// This keyword or punctuation.
+    Token(&'static str),
+    /// A name that is not a keyword.
+    Name,
+    /// An integer literal.
+    Integer,
+    /// A scalar type keyword.
+    Type,
+    /// These steps, or none of them when the first does not match.
+    Optional(&'static [Step]),
+    /// Either of these tokens.
+    Either(&'static str, &'static str),
+    /// This token or nothing, not mentioned in messages (`*` before a
+    /// local's name: it parses, but is not worth suggesting).
+    Skip(&'static str),
 }
 
-/// Reports `node` if it is wrong; returns whether its children need a look.
-fn check_node(node: Node<'_>, text: &str, file: FileId, out: &mut Vec<Diagnostic>) -> bool {
-    let mut report = |range: TextRange, message: String| {
-        out.push(Diagnostic::new(Code::E001, location(file, range), message));
-    };
-    if node.is_missing() {
-        let at = missing_position(node);
-        report(
-            TextRange::empty(at),
-            format!("expected {}", describe_kind(node.kind(), node.is_named())),
-        );
-        return false;
+/// Where a head may appear.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    /// At the top level of the file.
+    Item,
+    /// Anywhere.
+    Any,
+}
+
+const DIMENSION: Step = Step::Optional(&[Step::Token("["), Step::Integer, Step::Token("]")]);
+
+/// The fixed beginnings of constructs, after their first token, as
+/// `grammar.js` spells them. Tree-sitter's recovery often wraps a whole
+/// broken declaration in one ERROR; matching its tokens against the head
+/// finds the token that went wrong. Only the part before anything optional
+/// or repeated that is not listed here is checked: a mismatch is then
+/// certain.
+const HEADS: &[(&str, Scope, &[Step])] = &[
+    ("set", Scope::Item, &[Step::Name, Step::Token(";")]),
+    (
+        "map",
+        Scope::Item,
+        &[
+            Step::Name,
+            Step::Token(":"),
+            Step::Name,
+            Step::Token("->"),
+            Step::Name,
+            Step::Token("["),
+            Step::Integer,
+            Step::Token("]"),
+            Step::Token(";"),
+        ],
+    ),
+    (
+        "dat",
+        Scope::Item,
+        &[
+            Step::Name,
+            Step::Token(":"),
+            Step::Type,
+            DIMENSION,
+            Step::Token("on"),
+            Step::Name,
+            Step::Either("=", ";"),
+        ],
+    ),
+    (
+        "const",
+        Scope::Item,
+        &[
+            Step::Name,
+            Step::Token(":"),
+            Step::Type,
+            DIMENSION,
+            Step::Either("=", ";"),
+        ],
+    ),
+    (
+        "global",
+        Scope::Item,
+        &[
+            Step::Name,
+            Step::Token(":"),
+            Step::Type,
+            DIMENSION,
+            Step::Either("=", ";"),
+        ],
+    ),
+    ("kernel", Scope::Item, &[Step::Name, Step::Token("(")]),
+    ("main", Scope::Item, &[Step::Token("{")]),
+    (
+        "par_loop",
+        Scope::Any,
+        &[
+            Step::Name,
+            Step::Optional(&[Step::Token("as"), Step::Name]),
+            Step::Token("over"),
+            Step::Name,
+            Step::Token("("),
+        ],
+    ),
+];
+
+/// A local declaration or parameter after its type: `double *p`, `double x`.
+const TYPED_NAME: &[Step] = &[Step::Skip("*"), Step::Name];
+
+struct Checker<'s> {
+    text: &'s str,
+    file: FileId,
+    language: Language,
+    /// Tree-sitter numbers terminal symbols first, then nonterminals starting
+    /// with the first rule (`source_file`): a symbol below this one is a token.
+    first_nonterminal: u16,
+}
+
+impl<'s> Checker<'s> {
+    fn new(text: &'s str, file: FileId) -> Checker<'s> {
+        let language = language();
+        let first_nonterminal = language.id_for_node_kind("source_file", true);
+        Checker {
+            text,
+            file,
+            language,
+            first_nonterminal,
+        }
     }
-    if node.is_error() {
-        let (range, message) = describe_error(node, text);
-        report(range, message);
-        return false;
+
+    fn error(&self, range: TextRange, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(Code::E001, self.location(range), message)
     }
-    match node.kind() {
-        "switch_statement" => {
-            report(keyword_range(node), "`switch` is not supported; use `if` and `else if`".into());
-            // Its `case` labels are part of the same mistake.
+
+    fn location(&self, range: TextRange) -> Location {
+        Location {
+            file: self.file,
+            range,
+        }
+    }
+
+    /// Reports `node` if it is wrong; returns whether its children need a look.
+    fn check_node(&self, node: Node<'_>, out: &mut Vec<Diagnostic>) -> bool {
+        if node.is_missing() {
+            out.push(self.missing(node));
             return false;
         }
-        "case_label" => {
-            report(node.text_range(), "`case` labels are not supported outside `switch`, which is not supported either".into())
-        }
-        "goto_statement" => report(keyword_range(node), "`goto` is not supported; use loops with `break` and `continue`".into()),
-        "struct_specifier" => {
-            report(keyword_range(node), "`struct` is not supported; declare each member as a local variable".into());
+        if node.is_error() {
+            out.push(self.error_node(node));
             return false;
         }
-        "pointer_marker" => report(
-            node.text_range(),
-            "pointer declarations are not supported in kernel bodies; index a parameter instead (`p[i]`)".into(),
-        ),
-        "unary_expression" => {
-            if node.child_by_field_name("operator").is_some_and(|op| op.kind() == "&") {
+        let mut report = |range: TextRange, message: &str| out.push(self.error(range, message));
+        match node.kind() {
+            "switch_statement" => {
                 report(
-                    node.child_by_field_name("operator").map_or(node.text_range(), |op| op.text_range()),
-                    "taking an address with `&` is not supported; kernels work on their parameters directly".into(),
+                    keyword_range(node),
+                    "`switch` is not supported; use `if` and `else if`",
                 );
+                // Its `case` labels are part of the same mistake.
+                return false;
             }
-        }
-        "call_expression" => {
-            if let Some(function) = node.child_by_field_name("function") {
-                let name = function.text(text);
-                if !BUILTINS.contains(&name) {
+            "case_label" => report(
+                node.text_range(),
+                "`case` labels are not supported outside `switch`, which is not supported either",
+            ),
+            "goto_statement" => report(
+                keyword_range(node),
+                "`goto` is not supported; use loops with `break` and `continue`",
+            ),
+            "struct_specifier" => {
+                report(
+                    keyword_range(node),
+                    "`struct` is not supported; declare each member as a local variable",
+                );
+                return false;
+            }
+            "pointer_marker" => report(
+                node.text_range(),
+                "pointer declarations are not supported in kernel bodies; index a parameter instead (`p[i]`)",
+            ),
+            "unary_expression" => {
+                if let Some(operator) = node
+                    .child_by_field_name("operator")
+                    .filter(|op| op.kind() == "&")
+                {
                     report(
-                        function.text_range(),
-                        format!("call to `{name}` is not supported; kernels may call only the built-in math functions"),
+                        operator.text_range(),
+                        "taking an address with `&` is not supported; kernels work on their parameters directly",
                     );
                 }
             }
+            "call_expression" => {
+                if let Some(function) = node.child_by_field_name("function") {
+                    let name = function.text(self.text);
+                    if name == "sizeof" {
+                        // `sizeof(double)` holds an ERROR too: one report for the construct.
+                        report(function.text_range(), UNSUPPORTED_SIZEOF);
+                        return false;
+                    }
+                    if !BUILTINS.contains(&name) {
+                        report(
+                            function.text_range(),
+                            &format!(
+                                "call to `{name}` is not supported; kernels may call only the built-in math functions"
+                            ),
+                        );
+                    }
+                }
+            }
+            "return_statement" => {
+                if let Some(value) = node.child_by_field_name("value") {
+                    report(
+                        value.text_range(),
+                        "`return` takes no value here; kernels and `main` return nothing",
+                    );
+                }
+            }
+            _ => {}
         }
-        "return_statement" => {
-            if let Some(value) = node.child_by_field_name("value") {
-                report(value.text_range(), "`return` takes no value here; kernels and `main` return nothing".into());
+        true
+    }
+
+    // ------------------------------------------------------------------
+    // MISSING nodes
+    // ------------------------------------------------------------------
+
+    /// A MISSING node sits where the parser invented it; report it just after
+    /// the token before it, where rustc would point.
+    fn missing(&self, node: Node<'_>) -> Diagnostic {
+        let at = previous_token(node).map_or(node.start_byte(), |token| token.end_byte());
+        let at = TextRange::from(at..at);
+        let kind = node.kind();
+        // The parser invents the cheapest token that would do: a name for an
+        // expression, `double` for a type. Say what was wanted instead.
+        let category = node.parent().map(|parent| parent.kind()).filter(|parent| {
+            matches!(
+                *parent,
+                "primitive_type" | "access_mode" | "boolean_literal"
+            )
+        });
+        let wanted = match category {
+            Some(parent) => describe_kind(parent, true),
+            None if kind == "identifier" && is_expression_slot(node) => "an expression".to_owned(),
+            None => describe_kind(kind, node.is_named()),
+        };
+        let found = self.describe_found(next_token(node));
+        let mut diagnostic = self.error(at, format!("expected {wanted}, found {found}"));
+        if kind == ";" {
+            diagnostic = diagnostic.with_fix(self.insert(at, ";"));
+        }
+        if let Some(opener) = opener_of(node) {
+            diagnostic =
+                diagnostic.with_related(self.location(opener.text_range()), "unclosed delimiter");
+        }
+        diagnostic
+    }
+
+    fn insert(&self, at: TextRange, token: &str) -> Fix {
+        Fix {
+            title: format!("insert `{token}`"),
+            edits: vec![TextEdit {
+                file: self.file,
+                range: at,
+                replacement: token.to_owned(),
+            }],
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // ERROR nodes
+    // ------------------------------------------------------------------
+
+    fn error_node(&self, node: Node<'_>) -> Diagnostic {
+        let tokens = tokens(node);
+        let before = previous_token(node);
+        let Some(&first) = tokens.first() else {
+            // An empty ERROR: nothing was skipped, something was expected.
+            let found = next_token(node);
+            return self.error(
+                TextRange::from(node.byte_range()),
+                format!("unexpected {}", self.describe_found(found)),
+            );
+        };
+
+        if let Some(diagnostic) = self.unsupported_c(first, before) {
+            return diagnostic;
+        }
+        if let Some(diagnostic) = self.unterminated(first, &tokens) {
+            return diagnostic;
+        }
+
+        // The tokens the parser would have taken where the ERROR begins. If
+        // the first token of the ERROR is not among them, it is the culprit.
+        let expected = self.expected_before(node, before);
+        match &expected {
+            Some(expected) if !expected.contains(&self.symbol(first)) => {
+                return self.expected_found(before, Some(first), expected);
+            }
+            _ => {}
+        }
+
+        // The first token was acceptable (or the state is unknown): look
+        // further in.
+        if let Some(diagnostic) = self.print_with_string(node) {
+            return diagnostic;
+        }
+        if let Some(diagnostic) = self.parameter_shape(node, &tokens) {
+            return diagnostic;
+        }
+        if let Some(diagnostic) = self.match_head(node, &tokens) {
+            return diagnostic;
+        }
+        if let Some(diagnostic) = self.scan(node, &tokens) {
+            return diagnostic;
+        }
+
+        if tokens.len() == 1 || (expected.is_none() && !can_start_something(self.token_kind(first)))
+        {
+            return self.error(
+                first.text_range(),
+                format!("unexpected {}", self.describe_found(Some(first))),
+            );
+        }
+        let snippet = shorten(node.text(self.text));
+        self.error(node.text_range(), format!("could not parse `{snippet}`"))
+    }
+
+    /// The tokens acceptable where `node` begins. The state before it comes
+    /// after a whole node, which the parser may have closed too early (it
+    /// reduced `p_q` to an argument before seeing `[`); what could have
+    /// continued the token before counts too, when its state is known.
+    fn expected_before(&self, node: Node<'_>, before: Option<Node<'_>>) -> Option<Vec<u16>> {
+        let mut expected = self.lookahead(self.state_before(node)?)?;
+        let extension = before
+            .filter(|token| !token.is_error() && !token.is_missing())
+            .map(|token| token.next_parse_state())
+            .filter(|&state| self.is_valid_state(state))
+            .and_then(|state| self.lookahead(state));
+        for symbol in extension.into_iter().flatten() {
+            if !expected.contains(&symbol) {
+                expected.push(symbol);
             }
         }
-        _ => {}
+        Some(expected)
     }
-    true
+
+    /// C that the grammar has no node for, recognised by its tokens.
+    fn unsupported_c(&self, first: Node<'_>, before: Option<Node<'_>>) -> Option<Diagnostic> {
+        let token = first.text(self.text);
+        // `unsigned x = 1;` parses as the expression `unsigned` followed by
+        // an ERROR `x`: the type word is the token before.
+        for candidate in [Some(first), before].into_iter().flatten() {
+            let word = candidate.text(self.text);
+            if candidate.kind() == "identifier" && C_TYPE_WORDS.contains(&word) {
+                return Some(self.error(
+                    candidate.text_range(),
+                    format!(
+                        "`{word}` is a C type the language does not have; use `double`, `float`, `int`, `uint`, `ll`, `ull` or `bool`"
+                    ),
+                ));
+            }
+            if word == "sizeof" {
+                return Some(self.error(candidate.text_range(), UNSUPPORTED_SIZEOF));
+            }
+        }
+        let member_access = |range: TextRange, operator: &str| {
+            self.error(
+                range,
+                format!(
+                    "member access with `{operator}` is not supported; structs are not part of the language"
+                ),
+            )
+        };
+        match token {
+            "typedef" => Some(self.error(first.text_range(), "`typedef` is not supported")),
+            "->" | "." => Some(member_access(first.text_range(), token)),
+            // Where `->` is not a token, `p->a` lexes as `p - > a`.
+            ">" => before
+                .filter(|minus| minus.kind() == "-" && minus.end_byte() == first.start_byte())
+                .map(|minus| {
+                    member_access(TextRange::from(minus.start_byte()..first.end_byte()), "->")
+                }),
+            _ => None,
+        }
+    }
+
+    /// An unterminated block comment or string: lexical, so say so.
+    fn unterminated(&self, first: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+        if self
+            .slice(first.start_byte()..self.text.len())
+            .starts_with("/*")
+        {
+            return Some(self.error(
+                TextRange::from(first.start_byte()..first.start_byte() + 2),
+                "unterminated block comment; it needs a closing `*/`",
+            ));
+        }
+        // A quote that does not belong to a whole string literal.
+        let quote = tokens.iter().find(|token| {
+            token.kind() == "\""
+                && token
+                    .parent()
+                    .is_none_or(|parent| parent.kind() != "string_literal")
+        })?;
+        let line_end = self
+            .slice(quote.start_byte()..self.text.len())
+            .find(['\n', '\r'])
+            .map_or(self.text.len(), |i| quote.start_byte() + i);
+        Some(self.error(
+            TextRange::from(quote.start_byte()..line_end),
+            "unterminated string; a string ends with `\"` on the line it starts",
+        ))
+    }
+
+    /// `print("%s", "x")`: only the format may be a string.
+    fn print_with_string(&self, node: Node<'_>) -> Option<Diagnostic> {
+        let parent = node.parent()?;
+        if parent.kind() != "print_statement" {
+            return None;
+        }
+        let mut cursor = node.walk();
+        let has_string = node
+            .children(&mut cursor)
+            .any(|child| child.kind() == "string_literal");
+        if !has_string {
+            return None;
+        }
+        let format = parent.child_by_field_name("format")?;
+        Some(self.error(
+            format.text_range(),
+            "only the first argument of `print`, its format, may be a string",
+        ))
+    }
+
+    /// `double q` in a parameter list: a parameter needs a `*` or a dimension.
+    fn parameter_shape(&self, node: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+        if node.parent()?.kind() != "parameter_list" {
+            return None;
+        }
+        let kinds: Vec<&str> = tokens.iter().map(|&token| self.token_kind(token)).collect();
+        let shape = match kinds.as_slice() {
+            ["const", ty, "identifier"] | [ty, "identifier"] => ScalarType::from_keyword(ty),
+            _ => None,
+        };
+        let after = next_token(node).map(|after| self.token_kind(after));
+        (shape.is_some() && matches!(after, Some("," | ")"))).then(|| {
+            self.error(
+                node.text_range(),
+                "a parameter needs a `*` before its name or a dimension after it (`double *q` or `double q[4]`)",
+            )
+        })
+    }
+
+    /// Matches the tokens of an ERROR against the fixed head of the construct
+    /// its first token begins (see [`HEADS`]).
+    fn match_head(&self, node: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+        let at_top = node
+            .parent()
+            .is_none_or(|parent| parent.kind() == "source_file");
+        let first = self.token_kind(tokens[0]);
+        let steps = if ScalarType::from_keyword(first).is_some() {
+            if at_top {
+                return None;
+            }
+            TYPED_NAME
+        } else {
+            HEADS.iter().find_map(|&(keyword, scope, steps)| {
+                let applies = match scope {
+                    Scope::Item => at_top,
+                    Scope::Any => true,
+                };
+                (keyword == first && applies).then_some(steps)
+            })?
+        };
+        // The token after the ERROR counts too: the head may end there.
+        let mut input: Vec<Option<Node<'_>>> = tokens[1..].iter().copied().map(Some).collect();
+        input.push(next_token(node));
+        let mut position = 0;
+        let mut also: Vec<String> = Vec::new();
+        self.match_steps(steps, &input, &mut position, &mut also)
+            .err()
+            .map(|(at, wanted)| {
+                let previous = if at == 0 {
+                    tokens[0]
+                } else {
+                    input[at - 1].unwrap_or(tokens[0])
+                };
+                self.report_expected(Some(previous), input[at], &wanted)
+            })
+    }
+
+    /// Advances `position` over `steps`; on a mismatch returns where, and the
+    /// description of what would have matched there.
+    fn match_steps(
+        &self,
+        steps: &[Step],
+        input: &[Option<Node<'_>>],
+        position: &mut usize,
+        also: &mut Vec<String>,
+    ) -> Result<(), (usize, Vec<String>)> {
+        for &step in steps {
+            let Some(&token) = input.get(*position) else {
+                // Out of tokens without a mismatch: nothing to say.
+                return Ok(());
+            };
+            if let Step::Skip(word) = step {
+                if token.is_some_and(|token| self.token_kind(token) == word) {
+                    *position += 1;
+                }
+                continue;
+            }
+            if let Step::Optional(inner) = step {
+                let starts = token.is_some_and(|token| self.step_matches(inner[0], token));
+                if starts {
+                    also.clear();
+                    self.match_steps(inner, input, position, also)?;
+                } else {
+                    also.push(describe_step(inner[0]));
+                }
+                continue;
+            }
+            match token {
+                Some(token) if self.step_matches(step, token) => {
+                    also.clear();
+                    *position += 1;
+                }
+                _ => {
+                    let mut wanted = std::mem::take(also);
+                    match step {
+                        Step::Either(a, b) => {
+                            wanted.push(format!("`{a}`"));
+                            wanted.push(format!("`{b}`"));
+                        }
+                        _ => wanted.push(describe_step(step)),
+                    }
+                    return Err((*position, wanted));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn step_matches(&self, step: Step, token: Node<'_>) -> bool {
+        let kind = self.token_kind(token);
+        match step {
+            Step::Token(word) => kind == word,
+            Step::Name => kind == "identifier",
+            Step::Integer => kind == "integer_literal",
+            Step::Type => ScalarType::from_keyword(kind).is_some(),
+            Step::Optional(inner) => self.step_matches(inner[0], token),
+            Step::Either(a, b) => kind == a || kind == b,
+            Step::Skip(word) => kind == word,
+        }
+    }
+
+    /// Walks the tokens of an ERROR, tracking brackets, for the two mistakes
+    /// that show in its shape: a statement or declaration that runs on into
+    /// the next line (a missing `;`), and a bracket never closed.
+    fn scan(&self, node: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+        let head = self.token_kind(tokens[0]);
+        // A kernel or main head ends in `)` or `main`, not `;`.
+        let head_without_semicolon = matches!(head, "kernel" | "main");
+        let mut open: Vec<Node<'_>> = Vec::new();
+        let mut previous: Option<Node<'_>> = None;
+        for &token in tokens {
+            let kind = self.token_kind(token);
+            let Some(previous) = previous.replace(token) else {
+                if matches!(kind, "(" | "[" | "{") {
+                    open.push(token);
+                }
+                continue;
+            };
+            if self.starts_line(previous, token) {
+                let inside = open.last().map(|opener| opener.kind());
+                match inside {
+                    Some("(" | "[") if ITEM_KEYWORDS.contains(&kind) => {
+                        return Some(self.unclosed(open[open.len() - 1], previous, Some(token)));
+                    }
+                    None if head_without_semicolon => {}
+                    Some("(" | "[") => {}
+                    _ if self.can_end_statement(previous) && can_start_statement(kind) => {
+                        return Some(self.report_expected(
+                            Some(previous),
+                            Some(token),
+                            &["`;`".to_owned()],
+                        ));
+                    }
+                    _ => {}
+                }
+            }
+            let in_parentheses = open.last().is_some_and(|opener| opener.kind() == "(");
+            match kind {
+                // A block cannot start inside parentheses; only a list
+                // initialiser (`= {`) can.
+                "{" if in_parentheses && !matches!(self.token_kind(previous), "=" | ",") => {
+                    return Some(self.unclosed(open[open.len() - 1], previous, Some(token)));
+                }
+                "(" | "[" | "{" => open.push(token),
+                ")" | "]" | "}" => match open.last() {
+                    Some(opener) if closer(opener.kind()) == Some(kind) => {
+                        open.pop();
+                    }
+                    Some(&opener) => return Some(self.unclosed(opener, previous, Some(token))),
+                    None => {}
+                },
+                _ => {}
+            }
+        }
+
+        let last = tokens[tokens.len() - 1];
+        let after = next_token(node);
+        if let Some(&opener) = open.last() {
+            // The text after the ERROR shows the bracket will not be closed:
+            // the file ends, the next item begins, the statement ends, or
+            // another bracket closes.
+            let runs_out = after.is_none_or(|after| {
+                let kind = self.token_kind(after);
+                (self.starts_line(last, after) && ITEM_KEYWORDS.contains(&kind))
+                    || kind == ";"
+                    || (matches!(kind, ")" | "]" | "}") && closer(opener.kind()) != Some(kind))
+            });
+            if runs_out {
+                return Some(self.unclosed(opener, last, after));
+            }
+            return None;
+        }
+        // `q[1] +;`: an operator without its right operand.
+        if let Some(after) = after {
+            let after_kind = self.token_kind(after);
+            if is_binary_operator(self.token_kind(last))
+                && matches!(after_kind, ";" | ")" | "]" | "}" | ",")
+            {
+                return Some(self.report_expected(
+                    Some(last),
+                    Some(after),
+                    &["an expression".to_owned()],
+                ));
+            }
+        }
+        // `x = 1 }` and `int i` + new line: the statement wanted its `;`.
+        let ends_statement = after.is_some_and(|after| {
+            let kind = self.token_kind(after);
+            kind == "}" || (self.starts_line(last, after) && can_start_statement(kind))
+        });
+        if ends_statement && !head_without_semicolon && self.can_end_statement(last) {
+            return Some(self.report_expected(Some(last), after, &["`;`".to_owned()]));
+        }
+        None
+    }
+
+    fn unclosed(
+        &self,
+        opener: Node<'_>,
+        previous: Node<'_>,
+        found: Option<Node<'_>>,
+    ) -> Diagnostic {
+        let closing = closer(opener.kind()).unwrap_or(")");
+        self.report_expected(Some(previous), found, &[format!("`{closing}`")])
+            .with_related(self.location(opener.text_range()), "unclosed delimiter")
+    }
+
+    /// "expected …, found …" from the parser's own expectations.
+    fn expected_found(
+        &self,
+        before: Option<Node<'_>>,
+        found: Option<Node<'_>>,
+        expected: &[u16],
+    ) -> Diagnostic {
+        let semicolon = self.language.id_for_node_kind(";", false);
+        let on_new_line = matches!((before, found), (Some(b), Some(f)) if self.starts_line(b, f));
+        // A line that ends where `;` would do, followed by more: rustc says
+        // "expected `;`" however many other tokens could have continued it.
+        if on_new_line && expected.contains(&semicolon) {
+            return self.report_expected(before, found, &["`;`".to_owned()]);
+        }
+        match self.describe_expected(expected) {
+            Some(wanted) => self.report_expected(before, found, &wanted),
+            None => {
+                let range = found.map_or_else(
+                    || TextRange::from(self.text.len()..self.text.len()),
+                    |found| found.text_range(),
+                );
+                self.error(range, format!("unexpected {}", self.describe_found(found)))
+            }
+        }
+    }
+
+    /// "expected A, found B", placed like rustc: at the found token, or just
+    /// after the previous token when the found one is on a later line (or
+    /// is the end of the file), with the found token as a related location.
+    fn report_expected(
+        &self,
+        before: Option<Node<'_>>,
+        found: Option<Node<'_>>,
+        wanted: &[String],
+    ) -> Diagnostic {
+        let message = format!(
+            "expected {}, found {}",
+            join_alternatives(wanted),
+            self.describe_found(found)
+        );
+        let after_before =
+            before.map(|before| TextRange::from(before.end_byte()..before.end_byte()));
+        let detached = match (before, found) {
+            (Some(before), Some(found)) => self.starts_line(before, found),
+            (Some(_), None) => true,
+            _ => false,
+        };
+        // A missing `;` is always shown where it goes.
+        let semicolon = wanted == ["`;`"];
+        match (detached || semicolon, after_before, found) {
+            (true, Some(at), found) => {
+                let mut diagnostic = self.error(at, message);
+                if semicolon {
+                    diagnostic = diagnostic.with_fix(self.insert(at, ";"));
+                }
+                if let Some(found) = found.filter(|_| detached) {
+                    diagnostic = diagnostic
+                        .with_related(self.location(found.text_range()), "unexpected token");
+                }
+                diagnostic
+            }
+            (_, _, Some(found)) => self.error(found.text_range(), message),
+            (_, _, None) => self.error(TextRange::from(self.text.len()..self.text.len()), message),
+        }
+    }
+
+    // ------------------------------------------------------------------
+    // Tokens and parse states
+    // ------------------------------------------------------------------
+
+    /// The text in `range`, or nothing if the tree and text disagree (they
+    /// never should; a diagnostic is not worth a panic).
+    fn slice(&self, range: std::ops::Range<usize>) -> &'s str {
+        self.text.get(range).unwrap_or("")
+    }
+
+    /// The kind of a token, with keywords that error recovery lexed as
+    /// names given back their own kind.
+    fn token_kind(&self, token: Node<'_>) -> &'s str {
+        let text = self.slice(token.byte_range());
+        if token.kind() == "identifier" && self.is_keyword(text) {
+            return text;
+        }
+        match token.kind() {
+            "identifier" => "identifier",
+            "integer_literal" => "integer_literal",
+            "float_literal" => "float_literal",
+            // Anonymous tokens are their text.
+            _ if !token.is_named() && !token.is_error() => text,
+            // A character no token begins with, or a piece of a string.
+            _ => "",
+        }
+    }
+
+    fn is_keyword(&self, word: &str) -> bool {
+        !word.is_empty()
+            && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && self.language.id_for_node_kind(word, false) != 0
+    }
+
+    /// The grammar symbol of a token, as the lookahead sets list it.
+    fn symbol(&self, token: Node<'_>) -> u16 {
+        let text = self.slice(token.byte_range());
+        if token.kind() == "identifier" && self.is_keyword(text) {
+            return self.language.id_for_node_kind(text, false);
+        }
+        token.grammar_id()
+    }
+
+    /// The parse state in which the first token of `node` was read, when the
+    /// tree says it reliably.
+    ///
+    /// Each node records a parse state, but not always a usable one: a token
+    /// records the state it was lexed in, before the reductions it
+    /// triggered, and nodes rebuilt during error recovery record none. So
+    /// walk back to the nearest node whose state after it is known (or the
+    /// start of the file), then shift the nodes between forward from there.
+    fn state_before(&self, node: Node<'_>) -> Option<u16> {
+        let mut pending: Vec<u16> = Vec::new();
+        let mut current = node;
+        let mut state = loop {
+            let Some(previous) = preceding(current) else {
+                break START_STATE;
+            };
+            if previous.is_error() || previous.is_missing() || previous.has_error() {
+                return None;
+            }
+            let state = previous.next_parse_state();
+            if self.is_valid_state(state) {
+                break state;
+            }
+            // The file is a list of items: after any whole item, the parser
+            // accepts what it accepts at the start.
+            if previous
+                .parent()
+                .is_some_and(|parent| parent.kind() == "source_file")
+            {
+                break START_STATE;
+            }
+            pending.push(previous.grammar_id());
+            current = previous;
+        };
+        for &symbol in pending.iter().rev() {
+            state = self.language.next_state(state, symbol);
+            if !self.is_valid_state(state) {
+                return None;
+            }
+        }
+        Some(state)
+    }
+
+    fn is_valid_state(&self, state: u16) -> bool {
+        // State 0 is tree-sitter's error state: it accepts anything.
+        state != 0 && usize::from(state) < self.language.parse_state_count()
+    }
+
+    /// The visible terminal symbols valid in `state`.
+    fn lookahead(&self, state: u16) -> Option<Vec<u16>> {
+        let lookahead = self.language.lookahead_iterator(state)?;
+        Some(
+            lookahead
+                .filter(|&symbol| {
+                    symbol != 0
+                        && symbol < self.first_nonterminal
+                        && self.language.node_kind_is_visible(symbol)
+                })
+                .collect(),
+        )
+    }
+
+    /// The alternatives of an expected set, shortened ("a type" for all the
+    /// type keywords), or `None` when there are too many to be useful.
+    fn describe_expected(&self, expected: &[u16]) -> Option<Vec<String>> {
+        let mut kinds: Vec<(&str, bool)> = Vec::new();
+        for &symbol in expected {
+            let Some(kind) = self.language.node_kind_for_id(symbol) else {
+                continue;
+            };
+            if matches!(kind, "comment" | "ERROR" | "") {
+                continue;
+            }
+            let named = self.language.node_kind_is_named(symbol);
+            if !kinds.contains(&(kind, named)) {
+                kinds.push((kind, named));
+            }
+        }
+        let has = |kinds: &[(&str, bool)], kind: &str| kinds.iter().any(|(k, _)| *k == kind);
+        let mut out: Vec<String> = Vec::new();
+        let mut group =
+            |kinds: &mut Vec<(&str, bool)>, all: &[&str], members: &[&str], name: &str| {
+                if all.iter().all(|kind| has(kinds, kind)) {
+                    kinds.retain(|(kind, _)| !members.contains(kind));
+                    out.push(name.to_owned());
+                }
+            };
+        let modes: Vec<&str> = AccessMode::ALL.iter().map(|mode| mode.keyword()).collect();
+        group(
+            &mut kinds,
+            &["identifier", "integer_literal", "float_literal", "("],
+            EXPRESSION_STARTS,
+            "an expression",
+        );
+        group(&mut kinds, SCALAR_TYPES, SCALAR_TYPES, "a type");
+        group(&mut kinds, &modes, &modes, "an access mode");
+        for (kind, named) in kinds {
+            let described = describe_kind(kind, named);
+            if !out.contains(&described) {
+                out.push(described);
+            }
+        }
+        (!out.is_empty() && out.len() <= MAX_EXPECTED).then_some(out)
+    }
+
+    fn describe_found(&self, found: Option<Node<'_>>) -> String {
+        let Some(found) = found else {
+            return "end of file".to_owned();
+        };
+        let text = found.text(self.text);
+        if found.kind() != "identifier" || self.is_keyword(text) {
+            let kind = self.token_kind(found);
+            if self.is_keyword(kind) {
+                return format!("keyword `{kind}`");
+            }
+        }
+        format!("`{}`", shorten(text))
+    }
+
+    /// True when `token` begins a later line than `previous` ends on.
+    fn starts_line(&self, previous: Node<'_>, token: Node<'_>) -> bool {
+        previous.end_byte() <= token.start_byte()
+            && self
+                .slice(previous.end_byte()..token.start_byte())
+                .contains(['\n', '\r'])
+    }
+
+    /// Tokens after which a `;` could end a statement or declaration.
+    fn can_end_statement(&self, token: Node<'_>) -> bool {
+        matches!(
+            self.token_kind(token),
+            "identifier"
+                | "integer_literal"
+                | "float_literal"
+                | "true"
+                | "false"
+                | ")"
+                | "]"
+                | "++"
+                | "--"
+        )
+    }
 }
 
-fn keyword_range(node: Node<'_>) -> TextRange {
-    node.child(0)
-        .map_or_else(|| node.text_range(), |keyword| keyword.text_range())
-}
-
-/// A MISSING node sits where the parser invented it; report it just after
-/// the token before it, where rustc would point.
-fn missing_position(node: Node<'_>) -> u32 {
-    let mut current = node;
-    loop {
-        if let Some(previous) = current.prev_sibling() {
-            return previous.text_range().end;
-        }
-        match current.parent() {
-            Some(parent) => current = parent,
-            None => return node.text_range().start,
-        }
+fn describe_step(step: Step) -> String {
+    match step {
+        Step::Token(word) => format!("`{word}`"),
+        Step::Name => "a name".to_owned(),
+        Step::Integer => "an integer".to_owned(),
+        Step::Type => "a type".to_owned(),
+        Step::Optional(inner) => describe_step(inner[0]),
+        Step::Either(a, b) => format!("`{a}` or `{b}`"),
+        Step::Skip(word) => format!("`{word}`"),
     }
 }
 
@@ -138,74 +1018,30 @@ fn describe_kind(kind: &str, named: bool) -> String {
             "float_literal" => "a number".into(),
             "string_literal" => "a string".into(),
             "primitive_type" => "a type".into(),
-            "access_mode" => "an access mode (`READ`, `WRITE`, `RW`, `INC`, `MIN` or `MAX`)".into(),
+            "access_mode" => "an access mode".into(),
+            "boolean_literal" => "`true` or `false`".into(),
             "compound_statement" => "a block `{ … }`".into(),
-            "parenthesized_expression" => "`(`".into(),
-            _ if kind.ends_with("_expression") || kind == "_expression" => "an expression".into(),
-            _ if kind.ends_with("_statement") || kind == "_statement" => "a statement".into(),
+            _ if kind.ends_with("_expression") => "an expression".into(),
+            _ if kind.ends_with("_statement") => "a statement".into(),
             _ => kind.replace('_', " "),
         }
+    } else if kind == "\"" {
+        "a string".into()
     } else {
         format!("`{kind}`")
     }
 }
 
-/// The first leaf of an ERROR node: the token the parser could not place.
-fn first_leaf(node: Node<'_>) -> Node<'_> {
-    let mut current = node;
-    while let Some(child) = current.child(0) {
-        current = child;
-    }
-    current
-}
-
-fn describe_error(node: Node<'_>, text: &str) -> (TextRange, String) {
-    let leaf = first_leaf(node);
-    let token = leaf.text(text);
-    let range = if leaf.text_range().is_empty() {
-        node.text_range()
-    } else {
-        leaf.text_range()
-    };
-
-    if C_TYPE_WORDS.contains(&token) {
-        return (
-            range,
-            format!(
-                "C type `{token}` is not supported; use `double`, `float`, `int`, `uint`, `ll`, `ull` or `bool`"
-            ),
-        );
-    }
-    match token {
-        "sizeof" => return (range, "`sizeof` is not supported".into()),
-        "typedef" => return (range, "`typedef` is not supported".into()),
-        "->" | "." => {
-            return (
-                range,
-                format!(
-                    "member access with `{token}` is not supported; structs are not part of the language"
-                ),
-            );
-        }
-        _ => {}
-    }
-
-    let found = if token.is_empty() {
-        "end of file".to_owned()
-    } else {
-        format!("`{}`", shorten(token))
-    };
-    match expected_tokens(node) {
-        Some(expected) if !expected.is_empty() => (
-            range,
-            format!("expected {}, found {found}", join_alternatives(&expected)),
-        ),
-        _ => (range, format!("unexpected {found}")),
+fn join_alternatives(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("one of {} or {last}", init.join(", ")),
     }
 }
 
-fn shorten(token: &str) -> String {
-    let line = token.lines().next().unwrap_or("");
+fn shorten(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim_end();
     if line.chars().count() > 24 {
         let short: String = line.chars().take(24).collect();
         format!("{short}…")
@@ -214,37 +1050,294 @@ fn shorten(token: &str) -> String {
     }
 }
 
-/// The tokens the parser would have accepted where the error starts, when
-/// there are few enough to be useful.
-fn expected_tokens(error: Node<'_>) -> Option<Vec<String>> {
-    let previous = error.prev_sibling()?;
-    let state = previous.next_parse_state();
-    let language = language();
-    let lookahead = language.lookahead_iterator(state)?;
-    let mut names: Vec<String> = Vec::new();
-    for symbol in lookahead {
-        let Some(name) = language.node_kind_for_id(symbol) else {
-            continue;
-        };
-        if name.starts_with('_') || matches!(name, "ERROR" | "comment" | "end" | "") {
-            continue;
-        }
-        let named = language.node_kind_is_named(symbol);
-        let described = describe_kind(name, named);
-        if !names.contains(&described) {
-            names.push(described);
-        }
-        if names.len() > MAX_EXPECTED {
-            return None;
-        }
-    }
-    Some(names)
+fn keyword_range(node: Node<'_>) -> TextRange {
+    node.child(0)
+        .map_or_else(|| node.text_range(), |keyword| keyword.text_range())
 }
 
-fn join_alternatives(items: &[String]) -> String {
-    match items {
-        [] => String::new(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("one of {} or {last}", init.join(", ")),
+fn closer(opener: &str) -> Option<&'static str> {
+    match opener {
+        "(" => Some(")"),
+        "[" => Some("]"),
+        "{" => Some("}"),
+        _ => None,
+    }
+}
+
+/// Tokens that may begin an item, statement or expression: an ERROR that
+/// starts with one is not wrong at its first token.
+fn can_start_something(kind: &str) -> bool {
+    kind.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        || matches!(
+            kind,
+            "(" | "{" | "\"" | "*" | "-" | "+" | "!" | "~" | "&" | "++" | "--" | ";"
+        )
+}
+
+/// Operators that need an expression on their right.
+fn is_binary_operator(kind: &str) -> bool {
+    matches!(
+        kind,
+        "=" | "+="
+            | "-="
+            | "*="
+            | "/="
+            | "%="
+            | "&="
+            | "|="
+            | "^="
+            | "<<="
+            | ">>="
+            | "?"
+            | ":"
+            | "||"
+            | "&&"
+            | "|"
+            | "^"
+            | "&"
+            | "=="
+            | "!="
+            | "<"
+            | "<="
+            | ">"
+            | ">="
+            | "<<"
+            | ">>"
+            | "+"
+            | "-"
+            | "*"
+            | "/"
+            | "%"
+    )
+}
+
+/// Tokens that begin a statement or item and not the continuation of an
+/// expression: on a new line after a finished expression they say that a
+/// `;` is missing.
+fn can_start_statement(kind: &str) -> bool {
+    kind.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        || matches!(kind, "{" | "}" | "++" | "--")
+}
+
+/// For a MISSING closing bracket, the bracket it would close.
+fn opener_of(missing: Node<'_>) -> Option<Node<'_>> {
+    let opening = match missing.kind() {
+        ")" => "(",
+        "]" => "[",
+        "}" => "{",
+        _ => return None,
+    };
+    let parent = missing.parent()?;
+    let mut cursor = parent.walk();
+    parent
+        .children(&mut cursor)
+        .filter(|child| child.kind() == opening && child.end_byte() <= missing.start_byte())
+        .last()
+}
+
+/// True when a MISSING node stands for an expression (the parser invents the
+/// cheapest one, a name).
+fn is_expression_slot(missing: Node<'_>) -> bool {
+    const EXPRESSION_FIELDS: &[&str] = &[
+        "left",
+        "right",
+        "argument",
+        "condition",
+        "consequence",
+        "alternative",
+        "value",
+        "index",
+        "expression",
+        "update",
+        "initializer",
+        "element",
+    ];
+    let Some(parent) = missing.parent() else {
+        return false;
+    };
+    let mut cursor = parent.walk();
+    let found = parent
+        .children(&mut cursor)
+        .position(|child| child.id() == missing.id());
+    found
+        .and_then(|index| u32::try_from(index).ok())
+        .and_then(|index| parent.field_name_for_child(index))
+        .is_some_and(|field| {
+            EXPRESSION_FIELDS.contains(&field) && parent.kind() != "par_loop_argument"
+        })
+}
+
+/// A leaf with text that is not a comment: what the user typed.
+fn is_token(node: Node<'_>) -> bool {
+    node.child_count() == 0
+        && !node.is_missing()
+        && !is_comment(node)
+        && node.start_byte() < node.end_byte()
+}
+
+/// Every token inside `node`, in order.
+fn tokens(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    let mut visit_children = true;
+    loop {
+        let current = cursor.node();
+        if visit_children {
+            if is_token(current) {
+                out.push(current);
+            } else if !is_comment(current) && cursor.goto_first_child() {
+                continue;
+            }
+        }
+        if cursor.node().id() == node.id() {
+            return out;
+        }
+        if cursor.goto_next_sibling() {
+            visit_children = true;
+            continue;
+        }
+        if !cursor.goto_parent() || cursor.node().id() == node.id() {
+            return out;
+        }
+        visit_children = false;
+    }
+}
+
+fn first_token(node: Node<'_>) -> Option<Node<'_>> {
+    if is_token(node) {
+        return Some(node);
+    }
+    if is_comment(node) {
+        return None;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    children.into_iter().find_map(first_token)
+}
+
+fn last_token(node: Node<'_>) -> Option<Node<'_>> {
+    if is_token(node) {
+        return Some(node);
+    }
+    if is_comment(node) {
+        return None;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+    children.into_iter().rev().find_map(last_token)
+}
+
+/// The node that ends just before `node` starts, comments skipped: its
+/// previous sibling, or its parent's, and so on up.
+fn preceding(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node;
+    loop {
+        let mut sibling = current.prev_sibling();
+        while let Some(previous) = sibling {
+            if !is_comment(previous) {
+                return Some(previous);
+            }
+            sibling = previous.prev_sibling();
+        }
+        // The first child starts where its parent does.
+        current = current.parent()?;
+    }
+}
+
+/// The token just before `node` in the text, comments skipped.
+fn previous_token(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node;
+    loop {
+        let mut sibling = current.prev_sibling();
+        while let Some(previous) = sibling {
+            if let Some(token) = last_token(previous) {
+                return Some(token);
+            }
+            sibling = previous.prev_sibling();
+        }
+        current = current.parent()?;
+    }
+}
+
+/// The token just after `node` in the text, comments skipped.
+fn next_token(node: Node<'_>) -> Option<Node<'_>> {
+    let mut current = node;
+    loop {
+        let mut sibling = current.next_sibling();
+        while let Some(next) = sibling {
+            if let Some(token) = first_token(next) {
+                return Some(token);
+            }
+            sibling = next.next_sibling();
+        }
+        current = current.parent()?;
+    }
+}
+
+/// Comments are the only extras of the grammar. (Tree-sitter also marks the
+/// tokens skipped during error recovery as extras, so `is_extra` would hide
+/// exactly the tokens an ERROR is made of.)
+fn is_comment(node: Node<'_>) -> bool {
+    node.kind() == "comment"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tables above spell tokens of the grammar; a renamed keyword
+    /// would silently disable the messages that use it.
+    #[test]
+    fn tables_name_tokens_of_the_grammar() {
+        let language = language();
+        let token = |word: &str| {
+            assert_ne!(
+                language.id_for_node_kind(word, false),
+                0,
+                "`{word}` is not a token of the grammar"
+            );
+        };
+        for word in ITEM_KEYWORDS.iter().chain(SCALAR_TYPES) {
+            token(word);
+        }
+        for word in SCALAR_TYPES {
+            assert!(ScalarType::from_keyword(word).is_some(), "{word}");
+        }
+        for kind in EXPRESSION_STARTS {
+            let named = language.id_for_node_kind(kind, true);
+            let anonymous = language.id_for_node_kind(kind, false);
+            assert!(
+                named != 0 || anonymous != 0,
+                "`{kind}` is not a token of the grammar"
+            );
+        }
+        fn check_steps(language: &Language, steps: &[Step]) {
+            for step in steps {
+                match *step {
+                    Step::Token(word) | Step::Skip(word) => {
+                        assert_ne!(language.id_for_node_kind(word, false), 0, "{word}");
+                    }
+                    Step::Either(a, b) => {
+                        assert_ne!(language.id_for_node_kind(a, false), 0, "{a}");
+                        assert_ne!(language.id_for_node_kind(b, false), 0, "{b}");
+                    }
+                    Step::Optional(inner) => check_steps(language, inner),
+                    Step::Name | Step::Integer | Step::Type => {}
+                }
+            }
+        }
+        for (keyword, _, head) in HEADS {
+            token(keyword);
+            check_steps(&language, head);
+        }
+        check_steps(&language, TYPED_NAME);
+        // Tokens are numbered below the first rule.
+        assert!(
+            language.id_for_node_kind(";", false) < language.id_for_node_kind("source_file", true)
+        );
+        assert!(
+            language.id_for_node_kind("identifier", true)
+                < language.id_for_node_kind("source_file", true)
+        );
     }
 }

@@ -156,7 +156,7 @@ mod tests {
         let Some(FloatValue::Float(value)) = parse_float("1.4f") else {
             panic!("not a float")
         };
-        assert_eq!(f64::from(value), 1.399_999_976_158_142_1);
+        assert_eq!(f64::from(value), 1.399_999_976_158_142);
         assert_eq!(parse_float(".5"), Some(FloatValue::Double(0.5)));
         assert_eq!(parse_float("2."), Some(FloatValue::Double(2.0)));
         assert_eq!(parse_float("1.5E+4"), Some(FloatValue::Double(15000.0)));

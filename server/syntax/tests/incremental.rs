@@ -103,7 +103,7 @@ fn assert_same_tree(incremental: &Tree, fresh: &Tree, text: &str) {
             b.byte_range(),
         );
         for i in 0..a.child_count() {
-            let (Some(x), Some(y)) = (a.child(i as u32), b.child(i as u32)) else {
+            let (Some(x), Some(y)) = (a.child(i), b.child(i)) else {
                 unreachable!("counts match")
             };
             walk(x, y, text, path);

@@ -1,0 +1,266 @@
+//! `op2 run` (the reference semantics) and `op2 simulate` (the generated
+//! graph under POETS' rules), with the comparison that proves them equal.
+
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use op2_analysis::{Analyser, Analysis, Options};
+use op2_codegen::instance::{self, InstanceData};
+use op2_exec::simulate::{self, SimulationError};
+use op2_exec::{Reference, State, Tolerance, compare};
+use op2_syntax::Severity;
+
+use crate::check::{check_file, render};
+use crate::{ColorChoice, MessageFormat, Outcome};
+
+/// Options shared by `run` and `simulate`.
+#[derive(Debug, clap::Args)]
+pub struct Common {
+    /// The `.op2` program.
+    pub file: PathBuf,
+    /// Instance data (JSON).
+    #[arg(long)]
+    pub instance: PathBuf,
+    /// Write the final dats and globals here as JSON.
+    #[arg(long)]
+    pub final_state: Option<PathBuf>,
+    /// Stop `main` after this many loop iterations.
+    #[arg(long)]
+    pub max_iterations: Option<u64>,
+    /// When to colour diagnostics.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+}
+
+/// Options of `simulate` only.
+#[derive(Debug, clap::Args)]
+pub struct SimulateOptions {
+    /// Seed of the message delivery order.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also run the reference semantics and compare every dat and global.
+    #[arg(long)]
+    pub check: bool,
+    /// Relative tolerance of the comparison.
+    #[arg(long, default_value_t = 1e-9)]
+    pub rtol: f64,
+    /// Absolute tolerance of the comparison (for values near zero).
+    #[arg(long, default_value_t = 0.0)]
+    pub atol: f64,
+}
+
+struct Loaded {
+    analysis: Analysis,
+    data: InstanceData,
+}
+
+/// Checks the program (refusing one with errors) and reads its instance.
+fn load(common: &Common) -> Result<Option<Loaded>> {
+    let mut analyser = Analyser::new();
+    let (analysis, report) =
+        check_file(&mut analyser, &common.file, &Options { require_main: true })?;
+    let has_errors = report
+        .diagnostics
+        .iter()
+        .any(|d| d.severity == Severity::Error);
+    if has_errors || !report.diagnostics.is_empty() {
+        render(
+            std::slice::from_ref(&report),
+            MessageFormat::Human,
+            common.color,
+        )?;
+    }
+    if has_errors {
+        writeln!(
+            io::stderr().lock(),
+            "error: `{}` has errors; nothing was run",
+            common.file.display()
+        )?;
+        return Ok(None);
+    }
+    let json = std::fs::read(&common.instance)
+        .with_context(|| format!("cannot read `{}`", common.instance.display()))?;
+    let mut progress = instance::TerminalProgress::stderr();
+    let loaded = instance::read(&json, &analysis.program, progress.as_mut());
+    let mut stderr = io::stderr().lock();
+    for problem in &loaded.problems {
+        writeln!(stderr, "{}: {problem}", common.instance.display())?;
+    }
+    match loaded.data {
+        Some(data) => Ok(Some(Loaded { analysis, data })),
+        None => {
+            writeln!(
+                stderr,
+                "error: `{}` has errors; nothing was run",
+                common.instance.display()
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+fn write_final_state(path: Option<&Path>, analysis: &Analysis, state: &State) -> Result<()> {
+    if let Some(path) = path {
+        let json = state.final_state_json(&analysis.program);
+        op2_codegen::output::write_file_atomically(path, json.as_bytes())
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Runs the reference semantics to the end.
+fn reference(loaded: &Loaded, max_iterations: u64, out: &mut dyn FnMut(&str)) -> Result<State, op2_exec::RuntimeError> {
+    let state = State::new(&loaded.analysis.program, &loaded.data);
+    let bar = spinner();
+    let result = Reference::new(&loaded.analysis, state, out)
+        .with_progress(|invocations, evaluations| {
+            if let Some(bar) = &bar {
+                if invocations % 64 == 0 {
+                    bar.set_message(format!("{invocations} par_loops run, {evaluations} kernel evaluations"));
+                }
+            }
+        })
+        .run(max_iterations);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    result
+}
+
+/// A spinner on standard error when it is a terminal: long runs show that
+/// they are alive and how far they got.
+fn spinner() -> Option<indicatif::ProgressBar> {
+    if !io::stderr().is_terminal() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr_with_hz(4));
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {elapsed} {msg}") {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
+pub fn run(common: &Common) -> Result<Outcome> {
+    let Some(loaded) = load(common)? else {
+        return Ok(Outcome::Errors);
+    };
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut failed_write = None;
+    let mut print = |text: &str| {
+        if let Err(error) = out.write_all(text.as_bytes()) {
+            failed_write.get_or_insert(error);
+        }
+    };
+    let result = reference(
+        &loaded,
+        common.max_iterations.unwrap_or(u64::MAX),
+        &mut print,
+    );
+    if let Some(error) = failed_write {
+        return Err(error.into());
+    }
+    out.flush()?;
+    match result {
+        Ok(state) => {
+            write_final_state(common.final_state.as_deref(), &loaded.analysis, &state)?;
+            Ok(Outcome::Success)
+        }
+        Err(error) => {
+            writeln!(io::stderr().lock(), "error: {error}")?;
+            Ok(Outcome::Errors)
+        }
+    }
+}
+
+pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
+    let Some(loaded) = load(common)? else {
+        return Ok(Outcome::Errors);
+    };
+    let graph = op2_codegen::graph_type(&loaded.analysis, &op2_codegen::graph_id(&common.file));
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    let mut print = |text: &str| {
+        let _ = out.write_all(text.as_bytes());
+    };
+    let sim_options = simulate::Options {
+        seed: options.seed,
+        max_iterations: common.max_iterations.unwrap_or(u64::MAX),
+        injection: None,
+    };
+        let bar = spinner();
+    let mut progress = |statistics: &simulate::Statistics| {
+        if let Some(bar) = &bar {
+            bar.set_message(format!(
+                "{} messages delivered, {} kernel evaluations",
+                statistics.total.delivered, statistics.evaluations
+            ));
+        }
+    };
+    let result = simulate::simulate_with_progress(&loaded.analysis, &graph, &loaded.data, sim_options, &mut print, &mut progress);
+    if let Some(bar) = &bar {
+        bar.finish_and_clear();
+    }
+    out.flush()?;
+    let mut stderr = io::stderr().lock();
+    let (state, statistics) = match result {
+        Ok(result) => result,
+        Err(error @ (SimulationError::Deadlock(_) | SimulationError::Assertion(_))) => {
+            writeln!(stderr, "error: {error}")?;
+            return Ok(Outcome::Failed);
+        }
+        Err(SimulationError::Runtime(error)) => {
+            writeln!(stderr, "error: {error}")?;
+            return Ok(Outcome::Errors);
+        }
+    };
+    writeln!(
+        stderr,
+        "simulation statistics (seed {}):\n{statistics}",
+        options.seed
+    )?;
+    write_final_state(common.final_state.as_deref(), &loaded.analysis, &state)?;
+    if !options.check {
+        return Ok(Outcome::Success);
+    }
+    let mut sink = |_: &str| {};
+    let expected = match reference(
+        &loaded,
+        common.max_iterations.unwrap_or(u64::MAX),
+        &mut sink,
+    ) {
+        Ok(state) => state,
+        Err(error) => bail!("the reference run failed where the simulation did not: {error}"),
+    };
+    let tolerance = Tolerance {
+        relative: options.rtol,
+        absolute: options.atol,
+    };
+    let differences = compare(&loaded.analysis.program, &expected, &state, tolerance);
+    if differences.is_empty() {
+        writeln!(
+            stderr,
+            "check: the simulation agrees with `op2 run` on every dat and global (rtol {}, atol {})",
+            options.rtol, options.atol
+        )?;
+        return Ok(Outcome::Success);
+    }
+    writeln!(
+        stderr,
+        "error: the simulation differs from `op2 run` in {} value(s); the worst:",
+        differences.len()
+    )?;
+    for difference in differences.iter().take(10) {
+        writeln!(
+            stderr,
+            "  {}: run {} simulate {} (relative difference {:.3e})",
+            difference.path,
+            op2_exec::state::json_number(difference.expected),
+            op2_exec::state::json_number(difference.actual),
+            difference.relative
+        )?;
+    }
+    Ok(Outcome::Errors)
+}

@@ -1,0 +1,553 @@
+//! The written graph instance, parsed back as XML and checked against its
+//! graph type: every edge joins existing devices from an output pin to an
+//! input pin of the same message type, every count property equals the
+//! edges that arrive, every initialiser is complete and well formed, and
+//! the data of the JSON arrives in the devices.
+
+#![allow(clippy::print_stderr)]
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use op2_analysis::{Analysis, Options, analyse_text};
+use op2_codegen::instance::{self, GraphInstance, NoProgress};
+use op2_codegen::model::{DeviceKind, GraphType, PinRole};
+use op2_codegen::names;
+use op2_codegen::output::write_graph;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples")
+}
+
+fn analyse(path: &Path) -> Analysis {
+    let text = std::fs::read_to_string(path).unwrap();
+    let analysis = analyse_text(path, &text, &Options { require_main: true });
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    analysis
+}
+
+/// A member declaration from a Properties, State or Message text.
+#[derive(Debug, Clone)]
+struct Declared {
+    name: String,
+    ty: String,
+    length: Option<usize>,
+}
+
+fn declarations(text: &str) -> Vec<Declared> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|line| {
+            let line = line.strip_suffix(';').expect("declarations end with `;`");
+            let (ty, rest) = line.split_once(' ').expect("type and name");
+            match rest.split_once('[') {
+                Some((name, length)) => Declared {
+                    name: name.to_owned(),
+                    ty: ty.to_owned(),
+                    length: Some(length.trim_end_matches(']').parse().unwrap()),
+                },
+                None => Declared {
+                    name: rest.to_owned(),
+                    ty: ty.to_owned(),
+                    length: None,
+                },
+            }
+        })
+        .collect()
+}
+
+/// An initialiser: `{…}` of items, or a number.
+#[derive(Debug, Clone, PartialEq)]
+enum Init {
+    Number(String),
+    List(Vec<Init>),
+}
+
+fn parse_init(text: &str) -> Init {
+    fn item(bytes: &[u8], at: &mut usize) -> Init {
+        if bytes[*at] == b'{' {
+            *at += 1;
+            let mut items = Vec::new();
+            if bytes[*at] == b'}' {
+                *at += 1;
+                return Init::List(items);
+            }
+            loop {
+                items.push(item(bytes, at));
+                match bytes[*at] {
+                    b',' => *at += 1,
+                    b'}' => {
+                        *at += 1;
+                        return Init::List(items);
+                    }
+                    other => panic!("unexpected `{}` in initialiser", other as char),
+                }
+            }
+        }
+        let start = *at;
+        while *at < bytes.len() && !matches!(bytes[*at], b',' | b'}') {
+            *at += 1;
+        }
+        Init::Number(String::from_utf8(bytes[start..*at].to_vec()).unwrap())
+    }
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    let init = item(bytes, &mut at);
+    assert_eq!(at, bytes.len(), "trailing text in `{text}`");
+    init
+}
+
+/// Checks that a number is written as poets-v4.md §5.3 allows for `ty`:
+/// decimal, no suffix, no hex, finite, integers for integer types.
+fn check_number(text: &str, ty: &str) {
+    let floating = matches!(ty, "double" | "float");
+    let valid = if floating {
+        let value: f64 = text
+            .parse()
+            .unwrap_or_else(|_| panic!("`{text}` is not a number"));
+        value.is_finite()
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'-' | b'.' | b'e'))
+    } else {
+        let unsigned = ty.starts_with('u');
+        text.parse::<i128>().is_ok() && !(unsigned && text.starts_with('-'))
+    };
+    assert!(valid, "`{text}` is not a valid `{ty}` initialiser value");
+}
+
+/// Checks a complete initialiser against the members; returns the members'
+/// values by name.
+fn check_init(text: &str, members: &[Declared], what: &str) -> HashMap<String, Vec<String>> {
+    let Init::List(items) = parse_init(text) else {
+        panic!("{what}: initialiser `{text}` has no outer braces");
+    };
+    assert_eq!(
+        items.len(),
+        members.len(),
+        "{what}: {} items for {} members in `{text}`",
+        items.len(),
+        members.len()
+    );
+    let mut values = HashMap::new();
+    for (member, item) in members.iter().zip(items) {
+        let numbers = match (member.length, item) {
+            (None, Init::Number(n)) => vec![n],
+            (Some(length), Init::List(items)) => {
+                assert_eq!(
+                    items.len(),
+                    length,
+                    "{what}: `{}` needs {length} values",
+                    member.name
+                );
+                items
+                    .into_iter()
+                    .map(|i| match i {
+                        Init::Number(n) => n,
+                        Init::List(_) => panic!("{what}: nested list in `{}`", member.name),
+                    })
+                    .collect()
+            }
+            (length, item) => panic!("{what}: `{}` ({length:?}) given {item:?}", member.name),
+        };
+        for n in &numbers {
+            check_number(n, &member.ty);
+        }
+        values.insert(member.name.clone(), numbers);
+    }
+    values
+}
+
+#[derive(Debug, Default)]
+struct TypeInfo {
+    properties: Vec<Declared>,
+    state: Vec<Declared>,
+    inputs: HashMap<String, String>,
+    outputs: HashMap<String, String>,
+}
+
+fn child<'a, 'i>(node: roxmltree::Node<'a, 'i>, name: &str) -> Option<roxmltree::Node<'a, 'i>> {
+    node.children().find(|c| c.has_tag_name(name))
+}
+
+fn text_of(node: Option<roxmltree::Node<'_, '_>>) -> String {
+    node.map(|n| n.children().filter_map(|c| c.text()).collect())
+        .unwrap_or_default()
+}
+
+/// What the structure check saw.
+#[derive(Debug)]
+struct Seen {
+    devices: usize,
+    edges: usize,
+    /// Values of each device's state members.
+    state: HashMap<String, HashMap<String, Vec<String>>>,
+    /// Values of the graph properties.
+    graph_properties: HashMap<String, Vec<String>>,
+}
+
+/// Parses the written document and checks its instance against its type.
+#[allow(clippy::too_many_lines)]
+fn check_structure(xml: &str, graph: &GraphType) -> Seen {
+    let document = roxmltree::Document::parse(xml).expect("the graph is well-formed XML");
+    let root = document.root_element();
+    let graph_type = child(root, "GraphType").expect("a graph type");
+    let graph_properties = declarations(&text_of(child(graph_type, "Properties")));
+    let mut message_types = HashSet::new();
+    for m in child(graph_type, "MessageTypes")
+        .unwrap()
+        .children()
+        .filter(|c| c.is_element())
+    {
+        message_types.insert(m.attribute("id").unwrap().to_owned());
+    }
+    let mut types: HashMap<String, TypeInfo> = HashMap::new();
+    for d in child(graph_type, "DeviceTypes")
+        .unwrap()
+        .children()
+        .filter(|c| c.is_element())
+    {
+        let mut info = TypeInfo {
+            properties: declarations(&text_of(child(d, "Properties"))),
+            state: declarations(&text_of(child(d, "State"))),
+            ..TypeInfo::default()
+        };
+        for pin in d.children().filter(|c| c.is_element()) {
+            let (Some(name), Some(message)) =
+                (pin.attribute("name"), pin.attribute("messageTypeId"))
+            else {
+                continue;
+            };
+            assert!(
+                message_types.contains(message),
+                "pin `{name}` has unknown message `{message}`"
+            );
+            let pins = if pin.has_tag_name("InputPin") {
+                &mut info.inputs
+            } else {
+                &mut info.outputs
+            };
+            pins.insert(name.to_owned(), message.to_owned());
+        }
+        types.insert(d.attribute("id").unwrap().to_owned(), info);
+    }
+
+    let instance = child(root, "GraphInstance").expect("a graph instance");
+    assert_eq!(
+        instance.attribute("graphTypeId"),
+        graph_type.attribute("id")
+    );
+    assert_eq!(
+        instance.attribute("id"),
+        Some(instance::instance_id(&graph.id).as_str())
+    );
+    for attribute in instance.attributes() {
+        assert!(
+            ["id", "graphTypeId", "P"].contains(&attribute.name()),
+            "{attribute:?}"
+        );
+    }
+    let graph_values = match instance.attribute("P") {
+        Some(p) => check_init(p, &graph_properties, "graph properties"),
+        None => {
+            assert!(graph_properties.is_empty());
+            HashMap::new()
+        }
+    };
+
+    // Devices.
+    let mut device_types: HashMap<String, String> = HashMap::new();
+    let mut properties: HashMap<String, HashMap<String, Vec<String>>> = HashMap::new();
+    let mut state = HashMap::new();
+    let devices = child(instance, "DeviceInstances").expect("DeviceInstances");
+    for dev in devices.children().filter(|c| c.is_element()) {
+        assert!(dev.has_tag_name("DevI"));
+        for attribute in dev.attributes() {
+            assert!(
+                ["id", "type", "P", "S"].contains(&attribute.name()),
+                "{attribute:?}"
+            );
+        }
+        let id = dev.attribute("id").unwrap().to_owned();
+        assert!(
+            id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "device id `{id}`"
+        );
+        let ty = dev.attribute("type").unwrap().to_owned();
+        let info = types
+            .get(&ty)
+            .unwrap_or_else(|| panic!("`{id}` has unknown type `{ty}`"));
+        let p = match dev.attribute("P") {
+            Some(p) => check_init(p, &info.properties, &format!("P of `{id}`")),
+            None => {
+                assert!(info.properties.is_empty(), "`{id}` has no P");
+                HashMap::new()
+            }
+        };
+        let s = match dev.attribute("S") {
+            Some(s) => check_init(s, &info.state, &format!("S of `{id}`")),
+            None => {
+                assert!(info.state.is_empty(), "`{id}` has no S");
+                HashMap::new()
+            }
+        };
+        assert!(
+            device_types.insert(id.clone(), ty).is_none(),
+            "device `{id}` twice"
+        );
+        properties.insert(id.clone(), p);
+        state.insert(id, s);
+    }
+
+    // Edges: endpoints, pins, message types; what arrives where.
+    let edges = child(instance, "EdgeInstances").expect("EdgeInstances");
+    let mut arrivals: HashMap<(String, String), u32> = HashMap::new();
+    let mut count = 0;
+    for edge in edges.children() {
+        assert!(!edge.is_comment(), "no comments inside EdgeInstances");
+        if !edge.is_element() {
+            continue;
+        }
+        assert!(edge.has_tag_name("EdgeI"));
+        assert_eq!(edge.attributes().count(), 1, "only `path`");
+        let path = edge.attribute("path").unwrap();
+        // The GS Python loader's pattern: ^([^:]+):([^-]+)-([^:]+):([^-]+)$
+        let (dst, rest) = path.split_once(':').unwrap();
+        let (dst_pin, rest) = rest.split_once('-').unwrap();
+        let (src, src_pin) = rest.split_once(':').unwrap();
+        assert!(
+            !src_pin.contains('-') && !src.contains(':') && !dst_pin.contains(':'),
+            "{path}"
+        );
+        let dst_type = &types[device_types
+            .get(dst)
+            .unwrap_or_else(|| panic!("no device `{dst}`: {path}"))];
+        let src_type = &types[device_types
+            .get(src)
+            .unwrap_or_else(|| panic!("no device `{src}`: {path}"))];
+        let dst_message = dst_type
+            .inputs
+            .get(dst_pin)
+            .unwrap_or_else(|| panic!("`{dst_pin}` is no input of `{dst}`: {path}"));
+        let src_message = src_type
+            .outputs
+            .get(src_pin)
+            .unwrap_or_else(|| panic!("`{src_pin}` is no output of `{src}`: {path}"));
+        assert_eq!(dst_message, src_message, "{path}");
+        *arrivals
+            .entry((dst.to_owned(), dst_pin.to_owned()))
+            .or_default() += 1;
+        count += 1;
+    }
+
+    // Counts against arrivals, through the model's pin roles.
+    let inv_name = |id| graph.invocation(id).map(|p| p.name.clone()).unwrap();
+    for device_type in &graph.device_types {
+        for (device, ty) in &device_types {
+            if *ty != device_type.id {
+                continue;
+            }
+            let p = &properties[device];
+            let mut read: HashMap<String, u32> = HashMap::new();
+            let mut write: HashMap<String, u32> = HashMap::new();
+            let mut end: HashMap<String, u32> = HashMap::new();
+            for pin in &device_type.inputs {
+                let arrived = arrivals
+                    .get(&(device.clone(), pin.name.clone()))
+                    .copied()
+                    .unwrap_or(0);
+                match pin.role {
+                    PinRole::Begin(id) => {
+                        assert_eq!(arrived, 1, "`{device}` gets one `{}`", pin.name);
+                        read.entry(inv_name(id)).or_insert(1);
+                    }
+                    PinRole::ArgReadRecv(id, _) => {
+                        assert!(arrived <= 1, "`{device}:{}`", pin.name);
+                        *read.entry(inv_name(id)).or_insert(1) += arrived;
+                    }
+                    PinRole::DatWriteRecv { invocation, .. } => {
+                        *write.entry(inv_name(invocation)).or_insert(1) += arrived;
+                    }
+                    PinRole::ControllerEnd(id) => {
+                        end.insert(inv_name(id), arrived);
+                    }
+                    _ => {}
+                }
+            }
+            for plan in &device_type.plans {
+                let inv = &plan.name;
+                write.entry(inv.clone()).or_insert(1);
+                let expect = |name: String, value: u32| {
+                    assert_eq!(p[&name], vec![value.to_string()], "`{device}`: `{name}`");
+                };
+                expect(names::read_recv_total(inv), read[inv]);
+                expect(names::write_recv_total(inv), write[inv]);
+            }
+            if device_type.kind == DeviceKind::Controller {
+                for plan in &graph.invocations {
+                    let total = &p[&names::end_total(&plan.name)];
+                    assert_eq!(total, &vec![end[&plan.name].to_string()], "`{}`", plan.name);
+                }
+            }
+        }
+    }
+    Seen {
+        devices: device_types.len(),
+        edges: count,
+        state,
+        graph_properties: graph_values,
+    }
+}
+
+/// Builds `program` with `json`, checks the structure, and compares the
+/// dats, consts and set sizes of the JSON with what the devices hold.
+fn build_and_check(program: &Path, json_path: &Path) {
+    let analysis = analyse(program);
+    let graph_id = op2_codegen::graph_id(program);
+    let graph = op2_codegen::graph_type(&analysis, &graph_id);
+    let bytes = std::fs::read(json_path).unwrap();
+    let loaded = instance::read(&bytes, &analysis.program, &mut NoProgress);
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+    let data = loaded.data.unwrap();
+    let directory = tempfile::tempdir().unwrap();
+    let out = directory.path().join("graph.xml");
+    let mut progress = NoProgress;
+    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    let summary = write_graph(&out, &graph, Some(&mut writer)).unwrap();
+    let xml = std::fs::read_to_string(&out).unwrap();
+    assert!(xml.is_ascii());
+    let seen = check_structure(&xml, &graph);
+    assert_eq!(summary.devices, seen.devices as u64);
+    assert_eq!(summary.edges, seen.edges as u64);
+    let expected_devices: u64 = 1 + graph
+        .device_types
+        .iter()
+        .filter_map(|d| match d.kind {
+            DeviceKind::Set(s) => Some(u64::from(data.set_size(s))),
+            DeviceKind::Controller => None,
+        })
+        .sum::<u64>();
+    assert_eq!(summary.devices, expected_devices);
+
+    // The JSON's values arrive where they belong.
+    let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let program = &analysis.program;
+    for (name, rows) in json["dats"].as_object().into_iter().flatten() {
+        let dat = program.dats.iter().find(|d| &d.name == name).unwrap();
+        let set = &program.sets[dat.set.unwrap().index()].name;
+        if graph.set_device_type(dat.set.unwrap()).is_none() {
+            continue;
+        }
+        for (element, row) in rows.as_array().unwrap().iter().enumerate() {
+            let expected: Vec<f64> = match row {
+                serde_json::Value::Array(values) => {
+                    values.iter().map(|v| v.as_f64().unwrap()).collect()
+                }
+                value => vec![value.as_f64().unwrap()],
+            };
+            let device = names::set_device(set, element);
+            let written: Vec<f64> = seen.state[&device][&names::dat_state(name)]
+                .iter()
+                .map(|t| t.parse().unwrap())
+                .collect();
+            assert_eq!(written, expected, "`{name}` of `{device}`");
+        }
+    }
+    for (name, value) in json["consts"].as_object().into_iter().flatten() {
+        let expected: Vec<f64> = match value {
+            serde_json::Value::Array(values) => {
+                values.iter().map(|v| v.as_f64().unwrap()).collect()
+            }
+            value => vec![value.as_f64().unwrap()],
+        };
+        let written: Vec<f64> = seen.graph_properties[&names::const_property(name)]
+            .iter()
+            .map(|t| t.parse().unwrap())
+            .collect();
+        assert_eq!(written, expected, "const `{name}`");
+    }
+    for (name, size) in json["sets"].as_object().into_iter().flatten() {
+        assert_eq!(
+            seen.graph_properties[&names::length_property(name)],
+            vec![size.to_string()],
+            "length of `{name}`"
+        );
+    }
+}
+
+#[test]
+fn dot_product_instance_is_consistent() {
+    let dir = examples();
+    build_and_check(
+        &dir.join("dot_product.op2"),
+        &dir.join("dot_product.instance.json"),
+    );
+}
+
+#[test]
+fn scatter_and_jacobi_instances_are_consistent() {
+    let dir = examples();
+    for name in ["scatter", "jacobi"] {
+        build_and_check(
+            &dir.join(format!("{name}.op2")),
+            &dir.join(format!("{name}.instance.json")),
+        );
+    }
+}
+
+#[test]
+fn airfoil_instance_is_consistent() {
+    let mesh = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/airfoil_I10_J15.json"
+    ));
+    if !mesh.exists() {
+        eprintln!(
+            "SKIPPED airfoil_instance_is_consistent: the shared mesh {} is absent",
+            mesh.display()
+        );
+        return;
+    }
+    build_and_check(&examples().join("airfoil.op2"), mesh);
+}
+
+#[test]
+fn instance_errors_write_nothing() {
+    let dir = examples();
+    let analysis = analyse(&dir.join("dot_product.op2"));
+    let loaded = instance::read(
+        br#"{"sets": {"a_entries": 1, "b_entries": 1, "pairs": 1}, "maps": {"pick_a": [[1]], "pick_b": [[0]]}}"#,
+        &analysis.program,
+        &mut NoProgress,
+    );
+    assert!(loaded.has_errors());
+    assert!(loaded.data.is_none());
+}
+
+#[test]
+fn empty_sets_give_an_instance_without_set_devices() {
+    let dir = examples();
+    let analysis = analyse(&dir.join("dot_product.op2"));
+    let graph = op2_codegen::graph_type(&analysis, "dot_product");
+    let loaded = instance::read(
+        br#"{"sets": {"a_entries": 0, "b_entries": 0, "pairs": 0}, "maps": {"pick_a": [], "pick_b": []}}"#,
+        &analysis.program,
+        &mut NoProgress,
+    );
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+    let data = loaded.data.unwrap();
+    let mut out = Vec::new();
+    op2_codegen::xml::write_graph_type(&mut out, &graph).unwrap();
+    let mut progress = NoProgress;
+    let (devices, edges) = op2_codegen::output::InstanceWriter::write(
+        &mut GraphInstance::new(&analysis.program, &data, &mut progress),
+        &mut out,
+        &graph,
+    )
+    .unwrap();
+    op2_codegen::xml::write_end(&mut out).unwrap();
+    assert_eq!((devices, edges), (1, 0));
+    let seen = check_structure(&String::from_utf8(out).unwrap(), &graph);
+    assert_eq!((seen.devices, seen.edges), (1, 0));
+}

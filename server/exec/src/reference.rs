@@ -1,0 +1,321 @@
+//! The reference semantics of a program (language.md §8), what `op2 run`
+//! does and every generated graph must reproduce: statements in order, a
+//! par_loop applies its kernel to elements 0, 1, …, n-1 with its arguments
+//! staged: READ, RW and WRITE see the current data; INC sees zero and its
+//! result is added afterwards; MIN and MAX see the current global and
+//! combine into it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use op2_analysis::Analysis;
+use op2_analysis::model::{ArgKind, InvocationId, Program};
+use op2_analysis::value::{self, Value};
+use op2_syntax::ast::{AccessMode, BinaryOp};
+use op2_syntax::{Encoding, LineIndex, TextRange};
+
+use crate::interp::{Compiled, Fault, Frame, Host};
+use crate::state::State;
+
+/// A runtime error, named by kernel, element and line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuntimeError {
+    /// What went wrong, with where (`file:line:column`).
+    pub message: String,
+}
+
+impl fmt::Display for RuntimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RuntimeError {}
+
+/// Where a range is, as `file:line:column`.
+pub(crate) fn position(program: &Program, file: op2_syntax::FileId, range: TextRange) -> String {
+    let file = program.file(file);
+    let index = LineIndex::new(&file.text);
+    let at = index.line_col(range.start, Encoding::Utf32);
+    format!("{}:{}:{}", file.path.display(), at.line + 1, at.col + 1)
+}
+
+/// Describes a fault inside a kernel or `main`.
+pub(crate) fn describe(
+    program: &Program,
+    file: op2_syntax::FileId,
+    fault: &Fault,
+    context: &str,
+) -> RuntimeError {
+    let message = match fault {
+        Fault::DivisionByZero(range) => format!(
+            "{}: integer division by zero {context}",
+            position(program, file, *range)
+        ),
+        Fault::IndexOutOfRange {
+            range,
+            index,
+            length,
+        } => {
+            format!(
+                "{}: index {index} is out of range for length {length} {context}",
+                position(program, file, *range)
+            )
+        }
+        Fault::IterationLimit(limit) => {
+            format!("`main` stopped after {limit} loop iterations (--max-iterations)")
+        }
+        Fault::Host(message) => message.clone(),
+    };
+    RuntimeError { message }
+}
+
+/// One invocation ready to run: its kernel compiled for its bindings.
+pub(crate) struct PreparedInvocation {
+    pub compiled: Compiled,
+}
+
+pub(crate) fn prepare(program: &Program) -> Vec<Option<PreparedInvocation>> {
+    program
+        .invocations
+        .iter()
+        .map(|invocation| {
+            let kernel = invocation.kernel?;
+            if invocation.args.iter().any(Option::is_none) {
+                return None;
+            }
+            let lengths: Vec<usize> = invocation
+                .resolved_args()
+                .map(|(_, a)| a.ty.dimension as usize)
+                .collect();
+            Some(PreparedInvocation {
+                compiled: Compiled::new(&program.kernels[kernel.index()].body, &lengths),
+            })
+        })
+        .collect()
+}
+
+/// Runs the reference semantics, printing through `out`.
+pub struct Reference<'a> {
+    program: Arc<Program>,
+    state: State,
+    prepared: Vec<Option<PreparedInvocation>>,
+    out: &'a mut dyn FnMut(&str),
+    /// Kernel evaluations so far.
+    pub evaluations: u64,
+    /// Par_loops run so far.
+    pub invocations_run: u64,
+    error: Option<RuntimeError>,
+    progress: Option<Box<dyn FnMut(u64, u64) + 'a>>,
+}
+
+impl<'a> Reference<'a> {
+    /// Prepares a run of `analysis` from `state`.
+    pub fn new(analysis: &Analysis, state: State, out: &'a mut dyn FnMut(&str)) -> Reference<'a> {
+        let prepared = prepare(&analysis.program);
+        Reference {
+            program: Arc::clone(&analysis.program),
+            state,
+            prepared,
+            out,
+            evaluations: 0,
+            invocations_run: 0,
+            error: None,
+            progress: None,
+        }
+    }
+
+    /// Calls `progress` with the par_loops run and kernel evaluations so far
+    /// after every par_loop (for a progress display).
+    #[must_use]
+    pub fn with_progress(mut self, progress: impl FnMut(u64, u64) + 'a) -> Reference<'a> {
+        self.progress = Some(Box::new(progress));
+        self
+    }
+
+    /// Runs `main` to its end (or `max_iterations` loop iterations) and
+    /// returns the final state.
+    pub fn run(mut self, max_iterations: u64) -> Result<State, RuntimeError> {
+        let program = Arc::clone(&self.program);
+        let Some(main) = program.main.as_deref() else {
+            return Ok(self.state);
+        };
+        let compiled = Compiled::new(main, &[]);
+        let mut slots = vec![Value::Int(0); compiled.layout.size];
+        let mut globals = std::mem::take(&mut self.state.globals);
+        let consts = self.state.consts.clone();
+        let lengths = self.state.lengths();
+        let result = {
+            let mut frame = Frame {
+                slots: &mut slots,
+                consts: &consts,
+                lengths: &lengths,
+                globals: &mut globals,
+                host: Some(&mut self),
+                budget: max_iterations,
+            };
+            compiled.run(&mut frame)
+        };
+        if let Some(error) = self.error.take() {
+            return Err(error);
+        }
+        let main_file = program.main_location.map(|l| l.file).unwrap_or_default();
+        match result {
+            Ok(()) => {
+                self.state.globals = globals;
+                Ok(self.state)
+            }
+            Err(Fault::IterationLimit(_)) => Err(describe(
+                &program,
+                main_file,
+                &Fault::IterationLimit(max_iterations),
+                "",
+            )),
+            Err(fault) => Err(describe(&program, main_file, &fault, "in `main`")),
+        }
+    }
+
+    fn run_invocation(
+        &mut self,
+        id: InvocationId,
+        globals: &mut [Vec<Value>],
+    ) -> Result<(), RuntimeError> {
+        let program = Arc::clone(&self.program);
+        let invocation = &program.invocations[id.index()];
+        let Some(prepared) = self.prepared[id.index()].as_ref() else {
+            return Ok(());
+        };
+        let (Some(kernel_id), Some(set)) = (invocation.kernel, invocation.set) else {
+            return Ok(());
+        };
+        let kernel = &program.kernels[kernel_id.index()];
+        let layout = &prepared.compiled.layout;
+        let mut slots = vec![Value::Int(0); layout.size];
+        let lengths = self.state.lengths();
+        let consts = &self.state.consts;
+        let elements = self.state.set_sizes[set.index()];
+        let args: Vec<_> = invocation.resolved_args().map(|(_, a)| a.clone()).collect();
+        for element in 0..elements {
+            // Stage the arguments.
+            for (k, arg) in args.iter().enumerate() {
+                let (base, length) = layout.params[k];
+                let target = &mut slots[base..base + length];
+                let zero = Value::zero(arg.ty.scalar);
+                match arg.kind {
+                    ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+                        if arg.mode == AccessMode::Inc {
+                            target.fill(zero);
+                        } else {
+                            let row = self.state.row_of(&program, arg.kind, element);
+                            target.copy_from_slice(
+                                &self.state.dats[dat.index()][row * length..(row + 1) * length],
+                            );
+                        }
+                    }
+                    ArgKind::Global(global) => {
+                        if arg.mode == AccessMode::Inc {
+                            target.fill(zero);
+                        } else {
+                            target.copy_from_slice(&globals[global.index()]);
+                        }
+                    }
+                    ArgKind::Const(id) => target.copy_from_slice(&consts[id.index()]),
+                    ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),
+                }
+            }
+            let mut no_globals: [Vec<Value>; 0] = [];
+            let mut frame = Frame {
+                slots: &mut slots,
+                consts,
+                lengths: &lengths,
+                globals: &mut no_globals,
+                host: None,
+                budget: u64::MAX,
+            };
+            if let Err(fault) = prepared.compiled.run(&mut frame) {
+                let context = format!(
+                    "in kernel `{}` (invocation `{}`, element {element} of `{}`)",
+                    kernel.name,
+                    invocation.name,
+                    program.sets[set.index()].name
+                );
+                return Err(describe(&program, kernel.location.file, &fault, &context));
+            }
+            self.evaluations += 1;
+            // Store the results back.
+            for (k, arg) in args.iter().enumerate() {
+                let (base, length) = layout.params[k];
+                let values = &slots[base..base + length];
+                match (arg.kind, arg.mode) {
+                    (ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. }, mode) => {
+                        let row = self.state.row_of(&program, arg.kind, element);
+                        let stored =
+                            &mut self.state.dats[dat.index()][row * length..(row + 1) * length];
+                        match mode {
+                            AccessMode::Write | AccessMode::Rw => stored.copy_from_slice(values),
+                            AccessMode::Inc => add_into(stored, values),
+                            _ => {}
+                        }
+                    }
+                    (ArgKind::Global(global), AccessMode::Inc) => {
+                        add_into(&mut globals[global.index()], values)
+                    }
+                    (ArgKind::Global(global), mode @ (AccessMode::Min | AccessMode::Max)) => {
+                        combine(&mut globals[global.index()], values, mode);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `target += values`, component by component, in the target's type.
+pub(crate) fn add_into(target: &mut [Value], values: &[Value]) {
+    for (t, v) in target.iter_mut().zip(values) {
+        let ty = t.ty();
+        *t = value::binary(BinaryOp::Add, *t, *v).map_or(*t, |sum| sum.convert(ty));
+    }
+}
+
+/// Combines partial MIN/MAX values into the target.
+pub(crate) fn combine(target: &mut [Value], values: &[Value], mode: AccessMode) {
+    let op = if mode == AccessMode::Min {
+        BinaryOp::Lt
+    } else {
+        BinaryOp::Gt
+    };
+    for (t, v) in target.iter_mut().zip(values) {
+        if value::binary(op, *v, *t).is_ok_and(Value::is_true) {
+            *t = v.convert(t.ty());
+        }
+    }
+}
+
+impl Host for Reference<'_> {
+    fn print(&mut self, text: &str) {
+        (self.out)(text);
+    }
+
+    fn par_loop(
+        &mut self,
+        invocation: InvocationId,
+        globals: &mut [Vec<Value>],
+    ) -> Result<(), Fault> {
+        match self.run_invocation(invocation, globals) {
+            Ok(()) => {
+                self.invocations_run += 1;
+                if let Some(progress) = self.progress.as_mut() {
+                    progress(self.invocations_run, self.evaluations);
+                }
+                Ok(())
+            }
+            Err(error) => {
+                let message = error.message.clone();
+                self.error = Some(error);
+                Err(Fault::Host(message))
+            }
+        }
+    }
+}

@@ -1,0 +1,1421 @@
+//! Running the code generator's graph model under POETS' execution rules
+//! (poets-v4.md §4): every device has a ready bit per output pin, computed
+//! from its state after every handler; a send runs the pin's OnSend and
+//! delivers one copy to every edge of the pin; messages are delivered in an
+//! order chosen by a seeded random generator, so that any dependence of the
+//! strategy or the program on arrival order shows up as a difference from
+//! the reference run.
+//!
+//! The handlers are those of compilation.md §5 and §6, executed from the
+//! graph model's plans (the same plans the C++ handlers were printed from);
+//! the edges are those of `op2_codegen::topology`, the same the XML writer
+//! streams. Nothing of the strategy is derived here.
+
+use std::fmt::{self, Write};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use op2_analysis::Analysis;
+use op2_analysis::hir::Body;
+use op2_analysis::model::{ArgKind, DatId, GlobalId, InvocationId, Program, SetId};
+use op2_analysis::value::Value;
+use op2_codegen::instance::InstanceData;
+use op2_codegen::model::{DeviceKind, DeviceType, GraphType, PinRole, Terminator};
+use op2_codegen::topology::{Counts, DeviceRef, for_each_edge};
+use op2_syntax::ast::{AccessMode, ScalarType};
+use rustc_hash::FxHashMap;
+
+use crate::interp::{Compiled, CompiledExpr, Fault, Frame, Host};
+use crate::reference::{RuntimeError, add_into, combine, describe, prepare};
+use crate::state::State;
+
+/// A fault planted in the graph, to show that the simulator catches it
+/// (for tests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Injection {
+    /// Drop the edge with this number in enumeration order.
+    DropEdge(usize),
+    /// Add one to the `{inv}_write_recv_total` of element `index` of `set`
+    /// for the invocation at `plan` (graph order).
+    WriteTotalPlusOne {
+        /// The invocation's position in the graph.
+        plan: usize,
+        /// The set.
+        set: SetId,
+        /// The element.
+        index: u32,
+    },
+    /// Subtract one from the same property.
+    WriteTotalMinusOne {
+        /// The invocation's position in the graph.
+        plan: usize,
+        /// The set.
+        set: SetId,
+        /// The element.
+        index: u32,
+    },
+}
+
+/// How to simulate.
+#[derive(Clone, Copy, Debug)]
+pub struct Options {
+    /// Seed of the delivery order.
+    pub seed: u64,
+    /// Loop iterations `main` may run.
+    pub max_iterations: u64,
+    /// A planted fault.
+    pub injection: Option<Injection>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            seed: 0,
+            max_iterations: u64::MAX,
+            injection: None,
+        }
+    }
+}
+
+/// Messages of one invocation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Sends on pins with edges.
+    pub sent: u64,
+    /// Deliveries (one per edge of each send).
+    pub delivered: u64,
+}
+
+/// What a simulation did.
+#[derive(Clone, Debug, Default)]
+pub struct Statistics {
+    /// Per invocation, by name, in program order.
+    pub invocations: Vec<(String, Traffic)>,
+    /// Over all invocations.
+    pub total: Traffic,
+    /// Devices in the graph.
+    pub devices: usize,
+    /// Edges in the graph.
+    pub edges: usize,
+    /// Handlers run (sends and receives).
+    pub steps: u64,
+    /// Wall-clock time.
+    pub elapsed: Duration,
+    /// Kernel evaluations.
+    pub evaluations: u64,
+}
+
+impl Statistics {
+    /// Deliveries per second of simulation.
+    pub fn messages_per_second(&self) -> f64 {
+        let seconds = self.elapsed.as_secs_f64();
+        if seconds > 0.0 {
+            #[allow(clippy::cast_precision_loss)]
+            let delivered = self.total.delivered as f64;
+            delivered / seconds
+        } else {
+            0.0
+        }
+    }
+}
+
+impl fmt::Display for Statistics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (name, traffic) in &self.invocations {
+            writeln!(
+                f,
+                "  {name:<24} sent {:>12}  delivered {:>12}",
+                traffic.sent, traffic.delivered
+            )?;
+        }
+        writeln!(
+            f,
+            "  {:<24} sent {:>12}  delivered {:>12}",
+            "total", self.total.sent, self.total.delivered
+        )?;
+        write!(
+            f,
+            "  {} devices, {} edges, {} steps, {} kernel evaluations, {:.2?}, {:.0} messages/s",
+            self.devices,
+            self.edges,
+            self.steps,
+            self.evaluations,
+            self.elapsed,
+            self.messages_per_second()
+        )
+    }
+}
+
+/// Why a simulation failed.
+#[derive(Clone, Debug)]
+pub enum SimulationError {
+    /// Nothing ready, nothing in flight, `main` unfinished; or devices left
+    /// mid-invocation at the end.
+    Deadlock(String),
+    /// A handler's invariant broke (a message for the wrong invocation, a
+    /// count past its total).
+    Assertion(String),
+    /// The program itself failed (division by zero, index out of range,
+    /// iteration limit).
+    Runtime(RuntimeError),
+}
+
+impl fmt::Display for SimulationError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimulationError::Deadlock(report) => write!(f, "deadlock: {report}"),
+            SimulationError::Assertion(report) => write!(f, "handler assertion failed: {report}"),
+            SimulationError::Runtime(error) => write!(f, "{error}"),
+        }
+    }
+}
+
+impl std::error::Error for SimulationError {}
+
+/// A small, fast, seedable generator (SplitMix64): the delivery order must
+/// be reproducible from the seed alone.
+#[derive(Clone, Debug)]
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    #[allow(clippy::cast_possible_truncation)]
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// The part of a set device type an invocation uses, with pin indices.
+struct PlanInfo {
+    /// Position of the invocation in the graph.
+    plan: usize,
+    invocation: InvocationId,
+    iterates: bool,
+    begin_in: usize,
+    read_sends: Vec<(DatId, usize)>,
+    read_recvs: Vec<(usize, usize)>,
+    execute_out: usize,
+    write_sends: Vec<(usize, usize)>,
+    write_recvs: Vec<(DatId, bool, usize)>,
+    end_out: usize,
+    /// Argument indices that have a landing pad, in slot order.
+    buffers: Vec<usize>,
+}
+
+/// What an input pin of a set device type does.
+#[derive(Clone, Copy)]
+enum Input {
+    Begin(usize),
+    ReadRecv { plan: usize, buffer: usize },
+    WriteRecv { plan: usize, dat: DatId, add: bool },
+}
+
+/// What an output pin of a set device type does.
+#[derive(Clone, Copy)]
+enum Output {
+    ReadSend { plan: usize, bit: usize },
+    Execute { plan: usize },
+    WriteSend { plan: usize, bit: usize },
+    End { plan: usize },
+}
+
+struct TypeInfo {
+    set: SetId,
+    plans: Vec<PlanInfo>,
+    inputs: Vec<Input>,
+    outputs: Vec<Output>,
+    /// Globals with a landing pad on this type, in slot order.
+    pads: Vec<GlobalId>,
+}
+
+#[derive(Clone, Default)]
+struct PlanState {
+    in_progress: bool,
+    read_send_mask: u32,
+    read_recv_count: u32,
+    write_send_mask: u32,
+    write_recv_count: u32,
+    buffers: Vec<Vec<Value>>,
+}
+
+#[derive(Clone)]
+struct ElementState {
+    plans: Vec<PlanState>,
+    pads: Vec<Vec<Value>>,
+}
+
+/// A message on its way.
+#[derive(Clone)]
+struct InFlight {
+    device: usize,
+    pin: usize,
+    plan: usize,
+    payload: Arc<Vec<Value>>,
+}
+
+/// `main` compiled for the controller.
+struct ControllerProgram {
+    blocks: Vec<(Compiled, TerminatorCode)>,
+}
+
+enum TerminatorCode {
+    Goto(usize),
+    Branch(CompiledExpr, usize, usize),
+    ParLoop(usize, usize),
+    Exit,
+}
+
+struct Controller {
+    program: ControllerProgram,
+    slots: Vec<Value>,
+    pc: usize,
+    running: bool,
+    begin_pending: usize,
+    end_count: u32,
+    finished: bool,
+}
+
+/// The simulation.
+struct Simulator<'a> {
+    program: Arc<Program>,
+    graph: &'a GraphType,
+    state: State,
+    counts: Counts,
+    types: Vec<TypeInfo>,
+    /// Device index of element 0 of each set type, and the type index.
+    set_base: FxHashMap<SetId, (usize, usize)>,
+    /// Per device: the index of its set type (devices from 1).
+    owners: Vec<usize>,
+    /// Per set type: the device index of its element 0.
+    bases: Vec<usize>,
+    elements: Vec<ElementState>,
+    /// Per device, per output pin: the range of its edges in `edges`.
+    fanout: Vec<Vec<(usize, usize)>>,
+    /// Destinations: (device, input pin).
+    edges: Vec<(usize, usize)>,
+    controller: Controller,
+    kernels: Vec<Option<crate::reference::PreparedInvocation>>,
+    in_flight: Vec<InFlight>,
+    ready: Vec<usize>,
+    ready_position: Vec<usize>,
+    /// Ready output pins per device, as of its last handler.
+    ready_masks: Vec<u64>,
+    /// Set sizes as `int`s, for `len`.
+    lengths: Vec<i32>,
+    /// Reused kernel frame.
+    scratch: Vec<Value>,
+    random: Random,
+    statistics: Statistics,
+    out: &'a mut dyn FnMut(&str),
+    budget: u64,
+    progress: &'a mut dyn FnMut(&Statistics),
+}
+
+const NOT_READY: usize = usize::MAX;
+
+/// Steps between two calls of the progress callback.
+pub const PROGRESS_STEPS: u64 = 1 << 18;
+
+/// Simulates `graph` (built from `analysis`) on `data`, printing through
+/// `out`, and returns the final state and statistics.
+pub fn simulate(
+    analysis: &Analysis,
+    graph: &GraphType,
+    data: &InstanceData,
+    options: Options,
+    out: &mut dyn FnMut(&str),
+) -> Result<(State, Statistics), SimulationError> {
+    simulate_with_progress(analysis, graph, data, options, out, &mut |_| {})
+}
+
+/// Like [`simulate`], calling `progress` with the statistics so far every
+/// [`PROGRESS_STEPS`] steps (for a progress display).
+pub fn simulate_with_progress(
+    analysis: &Analysis,
+    graph: &GraphType,
+    data: &InstanceData,
+    options: Options,
+    out: &mut dyn FnMut(&str),
+    progress: &mut dyn FnMut(&Statistics),
+) -> Result<(State, Statistics), SimulationError> {
+    let start = Instant::now();
+    let mut simulator = Simulator::new(analysis, graph, data, options, out, progress);
+    simulator.run()?;
+    simulator.statistics.elapsed = start.elapsed();
+    Ok((simulator.state, simulator.statistics))
+}
+
+fn identity(ty: ScalarType, mode: AccessMode) -> Value {
+    // The finite extremes the generated handlers use (compilation.md §10).
+    match (mode, ty) {
+        (AccessMode::Min, ScalarType::Double) => Value::Double(f64::MAX),
+        (AccessMode::Max, ScalarType::Double) => Value::Double(f64::MIN),
+        (AccessMode::Min, ScalarType::Float) => Value::Float(f32::MAX),
+        (AccessMode::Max, ScalarType::Float) => Value::Float(f32::MIN),
+        (AccessMode::Min, ScalarType::Int) => Value::Int(i32::MAX),
+        (AccessMode::Max, ScalarType::Int) => Value::Int(i32::MIN),
+        (AccessMode::Min, ScalarType::Uint) => Value::Uint(u32::MAX),
+        (AccessMode::Min, ScalarType::Ll) => Value::Ll(i64::MAX),
+        (AccessMode::Max, ScalarType::Ll) => Value::Ll(i64::MIN),
+        (AccessMode::Min, ScalarType::Ull) => Value::Ull(u64::MAX),
+        (AccessMode::Min, ScalarType::Bool) => Value::Bool(true),
+        _ => Value::zero(ty),
+    }
+}
+
+fn pin_index(device: &DeviceType, role: PinRole, output: bool) -> usize {
+    let pins = if output {
+        &device.outputs
+    } else {
+        &device.inputs
+    };
+    pins.iter()
+        .position(|p| p.role == role)
+        .unwrap_or(usize::MAX)
+}
+
+impl<'a> Simulator<'a> {
+    fn new(
+        analysis: &Analysis,
+        graph: &'a GraphType,
+        data: &InstanceData,
+        options: Options,
+        out: &'a mut dyn FnMut(&str),
+        progress: &'a mut dyn FnMut(&Statistics),
+    ) -> Simulator<'a> {
+        let program = Arc::clone(&analysis.program);
+        let state = State::new(&program, data);
+        let mut counts = Counts::new(&program, graph, data);
+        match options.injection {
+            Some(Injection::WriteTotalPlusOne { plan, set, index }) => {
+                if let Some(s) = graph.invocations[plan]
+                    .involved_sets
+                    .iter()
+                    .position(|x| *x == set)
+                {
+                    counts.write_recv_total[plan][s][index as usize] += 1;
+                }
+            }
+            Some(Injection::WriteTotalMinusOne { plan, set, index }) => {
+                if let Some(s) = graph.invocations[plan]
+                    .involved_sets
+                    .iter()
+                    .position(|x| *x == set)
+                {
+                    let total = &mut counts.write_recv_total[plan][s][index as usize];
+                    *total = total.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
+        let plan_position = |id: InvocationId| {
+            graph
+                .invocations
+                .iter()
+                .position(|p| p.id == id)
+                .unwrap_or(0)
+        };
+
+        // Static information per set device type.
+        let mut types = Vec::new();
+        let mut set_base = FxHashMap::default();
+        let mut device_count = 1;
+        for device in &graph.device_types {
+            let DeviceKind::Set(set) = device.kind else {
+                continue;
+            };
+            let mut plans = Vec::new();
+            let mut inputs: Vec<Input> = vec![Input::Begin(0); device.inputs.len()];
+            let mut outputs: Vec<Output> = vec![Output::Execute { plan: 0 }; device.outputs.len()];
+            for (index, plan) in device.plans.iter().enumerate() {
+                let id = plan.invocation;
+                let mut buffers: Vec<usize> = Vec::new();
+                for arg in plan.read_recvs.iter().chain(&plan.write_sends) {
+                    if !buffers.contains(arg) {
+                        buffers.push(*arg);
+                    }
+                }
+                let info = PlanInfo {
+                    plan: plan_position(id),
+                    invocation: id,
+                    iterates: plan.iterates,
+                    begin_in: pin_index(device, PinRole::Begin(id), false),
+                    read_sends: plan
+                        .read_sends
+                        .iter()
+                        .map(|d| (*d, pin_index(device, PinRole::DatReadSend(id, *d), true)))
+                        .collect(),
+                    read_recvs: plan
+                        .read_recvs
+                        .iter()
+                        .map(|a| (*a, pin_index(device, PinRole::ArgReadRecv(id, *a), false)))
+                        .collect(),
+                    execute_out: pin_index(device, PinRole::Execute(id), true),
+                    write_sends: plan
+                        .write_sends
+                        .iter()
+                        .map(|a| (*a, pin_index(device, PinRole::ArgWriteSend(id, *a), true)))
+                        .collect(),
+                    write_recvs: plan
+                        .write_recvs
+                        .iter()
+                        .map(|(d, add)| {
+                            (
+                                *d,
+                                *add,
+                                pin_index(
+                                    device,
+                                    PinRole::DatWriteRecv {
+                                        invocation: id,
+                                        dat: *d,
+                                        add: *add,
+                                    },
+                                    false,
+                                ),
+                            )
+                        })
+                        .collect(),
+                    end_out: pin_index(device, PinRole::End(id), true),
+                    buffers: buffers.clone(),
+                };
+                inputs[info.begin_in] = Input::Begin(index);
+                for (arg, pin) in &info.read_recvs {
+                    let buffer = buffers.iter().position(|b| b == arg).unwrap_or(0);
+                    inputs[*pin] = Input::ReadRecv {
+                        plan: index,
+                        buffer,
+                    };
+                }
+                for (dat, add, pin) in &info.write_recvs {
+                    inputs[*pin] = Input::WriteRecv {
+                        plan: index,
+                        dat: *dat,
+                        add: *add,
+                    };
+                }
+                for (bit, (_, pin)) in info.read_sends.iter().enumerate() {
+                    outputs[*pin] = Output::ReadSend { plan: index, bit };
+                }
+                outputs[info.execute_out] = Output::Execute { plan: index };
+                for (bit, (_, pin)) in info.write_sends.iter().enumerate() {
+                    outputs[*pin] = Output::WriteSend { plan: index, bit };
+                }
+                outputs[info.end_out] = Output::End { plan: index };
+                plans.push(info);
+            }
+            let pads: Vec<GlobalId> = program
+                .globals
+                .iter()
+                .enumerate()
+                .map(|(g, _)| GlobalId(u32::try_from(g).unwrap_or(u32::MAX)))
+                .filter(|g| {
+                    device.state.iter().any(|m| {
+                        m.name == op2_codegen::names::global_state(&program.globals[g.index()].name)
+                    })
+                })
+                .collect();
+            set_base.insert(set, (device_count, types.len()));
+            device_count += state.set_sizes[set.index()];
+            types.push(TypeInfo {
+                set,
+                plans,
+                inputs,
+                outputs,
+                pads,
+            });
+        }
+
+        // Per-element state.
+        let mut elements = Vec::with_capacity(device_count);
+        let mut owners: Vec<usize> = vec![usize::MAX; device_count];
+        for (t, info) in types.iter().enumerate() {
+            let template = ElementState {
+                plans: info
+                    .plans
+                    .iter()
+                    .map(|p| PlanState {
+                        buffers: p
+                            .buffers
+                            .iter()
+                            .map(|a| {
+                                let arg = program.invocations[p.invocation.index()].args[*a]
+                                    .as_ref()
+                                    .map(|a| a.ty);
+                                let ty = arg.map_or(ScalarType::Double, |t| t.scalar);
+                                vec![Value::zero(ty); arg.map_or(1, |t| t.dimension as usize)]
+                            })
+                            .collect(),
+                        ..PlanState::default()
+                    })
+                    .collect(),
+                pads: info
+                    .pads
+                    .iter()
+                    .map(|g| {
+                        vec![
+                            Value::zero(program.globals[g.index()].ty.scalar);
+                            program.globals[g.index()].ty.dimension as usize
+                        ]
+                    })
+                    .collect(),
+            };
+            let (base, _) = set_base[&info.set];
+            for element in 0..state.set_sizes[info.set.index()] {
+                owners[base + element] = t;
+            }
+            elements.extend(std::iter::repeat_n(
+                template,
+                state.set_sizes[info.set.index()],
+            ));
+        }
+
+        // Edges, from the topology the XML writer streams.
+        let device_index = |device: DeviceRef| match device {
+            DeviceRef::Global => 0,
+            DeviceRef::Element { set, index } => set_base
+                .get(&set)
+                .map_or(usize::MAX, |(base, _)| base + index as usize),
+        };
+        let device_type_of = |index: usize| -> &DeviceType {
+            if index == 0 {
+                &graph.device_types[0]
+            } else {
+                let set = types[owners[index]].set;
+                graph.set_device_type(set).unwrap_or(&graph.device_types[0])
+            }
+        };
+        let mut lists: Vec<Vec<Vec<(usize, usize)>>> = (0..device_count)
+            .map(|d| vec![Vec::new(); device_type_of(d).outputs.len()])
+            .collect();
+        let mut number = 0usize;
+        for_each_edge(&program, graph, data, |edge| {
+            let dropped = options.injection == Some(Injection::DropEdge(number));
+            number += 1;
+            if dropped {
+                return;
+            }
+            let source = device_index(edge.source.0);
+            let destination = device_index(edge.destination.0);
+            let out_pin = pin_index(device_type_of(source), edge.source.1, true);
+            let in_pin = pin_index(device_type_of(destination), edge.destination.1, false);
+            lists[source][out_pin].push((destination, in_pin));
+        });
+        let mut edges = Vec::with_capacity(number);
+        let fanout = lists
+            .into_iter()
+            .map(|pins| {
+                pins.into_iter()
+                    .map(|list| {
+                        let start = edges.len();
+                        edges.extend(list);
+                        (start, edges.len())
+                    })
+                    .collect()
+            })
+            .collect();
+
+        let controller = Controller {
+            program: compile_controller(&program, graph),
+            slots: vec![
+                Value::Int(0);
+                program
+                    .main
+                    .as_deref()
+                    .map_or(0, |m| crate::interp::Layout::new(&[], m).size)
+            ],
+            pc: 0,
+            running: true,
+            begin_pending: 0,
+            end_count: 0,
+            finished: false,
+        };
+        let statistics = Statistics {
+            invocations: graph
+                .invocations
+                .iter()
+                .map(|p| (p.name.clone(), Traffic::default()))
+                .collect(),
+            devices: device_count,
+            edges: edges.len(),
+            ..Statistics::default()
+        };
+        let kernels = prepare(&program);
+        let bases = types.iter().map(|info| set_base[&info.set].0).collect();
+        let mut simulator = Simulator {
+            program,
+            graph,
+            state,
+            counts,
+            types,
+            set_base,
+            owners,
+            bases,
+            elements,
+            fanout,
+            edges,
+            controller,
+            kernels,
+            in_flight: Vec::new(),
+            ready: Vec::new(),
+            ready_position: vec![NOT_READY; device_count],
+            ready_masks: vec![0; device_count],
+            lengths: Vec::new(),
+            scratch: Vec::new(),
+            random: Random(options.seed),
+            statistics,
+            out,
+            budget: options.max_iterations,
+            progress,
+        };
+        simulator.lengths = simulator.state.lengths();
+        simulator.update_ready(0);
+        simulator
+    }
+
+    fn device_location(&self, device: usize) -> Option<(usize, SetId, u32)> {
+        if device == 0 {
+            return None;
+        }
+        let t = *self.owners.get(device)?;
+        let index = u32::try_from(device - self.bases[t]).unwrap_or(u32::MAX);
+        Some((t, self.types[t].set, index))
+    }
+
+    fn device_name(&self, device: usize) -> String {
+        match self.device_location(device) {
+            None => op2_codegen::names::GLOBAL_DEVICE.to_owned(),
+            Some((_, set, index)) => {
+                op2_codegen::names::set_device(&self.program.sets[set.index()].name, index as usize)
+            }
+        }
+    }
+
+    /// The output pins of `device` that are ready, as a bit mask by pin
+    /// index.
+    fn ready_pins(&self, device: usize) -> u64 {
+        if device == 0 {
+            let c = &self.controller;
+            if c.finished {
+                return 0;
+            }
+            let mut mask = u64::from(c.running);
+            if c.begin_pending > 0 {
+                mask |= 1 << c.begin_pending;
+            }
+            return mask;
+        }
+        let Some((t, set, index)) = self.device_location(device) else {
+            return 0;
+        };
+        let info = &self.types[t];
+        let element = &self.elements[device - 1];
+        let mut mask = 0u64;
+        for (p, plan) in info.plans.iter().enumerate() {
+            let s = &element.plans[p];
+            if !s.in_progress {
+                continue;
+            }
+            for (bit, (_, pin)) in plan.read_sends.iter().enumerate() {
+                if s.read_send_mask & (1 << bit) != 0 {
+                    mask |= 1 << pin;
+                }
+            }
+            if s.read_recv_count == self.counts.read_total(self.graph, plan.plan, set, index) {
+                mask |= 1 << plan.execute_out;
+            }
+            for (bit, (_, pin)) in plan.write_sends.iter().enumerate() {
+                if s.write_send_mask & (1 << bit) != 0 {
+                    mask |= 1 << pin;
+                }
+            }
+            if s.read_send_mask == 0
+                && s.write_send_mask == 0
+                && s.write_recv_count == self.counts.write_total(self.graph, plan.plan, set, index)
+            {
+                mask |= 1 << plan.end_out;
+            }
+        }
+        mask
+    }
+
+    fn update_ready(&mut self, device: usize) {
+        let mask = self.ready_pins(device);
+        self.ready_masks[device] = mask;
+        let ready = mask != 0;
+        let position = self.ready_position[device];
+        match (ready, position == NOT_READY) {
+            (true, true) => {
+                self.ready_position[device] = self.ready.len();
+                self.ready.push(device);
+            }
+            (false, false) => {
+                let last = self.ready.len() - 1;
+                self.ready.swap(position, last);
+                self.ready_position[self.ready[position]] = position;
+                self.ready.pop();
+                self.ready_position[device] = NOT_READY;
+            }
+            _ => {}
+        }
+    }
+
+    fn run(&mut self) -> Result<(), SimulationError> {
+        while !self.controller.finished {
+            let choices = self.ready.len() + self.in_flight.len();
+            if choices == 0 {
+                return Err(SimulationError::Deadlock(self.stuck_report()));
+            }
+            let choice = self.random.below(choices);
+            self.statistics.steps += 1;
+            if self.statistics.steps % PROGRESS_STEPS == 0 {
+                (self.progress)(&self.statistics);
+            }
+            if choice < self.ready.len() {
+                let device = self.ready[choice];
+                let mask = self.ready_masks[device];
+                // A random ready pin: the k-th set bit.
+                let mut k = self.random.below(mask.count_ones() as usize);
+                let mut bits = mask;
+                while k > 0 {
+                    bits &= bits - 1;
+                    k -= 1;
+                }
+                let pin = bits.trailing_zeros() as usize;
+                self.send(device, pin)?;
+            } else {
+                let message = self.in_flight.swap_remove(choice - self.ready.len());
+                self.receive(message)?;
+            }
+        }
+        // The program ended: nothing may be left half done.
+        let pending: Vec<String> = (1..self.elements.len() + 1)
+            .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
+            .take(8)
+            .map(|d| self.device_report(d))
+            .collect();
+        if !pending.is_empty() || !self.in_flight.is_empty() {
+            return Err(SimulationError::Deadlock(format!(
+                "`main` ended with {} message(s) in flight and devices still inside an invocation:\n{}",
+                self.in_flight.len(),
+                pending.join("\n")
+            )));
+        }
+        Ok(())
+    }
+
+    fn device_report(&self, device: usize) -> String {
+        let Some((t, set, index)) = self.device_location(device) else {
+            let c = &self.controller;
+            return format!(
+                "  global: pc {}, running {}, begin_pending {}, end_count {}",
+                c.pc, c.running, c.begin_pending, c.end_count
+            );
+        };
+        let info = &self.types[t];
+        let mut report = String::new();
+        for (p, plan) in info.plans.iter().enumerate() {
+            let s = &self.elements[device - 1].plans[p];
+            if !s.in_progress {
+                continue;
+            }
+            let name = &self.graph.invocations[plan.plan].name;
+            let _ = write!(
+                report,
+                "  {} in `{name}`: read_recv_count {}/{}, write_recv_count {}/{}, read_send_mask {:#x}, write_send_mask {:#x}",
+                self.device_name(device),
+                s.read_recv_count,
+                self.counts.read_total(self.graph, plan.plan, set, index),
+                s.write_recv_count,
+                self.counts.write_total(self.graph, plan.plan, set, index),
+                s.read_send_mask,
+                s.write_send_mask,
+            );
+        }
+        report
+    }
+
+    fn stuck_report(&self) -> String {
+        let c = &self.controller;
+        let waiting = self.graph.invocations.iter().enumerate().find(|(i, _)| {
+            // The controller sent the begin of this invocation when its end
+            // count is being collected: that is the last ParLoop taken.
+            *i + 1 == c.begin_pending
+        });
+        let mut stuck: Vec<String> = (1..self.elements.len() + 1)
+            .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
+            .take(12)
+            .map(|d| self.device_report(d))
+            .collect();
+        let total_stuck = (1..self.elements.len() + 1)
+            .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
+            .count();
+        if total_stuck > stuck.len() {
+            stuck.push(format!("  … and {} more", total_stuck - stuck.len()));
+        }
+        let invocation =
+            waiting.map_or_else(|| self.last_invocation_name(), |(_, p)| p.name.clone());
+        format!(
+            "nothing is ready and nothing is in flight while `main` waits for `{invocation}`\n  global: end_count {} of {}\n{}",
+            c.end_count,
+            self.last_end_total(),
+            if stuck.is_empty() {
+                "  no device is inside an invocation: a begin or end message was lost".to_owned()
+            } else {
+                stuck.join("\n")
+            }
+        )
+    }
+
+    fn last_invocation_name(&self) -> String {
+        self.last_plan().map_or_else(
+            || "?".to_owned(),
+            |p| self.graph.invocations[p].name.clone(),
+        )
+    }
+
+    fn last_end_total(&self) -> u32 {
+        self.last_plan().map_or(0, |p| self.counts.end_total[p])
+    }
+
+    /// The invocation the controller last started.
+    fn last_plan(&self) -> Option<usize> {
+        let pc = self.controller.pc;
+        self.controller
+            .program
+            .blocks
+            .iter()
+            .find_map(|(_, t)| match t {
+                TerminatorCode::ParLoop(plan, next) if *next == pc => Some(*plan),
+                _ => None,
+            })
+    }
+
+    fn deliver(&mut self, device: usize, pin: usize, plan: usize, payload: Vec<Value>) {
+        let (start, end) = self.fanout[device][pin];
+        if start == end {
+            return;
+        }
+        let payload = Arc::new(payload);
+        self.statistics.total.sent += 1;
+        self.statistics.invocations[plan].1.sent += 1;
+        let delivered = (end - start) as u64;
+        self.statistics.total.delivered += delivered;
+        self.statistics.invocations[plan].1.delivered += delivered;
+        for &(destination, input) in &self.edges[start..end] {
+            self.in_flight.push(InFlight {
+                device: destination,
+                pin: input,
+                plan,
+                payload: Arc::clone(&payload),
+            });
+        }
+    }
+
+    fn send(&mut self, device: usize, pin: usize) -> Result<(), SimulationError> {
+        if device == 0 {
+            self.controller_send(pin)?;
+            self.update_ready(0);
+            return Ok(());
+        }
+        let Some((t, _, index)) = self.device_location(device) else {
+            return Ok(());
+        };
+        let (p, role) = match self.types[t].outputs[pin] {
+            Output::ReadSend { plan, bit } => (plan, (0, bit)),
+            Output::Execute { plan } => (plan, (1, 0)),
+            Output::WriteSend { plan, bit } => (plan, (2, bit)),
+            Output::End { plan } => (plan, (3, 0)),
+        };
+        let plan_index = self.types[t].plans[p].plan;
+        match role {
+            (0, bit) => {
+                // Send `dat_D` once; the edges fan it out.
+                let dat = self.types[t].plans[p].read_sends[bit].0;
+                let dimension = self.program.dats[dat.index()].ty.dimension as usize;
+                let row = index as usize * dimension;
+                let payload = self.state.dats[dat.index()][row..row + dimension].to_vec();
+                self.elements[device - 1].plans[p].read_send_mask &= !(1 << bit);
+                self.deliver(device, pin, plan_index, payload);
+            }
+            (1, _) => self.execute(device, t, p, index)?,
+            (2, bit) => {
+                let arg = self.types[t].plans[p].write_sends[bit].0;
+                let buffer = self.types[t].plans[p]
+                    .buffers
+                    .iter()
+                    .position(|b| *b == arg)
+                    .unwrap_or(0);
+                let payload = self.elements[device - 1].plans[p].buffers[buffer].clone();
+                self.elements[device - 1].plans[p].write_send_mask &= !(1 << bit);
+                self.deliver(device, pin, plan_index, payload);
+            }
+            _ => {
+                // End: the partial reductions, or identities where the kernel
+                // did not run.
+                let plan = &self.graph.invocations[plan_index];
+                let iterates = self.types[t].plans[p].iterates;
+                let mut payload = Vec::new();
+                for (global, mode) in &plan.end_globals {
+                    let g = &self.program.globals[global.index()];
+                    if iterates {
+                        let pad = self.types[t]
+                            .pads
+                            .iter()
+                            .position(|x| x == global)
+                            .unwrap_or(0);
+                        payload.extend_from_slice(&self.elements[device - 1].pads[pad]);
+                    } else {
+                        payload.extend(std::iter::repeat_n(
+                            identity(g.ty.scalar, *mode),
+                            g.ty.dimension as usize,
+                        ));
+                    }
+                }
+                let state = &mut self.elements[device - 1].plans[p];
+                state.write_recv_count = 0;
+                state.in_progress = false;
+                self.deliver(device, pin, plan_index, payload);
+            }
+        }
+        self.update_ready(device);
+        Ok(())
+    }
+
+    fn execute(
+        &mut self,
+        device: usize,
+        t: usize,
+        p: usize,
+        index: u32,
+    ) -> Result<(), SimulationError> {
+        let plan_index = self.types[t].plans[p].plan;
+        if self.types[t].plans[p].iterates {
+            let id = self.types[t].plans[p].invocation;
+            self.run_kernel(device, t, p, id, index as usize)?;
+        }
+        let write_mask = {
+            let bits = self.types[t].plans[p].write_sends.len();
+            if bits >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << bits) - 1
+            }
+        };
+        let state = &mut self.elements[device - 1].plans[p];
+        state.read_recv_count = 0;
+        state.write_recv_count += 1;
+        state.write_send_mask = write_mask;
+        let _ = plan_index;
+        Ok(())
+    }
+
+    /// Runs the kernel on one iteration element: INC landing pads are
+    /// zeroed first, then the kernel works on the device's own data in
+    /// place, as the generated C++ does.
+    fn run_kernel(
+        &mut self,
+        device: usize,
+        t: usize,
+        p: usize,
+        id: InvocationId,
+        element: usize,
+    ) -> Result<(), SimulationError> {
+        let program = Arc::clone(&self.program);
+        let invocation = &program.invocations[id.index()];
+        let Some(prepared) = self.kernels[id.index()].as_ref() else {
+            return Ok(());
+        };
+        let layout = &prepared.compiled.layout;
+        let mut slots = std::mem::take(&mut self.scratch);
+        slots.resize(layout.size, Value::Int(0));
+        let lengths = &self.lengths;
+        for (position, (k, arg)) in invocation.resolved_args().enumerate() {
+            let (base, length) = layout.params[position];
+            let zero = Value::zero(arg.ty.scalar);
+            let target = &mut slots[base..base + length];
+            match arg.kind {
+                ArgKind::DirectDat(dat) => {
+                    target.copy_from_slice(
+                        &self.state.dats[dat.index()][element * length..(element + 1) * length],
+                    );
+                }
+                ArgKind::IndirectDat { .. } => {
+                    let buffer = self.types[t].plans[p]
+                        .buffers
+                        .iter()
+                        .position(|b| *b == k)
+                        .unwrap_or(0);
+                    let values = &mut self.elements[device - 1].plans[p].buffers[buffer];
+                    if arg.mode == AccessMode::Inc {
+                        values.fill(zero);
+                    }
+                    target.copy_from_slice(values);
+                }
+                ArgKind::Global(global) => {
+                    let pad = self.types[t]
+                        .pads
+                        .iter()
+                        .position(|g| *g == global)
+                        .unwrap_or(0);
+                    let values = &mut self.elements[device - 1].pads[pad];
+                    if arg.mode == AccessMode::Inc {
+                        values.fill(zero);
+                    }
+                    target.copy_from_slice(values);
+                }
+                ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
+                ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),
+            }
+        }
+        let mut no_globals: [Vec<Value>; 0] = [];
+        let result = {
+            let mut frame = Frame {
+                slots: &mut slots,
+                consts: &self.state.consts,
+                lengths,
+                globals: &mut no_globals,
+                host: None,
+                budget: u64::MAX,
+            };
+            prepared.compiled.run(&mut frame)
+        };
+        if let Err(fault) = result {
+            let kernel = &program.kernels[invocation.kernel.map_or(0, |k| k.index())];
+            let set = invocation
+                .set
+                .map_or("?", |s| program.sets[s.index()].name.as_str());
+            let context = format!(
+                "in kernel `{}` (invocation `{}`, element {element} of `{set}`)",
+                kernel.name, invocation.name
+            );
+            return Err(SimulationError::Runtime(describe(
+                &program,
+                kernel.location.file,
+                &fault,
+                &context,
+            )));
+        }
+        self.statistics.evaluations += 1;
+        // The kernel wrote through its pointers: copy everything back.
+        for (position, (k, arg)) in invocation.resolved_args().enumerate() {
+            let (base, length) = layout.params[position];
+            let values = &slots[base..base + length];
+            match arg.kind {
+                ArgKind::DirectDat(dat) => {
+                    if arg.mode != AccessMode::Read {
+                        self.state.dats[dat.index()][element * length..(element + 1) * length]
+                            .copy_from_slice(values);
+                    }
+                }
+                ArgKind::IndirectDat { .. } => {
+                    let buffer = self.types[t].plans[p]
+                        .buffers
+                        .iter()
+                        .position(|b| *b == k)
+                        .unwrap_or(0);
+                    self.elements[device - 1].plans[p].buffers[buffer].copy_from_slice(values);
+                }
+                ArgKind::Global(global) => {
+                    let pad = self.types[t]
+                        .pads
+                        .iter()
+                        .position(|g| *g == global)
+                        .unwrap_or(0);
+                    self.elements[device - 1].pads[pad].copy_from_slice(values);
+                }
+                ArgKind::Const(_) | ArgKind::Len(_) => {}
+            }
+        }
+        self.scratch = slots;
+        Ok(())
+    }
+
+    fn assertion(&self, device: usize, message: &str) -> SimulationError {
+        SimulationError::Assertion(format!(
+            "{}: {message}\n{}",
+            self.device_name(device),
+            self.device_report(device)
+        ))
+    }
+
+    fn receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
+        let device = message.device;
+        if device == 0 {
+            self.controller_receive(message)?;
+            self.update_ready(0);
+            return Ok(());
+        }
+        let Some((t, set, index)) = self.device_location(device) else {
+            return Ok(());
+        };
+        let input = self.types[t].inputs[message.pin];
+        let p = match input {
+            Input::Begin(p)
+            | Input::ReadRecv { plan: p, .. }
+            | Input::WriteRecv { plan: p, .. } => p,
+        };
+        let plan_index = self.types[t].plans[p].plan;
+        if message.plan != plan_index {
+            return Err(
+                self.assertion(device, "a message arrived on the pin of another invocation")
+            );
+        }
+        // Step 1: the first message of the invocation.
+        let read_mask = {
+            let bits = self.types[t].plans[p].read_sends.len();
+            if bits >= 32 {
+                u32::MAX
+            } else {
+                (1u32 << bits) - 1
+            }
+        };
+        {
+            let state = &mut self.elements[device - 1].plans[p];
+            if !state.in_progress {
+                state.in_progress = true;
+                state.read_send_mask = read_mask;
+            }
+        }
+        let read_total = self.counts.read_total(self.graph, plan_index, set, index);
+        let write_total = self.counts.write_total(self.graph, plan_index, set, index);
+        match input {
+            Input::Begin(_) => {
+                if self.types[t].plans[p].iterates {
+                    let plan = &self.graph.invocations[plan_index];
+                    let mut offset = 0;
+                    for global in &plan.begin_globals {
+                        let dimension = self.program.globals[global.index()].ty.dimension as usize;
+                        if let Some(pad) = self.types[t].pads.iter().position(|g| g == global) {
+                            self.elements[device - 1].pads[pad]
+                                .copy_from_slice(&message.payload[offset..offset + dimension]);
+                        }
+                        offset += dimension;
+                    }
+                }
+                self.elements[device - 1].plans[p].read_recv_count += 1;
+            }
+            Input::ReadRecv { buffer, .. } => {
+                let state = &mut self.elements[device - 1].plans[p];
+                state.buffers[buffer].copy_from_slice(&message.payload);
+                state.read_recv_count += 1;
+            }
+            Input::WriteRecv { dat, add, .. } => {
+                let dimension = self.program.dats[dat.index()].ty.dimension as usize;
+                let row = index as usize * dimension;
+                let stored = &mut self.state.dats[dat.index()][row..row + dimension];
+                if add {
+                    add_into(stored, &message.payload);
+                } else {
+                    stored.copy_from_slice(&message.payload);
+                }
+                self.elements[device - 1].plans[p].write_recv_count += 1;
+            }
+        }
+        let state = &self.elements[device - 1].plans[p];
+        if state.read_recv_count > read_total || state.write_recv_count > write_total {
+            return Err(self.assertion(
+                device,
+                "more messages arrived than the device's count properties allow",
+            ));
+        }
+        self.update_ready(device);
+        Ok(())
+    }
+
+    fn controller_send(&mut self, pin: usize) -> Result<(), SimulationError> {
+        if pin == 0 {
+            return self.step();
+        }
+        // Begin of the invocation at graph position pin - 1.
+        let plan_index = pin - 1;
+        let plan = &self.graph.invocations[plan_index];
+        let mut payload = Vec::new();
+        for global in &plan.begin_globals {
+            payload.extend_from_slice(&self.state.globals[global.index()]);
+        }
+        self.controller.begin_pending = 0;
+        self.controller.end_count = 0;
+        if self.counts.end_total[plan_index] == 0 {
+            self.controller.running = true;
+        }
+        self.deliver(0, pin, plan_index, payload);
+        Ok(())
+    }
+
+    fn controller_receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
+        let plan_index = message.pin;
+        if plan_index != message.plan {
+            return Err(
+                self.assertion(0, "an end message arrived on the pin of another invocation")
+            );
+        }
+        let plan = &self.graph.invocations[plan_index];
+        let mut offset = 0;
+        for (global, mode) in &plan.end_globals {
+            let dimension = self.program.globals[global.index()].ty.dimension as usize;
+            let partial = &message.payload[offset..offset + dimension];
+            let target = &mut self.state.globals[global.index()];
+            match mode {
+                AccessMode::Inc => add_into(target, partial),
+                mode => combine(target, partial, *mode),
+            }
+            offset += dimension;
+        }
+        self.controller.end_count += 1;
+        if self.controller.end_count > self.counts.end_total[plan_index] {
+            return Err(self.assertion(
+                0,
+                "more end messages arrived than the invocation has devices",
+            ));
+        }
+        if self.controller.end_count == self.counts.end_total[plan_index] {
+            self.controller.end_count = 0;
+            self.controller.running = true;
+        }
+        Ok(())
+    }
+
+    /// The step pin: run `main`'s blocks until a par_loop or the end.
+    fn step(&mut self) -> Result<(), SimulationError> {
+        let program = Arc::clone(&self.program);
+        let lengths = self.state.lengths();
+        let main_file = program.main_location.map(|l| l.file).unwrap_or_default();
+        loop {
+            let pc = self.controller.pc;
+            let Some((block, terminator)) = self.controller.program.blocks.get(pc) else {
+                self.controller.finished = true;
+                self.controller.running = false;
+                return Ok(());
+            };
+            let mut printer = Printer {
+                out: &mut *self.out,
+            };
+            let result = {
+                let mut frame = Frame {
+                    slots: &mut self.controller.slots,
+                    consts: &self.state.consts,
+                    lengths: &lengths,
+                    globals: &mut self.state.globals,
+                    host: Some(&mut printer),
+                    budget: u64::MAX,
+                };
+                block.run(&mut frame).and_then(|()| match terminator {
+                    TerminatorCode::Branch(condition, then_block, else_block) => {
+                        Ok(Some(if condition.eval(&mut frame)?.is_true() {
+                            *then_block
+                        } else {
+                            *else_block
+                        }))
+                    }
+                    _ => Ok(None),
+                })
+            };
+            let next = result.map_err(|fault| {
+                SimulationError::Runtime(describe(&program, main_file, &fault, "in `main`"))
+            })?;
+            match terminator {
+                TerminatorCode::Goto(next) => self.controller.pc = *next,
+                TerminatorCode::Branch(..) => {
+                    let target = next.unwrap_or(0);
+                    // A jump back is one loop iteration.
+                    if target <= pc {
+                        if self.budget == 0 {
+                            return Err(SimulationError::Runtime(describe(
+                                &program,
+                                main_file,
+                                &Fault::IterationLimit(0),
+                                "",
+                            )));
+                        }
+                        self.budget -= 1;
+                    }
+                    self.controller.pc = target;
+                }
+                TerminatorCode::ParLoop(plan, next) => {
+                    self.controller.pc = *next;
+                    self.controller.running = false;
+                    self.controller.begin_pending = plan + 1;
+                    return Ok(());
+                }
+                TerminatorCode::Exit => {
+                    self.controller.running = false;
+                    self.controller.finished = true;
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// Passes `print` output to the simulation's writer.
+struct Printer<'o> {
+    out: &'o mut dyn FnMut(&str),
+}
+
+impl Host for Printer<'_> {
+    fn print(&mut self, text: &str) {
+        (self.out)(text);
+    }
+
+    fn par_loop(
+        &mut self,
+        _invocation: InvocationId,
+        _globals: &mut [Vec<Value>],
+    ) -> Result<(), Fault> {
+        // Blocks never contain par_loops: they end blocks.
+        Ok(())
+    }
+}
+
+/// Compiles the controller's blocks. Each block is compiled as a body over
+/// `main`'s locals; a branch condition is compiled as an assignment of its
+/// value to a scratch slot after the locals.
+fn compile_controller(program: &Program, graph: &GraphType) -> ControllerProgram {
+    let Some(main) = program.main.as_deref() else {
+        return ControllerProgram { blocks: Vec::new() };
+    };
+    let plan_position = |id: InvocationId| {
+        graph
+            .invocations
+            .iter()
+            .position(|p| p.id == id)
+            .unwrap_or(0)
+    };
+    let blocks = graph
+        .controller
+        .blocks
+        .iter()
+        .map(|block| {
+            let body = Body {
+                locals: main.locals.clone(),
+                statements: block.statements.clone(),
+            };
+            let compiled = Compiled::new(&body, &[]);
+            let terminator = match &block.terminator {
+                Terminator::Goto(next) => TerminatorCode::Goto(*next),
+                Terminator::Branch {
+                    condition,
+                    then_block,
+                    else_block,
+                } => TerminatorCode::Branch(
+                    CompiledExpr::new(main, condition),
+                    *then_block,
+                    *else_block,
+                ),
+                Terminator::ParLoop { invocation, next } => {
+                    TerminatorCode::ParLoop(plan_position(*invocation), *next)
+                }
+                Terminator::Exit => TerminatorCode::Exit,
+            };
+            (compiled, terminator)
+        })
+        .collect();
+    ControllerProgram { blocks }
+}
