@@ -59,6 +59,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
+    /// Start the language server on standard input and output (editors run
+    /// this).
+    Lsp,
     /// Run a program's reference semantics on instance data.
     Run(run::Common),
     /// Simulate the generated POETS graph with an adversarial message order.
@@ -117,6 +120,7 @@ fn main() -> ExitCode {
         } => check::run(&files, message_format, color),
         Command::Explain { code } => explain::run(code.as_deref()),
         Command::Run(common) => run::run(&common),
+        Command::Lsp => lsp(),
         Command::Simulate { common, options } => run::simulate(&common, &options),
         Command::Build {
             file,
@@ -142,4 +146,11 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// Runs the language server until the client ends the session.
+fn lsp() -> anyhow::Result<Outcome> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(op2_lsp::serve_stdio());
+    Ok(Outcome::Success)
 }

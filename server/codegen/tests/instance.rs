@@ -606,3 +606,54 @@ fn problems_display_with_their_path() {
         "maps.pecell[1][1]: target 9 is outside set `cells` of 3 elements"
     );
 }
+
+#[test]
+fn e701_program_values_that_no_initialiser_can_hold() {
+    let analysis = analyse(
+        "
+const big: double = 1e308 * 10.0;
+set cells;
+dat p_q: double on cells;
+global g: double;
+kernel k(const double *q, double *g) { *g += q[0] + big; }
+main { par_loop k over cells (p_q READ, g INC); }",
+    );
+    let loaded = read(&analysis, r#"{"sets": {"cells": 2}}"#);
+    assert_problem(
+        &loaded,
+        Code::E701,
+        "consts.big",
+        "the program's value of const `big` is inf (component 0), which a POETS initialiser cannot hold; give a finite value here",
+    );
+    // A finite value in the data is the fix.
+    let loaded = read(
+        &analysis,
+        r#"{"sets": {"cells": 2}, "consts": {"big": 1e308}}"#,
+    );
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+}
+
+#[test]
+fn the_writer_refuses_values_no_initialiser_can_hold() {
+    use op2_codegen::instance::{Column, GraphInstance};
+    use op2_codegen::output::{BuildError, InstanceWriter};
+
+    let analysis = analyse(PROGRAM);
+    let graph = op2_codegen::graph_type(&analysis, "test");
+    let mut data = read(&analysis, GOOD).data.unwrap();
+    let flux = analysis
+        .program
+        .dats
+        .iter()
+        .position(|d| d.name == "p_flux")
+        .unwrap();
+    data.dats[flux] = DatValues::Given(Column::Double(vec![1.0, f64::NAN, 3.0]));
+    let mut progress = NoProgress;
+    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    let error = writer.write(&mut Vec::new(), &graph).unwrap_err();
+    let BuildError::Instance(message) = error else {
+        panic!("{error:?}");
+    };
+    assert!(message.starts_with("dats.p_flux[1][0]: "), "{message}");
+    assert!(message.contains("NaN"), "{message}");
+}

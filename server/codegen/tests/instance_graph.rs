@@ -551,3 +551,96 @@ fn empty_sets_give_an_instance_without_set_devices() {
     let seen = check_structure(&String::from_utf8(out).unwrap(), &graph);
     assert_eq!((seen.devices, seen.edges), (1, 0));
 }
+
+/// Records what a build reports.
+#[derive(Debug, Default)]
+struct Recording {
+    elements: Option<u64>,
+    phases: Vec<(instance::Phase, Option<u64>, u64)>,
+    open: bool,
+}
+
+impl instance::Progress for Recording {
+    fn instance_size(&mut self, elements: u64) {
+        self.elements = Some(elements);
+    }
+
+    fn start(&mut self, phase: instance::Phase, total: Option<u64>) {
+        assert!(
+            !self.open,
+            "{phase:?} started before the last phase finished"
+        );
+        self.phases.push((phase, total, 0));
+        self.open = true;
+    }
+
+    fn advance(&mut self, amount: u64) {
+        assert!(self.open, "advance outside a phase");
+        self.phases.last_mut().unwrap().2 += amount;
+    }
+
+    fn finish(&mut self) {
+        self.open = false;
+    }
+}
+
+#[test]
+fn progress_reports_every_phase() {
+    use instance::Phase;
+    let dir = examples();
+    let analysis = analyse(&dir.join("scatter.op2"));
+    let graph = op2_codegen::graph_type(&analysis, "scatter");
+    let json = std::fs::read(dir.join("scatter.instance.json")).unwrap();
+    let mut recording = Recording::default();
+    let data = instance::read(&json, &analysis.program, &mut recording)
+        .data
+        .unwrap();
+    let mut out = Vec::new();
+    let (devices, edges) = op2_codegen::output::InstanceWriter::write(
+        &mut GraphInstance::new(&analysis.program, &data, &mut recording),
+        &mut out,
+        &graph,
+    )
+    .unwrap();
+    assert_eq!(recording.elements, Some(54));
+    let phases: Vec<Phase> = recording.phases.iter().map(|p| p.0).collect();
+    assert_eq!(
+        phases,
+        [
+            Phase::Reading,
+            Phase::Validating,
+            Phase::Counting,
+            Phase::WritingDevices,
+            Phase::WritingEdges
+        ]
+    );
+    // Rows of `ends`, `p_conductance` and `p_potential`.
+    assert_eq!(recording.phases[0].2, 34 + 34 + 20);
+    for (phase, total, done) in &recording.phases[1..] {
+        assert_eq!(Some(*done), *total, "{phase:?}");
+    }
+    assert_eq!(recording.phases[3].2, devices);
+    assert_eq!(recording.phases[4].2, edges);
+    assert!(!recording.open);
+}
+
+#[test]
+fn terminal_progress_is_quiet_for_small_instances() {
+    // Standard error is not a terminal under the test harness, and a small
+    // instance shows no bars either way; neither may disturb a build.
+    let mut progress = instance::TerminalProgress::new(instance::TerminalProgress::THRESHOLD);
+    let dir = examples();
+    let analysis = analyse(&dir.join("scatter.op2"));
+    let json = std::fs::read(dir.join("scatter.instance.json")).unwrap();
+    assert!(
+        instance::read(&json, &analysis.program, &mut progress)
+            .data
+            .is_some()
+    );
+    let mut stderr = instance::TerminalProgress::stderr();
+    assert!(
+        instance::read(&json, &analysis.program, stderr.as_mut())
+            .data
+            .is_some()
+    );
+}

@@ -94,7 +94,8 @@ fn finite(value: Value) -> bool {
     }
 }
 
-/// Reports the first value of the program's own that is NaN or infinite.
+/// Reports the first value of the program's own that is NaN or infinite;
+/// `what` says whose value it is.
 fn check_program_values(
     problems: &mut Problems<'_>,
     section: Section,
@@ -105,7 +106,7 @@ fn check_program_values(
     if let Some((component, value)) = values.iter().enumerate().find(|(_, v)| !finite(**v)) {
         problems.report(Code::E701, section, id, &[], || {
             format!(
-                "the program's value of {what} is {value} (component {component}), which a POETS initialiser cannot hold; give a finite value here"
+                "{what} is {value} (component {component}), which a POETS initialiser cannot hold; give a finite value here"
             )
         });
     }
@@ -159,7 +160,7 @@ pub(super) fn validate(
                     problems,
                     Section::Consts,
                     id,
-                    &format!("`{}`", c.name),
+                    &format!("the program's value of const `{}`", c.name),
                     &values,
                 );
                 values
@@ -196,7 +197,7 @@ pub(super) fn validate(
                         problems,
                         Section::Globals,
                         index as u32,
-                        &format!("`{}`", g.name),
+                        &format!("the program's initial value of global `{}`", g.name),
                         &values,
                     );
                 }
@@ -235,7 +236,7 @@ pub(super) fn validate(
                         problems,
                         Section::Dats,
                         id,
-                        &format!("the initialiser of `{}`", d.name),
+                        &format!("the program's initial value of dat `{}`", d.name),
                         &values,
                     );
                 }

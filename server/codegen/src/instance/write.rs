@@ -23,8 +23,10 @@ use crate::names;
 use crate::output::{BuildError, InstanceWriter};
 use crate::xml;
 
-/// Bytes gathered before a write to the output.
-const BUFFER: usize = 1 << 18;
+/// Bytes gathered before a write to the output: as much as the buffered
+/// writer of `output::write_graph` holds, so that it passes them straight
+/// through instead of copying them again.
+const BUFFER: usize = 1 << 20;
 
 /// Units between progress reports.
 const TICK: u64 = 1 << 16;
@@ -427,6 +429,14 @@ impl<'d> Edges<'d> {
                     ))
                 })?;
                 let arity = program.maps[map.index()].arity as usize;
+                let limit = data.set_size(target_set);
+                if targets.iter().any(|&t| t >= limit) {
+                    return Err(BuildError::Instance(format!(
+                        "map `{}` has a target outside set `{}` of {limit} elements (E702)",
+                        program.maps[map.index()].name,
+                        program.sets[target_set.index()].name
+                    )));
+                }
                 let template = if read {
                     let dst_pin = names::read_recv(inv, arg);
                     let src_pin = names::read_send(inv, &d.name);
@@ -740,6 +750,17 @@ fn set_pieces(
             .find(|(_, d)| d.set == Some(set) && member.name == names::dat_state(&d.name));
         match dat {
             Some((index, d)) => match &data.dats[index] {
+                DatValues::Given(column)
+                    if column.len() != data.set_size(set) as usize * d.ty.dimension as usize =>
+                {
+                    return Err(BuildError::Instance(format!(
+                        "dat `{}` has {} values for {} elements of dimension {} (E703)",
+                        d.name,
+                        column.len(),
+                        data.set_size(set),
+                        d.ty.dimension
+                    )));
+                }
                 DatValues::Given(_) => pieces.piece(Piece::Dat {
                     dat: index,
                     dimension: d.ty.dimension,
@@ -897,6 +918,7 @@ fn write_instance(
             .as_bytes(),
         );
         devices += 1;
+        progress.advance(1);
     }
 
     // The set devices.

@@ -1,0 +1,179 @@
+//! The server's settings: one documented struct, read from the client's
+//! initialization options and `workspace/didChangeConfiguration`. The VS Code
+//! extension's settings and the docs are generated from [`Settings::schema`].
+
+use serde::Deserialize;
+
+/// Everything a user can configure, under the `op2` section.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct Settings {
+    /// Building the POETS graph when a file is saved.
+    pub build: BuildSettings,
+    /// The hints shown inline in the editor.
+    pub inlay_hints: InlayHintSettings,
+    /// Tracing of the protocol, for debugging the server.
+    pub trace: TraceSettings,
+}
+
+/// `op2.build.*`
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct BuildSettings {
+    /// Write `<stem>.graph.xml` on every save of a program without errors.
+    pub on_save: bool,
+    /// Directory for the graph, relative to the workspace folder; empty
+    /// means beside the source. Never outside the workspace.
+    pub out_dir: String,
+    /// Instance data (JSON) to build with, relative to the workspace folder;
+    /// empty means the graph type only.
+    pub instance: String,
+}
+
+/// `op2.inlayHints.*`
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct InlayHintSettings {
+    /// The invocation name after each par_loop head.
+    pub invocation_names: bool,
+    /// Per argument, the pins, buffer or property it generates.
+    pub generated_pins: bool,
+}
+
+/// `op2.trace.*`
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+pub struct TraceSettings {
+    /// `off`, `messages` or `verbose`.
+    pub server: String,
+}
+
+impl Default for BuildSettings {
+    fn default() -> BuildSettings {
+        BuildSettings { on_save: true, out_dir: String::new(), instance: String::new() }
+    }
+}
+
+impl Default for InlayHintSettings {
+    fn default() -> InlayHintSettings {
+        InlayHintSettings { invocation_names: true, generated_pins: true }
+    }
+}
+
+impl Default for TraceSettings {
+    fn default() -> TraceSettings {
+        TraceSettings { server: "off".into() }
+    }
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { build: BuildSettings::default(), inlay_hints: InlayHintSettings::default(), trace: TraceSettings::default() }
+    }
+}
+
+/// One setting as the VS Code manifest and the docs describe it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettingDescription {
+    /// `op2.build.onSave`
+    pub key: &'static str,
+    /// `boolean` or `string`.
+    pub kind: &'static str,
+    /// The default, as JSON.
+    pub default: &'static str,
+    /// What it does.
+    pub description: &'static str,
+    /// Allowed values, for enumerations.
+    pub values: &'static [&'static str],
+}
+
+impl Settings {
+    /// Reads settings from a JSON value: either `{"op2": {…}}` or the
+    /// section itself. Unknown keys are an error naming them.
+    pub fn from_json(value: &serde_json::Value) -> Result<Settings, String> {
+        let section = value.get("op2").unwrap_or(value);
+        if section.is_null() {
+            return Ok(Settings::default());
+        }
+        serde_json::from_value(section.clone()).map_err(|e| format!("invalid op2 settings: {e}"))
+    }
+
+    /// Every setting, with the documentation above. A test checks that this
+    /// list covers the struct, and the editor manifests are generated from
+    /// it.
+    pub fn schema() -> Vec<SettingDescription> {
+        vec![
+            SettingDescription {
+                key: "op2.build.onSave",
+                kind: "boolean",
+                default: "true",
+                description: "Write `<stem>.graph.xml` on every save of a program without errors.",
+                values: &[],
+            },
+            SettingDescription {
+                key: "op2.build.outDir",
+                kind: "string",
+                default: "\"\"",
+                description: "Directory for the graph, relative to the workspace folder; empty means beside the source. Never outside the workspace.",
+                values: &[],
+            },
+            SettingDescription {
+                key: "op2.build.instance",
+                kind: "string",
+                default: "\"\"",
+                description: "Instance data (JSON) to build with, relative to the workspace folder; empty means the graph type only.",
+                values: &[],
+            },
+            SettingDescription {
+                key: "op2.inlayHints.invocationNames",
+                kind: "boolean",
+                default: "true",
+                description: "Show the invocation name after each par_loop head.",
+                values: &[],
+            },
+            SettingDescription {
+                key: "op2.inlayHints.generatedPins",
+                kind: "boolean",
+                default: "true",
+                description: "Show, per par_loop argument, the POETS pins, buffer or property it generates.",
+                values: &[],
+            },
+            SettingDescription {
+                key: "op2.trace.server",
+                kind: "string",
+                default: "\"off\"",
+                description: "Trace the communication between the editor and the op2 language server.",
+                values: &["off", "messages", "verbose"],
+            },
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_defaults_are_the_struct_defaults() {
+        let mut object = serde_json::Map::new();
+        for setting in Settings::schema() {
+            let mut parts = setting.key.split('.').skip(1).collect::<Vec<_>>();
+            let leaf = parts.pop().expect("a key has a leaf");
+            let mut node = &mut object;
+            for part in parts {
+                node = node.entry(part).or_insert_with(|| serde_json::json!({})).as_object_mut().expect("an object");
+            }
+            node.insert(leaf.into(), serde_json::from_str(setting.default).expect("a JSON default"));
+        }
+        // Every key of the schema is a field (deny_unknown_fields), and the
+        // defaults agree.
+        let parsed = Settings::from_json(&serde_json::Value::Object(object)).expect("the schema describes the struct");
+        assert_eq!(parsed, Settings::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let error = Settings::from_json(&serde_json::json!({"op2": {"build": {"onSav": true}}})).unwrap_err();
+        assert!(error.contains("onSav"), "{error}");
+    }
+}

@@ -1,0 +1,3 @@
+//! Editor queries over the analysis and the graph model, in plain data:
+//! byte offsets and ranges in, byte ranges and text out. Nothing here knows
+//! LSP; the handlers convert.

@@ -1,0 +1,25 @@
+//! The op2 language server: a thin layer of tower-lsp-server handlers over
+//! the analysis and the code generator.
+//!
+//! Rules this crate keeps (architecture.md, "Language server rules"), each
+//! tested through the real transport:
+//!
+//! 1. `didOpen`, `didChange` and `didClose` apply to the document store
+//!    under a short synchronous lock before any `.await`, so concurrent
+//!    notifications cannot reorder edits.
+//! 2. Every analysis result carries the document version it was computed
+//!    for; a result for an older version is never published.
+//! 3. Requests to the client (progress, configuration) are spawned, never
+//!    awaited inside a handler.
+//! 4. Analysis runs on the blocking pool, never on the async threads.
+//! 5. Positions are converted at the edge, in the negotiated encoding.
+//! 6. A panic in one request is caught and logged; the session goes on.
+
+pub mod config;
+pub mod documents;
+pub mod handlers;
+pub mod ide;
+mod server;
+pub mod world;
+
+pub use server::{Backend, serve, serve_stdio};

@@ -1,0 +1,399 @@
+//! The tower-lsp-server glue: capabilities, document synchronisation,
+//! diagnostics publishing, build on save, and dispatch of every request to
+//! its handler in `handlers/`.
+
+use std::sync::{Arc, Mutex};
+
+use op2_analysis::Analyser;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tower_lsp_server::jsonrpc::{Error, Result};
+use tower_lsp_server::lsp_types::*;
+use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+
+use crate::config::Settings;
+use crate::documents::{Document, PositionEncoding};
+use crate::handlers::{self, Context};
+use crate::world::{Analysed, Entry, World, analyse, uri_to_path};
+
+/// The language server.
+#[derive(Debug)]
+pub struct Backend {
+    client: Client,
+    world: Arc<Mutex<World>>,
+    /// Allows the test command that panics (for the panic-recovery test).
+    allow_test_panic: bool,
+}
+
+/// Commands the server executes (`workspace/executeCommand`).
+pub mod commands {
+    /// Build the graph of a document now: `[uri]`.
+    pub const BUILD: &str = "op2.build";
+    /// The generated device type behind a position, as a read-only document
+    /// text: `[uri, set name]`.
+    pub const SHOW_DEVICE_TYPE: &str = "op2.showDeviceType";
+    /// Panics (only with `OP2_LSP_TEST_PANIC=1` in the environment).
+    pub const TEST_PANIC: &str = "op2.test.panic";
+}
+
+/// Serves on standard input and output (what `op2 lsp` runs).
+pub async fn serve_stdio() {
+    serve(tokio::io::stdin(), tokio::io::stdout()).await;
+}
+
+/// Serves on any transport (tests use an in-memory duplex).
+pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) {
+    let allow_test_panic = std::env::var("OP2_LSP_TEST_PANIC").is_ok_and(|v| v == "1");
+    let (service, socket) =
+        LspService::build(|client| Backend { client, world: Arc::default(), allow_test_panic }).finish();
+    Server::new(input, output, socket).serve(service).await;
+}
+
+fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
+    // A panic elsewhere never leaves the world half-updated (updates are
+    // single assignments), so a poisoned lock is still usable.
+    world.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Backend {
+    /// Analyses the current version of `uri` unless its analysis is
+    /// current, publishing diagnostics when `publish` is set. Stale results
+    /// are dropped.
+    async fn analysed(&self, uri: &Uri, publish: bool) -> Option<Arc<Analysed>> {
+        let (document, path, analyser, overlay) = {
+            let world = lock(&self.world);
+            let entry = world.documents.get(uri)?;
+            if let Some(analysed) = &entry.analysed {
+                if analysed.version == entry.document.version {
+                    return Some(Arc::clone(analysed));
+                }
+            }
+            (entry.document.clone(), entry.path.clone(), Arc::clone(&entry.analyser), world.overlay())
+        };
+        let version = document.version;
+        let result = tokio::task::spawn_blocking(move || analyse(document, path, &analyser, &overlay)).await;
+        let analysed = match result {
+            Ok(analysed) => Arc::new(analysed),
+            Err(error) => {
+                self.client.log_message(MessageType::ERROR, format!("analysis of {} failed: {error}", uri.as_str())).await;
+                return None;
+            }
+        };
+        let (current, encoding) = {
+            let mut world = lock(&self.world);
+            let encoding = world.encoding();
+            let entry = world.documents.get_mut(uri)?;
+            // Only a result for the current version is kept and published.
+            let current = entry.document.version == version;
+            let newer = entry.analysed.as_ref().is_some_and(|a| a.version >= version);
+            if current && !newer {
+                entry.analysed = Some(Arc::clone(&analysed));
+            }
+            (current, encoding)
+        };
+        if publish && current {
+            let diagnostics = handlers::diagnostics::to_lsp(&analysed, uri, encoding);
+            self.client.publish_diagnostics(uri.clone(), diagnostics, Some(version)).await;
+        }
+        current.then_some(analysed)
+    }
+
+    /// Re-analyses and publishes in the background (after a change).
+    fn schedule(&self, uri: Uri) {
+        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), allow_test_panic: self.allow_test_panic };
+        tokio::spawn(async move {
+            backend.analysed(&uri, true).await;
+        });
+    }
+
+    /// Runs a request handler over the current analysis, on the blocking
+    /// pool. A panic in it is logged and answered with an internal error.
+    async fn request<T, F>(&self, name: &str, uri: &Uri, handler: F) -> Result<Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Context<'_>) -> Option<T> + Send + 'static,
+    {
+        let Some(analysed) = self.analysed(uri, false).await else { return Ok(None) };
+        let (encoding, settings) = {
+            let world = lock(&self.world);
+            (world.encoding(), world.settings.clone())
+        };
+        let uri = uri.clone();
+        let result = tokio::task::spawn_blocking(move || {
+            let context = Context { analysed: &analysed, encoding, settings: &settings, uri: &uri };
+            handler(&context)
+        })
+        .await;
+        match result {
+            Ok(value) => Ok(value),
+            Err(error) => {
+                self.client.log_message(MessageType::ERROR, format!("{name} failed: {error}")).await;
+                Err(Error::internal_error())
+            }
+        }
+    }
+
+    fn build_on_save(&self, uri: Uri) {
+        let client = self.client.clone();
+        let world = Arc::clone(&self.world);
+        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), allow_test_panic: self.allow_test_panic };
+        tokio::spawn(async move {
+            let Some(analysed) = backend.analysed(&uri, true).await else { return };
+            let (settings, folders, path) = {
+                let world = lock(&world);
+                let path = world.documents.get(&uri).and_then(|e| e.path.clone());
+                (world.settings.clone(), world.workspace_folders.clone(), path)
+            };
+            handlers::build::build_with_progress(&client, &analysed, path, &settings, &folders).await;
+        });
+    }
+}
+
+fn encoding_of(params: &InitializeParams) -> PositionEncoding {
+    let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_ref());
+    match offered {
+        Some(encodings) if encodings.contains(&PositionEncodingKind::UTF8) => PositionEncoding::Utf8,
+        _ => PositionEncoding::Utf16,
+    }
+}
+
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        let encoding = encoding_of(&params);
+        let settings = match params.initialization_options.as_ref().map(Settings::from_json) {
+            Some(Ok(settings)) => settings,
+            Some(Err(message)) => {
+                // Spawned: never await the client inside a handler.
+                let client = self.client.clone();
+                tokio::spawn(async move { client.show_message(MessageType::WARNING, message).await });
+                Settings::default()
+            }
+            None => Settings::default(),
+        };
+        {
+            let mut world = lock(&self.world);
+            world.encoding = Some(encoding);
+            world.settings = settings;
+            world.workspace_folders = params
+                .workspace_folders
+                .iter()
+                .flatten()
+                .filter_map(|folder| uri_to_path(&folder.uri))
+                .collect();
+            #[allow(deprecated)]
+            if world.workspace_folders.is_empty() {
+                if let Some(root) = params.root_uri.as_ref().and_then(uri_to_path) {
+                    world.workspace_folders.push(root);
+                }
+            }
+        }
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo { name: "op2".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            capabilities: handlers::capabilities(encoding),
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        self.client.log_message(MessageType::INFO, "op2 language server ready").await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let document = params.text_document;
+        {
+            let mut world = lock(&self.world);
+            let path = uri_to_path(&document.uri);
+            world.documents.insert(
+                document.uri.clone(),
+                Entry {
+                    document: Document::new(&document.text, document.version),
+                    path,
+                    analyser: Arc::new(Mutex::new(Analyser::new())),
+                    analysed: None,
+                },
+            );
+        }
+        self.schedule(document.uri);
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        // Applied before any `.await` (rule 1).
+        let uri = params.text_document.uri;
+        {
+            let mut world = lock(&self.world);
+            let encoding = world.encoding();
+            let Some(entry) = world.documents.get_mut(&uri) else { return };
+            entry.document.apply_changes(params.content_changes, params.text_document.version, encoding);
+        }
+        // Open programs that import this file see its new text too.
+        let importers: Vec<Uri> = {
+            let mut world = lock(&self.world);
+            let path = world.documents.get(&uri).and_then(|e| e.path.clone());
+            let mut importers = Vec::new();
+            if let Some(path) = path {
+                for (other, entry) in world.documents.iter_mut() {
+                    let imports = entry.analysed.as_ref().is_some_and(|a| a.analysis.program.files.iter().skip(1).any(|f| f.path == path));
+                    if *other != uri && imports {
+                        entry.analysed = None;
+                        importers.push(other.clone());
+                    }
+                }
+            }
+            importers
+        };
+        self.schedule(uri);
+        for importer in importers {
+            self.schedule(importer);
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        lock(&self.world).documents.remove(&params.text_document.uri);
+        self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        if lock(&self.world).settings.build.on_save {
+            self.build_on_save(params.text_document.uri);
+        }
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        match Settings::from_json(&params.settings) {
+            Ok(settings) => lock(&self.world).settings = settings,
+            Err(message) => self.client.show_message(MessageType::WARNING, message).await,
+        }
+        let _ = self.client.inlay_hint_refresh().await;
+    }
+
+    async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
+        // An imported file changed on disk: every open program may see it.
+        let uris: Vec<Uri> = {
+            let mut world = lock(&self.world);
+            for entry in world.documents.values_mut() {
+                entry.analysed = None;
+            }
+            world.documents.keys().cloned().collect()
+        };
+        for uri in uris {
+            self.schedule(uri);
+        }
+    }
+
+    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<serde_json::Value>> {
+        let uri = params.arguments.first().and_then(|a| a.as_str()).and_then(|s| s.parse::<Uri>().ok());
+        match params.command.as_str() {
+            commands::TEST_PANIC if self.allow_test_panic => {
+                let result = tokio::task::spawn_blocking(|| -> () { panic!("test panic requested") }).await;
+                self.client.log_message(MessageType::ERROR, format!("command failed: {}", result.err().map_or_else(String::new, |e| e.to_string()))).await;
+                Err(Error::internal_error())
+            }
+            commands::BUILD => {
+                let Some(uri) = uri else { return Err(Error::invalid_params("expected a document URI")) };
+                self.build_on_save(uri);
+                Ok(None)
+            }
+            commands::SHOW_DEVICE_TYPE => {
+                let Some(uri) = uri else { return Err(Error::invalid_params("expected a document URI")) };
+                let set = params.arguments.get(1).and_then(|a| a.as_str()).map(str::to_owned);
+                self.request("showDeviceType", &uri, move |context| handlers::code_lens::device_type_text(context, set.as_deref()).map(serde_json::Value::String)).await
+            }
+            other => Err(Error::invalid_params(format!("unknown command `{other}`"))),
+        }
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let position = params.text_document_position_params;
+        self.request("hover", &position.text_document.uri.clone(), move |c| handlers::hover::hover(c, position.position)).await
+    }
+
+    async fn goto_definition(&self, params: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+        let position = params.text_document_position_params;
+        self.request("definition", &position.text_document.uri.clone(), move |c| handlers::definition::definition(c, position.position)).await
+    }
+
+    async fn references(&self, params: ReferenceParams) -> Result<Option<Vec<Location>>> {
+        let position = params.text_document_position;
+        let include = params.context.include_declaration;
+        self.request("references", &position.text_document.uri.clone(), move |c| handlers::references::references(c, position.position, include)).await
+    }
+
+    async fn document_highlight(&self, params: DocumentHighlightParams) -> Result<Option<Vec<DocumentHighlight>>> {
+        let position = params.text_document_position_params;
+        self.request("highlight", &position.text_document.uri.clone(), move |c| handlers::references::highlights(c, position.position)).await
+    }
+
+    async fn prepare_rename(&self, params: TextDocumentPositionParams) -> Result<Option<PrepareRenameResponse>> {
+        self.request("prepareRename", &params.text_document.uri.clone(), move |c| handlers::rename::prepare(c, params.position)).await
+    }
+
+    async fn rename(&self, params: RenameParams) -> Result<Option<WorkspaceEdit>> {
+        let position = params.text_document_position;
+        let name = params.new_name;
+        self.request("rename", &position.text_document.uri.clone(), move |c| handlers::rename::rename(c, position.position, &name)).await
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let position = params.text_document_position;
+        self.request("completion", &position.text_document.uri.clone(), move |c| handlers::completion::completion(c, position.position)).await
+    }
+
+    async fn signature_help(&self, params: SignatureHelpParams) -> Result<Option<SignatureHelp>> {
+        let position = params.text_document_position_params;
+        self.request("signatureHelp", &position.text_document.uri.clone(), move |c| handlers::signature_help::signature_help(c, position.position)).await
+    }
+
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        self.request("documentSymbol", &params.text_document.uri.clone(), handlers::symbols::document_symbols).await
+    }
+
+    async fn symbol(&self, params: WorkspaceSymbolParams) -> Result<Option<OneOf<Vec<SymbolInformation>, Vec<WorkspaceSymbol>>>> {
+        let uris: Vec<Uri> = lock(&self.world).documents.keys().cloned().collect();
+        let mut symbols = Vec::new();
+        for uri in uris {
+            let query = params.query.clone();
+            if let Ok(Some(found)) = self.request("workspaceSymbol", &uri, move |c| Some(handlers::symbols::workspace_symbols(c, &query))).await {
+                symbols.extend(found);
+            }
+        }
+        Ok(Some(OneOf::Right(symbols)))
+    }
+
+    async fn semantic_tokens_full(&self, params: SemanticTokensParams) -> Result<Option<SemanticTokensResult>> {
+        self.request("semanticTokens", &params.text_document.uri.clone(), |c| handlers::semantic_tokens::full(c).map(SemanticTokensResult::Tokens)).await
+    }
+
+    async fn semantic_tokens_full_delta(&self, params: SemanticTokensDeltaParams) -> Result<Option<SemanticTokensFullDeltaResult>> {
+        let previous = params.previous_result_id;
+        self.request("semanticTokensDelta", &params.text_document.uri.clone(), move |c| handlers::semantic_tokens::delta(c, &previous)).await
+    }
+
+    async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let range = params.range;
+        self.request("inlayHint", &params.text_document.uri.clone(), move |c| handlers::inlay_hints::inlay_hints(c, range)).await
+    }
+
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        self.request("codeLens", &params.text_document.uri.clone(), handlers::code_lens::code_lenses).await
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let range = params.range;
+        self.request("codeAction", &params.text_document.uri.clone(), move |c| handlers::code_actions::code_actions(c, range)).await
+    }
+
+    async fn folding_range(&self, params: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
+        self.request("foldingRange", &params.text_document.uri.clone(), handlers::folding::folding_ranges).await
+    }
+
+    async fn selection_range(&self, params: SelectionRangeParams) -> Result<Option<Vec<SelectionRange>>> {
+        let positions = params.positions;
+        self.request("selectionRange", &params.text_document.uri.clone(), move |c| handlers::folding::selection_ranges(c, &positions)).await
+    }
+
+    async fn formatting(&self, params: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
+        self.request("formatting", &params.text_document.uri.clone(), handlers::formatting::formatting).await
+    }
+}
