@@ -1,0 +1,1 @@
+//! What the code generator makes of the program, as editors show it.

@@ -1,0 +1,1 @@
+//! Names: what is under the cursor, where it is defined and used.
