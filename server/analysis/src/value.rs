@@ -232,6 +232,18 @@ pub fn binary_operand_type(op: BinaryOp, a: ScalarType, b: ScalarType) -> Scalar
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
 pub fn binary(op: BinaryOp, a: Value, b: Value) -> Result<Value, EvalError> {
     use BinaryOp as B;
+    // The common case of mesh kernels, without the general conversions.
+    if let (Value::Double(x), Value::Double(y)) = (a, b) {
+        match op {
+            B::Add => return Ok(Value::Double(x + y)),
+            B::Sub => return Ok(Value::Double(x - y)),
+            B::Mul => return Ok(Value::Double(x * y)),
+            B::Div => return Ok(Value::Double(x / y)),
+            B::Lt => return Ok(Value::Int(i32::from(x < y))),
+            B::Gt => return Ok(Value::Int(i32::from(x > y))),
+            _ => {}
+        }
+    }
     match op {
         B::And => return Ok(Value::Int(i32::from(a.is_true() && b.is_true()))),
         B::Or => return Ok(Value::Int(i32::from(a.is_true() || b.is_true()))),

@@ -88,15 +88,18 @@ enum Storage {
 struct CompiledPlace {
     storage: Storage,
     index: Option<Ex>,
+    /// A literal index, known when compiling (the common `q[0]`).
+    fixed: Option<i64>,
     range: TextRange,
 }
 
 impl CompiledPlace {
     #[inline]
     fn locate(&self, frame: &mut Frame<'_>) -> Result<usize, Fault> {
-        let index = match &self.index {
-            Some(index) => index(frame)?.as_i64().unwrap_or(0),
-            None => 0,
+        let index = match (self.fixed, &self.index) {
+            (Some(fixed), _) => fixed,
+            (None, Some(index)) => index(frame)?.as_i64().unwrap_or(0),
+            (None, None) => 0,
         };
         let length = match self.storage {
             Storage::Slot { length, .. } => length,
@@ -266,11 +269,8 @@ impl Compiler<'_> {
             Var::Const(id) => Storage::Const(id.index()),
             Var::Global(id) => Storage::Global(id.index()),
         };
-        CompiledPlace {
-            storage,
-            index: place.index.as_ref().map(|i| self.expr(i)),
-            range: place.range,
-        }
+                let fixed = place.index.as_deref().and_then(literal_index);
+        CompiledPlace { storage, index: place.index.as_ref().filter(|_| fixed.is_none()).map(|i| self.expr(i)), fixed, range: place.range }
     }
 
     fn expr(&self, expr: &Expr) -> Ex {
@@ -554,6 +554,15 @@ impl Compiler<'_> {
                 })
             }
         }
+    }
+}
+
+/// The value of an index that is a literal (possibly converted).
+fn literal_index(expr: &Expr) -> Option<i64> {
+    match &expr.kind {
+        ExprKind::Literal(value) => value.as_i64(),
+        ExprKind::Convert { value, .. } => literal_index(value),
+        _ => None,
     }
 }
 

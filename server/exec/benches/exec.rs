@@ -1,0 +1,70 @@
+//! Kernel evaluations per second (the reference run) and simulated messages
+//! per second (the graph simulator), on the airfoil example and the small
+//! shared mesh, 10 and 2 outer iterations.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use op2_analysis::{Options, analyse_text};
+use op2_codegen::instance::{NoProgress, read};
+use op2_exec::simulate::{self, simulate};
+use op2_exec::{Reference, State};
+
+fn airfoil(iterations: u32) -> Option<(op2_analysis::Analysis, op2_codegen::instance::InstanceData)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let json = std::fs::read(root.join("../shared/data/airfoil_I10_J15.json")).ok()?;
+    let mut document: serde_json::Value = serde_json::from_slice(&json).ok()?;
+    document["consts"]["niter"] = serde_json::json!(iterations);
+    let json = serde_json::to_vec(&document).ok()?;
+    let text = std::fs::read_to_string(root.join("docs/examples/airfoil.op2")).ok()?;
+    let analysis = analyse_text(Path::new("airfoil.op2"), &text, &Options { require_main: true });
+    let data = read(&json, &analysis.program, &mut NoProgress).data?;
+    Some((analysis, data))
+}
+
+fn exec(c: &mut Criterion) {
+    let Some((analysis, data)) = airfoil(10) else {
+        eprintln!("SKIPPED LOUDLY: the shared airfoil mesh is missing");
+        return;
+    };
+    // 4,120 kernel evaluations per outer iteration on this mesh.
+    let evaluations = {
+        let mut count = 0;
+        let mut sink = |_: &str| {};
+        Reference::new(&analysis, State::new(&analysis.program, &data), &mut sink)
+            .with_progress(|_, evaluations| count = evaluations)
+            .run(u64::MAX)
+            .expect("the airfoil runs");
+        count
+    };
+    let mut group = c.benchmark_group("reference");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(evaluations));
+    group.bench_function("airfoil 10 iterations (kernel evaluations)", |b| {
+        b.iter(|| {
+            let mut sink = |_: &str| {};
+            let state = State::new(&analysis.program, &data);
+            black_box(Reference::new(&analysis, state, &mut sink).run(u64::MAX).expect("runs"))
+        });
+    });
+    group.finish();
+
+    let Some((analysis, data)) = airfoil(2) else { return };
+    let graph = op2_codegen::graph_type(&analysis, "airfoil");
+    let mut sink = |_: &str| {};
+    let (_, statistics) = simulate(&analysis, &graph, &data, simulate::Options::default(), &mut sink).expect("simulates");
+    let mut group = c.benchmark_group("simulate");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(statistics.total.delivered));
+    group.bench_function("airfoil 2 iterations (messages delivered)", |b| {
+        b.iter(|| {
+            let mut sink = |_: &str| {};
+            black_box(simulate(&analysis, &graph, &data, simulate::Options { seed: 3, ..Default::default() }, &mut sink).expect("simulates"))
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, exec);
+criterion_main!(benches);
