@@ -17,5 +17,6 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo test (workspace)"
 cargo test --workspace --locked
 
+"$ROOT/scripts/test-editors.sh"
 echo
 echo "all tests passed"

@@ -92,12 +92,21 @@ pub(crate) fn build(
         program: Program::default(),
     };
     builder.load_files(root_path, root, loader, cache);
+    // What the parser could not read; unsupported C constructs are found per
+    // item (kernels' with the kernel, reused while it is unchanged).
     for (id, (_, parse)) in builder.files.iter().enumerate() {
-        builder.diagnostics.extend(
-            parse
-                .get()
-                .errors(FileId(u32::try_from(id).unwrap_or(u32::MAX))),
-        );
+        let parse = parse.get();
+        let file = FileId(u32::try_from(id).unwrap_or(u32::MAX));
+        builder.diagnostics.extend(parse.unparsed_errors(file));
+        for item in parse.root().items() {
+            if !matches!(item, Item::Kernel(_)) {
+                builder.diagnostics.extend(op2_syntax::unsupported_in(
+                    item.node(),
+                    parse.text(),
+                    file,
+                ));
+            }
+        }
     }
     let files: Vec<(PathBuf, &Parse)> = builder
         .files
@@ -1471,7 +1480,7 @@ fn lower_kernel(
     consts: &ConstValues,
     start: u32,
 ) -> CachedKernel {
-    let mut diagnostics = Vec::new();
+    let mut diagnostics = op2_syntax::unsupported_in(decl.node(), source, file);
     let mut params: Vec<Param> = Vec::new();
     for param in decl.parameters() {
         let (Some(name), Some(ty)) = (param.name(), param.ty().and_then(|t| t.scalar(source)))

@@ -138,12 +138,12 @@ impl Backend {
         let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), allow_test_panic: self.allow_test_panic };
         tokio::spawn(async move {
             let Some(analysed) = backend.analysed(&uri, true).await else { return };
-            let (settings, folders, path) = {
+            let (settings, folders, path, progress) = {
                 let world = lock(&world);
                 let path = world.documents.get(&uri).and_then(|e| e.path.clone());
-                (world.settings.clone(), world.workspace_folders.clone(), path)
+                (world.settings.clone(), world.workspace_folders.clone(), path, world.client_progress)
             };
-            handlers::build::build_with_progress(&client, &analysed, path, &settings, &folders).await;
+            handlers::build::build_with_progress(&client, &analysed, path, &settings, &folders, progress).await;
         });
     }
 }
@@ -171,6 +171,14 @@ impl LanguageServer for Backend {
         };
         {
             let mut world = lock(&self.world);
+            world.client_progress = params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+            world.client_inlay_refresh = params
+                .capabilities
+                .workspace
+                .as_ref()
+                .and_then(|w| w.inlay_hint.as_ref())
+                .and_then(|i| i.refresh_support)
+                .unwrap_or(false);
             world.encoding = Some(encoding);
             world.settings = settings;
             world.workspace_folders = params
@@ -265,7 +273,13 @@ impl LanguageServer for Backend {
             Ok(settings) => lock(&self.world).settings = settings,
             Err(message) => self.client.show_message(MessageType::WARNING, message).await,
         }
-        let _ = self.client.inlay_hint_refresh().await;
+        // A request to the client: spawned, never awaited in the handler.
+        if lock(&self.world).client_inlay_refresh {
+            let client = self.client.clone();
+            tokio::spawn(async move {
+                let _ = client.inlay_hint_refresh().await;
+            });
+        }
     }
 
     async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {

@@ -53,6 +53,10 @@ pub struct World {
     pub encoding: Option<PositionEncoding>,
     /// Workspace folders (for resolving build paths).
     pub workspace_folders: Vec<PathBuf>,
+    /// The client shows `$/progress` (`window.workDoneProgress`).
+    pub client_progress: bool,
+    /// The client accepts `workspace/inlayHint/refresh`.
+    pub client_inlay_refresh: bool,
 }
 
 impl World {

@@ -61,25 +61,63 @@ const START_STATE: u16 = 1;
 
 const UNSUPPORTED_SIZEOF: &str = "`sizeof` is not supported; write the size as a number";
 
+/// Which syntax diagnostics a walk reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Part {
+    /// Everything: what the parser could not read and unsupported C.
+    All,
+    /// Only ERROR and MISSING nodes, looking only inside subtrees that hold
+    /// one (cheap on a valid file: nothing is visited).
+    Unparsed,
+    /// Only the unsupported C constructs of a subtree (a kernel, cached by
+    /// the analysis with the kernel).
+    Unsupported,
+}
+
 pub(crate) fn syntax_errors(tree: &Tree, text: &str, file: FileId) -> Vec<Diagnostic> {
+    errors_in(tree.root_node(), text, file, Part::All)
+}
+
+/// The syntax diagnostics of `root`'s subtree in `scope`.
+pub(crate) fn errors_in(root: Node<'_>, text: &str, file: FileId, part: Part) -> Vec<Diagnostic> {
     let checker = Checker::new(text, file);
     let mut out = Vec::new();
-    let mut cursor = tree.walk();
+    let mut cursor = root.walk();
     let mut visit_children = true;
     loop {
         let node = cursor.node();
         if visit_children {
             // Report, then decide whether to look inside.
-            let descend = checker.check_node(node, &mut out);
+            let descend = match part {
+                Part::All => checker.check_node(node, &mut out),
+                Part::Unparsed => {
+                    if node.is_missing() || node.is_error() {
+                        checker.check_node(node, &mut out);
+                        false
+                    } else {
+                        node.has_error()
+                    }
+                }
+                Part::Unsupported => {
+                    if node.is_missing() || node.is_error() {
+                        false
+                    } else {
+                        checker.check_node(node, &mut out)
+                    }
+                }
+            };
             if descend && cursor.goto_first_child() {
                 continue;
             }
+        }
+        if cursor.node() == root {
+            break;
         }
         if cursor.goto_next_sibling() {
             visit_children = true;
             continue;
         }
-        if !cursor.goto_parent() {
+        if !cursor.goto_parent() || cursor.node() == root {
             break;
         }
         visit_children = false;

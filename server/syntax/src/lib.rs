@@ -9,6 +9,7 @@
 pub mod ast;
 pub mod diagnostic;
 mod errors;
+pub mod format;
 pub mod line_index;
 pub mod literal;
 mod parse;
@@ -16,7 +17,7 @@ mod text;
 
 pub use diagnostic::{Code, Diagnostic, FileId, Fix, Location, Related, Severity, Tag, TextEdit};
 pub use line_index::{Encoding, LineCol, LineIndex};
-pub use parse::{EditError, Parse, point_at};
+pub use parse::{EditError, Parse, point_at, unsupported_in};
 pub use text::TextRange;
 pub mod synth;
 pub use tree_sitter;

@@ -8,7 +8,7 @@ use tree_sitter::{InputEdit, Parser, Point, Tree};
 
 use crate::ast::{SourceFile, language};
 use crate::diagnostic::{Diagnostic, FileId};
-use crate::errors::syntax_errors;
+use crate::errors::{Part, errors_in, syntax_errors};
 
 thread_local! {
     // A parser is cheap to keep and not `Sync`: one per thread.
@@ -116,6 +116,13 @@ impl Parse {
         syntax_errors(&self.tree, &self.text, file)
     }
 
+    /// The part of [`Parse::errors`] that concerns text the parser could not
+    /// read (ERROR and MISSING nodes). It looks only inside subtrees that
+    /// hold such a node, so it costs nothing on a valid file.
+    pub fn unparsed_errors(&self, file: FileId) -> Vec<Diagnostic> {
+        errors_in(self.tree.root_node(), &self.text, file, Part::Unparsed)
+    }
+
     /// Replaces the bytes in `range` by `new_text` and reparses incrementally,
     /// reusing the old tree. Returns the tree-sitter edit that was applied.
     pub fn edit(&mut self, range: Range<usize>, new_text: &str) -> Result<InputEdit, EditError> {
@@ -211,4 +218,12 @@ fn advance(mut point: Point, text: &str) -> Point {
         None => point.column += text.len(),
     }
     point
+}
+
+/// The other part of [`Parse::errors`]: unsupported C constructs in the
+/// subtree of `node` (one top-level item, say) of a tree parsed from `text`.
+/// [`Parse::unparsed_errors`] over the file and this over every top-level
+/// item give exactly [`Parse::errors`].
+pub fn unsupported_in(node: tree_sitter::Node<'_>, text: &str, file: FileId) -> Vec<Diagnostic> {
+    errors_in(node, text, file, Part::Unsupported)
 }

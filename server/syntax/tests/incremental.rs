@@ -187,3 +187,42 @@ fn several_edits_then_one_reparse() {
     assert_eq!(parse.text(), "// sets\nset cells;\nset b;\n");
     assert_same_tree(parse.tree(), Parse::new(parse.text()).tree(), parse.text());
 }
+
+fn sorted(mut diagnostics: Vec<op2_syntax::Diagnostic>) -> Vec<(u32, u32, String)> {
+    diagnostics.sort_by_key(|d| {
+        (
+            d.location.range.start,
+            d.location.range.end,
+            d.message.clone(),
+        )
+    });
+    diagnostics
+        .into_iter()
+        .map(|d| (d.location.range.start, d.location.range.end, d.message))
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The analysis gathers syntax errors in parts (unparsed text over the
+    /// file, unsupported C per item): together they are exactly the whole.
+    #[test]
+    fn errors_in_parts_equal_the_whole(edits in prop::collection::vec(edit_strategy(), 1..12)) {
+        let mut parse = Parse::new(SEED_PROGRAM);
+        for edit in &edits {
+            let text = parse.text();
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+            let start = boundary(text, (edit.at * text.len() as f64) as usize);
+            let end = text[start..].char_indices().nth(edit.delete).map_or(text.len(), |(i, _)| start + i);
+            parse.edit(start..end, &edit.insert).expect("edits on char boundaries apply");
+        }
+        let file = op2_syntax::FileId::MAIN;
+        let mut parts = parse.unparsed_errors(file);
+        for item in parse.root().items() {
+            use op2_syntax::ast::NodeText;
+            parts.extend(op2_syntax::unsupported_in(item.node(), parse.text(), file));
+        }
+        prop_assert_eq!(sorted(parts), sorted(parse.errors(file)));
+    }
+}

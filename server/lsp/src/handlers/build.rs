@@ -51,7 +51,14 @@ fn normalise(path: &Path) -> PathBuf {
 
 /// Builds and reports. Called from a spawned task, so awaiting the client
 /// here never blocks a handler.
-pub async fn build_with_progress(client: &Client, analysed: &Analysed, source: Option<PathBuf>, settings: &Settings, folders: &[PathBuf]) {
+pub async fn build_with_progress(
+    client: &Client,
+    analysed: &Analysed,
+    source: Option<PathBuf>,
+    settings: &Settings,
+    folders: &[PathBuf],
+    client_progress: bool,
+) {
     let Some(source) = source else { return };
     let path = match output_path(&source, settings, folders) {
         Ok(path) => path,
@@ -61,12 +68,17 @@ pub async fn build_with_progress(client: &Client, analysed: &Analysed, source: O
         }
     };
     let token = ProgressToken::String(format!("op2-build-{}", source.display()));
-    let progress_created = client
-        .send_request::<tower_lsp_server::lsp_types::request::WorkDoneProgressCreate>(
-            tower_lsp_server::lsp_types::WorkDoneProgressCreateParams { token: token.clone() },
+    // Progress only for clients that show it, and the build never waits
+    // long for the client to acknowledge the token.
+    let progress_created = client_progress
+        && tokio::time::timeout(
+            std::time::Duration::from_secs(1),
+            client.send_request::<tower_lsp_server::lsp_types::request::WorkDoneProgressCreate>(
+                tower_lsp_server::lsp_types::WorkDoneProgressCreateParams { token: token.clone() },
+            ),
         )
         .await
-        .is_ok();
+        .is_ok_and(|answer| answer.is_ok());
     let progress = progress_created.then(|| client.progress(token, "op2: building graph").with_message(path.display().to_string()));
     let progress = match progress {
         Some(progress) => Some(progress.begin().await),

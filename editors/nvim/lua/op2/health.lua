@@ -1,0 +1,52 @@
+-- :checkhealth op2
+local M = {}
+
+function M.check()
+  local health = vim.health
+  health.start('op2')
+
+  if vim.fn.has('nvim-0.11') == 1 then
+    health.ok('Neovim ' .. tostring(vim.version()))
+  else
+    health.error('Neovim 0.11 or newer is needed for lsp/op2.lua (vim.lsp.config / vim.lsp.enable)')
+  end
+
+  local config = vim.lsp.config and vim.lsp.config.op2
+  local cmd = config and type(config.cmd) == 'table' and config.cmd[1] or 'op2'
+  if vim.fn.executable(cmd) == 1 then
+    local result = vim.system({ cmd, '--version' }, { text = true }):wait(5000)
+    health.ok(('server: %s (%s)'):format(vim.fn.exepath(cmd), vim.trim(result.stdout or '')))
+  else
+    health.error(('server: `%s` is not executable'):format(cmd), {
+      'Build it with `cargo install --path server/cli` in the op2 repository, which puts `op2` on PATH,',
+      "or point the config at it: vim.lsp.config('op2', { cmd = { '/path/to/op2', 'lsp' } })",
+    })
+  end
+
+  local enabled = vim.lsp.is_enabled and vim.lsp.is_enabled('op2')
+  if enabled then
+    health.ok("vim.lsp.enable('op2') is set")
+  elseif enabled == false then
+    health.warn("the server is not enabled: add vim.lsp.enable('op2') to your config")
+  end
+
+  local ok, loaded = pcall(vim.treesitter.language.add, 'op2')
+  if ok and loaded then
+    health.ok('tree-sitter parser: ' .. (vim.api.nvim_get_runtime_file('parser/op2.*', false)[1] or 'loaded'))
+  else
+    health.warn('tree-sitter parser for op2 not found: highlighting falls back to none', {
+      'Build grammar/src/parser.c into parser/op2.so on your runtimepath (see docs/editors.md).',
+    })
+  end
+
+  for _, name in ipairs({ 'highlights', 'locals', 'folds', 'indents' }) do
+    local files = vim.treesitter.query.get_files('op2', name)
+    if #files > 0 then
+      health.ok(('queries/op2/%s.scm: %s'):format(name, files[1]))
+    else
+      health.warn(('queries/op2/%s.scm not found on the runtimepath'):format(name))
+    end
+  end
+end
+
+return M

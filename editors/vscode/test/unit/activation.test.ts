@@ -1,0 +1,271 @@
+// Activation under a mocked `vscode` and vscode-languageclient
+// (test/unit/mock): commands, server discovery and start, the settings sent,
+// the status item, and every command's request to the server.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeEach, describe, it } from 'node:test';
+import * as vscode from 'vscode';
+import * as languageclient from 'vscode-languageclient/node';
+
+import { DiscoveryHost } from '../../src/discovery';
+import { activate, COMMANDS, deactivate, Op2Extension, SERVER_COMMANDS } from '../../src/extension';
+
+const root = join(__dirname, '..', '..', '..');
+const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+const vs = vscode as any;
+const lc = languageclient as any;
+const mock = vs.__mock;
+
+function host(executables: string[]): DiscoveryHost {
+  return { platform: 'linux', pathEnv: '/usr/bin', homedir: '/home/ada', isExecutable: (f) => executables.includes(f) };
+}
+
+function context(): any {
+  return { extensionPath: '/ext/op2', subscriptions: [] as { dispose(): void }[] };
+}
+
+function clients(): any[] {
+  return lc.__mock.instances;
+}
+
+const SOURCE = '/work/proj/src/airfoil.op2';
+const TEXT = 'set cells;\nset edges;\nmain {\n    par_loop k over cells ();\n}\n';
+
+function openEditor(line = 0, character = 5) {
+  const document = vs.__textDocument(vscode.Uri.file(SOURCE), TEXT);
+  vs.window.activeTextEditor = { document, selection: { active: new vscode.Position(line, character) } };
+  return document;
+}
+
+const flush = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('activation', () => {
+  let extension: Op2Extension | undefined;
+
+  beforeEach(async () => {
+    await deactivate();
+    extension?.dispose();
+    extension = undefined;
+    vs.__reset();
+    lc.__reset();
+    vs.workspace.workspaceFolders = [{ uri: vscode.Uri.file('/work/proj'), name: 'proj', index: 0 }];
+  });
+
+  it('registers exactly the commands package.json contributes, none clashing with the server commands', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    const contributed = manifest.contributes.commands.map((c: { command: string }) => c.command).sort();
+    assert.deepEqual([...mock.commands.keys()].sort(), contributed);
+    assert.deepEqual(Object.values(COMMANDS).sort(), contributed);
+    for (const command of Object.values(SERVER_COMMANDS)) assert.ok(!contributed.includes(command), command);
+    for (const entry of manifest.contributes.menus.commandPalette) assert.ok(contributed.includes(entry.command));
+  });
+
+  it('starts `op2 lsp` found on PATH with the op2 settings as initialization options', async () => {
+    mock.settings['op2.build.onSave'] = false;
+    mock.settings['op2.server.path'] = '';
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    assert.equal(clients().length, 1);
+    const client = clients()[0];
+    assert.equal(client.id, 'op2', 'the id makes op2.trace.server the client trace setting');
+    assert.deepEqual(client.serverOptions.run, { command: '/usr/bin/op2', args: ['lsp'] });
+    assert.equal(client.serverOptions.debug.command, '/usr/bin/op2');
+    assert.deepEqual(client.clientOptions.documentSelector, [
+      { scheme: 'file', language: 'op2' },
+      { scheme: 'untitled', language: 'op2' },
+    ]);
+    assert.deepEqual(client.clientOptions.initializationOptions, {
+      build: { onSave: false, outDir: '', instance: '' },
+      inlayHints: { invocationNames: true, generatedPins: true },
+      trace: { server: 'off' },
+    });
+    assert.deepEqual(mock.watchers.map((w: any) => w.glob), ['**/*.op2']);
+    assert.equal(client.started, 1);
+    assert.equal(extension.state, 'running');
+    const status = mock.statusItems[0];
+    assert.deepEqual(status.selector, { language: 'op2' });
+    assert.equal(status.text, '$(check) op2');
+    assert.match(status.detail, /no build yet/);
+    assert.match(status.detail, /\/usr\/bin\/op2/);
+    assert.equal(status.command.command, COMMANDS.showServerOutput);
+    assert.deepEqual(mock.messages, []);
+  });
+
+  it('prefers the setting, then the bundled binary', async () => {
+    mock.settings['op2.server.path'] = '${workspaceFolder}/target/debug/op2';
+    extension = await activate(context(), host(['/work/proj/target/debug/op2', '/ext/op2/server/op2', '/usr/bin/op2']));
+    assert.equal(clients()[0].serverOptions.run.command, '/work/proj/target/debug/op2');
+    await deactivate();
+    extension.dispose();
+    vs.__reset();
+    lc.__reset();
+    extension = await activate(context(), host(['/ext/op2/server/op2', '/usr/bin/op2']));
+    assert.equal(clients()[0].serverOptions.run.command, '/ext/op2/server/op2');
+  });
+
+  it('says clearly when the server is missing, and offers the setting', async () => {
+    mock.choices.push('Open Settings');
+    extension = await activate(context(), host([]));
+    await flush();
+    assert.equal(clients().length, 0);
+    assert.equal(extension.state, 'missing');
+    assert.equal(mock.messages.length, 1);
+    const [message] = mock.messages;
+    assert.equal(message.level, 'error');
+    assert.match(message.message, /op2 language server was not found/);
+    assert.match(message.message, /op2\.server\.path/);
+    assert.deepEqual(message.items, ['Open Settings', 'Show Output']);
+    assert.deepEqual(mock.executed.at(-1), { id: 'workbench.action.openSettings', args: ['op2.server.path'] });
+    assert.match(mock.statusItems[0].text, /not found/);
+    assert.equal(mock.statusItems[0].severity, vscode.LanguageStatusSeverity.Error);
+    assert.ok(mock.outputChannels[0].lines.some((l: string) => l.includes('/ext/op2/server/op2')));
+  });
+
+  it('names the bad path when op2.server.path points nowhere', async () => {
+    mock.settings['op2.server.path'] = '/opt/missing/op2';
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    assert.equal(clients().length, 0);
+    assert.match(mock.messages[0].message, /\/opt\/missing\/op2/);
+  });
+
+  it('reports a server that fails to start', async () => {
+    lc.__mock.failStart = 'spawn EACCES';
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    await flush();
+    assert.equal(extension.state, 'stopped');
+    assert.match(mock.messages[0].message, /failed to start: spawn EACCES/);
+    assert.match(mock.statusItems[0].text, /stopped/);
+  });
+
+  it('shows the last build from the server log in the status item and the output', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    const client = clients()[0];
+    client.receive('window/logMessage', { type: 3, message: 'op2 language server ready' });
+    assert.match(mock.statusItems[0].detail, /no build yet/);
+    client.receive('window/logMessage', { type: 3, message: 'op2 build: wrote /work/proj/src/airfoil.graph.xml' });
+    assert.match(mock.statusItems[0].detail, /last build \d\d:\d\d:\d\d: wrote \/work\/proj\/src\/airfoil\.graph\.xml/);
+    assert.equal(mock.statusItems[0].text, '$(check) op2');
+    client.receive('window/logMessage', { type: 1, message: 'op2 build: nothing written: the program has errors' });
+    assert.equal(mock.statusItems[0].text, '$(warning) op2');
+    assert.match(mock.statusItems[0].detail, /failed: nothing written/);
+    const lines = mock.outputChannels[0].lines;
+    assert.ok(lines.includes('[Info] op2 build: wrote /work/proj/src/airfoil.graph.xml'));
+    assert.ok(lines.includes('[Error] op2 build: nothing written: the program has errors'));
+  });
+
+  it('builds the active document through op2.build', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    openEditor();
+    await vscode.commands.executeCommand(COMMANDS.buildGraph);
+    const client = clients()[0];
+    assert.deepEqual(client.requests, [
+      { method: 'workspace/executeCommand', params: { command: 'op2.build', arguments: [vscode.Uri.file(SOURCE).toString()] } },
+    ]);
+  });
+
+  it('asks for a document when none is open', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    await vscode.commands.executeCommand(COMMANDS.buildGraph);
+    assert.equal(clients()[0].requests.length, 0);
+    assert.match(mock.messages[0].message, /Open an \.op2 file/);
+  });
+
+  it('shows the device type of the set under the cursor in a read-only document', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    lc.__mock.respond = (_method: string, params: any) => (params.arguments[1] === 'cells' ? '<DeviceType id="cells"/>' : null);
+    openEditor(0, 6);
+    const text = await vscode.commands.executeCommand(COMMANDS.showDeviceType);
+    assert.equal(text, '<DeviceType id="cells"/>');
+    const uri = vscode.Uri.file(SOURCE).toString();
+    assert.deepEqual(clients()[0].requests[0].params, { command: 'op2.showDeviceType', arguments: [uri, 'cells'] });
+    const shown = mock.shownDocuments[0];
+    assert.equal(shown.document.uri.scheme, 'op2-device-type');
+    assert.equal(shown.document.uri.path, '/airfoil/cells.txt');
+    assert.equal(shown.document.getText(), '<DeviceType id="cells"/>');
+    assert.equal(shown.options.viewColumn, vscode.ViewColumn.Beside);
+  });
+
+  it('falls back to the document default when the word under the cursor is not a set', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    lc.__mock.respond = (_method: string, params: any) => (params.arguments.length === 1 ? '<DeviceType id="default"/>' : null);
+    openEditor(2, 1);
+    await vscode.commands.executeCommand(COMMANDS.showDeviceType);
+    const requests = clients()[0].requests.map((r: any) => r.params.arguments.length);
+    assert.deepEqual(requests, [2, 1]);
+    assert.equal(mock.shownDocuments[0].document.getText(), '<DeviceType id="default"/>');
+  });
+
+  it('says so when there is no device type', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    openEditor();
+    await vscode.commands.executeCommand(COMMANDS.showDeviceType, undefined, 'edges');
+    assert.equal(clients()[0].requests.length, 1);
+    assert.match(mock.messages[0].message, /no generated device type/);
+    assert.equal(mock.shownDocuments.length, 0);
+  });
+
+  it('opens the device type when a code lens runs the server command', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    lc.__mock.respond = () => '<DeviceType id="edges"/>';
+    const uri = vscode.Uri.file(SOURCE).toString();
+    await clients()[0].executeThroughMiddleware('op2.showDeviceType', [uri, 'edges']);
+    assert.equal(mock.shownDocuments[0].document.uri.path, '/airfoil/edges.txt');
+  });
+
+  it('opens the graph file beside the source, or in op2.build.outDir', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    openEditor();
+    mock.files.add('/work/proj/src/airfoil.graph.xml');
+    await vscode.commands.executeCommand(COMMANDS.openGraphFile);
+    assert.equal(mock.shownDocuments.at(-1).document.uri.fsPath, '/work/proj/src/airfoil.graph.xml');
+    mock.settings['op2.build.outDir'] = 'build/graphs';
+    mock.choices.push('Build Now');
+    await vscode.commands.executeCommand(COMMANDS.openGraphFile);
+    assert.match(mock.messages.at(-1).message, /no graph at \/work\/proj\/build\/graphs\/airfoil\.graph\.xml/);
+    assert.equal(clients()[0].requests.at(-1).params.command, 'op2.build');
+  });
+
+  it('sends changed settings to the server, and restarts it when the server path changes', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2', '/opt/op2']));
+    await vs.__changeSettings({ 'op2.inlayHints.generatedPins': false });
+    const first = clients()[0];
+    assert.deepEqual(first.notifications, [
+      {
+        method: 'workspace/didChangeConfiguration',
+        params: {
+          settings: {
+            op2: {
+              build: { onSave: true, outDir: '', instance: '' },
+              inlayHints: { invocationNames: true, generatedPins: false },
+              trace: { server: 'off' },
+            },
+          },
+        },
+      },
+    ]);
+    await vs.__changeSettings({ 'op2.server.path': '/opt/op2' });
+    assert.equal(clients().length, 2);
+    assert.equal(first.stopped, 1);
+    assert.equal(first.disposed, true);
+    assert.equal(clients()[1].serverOptions.run.command, '/opt/op2');
+    assert.equal(extension.state, 'running');
+  });
+
+  it('restarts the server and shows its output on request', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    await vscode.commands.executeCommand(COMMANDS.restartServer);
+    assert.equal(clients().length, 2);
+    assert.equal(clients()[0].stopped, 1);
+    assert.equal(clients()[1].started, 1);
+    await vscode.commands.executeCommand(COMMANDS.showServerOutput);
+    assert.equal(mock.outputChannels[0].shown, 1);
+    assert.equal(clients()[1].clientOptions.outputChannel, mock.outputChannels[0], 'one output channel across restarts');
+  });
+
+  it('stops the server on deactivate', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    await deactivate();
+    assert.equal(clients()[0].stopped, 1);
+    assert.equal(extension.state, 'stopped');
+  });
+});
