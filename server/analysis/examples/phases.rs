@@ -1,6 +1,8 @@
 //! Times the phases of analysing a generated program (a profiling aid):
 //! `cargo run --release -p op2-analysis --example phases -- 5000`.
 
+#![allow(clippy::print_stdout)]
+
 use std::path::Path;
 use std::time::Instant;
 

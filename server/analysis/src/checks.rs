@@ -251,8 +251,8 @@ pub(crate) fn check_invocations(
                     .with_related(param.location, "parameter declared here"),
                 );
             }
-            if let Some(stated) = param.dimension {
-                if stated != arg.ty.dimension {
+            if let Some(stated) = param.dimension
+                && stated != arg.ty.dimension {
                     diagnostics.push(
                         Diagnostic::new(
                             Code::E307,
@@ -266,7 +266,6 @@ pub(crate) fn check_invocations(
                         .with_related(param.location, "parameter declared here"),
                     );
                 }
-            }
             let dimension = param.dimension.unwrap_or(arg.ty.dimension);
             for (value, range) in &usage.constant_indices {
                 if *value < 0 || *value >= i64::from(dimension) {

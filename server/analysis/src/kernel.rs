@@ -106,13 +106,11 @@ fn param_of(place: &Place) -> Option<usize> {
 
 fn collect_use(expr: &Expr, usage: &mut [ParamUsage], consts: &ConstValues) {
     let index_of = |place: &Place, usage: &mut [ParamUsage]| {
-        if let (Some(k), Some(index)) = (param_of(place), &place.index) {
-            if let Some(value) = consts.eval(index).and_then(|v| v.as_i64()) {
-                if let Some(u) = usage.get_mut(k) {
+        if let (Some(k), Some(index)) = (param_of(place), &place.index)
+            && let Some(value) = consts.eval(index).and_then(|v| v.as_i64())
+                && let Some(u) = usage.get_mut(k) {
                     u.constant_indices.push((value, index.range));
                 }
-            }
-        }
     };
     match &expr.kind {
         ExprKind::Load(place) => {
@@ -174,6 +172,10 @@ impl State {
         }
     }
 }
+
+/// One pass over a loop: from the state at its head, the state that goes
+/// back to the head and the state that leaves the loop.
+type LoopBody<'a> = dyn FnMut(&mut Flow, State) -> (Option<State>, Option<State>) + 'a;
 
 struct LoopFrame {
     breaks: Option<State>,
@@ -304,7 +306,7 @@ impl Flow {
     fn run_loop(
         &mut self,
         entry: State,
-        iterate: &mut dyn FnMut(&mut Flow, State) -> (Option<State>, Option<State>),
+        iterate: &mut LoopBody<'_>,
     ) -> Option<State> {
         let record = self.record;
         self.record = false;

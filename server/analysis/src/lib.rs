@@ -297,8 +297,8 @@ fn tidy(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     });
     let mut out: Vec<Diagnostic> = Vec::with_capacity(diagnostics.len());
     for diagnostic in diagnostics {
-        if let Some(last) = out.last_mut() {
-            if last.code == diagnostic.code
+        if let Some(last) = out.last_mut()
+            && last.code == diagnostic.code
                 && last.location == diagnostic.location
                 && last.message == diagnostic.message
             {
@@ -309,7 +309,6 @@ fn tidy(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
                 }
                 continue;
             }
-        }
         out.push(diagnostic);
     }
     out

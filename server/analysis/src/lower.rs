@@ -331,8 +331,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .value()
                 .map(|value| self.lower_local_init(value, ty, dimension, name));
             // In C a kernel's outermost block shares the parameters' scope.
-            if let (1, Context::Kernel { params }) = (self.scopes.len(), &self.context) {
-                if let Some(param) = params.iter().find(|p| p.name == name) {
+            if let (1, Context::Kernel { params }) = (self.scopes.len(), &self.context)
+                && let Some(param) = params.iter().find(|p| p.name == name) {
                     let diagnostic = Diagnostic::new(
                         Code::E102,
                         self.location(name_node.text_range()),
@@ -342,7 +342,6 @@ impl<'a, 't> Lowerer<'a, 't> {
                     .with_related(param.name_location, "the parameter");
                     self.diagnostics.push(diagnostic);
                 }
-            }
             if self
                 .scopes
                 .last()
@@ -478,8 +477,8 @@ impl<'a, 't> Lowerer<'a, 't> {
                 local.dimension,
             ));
         }
-        if let Context::Kernel { params } = self.context {
-            if let Some((k, param)) = params.iter().enumerate().find(|(_, p)| p.name == name) {
+        if let Context::Kernel { params } = self.context
+            && let Some((k, param)) = params.iter().enumerate().find(|(_, p)| p.name == name) {
                 // A pointer parameter has an unknown dimension here; the
                 // binding decides it.
                 return Some((
@@ -488,7 +487,6 @@ impl<'a, 't> Lowerer<'a, 't> {
                     Some(param.dimension.unwrap_or(0)),
                 ));
             }
-        }
         let Some(symbol) = self.env.names.get(name).copied() else {
             self.unknown_name(name, range);
             return None;
@@ -561,11 +559,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             visible.extend(params.iter().map(|p| p.name.as_str()));
         }
         visible.extend(self.env.names.iter().filter_map(|(n, symbol)| {
-            let fits = match (symbol, &self.context) {
-                (Symbol::Const(_), _) => true,
-                (Symbol::Global(_), Context::Main) => true,
-                _ => false,
-            };
+            let fits = matches!((symbol, &self.context), (Symbol::Const(_), _) | (Symbol::Global(_), Context::Main));
             fits.then_some(n.as_str())
         }));
         let mut diagnostic = Diagnostic::new(

@@ -451,6 +451,11 @@ fn len_u32<T>(items: &[T]) -> u32 {
     u32::try_from(items.len()).unwrap_or(u32::MAX)
 }
 
+/// A const's value lowered but not yet evaluated: its file, the
+/// expressions, whether they form a list, the consts they name, and where
+/// the value is written.
+type PendingConst = (FileId, Vec<crate::hir::Expr>, bool, Vec<ConstId>, TextRange);
+
 /// What kind of name a reference expects.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Expect {
@@ -683,9 +688,7 @@ impl<'f> Resolver<'_, 'f> {
             global_types: &global_types,
         };
         // Lower every const's value, then evaluate in dependency order.
-        let mut pending: Vec<
-            Option<(FileId, Vec<crate::hir::Expr>, bool, Vec<ConstId>, TextRange)>,
-        > = Vec::new();
+        let mut pending: Vec<Option<PendingConst>> = Vec::new();
         for (file, decl) in &items.consts {
             match decl.value() {
                 Some(value) => {
@@ -778,8 +781,8 @@ impl<'f> Resolver<'_, 'f> {
             }
         }
         for id in 0..count {
-            if !done[id] {
-                if let Some((file, _, _, _, range)) = &pending[id] {
+            if !done[id]
+                && let Some((file, _, _, _, range)) = &pending[id] {
                     let name = self.program.consts[id].name.clone();
                     self.report(
                         Diagnostic::new(
@@ -793,7 +796,6 @@ impl<'f> Resolver<'_, 'f> {
                         .with_label("circular definition"),
                     );
                 }
-            }
         }
         for (id, value) in values.iter().enumerate() {
             self.program.consts[id].value.clone_from(value);
@@ -1227,8 +1229,7 @@ impl<'f> Resolver<'_, 'f> {
                         };
                         if let (ArgKind::DirectDat(_), Some(iteration), Some(dat_set)) =
                             (kind, iteration, self.program.dats[dat.index()].set)
-                        {
-                            if iteration != dat_set {
+                            && iteration != dat_set {
                                 let set_name = self.program.sets[dat_set.index()].name.clone();
                                 let iteration_name =
                                     self.program.sets[iteration.index()].name.clone();
@@ -1243,7 +1244,6 @@ impl<'f> Resolver<'_, 'f> {
                                 );
                                 return None;
                             }
-                        }
                         (kind, ty, name)
                     }
                     Some(Symbol::Global(global)) => {
@@ -1282,8 +1282,8 @@ impl<'f> Resolver<'_, 'f> {
                 }
             }
         };
-        if !matches!(kind, ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_)) {
-            if let Some((map, _)) = map_part {
+        if !matches!(kind, ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_))
+            && let Some((map, _)) = map_part {
                 let what = match kind {
                     ArgKind::Global(_) => format!("the global `{name}`"),
                     ArgKind::Const(_) => format!("the const `{name}`"),
@@ -1300,7 +1300,6 @@ impl<'f> Resolver<'_, 'f> {
                 );
                 return None;
             }
-        }
         let mode = match (written_mode, kind) {
             (Some(mode), _) => mode,
             (None, ArgKind::Const(_) | ArgKind::Len(_)) => AccessMode::Read,
@@ -1413,8 +1412,8 @@ impl<'f> Resolver<'_, 'f> {
         };
         let map_decl = self.program.maps[map_id.index()].clone();
         let map_name = map_decl.name.clone();
-        if let (Some(iteration), Some(from)) = (iteration, map_decl.from) {
-            if iteration != from {
+        if let (Some(iteration), Some(from)) = (iteration, map_decl.from)
+            && iteration != from {
                 let from_name = self.program.sets[from.index()].name.clone();
                 let iteration_name = self.program.sets[iteration.index()].name.clone();
                 self.report(
@@ -1428,10 +1427,9 @@ impl<'f> Resolver<'_, 'f> {
                 );
                 return None;
             }
-        }
         let dat_decl = self.program.dats[dat.index()].clone();
-        if let (Some(to), Some(dat_set)) = (map_decl.to, dat_decl.set) {
-            if to != dat_set {
+        if let (Some(to), Some(dat_set)) = (map_decl.to, dat_decl.set)
+            && to != dat_set {
                 let to_name = self.program.sets[to.index()].name.clone();
                 let dat_set_name = self.program.sets[dat_set.index()].name.clone();
                 self.report(
@@ -1445,7 +1443,6 @@ impl<'f> Resolver<'_, 'f> {
                 );
                 return None;
             }
-        }
         let index_node = index?;
         let value = index_node.value(source).map_or(u64::MAX, |v| v.value);
         if value >= u64::from(map_decl.arity) {

@@ -370,7 +370,7 @@ mod tests {
         assert_eq!(third, Value::Float(1.0f32 / 3.0f32));
         // float * double is computed in double.
         let mixed = binary(BinaryOp::Mul, Value::Float(1.4), Value::Double(1.0)).unwrap();
-        assert_eq!(mixed, Value::Double(1.399_999_976_158_142_1));
+        assert_eq!(mixed, Value::Double(1.399_999_976_158_142));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! per second (the graph simulator), on the airfoil example and the small
 //! shared mesh, 10 and 2 outer iterations.
 
+#![allow(clippy::print_stderr)]
+
 use std::hint::black_box;
 use std::path::Path;
 

@@ -8,7 +8,7 @@ use op2_analysis::hir::{Body, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, 
 use op2_analysis::model::InvocationId;
 use op2_analysis::value::{self, EvalError, Value};
 use op2_syntax::TextRange;
-use op2_syntax::ast::{AssignOp, BinaryOp, ScalarType};
+use op2_syntax::ast::{BinaryOp, ScalarType};
 
 /// Why running stopped.
 #[derive(Clone, Debug, PartialEq)]
@@ -56,6 +56,12 @@ pub struct Frame<'a> {
     pub host: Option<&'a mut dyn Host>,
     /// Loop iterations left before `main` is stopped.
     pub budget: u64,
+}
+
+impl std::fmt::Debug for Frame<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Frame").field("slots", &self.slots.len()).field("budget", &self.budget).finish_non_exhaustive()
+    }
 }
 
 type Ex = Box<dyn Fn(&mut Frame<'_>) -> Result<Value, Fault> + Send + Sync>;
@@ -502,11 +508,10 @@ impl Compiler<'_> {
                         init(frame)?;
                     }
                     loop {
-                        if let Some(condition) = &condition {
-                            if !condition(frame)?.is_true() {
+                        if let Some(condition) = &condition
+                            && !condition(frame)?.is_true() {
                                 break;
                             }
-                        }
                         spend(frame)?;
                         match body(frame)? {
                             Flow::Break => break,

@@ -109,6 +109,12 @@ pub struct Reference<'a> {
     progress: Option<Box<dyn FnMut(u64, u64) + 'a>>,
 }
 
+impl fmt::Debug for Reference<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reference").field("evaluations", &self.evaluations).finish_non_exhaustive()
+    }
+}
+
 impl<'a> Reference<'a> {
     /// Prepares a run of `analysis` from `state`.
     pub fn new(analysis: &Analysis, state: State, out: &'a mut dyn FnMut(&str)) -> Reference<'a> {

@@ -289,8 +289,6 @@ struct Simulator<'a> {
     state: State,
     counts: Counts,
     types: Vec<TypeInfo>,
-    /// Device index of element 0 of each set type, and the type index.
-    set_base: FxHashMap<SetId, (usize, usize)>,
     /// Per device: the index of its set type (devices from 1).
     owners: Vec<usize>,
     /// Per set type: the device index of its element 0.
@@ -654,7 +652,6 @@ impl<'a> Simulator<'a> {
             state,
             counts,
             types,
-            set_base,
             owners,
             bases,
             elements,
@@ -774,7 +771,7 @@ impl<'a> Simulator<'a> {
             }
             let choice = self.random.below(choices);
             self.statistics.steps += 1;
-            if self.statistics.steps % PROGRESS_STEPS == 0 {
+            if self.statistics.steps.is_multiple_of(PROGRESS_STEPS) {
                 (self.progress)(&self.statistics);
             }
             if choice < self.ready.len() {

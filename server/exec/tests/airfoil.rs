@@ -1,6 +1,8 @@
 //! The airfoil example on the shared meshes: 100 iterations simulated with
 //! adversarial delivery agree with the reference run.
 
+#![allow(clippy::print_stderr)]
+
 mod support;
 
 use op2_exec::Tolerance;
