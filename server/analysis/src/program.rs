@@ -958,10 +958,9 @@ impl<'f> Resolver<'_, 'f> {
                         );
                         continue;
                     }
-                    init = Some(match consts.get(id) {
-                        Some(values) => InitialValue::Components(values.to_vec()),
-                        None => InitialValue::FromConst(id),
-                    });
+                    // Kept as a link: instance data that gives the const
+                    // gives this initial value too.
+                    init = Some(InitialValue::FromConst(id));
                 }
             }
             let init = match init {

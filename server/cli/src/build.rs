@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Options};
-use op2_codegen::instance::{self, GraphInstance, InstanceError, TerminalProgress};
-use op2_codegen::output::{InstanceWriter, write_graph};
+use op2_codegen::instance::{InstanceError, TerminalProgress};
+use op2_codegen::output::{BuildFailure, build};
 use op2_syntax::{Encoding, Severity};
 
 use crate::check::{Report, check_file, render};
@@ -46,32 +46,47 @@ pub fn run(
         )?;
         return Ok(Outcome::Errors);
     }
-    let graph = op2_codegen::graph_type(&analysis, &op2_codegen::graph_id(file));
     let path = output.map_or_else(|| default_output(file), Path::to_path_buf);
-
-    let summary = match instance {
-        None => write_graph(&path, &graph, None)?,
-        Some(instance_path) => {
-            let json = fs::read(instance_path)
-                .with_context(|| format!("cannot read `{}`", instance_path.display()))?;
-            let mut progress = TerminalProgress::stderr();
-            let loaded = instance::read(&json, &analysis.program, &mut *progress);
-            drop(json);
-            print_problems(instance_path, &report, &loaded.problems, color)?;
-            let Some(data) = loaded.data else {
-                let errors = loaded.problems.iter().filter(|p| p.is_error()).count();
-                let mut stderr = io::stderr().lock();
-                writeln!(
-                    stderr,
-                    "error: nothing written: `{}` has {errors} error{}",
-                    instance_path.display(),
-                    if errors == 1 { "" } else { "s" }
-                )?;
-                return Ok(Outcome::Errors);
-            };
-            let mut writer = GraphInstance::new(&analysis.program, &data, &mut *progress);
-            write_graph(&path, &graph, Some(&mut writer as &mut dyn InstanceWriter))?
+    let json = match instance {
+        Some(instance_path) => Some(
+            fs::read(instance_path)
+                .with_context(|| format!("cannot read `{}`", instance_path.display()))?,
+        ),
+        None => None,
+    };
+    // The same build the editor runs on save.
+    let mut progress = TerminalProgress::stderr();
+    let result = build(
+        &analysis,
+        &op2_codegen::graph_id(file),
+        json.as_deref(),
+        &path,
+        &mut *progress,
+    );
+    drop(json);
+    let instance_path = instance.unwrap_or(Path::new(""));
+    let summary = match result {
+        Ok((summary, warnings)) => {
+            print_problems(instance_path, &report, &warnings, color)?;
+            summary
         }
+        Err(BuildFailure::InstanceErrors(problems)) => {
+            print_problems(instance_path, &report, &problems, color)?;
+            let errors = problems.iter().filter(|p| p.is_error()).count();
+            let mut stderr = io::stderr().lock();
+            writeln!(
+                stderr,
+                "error: nothing written: `{}` has {errors} error{}",
+                instance_path.display(),
+                if errors == 1 { "" } else { "s" }
+            )?;
+            return Ok(Outcome::Errors);
+        }
+        Err(BuildFailure::ProgramErrors(_)) => {
+            writeln!(io::stderr().lock(), "error: nothing written: `{}` has errors", file.display())?;
+            return Ok(Outcome::Errors);
+        }
+        Err(BuildFailure::Write(error)) => return Err(error.into()),
     };
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{summary}")?;

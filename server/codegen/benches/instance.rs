@@ -20,59 +20,75 @@ use op2_codegen::output::InstanceWriter;
 
 /// An airfoil-like instance: a structured `side × side` quad mesh with
 /// interior edges, boundary edges on all four sides (wall below, far field
-/// elsewhere), node coordinates and the free stream.
+/// elsewhere), node coordinates and the free stream. Written into one string
+/// so that the peak memory reported is mostly the build's.
 fn mesh(side: usize) -> String {
     let (ni, nj) = (side, side);
     let node = |i: usize, j: usize| j * (ni + 1) + i;
     let cell = |i: usize, j: usize| j * ni + i;
     let nodes = (ni + 1) * (nj + 1);
     let cells = ni * nj;
-    let mut pedge = String::with_capacity(cells * 40);
-    let mut pecell = String::with_capacity(cells * 40);
-    let mut edges = 0usize;
-    let mut sep = "";
-    for j in 0..nj {
-        for i in 0..ni {
-            // The side shared with the cell to the right, and with the cell above.
-            if i + 1 < ni {
-                let _ = write!(pedge, "{sep}[{},{}]", node(i + 1, j), node(i + 1, j + 1));
-                let _ = write!(pecell, "{sep}[{},{}]", cell(i, j), cell(i + 1, j));
-                sep = ",";
-                edges += 1;
-            }
-            if j + 1 < nj {
-                let _ = write!(pedge, "{sep}[{},{}]", node(i + 1, j + 1), node(i, j + 1));
-                let _ = write!(pecell, "{sep}[{},{}]", cell(i, j), cell(i, j + 1));
-                sep = ",";
-                edges += 1;
+    let edges = (ni - 1) * nj + ni * (nj - 1);
+    let bedges = 2 * (ni + nj);
+    let mut out = String::with_capacity(cells * 140);
+    let _ = write!(
+        out,
+        "{{\"sets\":{{\"nodes\":{nodes},\"edges\":{edges},\"bedges\":{bedges},\"cells\":{cells}}},\"maps\":{{"
+    );
+    // Interior edges: the side shared with the cell to the right, and with
+    // the cell above; first their nodes, then their cells.
+    for (key, of_cells) in [("pedge", false), ("pecell", true)] {
+        let _ = write!(out, "\"{key}\":[");
+        let mut sep = "";
+        for j in 0..nj {
+            for i in 0..ni {
+                if i + 1 < ni {
+                    let (a, b) = if of_cells {
+                        (cell(i, j), cell(i + 1, j))
+                    } else {
+                        (node(i + 1, j), node(i + 1, j + 1))
+                    };
+                    let _ = write!(out, "{sep}[{a},{b}]");
+                    sep = ",";
+                }
+                if j + 1 < nj {
+                    let (a, b) = if of_cells {
+                        (cell(i, j), cell(i, j + 1))
+                    } else {
+                        (node(i + 1, j + 1), node(i, j + 1))
+                    };
+                    let _ = write!(out, "{sep}[{a},{b}]");
+                    sep = ",";
+                }
             }
         }
+        out.push_str("],");
     }
-    let mut pbedge = String::new();
-    let mut pbecell = String::new();
-    let mut bound = String::new();
-    let mut bedges = 0usize;
-    let mut boundary = |a: usize, b: usize, c: usize, kind: u8| {
-        let sep = if bedges == 0 { "" } else { "," };
-        let _ = write!(pbedge, "{sep}[{a},{b}]");
-        let _ = write!(pbecell, "{sep}[{c}]");
-        let _ = write!(bound, "{sep}{kind}");
-        bedges += 1;
-    };
+    // Boundary edges: nodes, cell inside, kind (1 wall, 2 far field).
+    let mut boundary = Vec::with_capacity(bedges);
     for i in 0..ni {
-        boundary(node(i, 0), node(i + 1, 0), cell(i, 0), 1);
-        boundary(node(i + 1, nj), node(i, nj), cell(i, nj - 1), 2);
+        boundary.push((node(i, 0), node(i + 1, 0), cell(i, 0), 1));
+        boundary.push((node(i + 1, nj), node(i, nj), cell(i, nj - 1), 2));
     }
     for j in 0..nj {
-        boundary(node(0, j + 1), node(0, j), cell(0, j), 2);
-        boundary(node(ni, j), node(ni, j + 1), cell(ni - 1, j), 2);
+        boundary.push((node(0, j + 1), node(0, j), cell(0, j), 2));
+        boundary.push((node(ni, j), node(ni, j + 1), cell(ni - 1, j), 2));
     }
-    let mut pcell = String::with_capacity(cells * 40);
+    type Render<'a> = &'a dyn Fn(&(usize, usize, usize, u8)) -> String;
+    let list =
+        |out: &mut String, key: &str, item: Render<'_>| {
+            let items: Vec<String> = boundary.iter().map(item).collect();
+            let _ = write!(out, "\"{key}\":[{}]", items.join(","));
+        };
+    list(&mut out, "pbedge", &|(a, b, _, _)| format!("[{a},{b}]"));
+    out.push(',');
+    list(&mut out, "pbecell", &|(_, _, c, _)| format!("[{c}]"));
+    out.push_str(",\"pcell\":[");
     for j in 0..nj {
         for i in 0..ni {
             let sep = if i == 0 && j == 0 { "" } else { "," };
             let _ = write!(
-                pcell,
+                out,
                 "{sep}[{},{},{},{}]",
                 node(i, j),
                 node(i + 1, j),
@@ -81,7 +97,7 @@ fn mesh(side: usize) -> String {
             );
         }
     }
-    let mut x = String::with_capacity(nodes * 45);
+    out.push_str("]},\"dats\":{\"p_x\":[");
     for j in 0..=nj {
         for i in 0..=ni {
             let sep = if i == 0 && j == 0 { "" } else { "," };
@@ -90,15 +106,13 @@ fn mesh(side: usize) -> String {
                 -2.0 + 4.0 * i as f64 / ni as f64 + 1e-3 * (j as f64).sin(),
                 2.0 * j as f64 / nj as f64 + 1e-3 * (i as f64).cos(),
             );
-            let _ = write!(x, "{sep}[{px:?},{py:?}]");
+            let _ = write!(out, "{sep}[{px:?},{py:?}]");
         }
     }
-    format!(
-        "{{\"sets\":{{\"nodes\":{nodes},\"edges\":{edges},\"bedges\":{bedges},\"cells\":{cells}}},\
-         \"maps\":{{\"pedge\":[{pedge}],\"pecell\":[{pecell}],\"pbedge\":[{pbedge}],\"pbecell\":[{pbecell}],\"pcell\":[{pcell}]}},\
-         \"dats\":{{\"p_x\":[{x}],\"p_bound\":[{bound}]}},\
-         \"consts\":{{\"qinf\":[1.0,0.4732863856704763,0.0,2.612000150442132]}}}}"
-    )
+    out.push_str("],");
+    list(&mut out, "p_bound", &|(_, _, _, kind)| kind.to_string());
+    out.push_str("},\"consts\":{\"qinf\":[1.0,0.4732863856704763,0.0,2.612000150442132]}}");
+    out
 }
 
 /// Counts what it is given.

@@ -104,11 +104,10 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
         for (_, arg) in invocation.resolved_args() {
             match arg.kind {
                 ArgKind::IndirectDat { dat, .. } => {
-                    if let Some(target) = program.dats[dat.index()].set {
-                        if !involved.contains(&target) {
+                    if let Some(target) = program.dats[dat.index()].set
+                        && !involved.contains(&target) {
                             involved.push(target);
                         }
-                    }
                 }
                 ArgKind::Global(global) => {
                     if matches!(
@@ -157,11 +156,10 @@ fn message_types(program: &Program, invocations: &[InvocationPlan]) -> Vec<Messa
     let mut dats: Vec<DatId> = Vec::new();
     for plan in invocations {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
-            if let ArgKind::IndirectDat { dat, .. } = arg.kind {
-                if !dats.contains(&dat) {
+            if let ArgKind::IndirectDat { dat, .. } = arg.kind
+                && !dats.contains(&dat) {
                     dats.push(dat);
                 }
-            }
         }
     }
     dats.sort();
@@ -300,11 +298,10 @@ fn set_device(
     let mut pads: Vec<GlobalId> = Vec::new();
     for plan in invocations.iter().filter(|p| p.set == set) {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
-            if let ArgKind::Global(global) = arg.kind {
-                if !pads.contains(&global) {
+            if let ArgKind::Global(global) = arg.kind
+                && !pads.contains(&global) {
                     pads.push(global);
                 }
-            }
         }
     }
     pads.sort();

@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use op2_analysis::hir::{Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
 use op2_analysis::value::Value;
-use op2_syntax::ast::{AssignOp, ScalarType, UnaryOp};
+use op2_syntax::ast::{ScalarType, UnaryOp};
 
 /// How variables are spelled where a body is printed.
 pub(crate) trait Spelling {

@@ -290,6 +290,14 @@ impl Loaded {
     pub fn has_errors(&self) -> bool {
         self.problems.iter().any(InstanceError::is_error)
     }
+
+    /// The problems as diagnostics of the program (for editors).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.problems
+            .iter()
+            .map(InstanceError::to_diagnostic)
+            .collect()
+    }
 }
 
 /// Reads and validates JSON instance data (language.md §9) for `program`,
@@ -316,5 +324,5 @@ pub fn read(json: &[u8], program: &Program, progress: &mut dyn Progress) -> Load
 /// The id of the graph instance of graph type `graph`: `{graph}_instance`
 /// (compilation.md §7).
 pub fn instance_id(graph: &str) -> String {
-    format!("{graph}_instance")
+    crate::names::graph_instance(graph)
 }

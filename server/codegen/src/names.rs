@@ -7,6 +7,11 @@ pub fn set_device_type(set: &str) -> String {
     format!("set_{set}")
 }
 
+/// The graph instance of graph type `G`: `G_instance`.
+pub fn graph_instance(graph: &str) -> String {
+    format!("{graph}_instance")
+}
+
 /// The device instance of element `i` of set `S`: `S_i`.
 pub fn set_device(set: &str, index: usize) -> String {
     format!("{set}_{index}")

@@ -45,6 +45,18 @@ impl fmt::Display for Summary {
     }
 }
 
+/// Temporary files are private (0600); the file written is an ordinary
+/// output that others may read, as a plain `create` would make it.
+fn readable(file: &std::fs::File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    let _ = file;
+    Ok(())
+}
+
 /// Counts bytes passing through.
 struct Counting<W> {
     inner: W,
@@ -132,6 +144,7 @@ pub fn write_graph(
     let bytes = out.bytes;
     drop(out);
     temporary.as_file().sync_all().map_err(io_error)?;
+    readable(temporary.as_file()).map_err(io_error)?;
     temporary.persist(path).map_err(|e| io_error(e.error))?;
     Ok(Summary {
         path: path.to_owned(),
@@ -161,6 +174,7 @@ pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .tempfile_in(directory)?;
     temporary.write_all(bytes)?;
     temporary.as_file().sync_all()?;
+    readable(temporary.as_file())?;
     temporary.persist(path).map_err(|e| e.error)?;
     Ok(())
 }

@@ -644,3 +644,133 @@ fn terminal_progress_is_quiet_for_small_instances() {
             .is_some()
     );
 }
+
+/// Accepts `limit` bytes, then fails.
+struct Failing {
+    limit: usize,
+    taken: usize,
+}
+
+impl std::io::Write for Failing {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.taken + buf.len() > self.limit {
+            return Err(std::io::Error::other("disk full"));
+        }
+        self.taken += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_failing_output_stops_the_writer() {
+    use op2_codegen::output::{BuildError, InstanceWriter};
+    let dir = examples();
+    let analysis = analyse(&dir.join("scatter.op2"));
+    let graph = op2_codegen::graph_type(&analysis, "scatter");
+    // A chain of 100,000 nodes: tens of megabytes of edges.
+    let nodes = 100_000;
+    let ends: Vec<String> = (0..nodes - 1).map(|i| format!("[{i},{}]", i + 1)).collect();
+    let json = format!(
+        r#"{{"sets": {{"nodes": {nodes}, "edges": {}}}, "maps": {{"ends": [{}]}}}}"#,
+        nodes - 1,
+        ends.join(",")
+    );
+    let data = instance::read(json.as_bytes(), &analysis.program, &mut NoProgress)
+        .data
+        .unwrap();
+    for limit in [0, 3 << 20] {
+        let mut progress = NoProgress;
+        let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+        let mut out = Failing { limit, taken: 0 };
+        let error = writer.write(&mut out, &graph).unwrap_err();
+        let BuildError::Instance(message) = error else {
+            panic!("{error:?}");
+        };
+        assert_eq!(message, "cannot write the graph instance: disk full");
+    }
+}
+
+/// The edges written are those of `topology::for_each_edge`, which the
+/// simulator runs, in the same order.
+#[test]
+fn written_edges_are_the_topology_the_simulator_runs() {
+    use op2_codegen::topology::{DeviceRef, for_each_edge};
+    let dir = examples();
+    let mut cases = vec![
+        (
+            dir.join("dot_product.op2"),
+            dir.join("dot_product.instance.json"),
+        ),
+        (dir.join("scatter.op2"), dir.join("scatter.instance.json")),
+        (dir.join("jacobi.op2"), dir.join("jacobi.instance.json")),
+    ];
+    let mesh = Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/airfoil_I10_J15.json"
+    ));
+    if mesh.exists() {
+        cases.push((dir.join("airfoil.op2"), mesh.to_path_buf()));
+    } else {
+        eprintln!("SKIPPED the airfoil case: {} is absent", mesh.display());
+    }
+    for (program_path, json_path) in cases {
+        let analysis = analyse(&program_path);
+        let program = &analysis.program;
+        let graph = op2_codegen::graph_type(&analysis, "g");
+        let json = std::fs::read(&json_path).unwrap();
+        let data = instance::read(&json, program, &mut NoProgress)
+            .data
+            .unwrap();
+        let mut out = Vec::new();
+        let mut progress = NoProgress;
+        op2_codegen::output::InstanceWriter::write(
+            &mut GraphInstance::new(program, &data, &mut progress),
+            &mut out,
+            &graph,
+        )
+        .unwrap();
+        let xml = String::from_utf8(out).unwrap();
+        let written: Vec<&str> = xml
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("<EdgeI path=\""))
+            .map(|l| l.trim_end_matches("\"/>"))
+            .collect();
+
+        let endpoint = |device: DeviceRef, role: PinRole, input: bool| -> String {
+            let (id, device_type) = match device {
+                DeviceRef::Global => (
+                    names::GLOBAL_DEVICE.to_owned(),
+                    graph
+                        .device_types
+                        .iter()
+                        .find(|d| d.kind == DeviceKind::Controller)
+                        .unwrap(),
+                ),
+                DeviceRef::Element { set, index } => (
+                    names::set_device(&program.sets[set.index()].name, index as usize),
+                    graph.set_device_type(set).unwrap(),
+                ),
+            };
+            let pins = if input {
+                &device_type.inputs
+            } else {
+                &device_type.outputs
+            };
+            let pin = pins.iter().find(|p| p.role == role).unwrap();
+            format!("{id}:{}", pin.name)
+        };
+        let mut expected = Vec::new();
+        for_each_edge(program, &graph, &data, |edge| {
+            expected.push(format!(
+                "{}-{}",
+                endpoint(edge.destination.0, edge.destination.1, true),
+                endpoint(edge.source.0, edge.source.1, false)
+            ));
+        });
+        assert_eq!(written, expected, "{}", program_path.display());
+    }
+}

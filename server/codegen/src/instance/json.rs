@@ -1195,3 +1195,54 @@ impl<'de> Visitor<'de> for Components<'_, '_, '_> {
 fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_name_entries_and_indices() {
+        assert_eq!(path(Section::Maps, "pedge", &[5, 1]), "maps.pedge[5][1]");
+        assert_eq!(path(Section::Sets, "cells", &[]), "sets.cells");
+    }
+
+    #[test]
+    fn values_convert_only_when_they_fit() {
+        assert_eq!(
+            to_value(Json::Uint(u64::MAX), ScalarType::Ull),
+            Ok(Value::Ull(u64::MAX))
+        );
+        assert_eq!(to_value(Json::Int(-5), ScalarType::Ll), Ok(Value::Ll(-5)));
+        assert_eq!(
+            to_value(Json::Uint(3), ScalarType::Double),
+            Ok(Value::Double(3.0))
+        );
+        assert_eq!(
+            to_value(Json::Uint(1), ScalarType::Bool),
+            Ok(Value::Bool(true))
+        );
+        assert_eq!(
+            to_value(Json::Float(0.1), ScalarType::Float),
+            Ok(Value::Float(0.1))
+        );
+        assert_eq!(
+            to_value(Json::Uint(u64::MAX), ScalarType::Ll),
+            Err("18446744073709551615 does not fit `ll`".into())
+        );
+        assert_eq!(
+            to_value(Json::Float(1.0), ScalarType::Uint),
+            Err("expected a non-negative integer (`uint`), found 1.0".into())
+        );
+        assert_eq!(
+            to_value(Json::List, ScalarType::Int),
+            Err("expected an integer (`int`), found a list".into())
+        );
+    }
+
+    #[test]
+    fn set_sizes_fit_the_length_property() {
+        assert_eq!(set_size(Json::Uint(0)), Ok(0));
+        assert_eq!(set_size(Json::Uint(2_147_483_647)), Ok(2_147_483_647));
+        assert!(set_size(Json::Uint(2_147_483_648)).is_err());
+    }
+}

@@ -6,12 +6,15 @@
 //! `{inv}_end_total`), then to write them after the devices. The counts
 //! are therefore those of the edges written, by construction.
 //!
-//! Everything goes through one buffer of a few hundred kilobytes handed to
-//! the output in large writes; ids and initialisers are assembled from
-//! fragments prepared once per device type and invocation, so a mesh of
-//! millions of elements costs a few copies and integer conversions per line.
+//! The text is made on a second thread, in chunks of a megabyte that the
+//! calling thread hands to the output, so that formatting overlaps with the
+//! kernel's copying of gigabytes into a file. Ids and initialisers are
+//! assembled from fragments prepared once per device type and invocation: a
+//! mesh of millions of elements costs a few copies and integer conversions
+//! per line.
 
 use std::io::{self, Write};
+use std::sync::mpsc;
 
 use op2_analysis::model::{ArgKind, Program, SetId};
 use op2_analysis::value::Value;
@@ -67,27 +70,91 @@ impl InstanceWriter for GraphInstance<'_> {
     fn write(&mut self, out: &mut dyn Write, graph: &GraphType) -> Result<(u64, u64), BuildError> {
         let edges = Edges::new(self.program, graph, self.data)?;
         let counts = edges.count(&mut *self.progress);
-        let mut sink = Sink {
-            out,
-            buffer: Vec::with_capacity(BUFFER + 4096),
-        };
-        let result = write_instance(
-            &mut sink,
-            self.program,
-            graph,
-            self.data,
-            &edges,
-            &counts,
-            &mut *self.progress,
-        );
-        let (devices, written) = result.map_err(|error| match error {
-            Failure::Io(error) => {
-                BuildError::Instance(format!("cannot write the graph instance: {error}"))
+        let (program, data) = (self.program, self.data);
+        let (edges, counts) = (&edges, &counts);
+        let progress = &mut *self.progress;
+        // Text is made on a second thread while this one hands it to the
+        // output: for a file, the kernel's copying of gigabytes then
+        // overlaps with the formatting.
+        let (devices, written) = std::thread::scope(|scope| {
+            let (full, chunks) = mpsc::sync_channel::<Message>(4);
+            let (recycle, empty) = mpsc::channel::<Vec<u8>>();
+            let relay = full.clone();
+            let producer = scope.spawn(move || {
+                let mut sink = Sink {
+                    buffer: Vec::with_capacity(BUFFER + 4096),
+                    full,
+                    empty,
+                };
+                let mut relay = Relay(relay);
+                write_instance(&mut sink, program, graph, data, edges, counts, &mut relay)
+            });
+            let mut failed = None;
+            for message in &chunks {
+                match message {
+                    Message::Chunk(mut chunk) => {
+                        if let Err(error) = out.write_all(&chunk) {
+                            failed = Some(error);
+                            break;
+                        }
+                        chunk.clear();
+                        let _ = recycle.send(chunk);
+                    }
+                    Message::Start(phase, total) => progress.start(phase, total),
+                    Message::Advance(amount) => progress.advance(amount),
+                    Message::Finish => progress.finish(),
+                }
             }
-            Failure::Build(error) => error,
+            // Stops the producer at its next chunk if the output failed.
+            drop(chunks);
+            let result = producer.join().map_err(|_| {
+                BuildError::Instance("internal error: the instance writer panicked".into())
+            })?;
+            if let Some(error) = failed {
+                return Err(BuildError::Instance(format!(
+                    "cannot write the graph instance: {error}"
+                )));
+            }
+            let counted = counts.edges;
+            result
+                .map_err(|error| match error {
+                    Failure::Io(error) => {
+                        BuildError::Instance(format!("cannot write the graph instance: {error}"))
+                    }
+                    Failure::Build(error) => error,
+                })
+                .inspect(|(_, written)| debug_assert_eq!(*written, counted))
         })?;
-        debug_assert_eq!(written, counts.edges);
         Ok((devices, written))
+    }
+}
+
+/// What the formatting thread sends to the writing one.
+enum Message {
+    /// Text to write.
+    Chunk(Vec<u8>),
+    /// [`Progress::start`].
+    Start(Phase, Option<u64>),
+    /// [`Progress::advance`].
+    Advance(u64),
+    /// [`Progress::finish`].
+    Finish,
+}
+
+/// Passes progress to the writing thread, which owns the real [`Progress`].
+struct Relay(mpsc::SyncSender<Message>);
+
+impl Progress for Relay {
+    fn start(&mut self, phase: Phase, total: Option<u64>) {
+        let _ = self.0.send(Message::Start(phase, total));
+    }
+
+    fn advance(&mut self, amount: u64) {
+        let _ = self.0.send(Message::Advance(amount));
+    }
+
+    fn finish(&mut self) {
+        let _ = self.0.send(Message::Finish);
     }
 }
 
@@ -109,13 +176,16 @@ impl From<BuildError> for Failure {
     }
 }
 
-/// The output with a large buffer in front.
-struct Sink<'o> {
-    out: &'o mut dyn Write,
+/// Text gathered in large chunks for the writing thread.
+struct Sink {
     buffer: Vec<u8>,
+    /// To the writing thread.
+    full: mpsc::SyncSender<Message>,
+    /// Chunks written, to fill again.
+    empty: mpsc::Receiver<Vec<u8>>,
 }
 
-impl Sink<'_> {
+impl Sink {
     #[inline]
     fn bytes(&mut self, bytes: &[u8]) {
         self.buffer.extend_from_slice(bytes);
@@ -130,16 +200,21 @@ impl Sink<'_> {
     #[inline]
     fn spill(&mut self) -> io::Result<()> {
         if self.buffer.len() >= BUFFER {
-            self.out.write_all(&self.buffer)?;
-            self.buffer.clear();
+            self.flush()?;
         }
         Ok(())
     }
 
+    /// Hands the text gathered so far to the writing thread.
     fn flush(&mut self) -> io::Result<()> {
-        self.out.write_all(&self.buffer)?;
-        self.buffer.clear();
-        Ok(())
+        let next = self
+            .empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(BUFFER + 4096));
+        let chunk = std::mem::replace(&mut self.buffer, next);
+        self.full
+            .send(Message::Chunk(chunk))
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the output was closed"))
     }
 }
 
@@ -781,7 +856,7 @@ fn set_pieces(
 
 /// Writes one element's initialiser from its pieces.
 fn write_pieces(
-    sink: &mut Sink<'_>,
+    sink: &mut Sink,
     pieces: &Pieces,
     program: &Program,
     data: &InstanceData,
@@ -825,7 +900,7 @@ fn write_pieces(
 
 #[allow(clippy::too_many_lines)]
 fn write_instance(
-    sink: &mut Sink<'_>,
+    sink: &mut Sink,
     program: &Program,
     graph: &GraphType,
     data: &InstanceData,
@@ -1008,4 +1083,38 @@ fn write_instance(
     sink.flush()?;
     progress.finish();
     Ok((devices, written))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_ids_split_around_the_element_number() {
+        for set in ["cells", "s1", "a_0", "x10"] {
+            let id = DeviceId::of(set);
+            for index in [0, 1, 9, 10, 123_456, u32::MAX] {
+                assert_eq!(id.with(index), names::set_device(set, index as usize));
+            }
+        }
+    }
+
+    #[test]
+    fn edge_templates_follow_the_path_syntax() {
+        let cells = DeviceId::of("cells");
+        let template = Template::new(
+            &Endpoint::Controller,
+            "inv_end",
+            &Endpoint::Set(&cells),
+            "inv_end",
+            Counter::End(0),
+        );
+        let mut text = template.head.clone();
+        text.extend_from_slice(b"7");
+        text.extend_from_slice(&template.tail);
+        assert_eq!(
+            String::from_utf8(text).unwrap(),
+            "      <EdgeI path=\"global:inv_end-cells_7:inv_end\"/>\n"
+        );
+    }
 }
