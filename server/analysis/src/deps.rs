@@ -373,46 +373,43 @@ impl Dependencies {
         else {
             return Vec::new();
         };
-        // Forward reaching definitions for one datum.
+        // Forward reaching definitions for one datum, as bitsets over the
+        // invocations (hover asks this on every move of the cursor).
         let n = self.nodes.len();
-        let mut reach_in: Vec<Vec<InvocationId>> = vec![Vec::new(); n];
-        let mut reach_out: Vec<Vec<InvocationId>> = vec![Vec::new(); n];
+        let words = self.invocation_nodes.len().div_ceil(64).max(1);
+        let mut reach_in = vec![0u64; n * words];
+        let mut reach_out = vec![0u64; n * words];
+        let mut out = vec![0u64; words];
         let mut changed = true;
         while changed {
             changed = false;
             for index in 0..n {
                 let node = &self.nodes[index];
-                let mut out = if node.kills.contains(&data) {
-                    Vec::new()
+                let kills = node.kills.contains(&data);
+                let defines = node.defs.contains(&data);
+                if kills || (defines && node.invocation.is_none()) {
+                    out.fill(0);
                 } else {
-                    reach_in[index].clone()
-                };
-                if node.defs.contains(&data) {
-                    if node.kills.contains(&data) || node.invocation.is_none() {
-                        out.clear();
-                    }
-                    if let Some(id) = node.invocation {
-                        out.push(id);
-                    }
+                    out.copy_from_slice(&reach_in[index * words..(index + 1) * words]);
                 }
-                out.sort();
-                out.dedup();
-                if out != reach_out[index] {
-                    for successor in node.successors.clone() {
-                        for id in &out {
-                            if !reach_in[successor].contains(id) {
-                                reach_in[successor].push(*id);
-                            }
+                if let (true, Some(id)) = (defines, node.invocation) {
+                    out[id.index() / 64] |= 1 << (id.index() % 64);
+                }
+                if out[..] != reach_out[index * words..(index + 1) * words] {
+                    reach_out[index * words..(index + 1) * words].copy_from_slice(&out);
+                    for &successor in &node.successors {
+                        for (word, bits) in out.iter().enumerate() {
+                            reach_in[successor * words + word] |= bits;
                         }
                     }
-                    reach_out[index] = out;
                     changed = true;
                 }
             }
         }
-        let mut result = reach_in[target].clone();
-        result.sort();
-        result
+        (0..self.invocation_nodes.len())
+            .filter(|i| reach_in[target * words + i / 64] & (1 << (i % 64)) != 0)
+            .map(|i| InvocationId(u32::try_from(i).unwrap_or(u32::MAX)))
+            .collect()
     }
 
     /// Who may read `data` next after `invocation` has run.

@@ -7,6 +7,7 @@
 mod build;
 mod check;
 mod explain;
+mod fmt;
 mod parse_tree;
 mod render;
 mod run;
@@ -71,6 +72,16 @@ enum Command {
         #[command(flatten)]
         options: run::SimulateOptions,
     },
+    /// Rewrite files in the canonical layout; with `--check`, list the files
+    /// that would change and exit 1.
+    Fmt {
+        /// The `.op2` files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write nothing; exit 1 when a file is not formatted.
+        #[arg(long)]
+        check: bool,
+    },
     /// Explain a diagnostic code (`op2 explain E401`); without a code, list them all.
     Explain {
         /// The code, such as `E401`.
@@ -119,6 +130,7 @@ fn main() -> ExitCode {
             color,
         } => check::run(&files, message_format, color),
         Command::Explain { code } => explain::run(code.as_deref()),
+        Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Run(common) => run::run(&common),
         Command::Lsp => lsp(),
         Command::Simulate { common, options } => run::simulate(&common, &options),

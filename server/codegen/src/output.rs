@@ -125,6 +125,8 @@ pub fn write_graph(
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
     };
+    // A configured output directory may not exist yet.
+    std::fs::create_dir_all(&directory).map_err(io_error)?;
     let temporary = tempfile::Builder::new()
         .prefix(".op2-build-")
         .suffix(".tmp")

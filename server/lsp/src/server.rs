@@ -20,6 +20,9 @@ use crate::world::{Analysed, Entry, World, analyse, uri_to_path};
 pub struct Backend {
     client: Client,
     world: Arc<Mutex<World>>,
+    /// Held while deciding to publish and publishing, so that a result
+    /// checked as current cannot be overtaken by a newer one on the way out.
+    publishing: Arc<tokio::sync::Mutex<()>>,
     /// Allows the test command that panics (for the panic-recovery test).
     allow_test_panic: bool,
 }
@@ -44,7 +47,7 @@ pub async fn serve_stdio() {
 pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) {
     let allow_test_panic = std::env::var("OP2_LSP_TEST_PANIC").is_ok_and(|v| v == "1");
     let (service, socket) =
-        LspService::build(|client| Backend { client, world: Arc::default(), allow_test_panic }).finish();
+        LspService::build(|client| Backend { client, world: Arc::default(), publishing: Arc::default(), allow_test_panic }).finish();
     Server::new(input, output, socket).serve(service).await;
 }
 
@@ -78,19 +81,35 @@ impl Backend {
                 return None;
             }
         };
-        let (current, encoding) = {
-            let mut world = lock(&self.world);
+        let keep = |world: &mut World| -> Option<(bool, PositionEncoding)> {
             let encoding = world.encoding();
             let entry = world.documents.get_mut(uri)?;
             // Only a result for the current version is kept and published.
             let current = entry.document.version == version;
-            let newer = entry.analysed.as_ref().is_some_and(|a| a.version >= version);
+            let newer = entry.analysed.as_ref().is_some_and(|a| a.version > version);
             if current && !newer {
                 entry.analysed = Some(Arc::clone(&analysed));
             }
-            (current, encoding)
+            Some((current, encoding))
         };
-        if publish && current {
+        if !publish {
+            let (current, _) = keep(&mut lock(&self.world))?;
+            return current.then_some(analysed);
+        }
+        // Decide and send under the publishing lock: whatever is published
+        // after this is for this version or a newer one (rule 2).
+        let _publishing = self.publishing.lock().await;
+        let (current, encoding, already) = {
+            let mut world = lock(&self.world);
+            let (current, encoding) = keep(&mut world)?;
+            let entry = world.documents.get_mut(uri)?;
+            let already = entry.published.is_some_and(|p| p >= version);
+            if current && !already {
+                entry.published = Some(version);
+            }
+            (current, encoding, already)
+        };
+        if current && !already {
             let diagnostics = handlers::diagnostics::to_lsp(&analysed, uri, encoding);
             self.client.publish_diagnostics(uri.clone(), diagnostics, Some(version)).await;
         }
@@ -99,7 +118,7 @@ impl Backend {
 
     /// Re-analyses and publishes in the background (after a change).
     fn schedule(&self, uri: Uri) {
-        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), allow_test_panic: self.allow_test_panic };
+        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), publishing: Arc::clone(&self.publishing), allow_test_panic: self.allow_test_panic };
         tokio::spawn(async move {
             backend.analysed(&uri, true).await;
         });
@@ -135,7 +154,7 @@ impl Backend {
     fn build_on_save(&self, uri: Uri) {
         let client = self.client.clone();
         let world = Arc::clone(&self.world);
-        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), allow_test_panic: self.allow_test_panic };
+        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), publishing: Arc::clone(&self.publishing), allow_test_panic: self.allow_test_panic };
         tokio::spawn(async move {
             let Some(analysed) = backend.analysed(&uri, true).await else { return };
             let (settings, folders, path, progress) = {
@@ -220,6 +239,7 @@ impl LanguageServer for Backend {
                     path,
                     analyser: Arc::new(Mutex::new(Analyser::new())),
                     analysed: None,
+                    published: None,
                 },
             );
         }
@@ -245,6 +265,7 @@ impl LanguageServer for Backend {
                     let imports = entry.analysed.as_ref().is_some_and(|a| a.analysis.program.files.iter().skip(1).any(|f| f.path == path));
                     if *other != uri && imports {
                         entry.analysed = None;
+                entry.published = None;
                         importers.push(other.clone());
                     }
                 }
@@ -288,6 +309,7 @@ impl LanguageServer for Backend {
             let mut world = lock(&self.world);
             for entry in world.documents.values_mut() {
                 entry.analysed = None;
+                entry.published = None;
             }
             world.documents.keys().cloned().collect()
         };
@@ -340,13 +362,24 @@ impl LanguageServer for Backend {
     }
 
     async fn prepare_rename(&self, params: TextDocumentPositionParams) -> Result<Option<PrepareRenameResponse>> {
-        self.request("prepareRename", &params.text_document.uri.clone(), move |c| handlers::rename::prepare(c, params.position)).await
+        // A refusal is an error with its reason, which editors show.
+        let answer = self.request("prepareRename", &params.text_document.uri.clone(), move |c| Some(handlers::rename::try_prepare(c, params.position))).await?;
+        match answer {
+            Some(Ok(response)) => Ok(Some(response)),
+            Some(Err(message)) => Err(Error::invalid_params(message)),
+            None => Ok(None),
+        }
     }
 
     async fn rename(&self, params: RenameParams) -> Result<Option<WorkspaceEdit>> {
         let position = params.text_document_position;
         let name = params.new_name;
-        self.request("rename", &position.text_document.uri.clone(), move |c| handlers::rename::rename(c, position.position, &name)).await
+        let answer = self.request("rename", &position.text_document.uri.clone(), move |c| Some(handlers::rename::try_rename(c, position.position, &name))).await?;
+        match answer {
+            Some(Ok(edit)) => Ok(Some(edit)),
+            Some(Err(message)) => Err(Error::invalid_params(message)),
+            None => Ok(None),
+        }
     }
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
@@ -372,6 +405,15 @@ impl LanguageServer for Backend {
                 symbols.extend(found);
             }
         }
+        // Every open program reports its imports too: one entry per place.
+        let mut seen = std::collections::HashSet::new();
+        symbols.retain(|symbol: &WorkspaceSymbol| {
+            let place = match &symbol.location {
+                OneOf::Left(location) => (location.uri.clone(), Some((location.range.start, location.range.end))),
+                OneOf::Right(location) => (location.uri.clone(), None),
+            };
+            seen.insert((symbol.name.clone(), place.0, place.1.map(|(s, e)| (s.line, s.character, e.line, e.character))))
+        });
         Ok(Some(OneOf::Right(symbols)))
     }
 

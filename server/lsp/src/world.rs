@@ -40,6 +40,8 @@ pub struct Entry {
     pub analyser: Arc<Mutex<Analyser>>,
     /// The latest analysis (possibly of an older version).
     pub analysed: Option<Arc<Analysed>>,
+    /// The version whose diagnostics were published last.
+    pub published: Option<i32>,
 }
 
 /// Everything the handlers share.

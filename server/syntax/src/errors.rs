@@ -94,8 +94,14 @@ pub(crate) fn errors_in(root: Node<'_>, text: &str, file: FileId, part: Part) ->
                     if node.is_missing() || node.is_error() {
                         checker.check_node(node, &mut out);
                         false
+                    } else if node.has_error() {
+                        // Descend only where the whole walk does: an
+                        // unsupported construct is reported once, not with
+                        // the errors inside it. (Its own report belongs to
+                        // the other part.)
+                        checker.check_node(node, &mut Vec::new())
                     } else {
-                        node.has_error()
+                        false
                     }
                 }
                 Part::Unsupported => {

@@ -30,6 +30,11 @@ use crate::{Diagnostic, FileId, Parse};
 /// The column limit a list must fit in to stay on one line.
 pub const MAX_WIDTH: usize = 100;
 
+/// Deepest syntax tree formatted: the printer recurses along the tree, and
+/// a thread's stack must hold it (the analysis stops at 200 levels of
+/// statements and expressions, a little over 200 tree levels).
+pub const MAX_DEPTH: usize = 500;
+
 /// One level of indentation.
 const INDENT: usize = 4;
 
@@ -38,6 +43,9 @@ const INDENT: usize = 4;
 pub enum FormatError {
     /// The text has syntax errors (E001); they are attached.
     Syntax(Vec<Diagnostic>),
+    /// The code is nested deeper than the formatter goes (far deeper than
+    /// the analysis accepts).
+    TooDeep,
     /// The formatted text would not have meant the same program. This is a
     /// bug in the formatter; the text is left alone.
     Internal(String),
@@ -58,6 +66,9 @@ impl fmt::Display for FormatError {
                 ),
                 None => f.write_str("the text has syntax errors"),
             },
+            FormatError::TooDeep => {
+                write!(f, "the code is nested more than {MAX_DEPTH} levels deep")
+            }
             FormatError::Internal(message) => {
                 write!(f, "the formatter would change the program: {message}")
             }
@@ -74,9 +85,31 @@ pub fn format(text: &str) -> Result<String, FormatError> {
     if !errors.is_empty() || parse.tree().root_node().has_error() {
         return Err(FormatError::Syntax(errors));
     }
+    if depth(parse.tree().root_node()) > MAX_DEPTH {
+        return Err(FormatError::TooDeep);
+    }
     let formatted = Printer::new(text, parse.tree().root_node()).run(parse.tree().root_node());
     verify(&parse, &formatted)?;
     Ok(formatted)
+}
+
+/// The depth of the deepest node under `root`.
+fn depth(root: Node<'_>) -> usize {
+    let mut cursor = root.walk();
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    loop {
+        if cursor.goto_first_child() {
+            depth += 1;
+            deepest = deepest.max(depth);
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return deepest;
+            }
+            depth -= 1;
+        }
+    }
 }
 
 /// The facts formatting must keep: every token but commas, in order, with

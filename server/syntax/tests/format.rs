@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use op2_syntax::Parse;
-use op2_syntax::format::{FormatError, format};
+use op2_syntax::format::{FormatError, MAX_DEPTH, format};
 use op2_syntax::tree_sitter::Node;
 use proptest::prelude::*;
 
@@ -196,6 +196,39 @@ fn comments_keep_their_places() {
 }
 
 #[test]
+fn deep_nesting_is_formatted_or_refused_without_overflowing() {
+    let nested = |levels: usize| {
+        format!(
+            "main {{ g = {}1{}; }}",
+            "(".repeat(levels),
+            ")".repeat(levels)
+        )
+    };
+    let formatted = check_promises(&nested(150));
+    assert!(formatted.contains(&format!("g = {}1", "(".repeat(150))));
+    // Just under the limit, on the stack of a tokio blocking thread (2 MiB).
+    let near = nested(MAX_DEPTH - 10);
+    let near = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || format(&near))
+        .expect("a thread")
+        .join()
+        .expect("no overflow");
+    assert!(near.is_ok(), "{near:?}");
+    let deep = nested(20_000);
+    let refused = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || format(&deep))
+        .expect("a thread")
+        .join()
+        .expect("no overflow");
+    assert!(
+        matches!(refused, Err(FormatError::TooDeep | FormatError::Syntax(_))),
+        "{refused:?}"
+    );
+}
+
+#[test]
 fn empty_and_comment_only_files() {
     assert_eq!(format("").as_deref(), Ok(""));
     assert_eq!(format("  \n\n").as_deref(), Ok(""));
@@ -247,7 +280,7 @@ fn relaid(text: &str, seeds: &[u8]) -> String {
         let gap = &text[last..range.start];
         let seed = seeds.get(i % seeds.len().max(1)).copied().unwrap_or(0) as usize;
         let blanks = " ".repeat(seed % 3 + 1);
-        let newline = if seed % 2 == 0 { "\n" } else { "\r\n" };
+        let newline = if seed.is_multiple_of(2) { "\n" } else { "\r\n" };
         let breaks = gap.matches('\n').count();
         if i == 0 || gap.is_empty() {
             out.push_str(gap);

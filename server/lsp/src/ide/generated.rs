@@ -1,1 +1,761 @@
-//! What the code generator makes of the program, as editors show it.
+//! What the code generator makes of the program, as editors show it
+//! (compilation.md §8): per argument the pins, buffer, state member or
+//! property it turns into (§2, §4), the whole device type of a set, and per
+//! invocation the pins, state and messages it costs. Everything comes from
+//! the graph model that `op2 build` writes, and every generated name from
+//! `op2_codegen::names`. Plain text and data; no LSP.
+
+use std::fmt::Write;
+
+use op2_analysis::model::{ArgKind, DatId, InvocationId, Program, SetId};
+use op2_codegen::limits::{MAX_MESSAGE_BYTES, MAX_OUTPUT_PINS};
+use op2_codegen::model::{
+    DeviceKind, DevicePlan, DeviceType, GraphType, InvocationPlan, Member, MessageRole, Pin,
+    PinRole,
+};
+use op2_codegen::names;
+use op2_syntax::ast::AccessMode;
+use rustc_hash::FxHashMap;
+
+/// What argument `arg` of `invocation` turns into in the graph, one
+/// sentence per line (compilation.md §2 and §4): the pins that carry it,
+/// on which device types, the landing pad or state member, or the graph
+/// property. Empty when the invocation or argument is not in the graph.
+pub fn argument_summary(
+    program: &Program,
+    graph: &GraphType,
+    invocation: InvocationId,
+    arg: usize,
+) -> Vec<String> {
+    let Some(plan) = graph.invocation(invocation) else {
+        return Vec::new();
+    };
+    summary(program, plan, arg, |dat| dat_message_size(graph, dat))
+}
+
+/// Lookups over the graph for many argument queries in one request (the
+/// inlay hints of a range): each invocation's plan and each dat's message
+/// size, found once instead of by a scan per argument.
+#[derive(Debug)]
+pub struct GraphIndex<'a> {
+    program: &'a Program,
+    plans: Vec<Option<&'a InvocationPlan>>,
+    dat_sizes: Vec<Option<u32>>,
+}
+
+impl<'a> GraphIndex<'a> {
+    /// Indexes `graph`, the graph of `program`.
+    pub fn new(program: &'a Program, graph: &'a GraphType) -> GraphIndex<'a> {
+        let mut plans = vec![None; program.invocations.len()];
+        for plan in &graph.invocations {
+            if let Some(slot) = plans.get_mut(plan.id.index()) {
+                *slot = Some(plan);
+            }
+        }
+        let mut dat_sizes = vec![None; program.dats.len()];
+        for message in &graph.message_types {
+            if let MessageRole::Dat(dat) = message.role
+                && let Some(slot) = dat_sizes.get_mut(dat.index())
+            {
+                *slot = Some(message.size());
+            }
+        }
+        GraphIndex {
+            program,
+            plans,
+            dat_sizes,
+        }
+    }
+
+    /// [`argument_summary`].
+    pub fn summary(&self, invocation: InvocationId, arg: usize) -> Vec<String> {
+        match self.plans.get(invocation.index()).copied().flatten() {
+            Some(plan) => summary(self.program, plan, arg, |dat| {
+                self.dat_sizes.get(dat.index()).copied().flatten()
+            }),
+            None => Vec::new(),
+        }
+    }
+
+    /// [`argument_label`].
+    pub fn label(&self, invocation: InvocationId, arg: usize) -> Option<String> {
+        let plan = self.plans.get(invocation.index()).copied().flatten()?;
+        label(self.program, plan, arg)
+    }
+}
+
+/// The payload size of the `dat_{D}` message type.
+fn dat_message_size(graph: &GraphType, dat: DatId) -> Option<u32> {
+    graph
+        .message_types
+        .iter()
+        .find(|m| m.role == MessageRole::Dat(dat))
+        .map(|m| m.size())
+}
+
+fn summary(
+    program: &Program,
+    plan: &InvocationPlan,
+    arg: usize,
+    dat_size: impl Fn(DatId) -> Option<u32>,
+) -> Vec<String> {
+    let invocation = plan.id;
+    let Some(Some(argument)) = program
+        .invocations
+        .get(invocation.index())
+        .and_then(|i| i.args.get(arg))
+    else {
+        return Vec::new();
+    };
+    let inv = plan.name.as_str();
+    let iteration = set_name(program, plan.set);
+    let iteration_type = names::set_device_type(iteration);
+    let mut lines = Vec::new();
+    match argument.kind {
+        ArgKind::IndirectDat { dat, map, index } => {
+            let d = &program.dats[dat.index()];
+            let target = d.set.map_or("?", |s| set_name(program, s));
+            let target_type = names::set_device_type(target);
+            let dat_state = names::dat_state(&d.name);
+            let via = format!("{}[{index}]", program.maps[map.index()].name);
+            let buffer = names::arg_buffer(inv, arg);
+            if reads(argument.mode) {
+                let read_send = names::read_send(inv, &d.name);
+                lines.push(format!(
+                    "reads `{dat_state}` of `{target}` via `{via}`: pin `{read_send}` on `{target_type}` → `{}` on `{iteration_type}`, into `{buffer}`",
+                    names::read_recv(inv, arg),
+                ));
+                let sharing: Vec<String> = program.invocations[invocation.index()]
+                    .resolved_args()
+                    .filter(|(i, a)| {
+                        *i != arg
+                            && reads(a.mode)
+                            && matches!(a.kind, ArgKind::IndirectDat { dat: other, .. } if other == dat)
+                    })
+                    .map(|(i, _)| format!("arg{i}"))
+                    .collect();
+                if !sharing.is_empty() {
+                    lines.push(format!(
+                        "`{read_send}` is sent once per element of `{target}` and also serves {}",
+                        sharing.join(", ")
+                    ));
+                }
+            }
+            let what = match argument.mode {
+                AccessMode::Rw => Some(("writes", "", "copies")),
+                AccessMode::Write => Some(("writes", " (not initialised)", "copies")),
+                AccessMode::Inc => Some(("adds to", " (zeroed before the kernel)", "adds")),
+                _ => None,
+            };
+            if let Some((verb, initial, effect)) = what {
+                let write_send = names::write_send(inv, arg);
+                let write_recv = names::write_recv(inv, &d.name);
+                lines.push(format!(
+                    "{verb} `{dat_state}` of `{target}` via `{via}`: `{buffer}`{initial} → `{write_send}` on `{iteration_type}` → `{write_recv}` on `{target_type}` ({effect})"
+                ));
+            }
+            let message = names::dat_message(&d.name);
+            if let Some(size) = dat_size(dat) {
+                let over = if size > MAX_MESSAGE_BYTES {
+                    format!(", over the hardware's {MAX_MESSAGE_BYTES}-byte payload")
+                } else {
+                    String::new()
+                };
+                lines.push(format!(
+                    "messages of type `{message}`: {size} bytes each{over}"
+                ));
+            }
+        }
+        ArgKind::DirectDat(dat) => {
+            let d = &program.dats[dat.index()];
+            let mut line = format!(
+                "in place: `{iteration_type}::{}`",
+                names::dat_state(&d.name)
+            );
+            if argument.mode == AccessMode::Inc {
+                line.push_str(" (not zeroed: the kernel adds to the element's value)");
+            }
+            lines.push(line);
+        }
+        ArgKind::Global(global) => {
+            let pad = names::global_state(&program.globals[global.index()].name);
+            let begin = names::begin(inv);
+            let end = names::end(inv);
+            lines.push(match argument.mode {
+                AccessMode::Read => {
+                    format!("carried by `{begin}` into `{pad}` (landing pad on `{iteration_type}`)")
+                }
+                AccessMode::Inc => format!(
+                    "landing pad `{pad}` on `{iteration_type}`, zeroed before the kernel; partial sent in `{end}` and added up by `{}`",
+                    names::GLOBAL_DEVICE
+                ),
+                AccessMode::Min | AccessMode::Max => format!(
+                    "landing pad `{pad}` on `{iteration_type}`, written from `{begin}`; partial sent in `{end}` and combined by `{}` ({})",
+                    names::GLOBAL_DEVICE,
+                    if argument.mode == AccessMode::Min { "minimum" } else { "maximum" }
+                ),
+                _ => format!("landing pad `{pad}` on `{iteration_type}`"),
+            });
+        }
+        ArgKind::Const(id) => lines.push(format!(
+            "graph property `{}`",
+            names::const_property(&program.consts[id.index()].name)
+        )),
+        ArgKind::Len(set) => lines.push(format!(
+            "graph property `{}`",
+            names::length_property(set_name(program, set))
+        )),
+    }
+    lines
+}
+
+/// A short label of what an argument generates, for an inlay hint:
+/// `⇐ dat_p_x_read_send`, `→ arg6_write_send`, `global_rms pad`,
+/// `prop global_gam`. Pin names drop the `{inv}_` prefix the invocation
+/// name already says. `None` when the invocation is not in the graph.
+pub fn argument_label(
+    program: &Program,
+    graph: &GraphType,
+    invocation: InvocationId,
+    arg: usize,
+) -> Option<String> {
+    label(program, graph.invocation(invocation)?, arg)
+}
+
+fn label(program: &Program, plan: &InvocationPlan, arg: usize) -> Option<String> {
+    let invocation = plan.id;
+    let argument = program
+        .invocations
+        .get(invocation.index())?
+        .args
+        .get(arg)?
+        .as_ref()?;
+    let inv = plan.name.as_str();
+    let short = |name: String| -> String {
+        name.strip_prefix(inv)
+            .and_then(|rest| rest.strip_prefix('_'))
+            .map_or_else(|| name.clone(), str::to_owned)
+    };
+    Some(match argument.kind {
+        ArgKind::IndirectDat { dat, .. } => {
+            let d = &program.dats[dat.index()];
+            let mut parts = Vec::new();
+            if reads(argument.mode) {
+                parts.push(format!("⇐ {}", short(names::read_send(inv, &d.name))));
+            }
+            if writes(argument.mode) {
+                parts.push(format!("→ {}", short(names::write_send(inv, arg))));
+            }
+            parts.join(" ")
+        }
+        ArgKind::DirectDat(dat) => {
+            format!(
+                "in place {}",
+                names::dat_state(&program.dats[dat.index()].name)
+            )
+        }
+        ArgKind::Global(global) => {
+            format!(
+                "{} pad",
+                names::global_state(&program.globals[global.index()].name)
+            )
+        }
+        ArgKind::Const(id) => format!(
+            "prop {}",
+            names::const_property(&program.consts[id.index()].name)
+        ),
+        ArgKind::Len(set) => format!("prop {}", names::length_property(set_name(program, set))),
+    })
+}
+
+/// The generated device type `set_S` as readable text: its totals against
+/// the hardware's limits, the dats and landing pads, then per invocation
+/// the properties, state members and pins it adds (outputs with their
+/// ready bit). `None` when no invocation involves the set.
+pub fn device_type_text(program: &Program, graph: &GraphType, set: SetId) -> Option<String> {
+    let device = graph.set_device_type(set)?;
+    Some(render_device(program, graph, device))
+}
+
+/// The controller device type `global` as readable text.
+pub fn controller_text(program: &Program, graph: &GraphType) -> Option<String> {
+    let device = graph
+        .device_types
+        .iter()
+        .find(|d| d.kind == DeviceKind::Controller)?;
+    Some(render_device(program, graph, device))
+}
+
+/// What one invocation adds to one device type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceCounts {
+    /// The device type's id (`set_S` or `global`).
+    pub device_type: String,
+    /// True when this is the invocation's iteration set.
+    pub iterates: bool,
+    /// Input pins the invocation adds.
+    pub inputs: usize,
+    /// Output pins the invocation adds.
+    pub outputs: usize,
+    /// State members the invocation adds (shared landing pads of globals
+    /// and the dats themselves are not counted).
+    pub state: usize,
+    /// Device properties the invocation adds.
+    pub properties: usize,
+}
+
+/// What an invocation costs in the graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvocationCounts {
+    /// The invocation.
+    pub invocation: InvocationId,
+    /// Its name.
+    pub name: String,
+    /// Per device type involved: the controller, then the involved sets in
+    /// the plan's order (iteration set first).
+    pub devices: Vec<DeviceCounts>,
+    /// Indirect reads each iteration element receives.
+    pub reads_per_element: usize,
+    /// Indirect writes each iteration element sends.
+    pub writes_per_element: usize,
+}
+
+impl InvocationCounts {
+    /// Input and output pins added over all device types.
+    pub fn pins(&self) -> usize {
+        self.devices.iter().map(|d| d.inputs + d.outputs).sum()
+    }
+
+    /// State members added over all device types.
+    pub fn state(&self) -> usize {
+        self.devices.iter().map(|d| d.state).sum()
+    }
+
+    /// Messages per iteration element: its `{inv}_begin` and `{inv}_end`,
+    /// one per indirect read it receives and one per indirect write it
+    /// sends (the edges of compilation.md §7 per element).
+    pub fn messages_per_element(&self) -> usize {
+        2 + self.reads_per_element + self.writes_per_element
+    }
+}
+
+/// The pins, state members and messages per iteration element that one
+/// invocation adds to the graph, from its device plans. `None` when the
+/// invocation is not in the graph.
+pub fn invocation_counts(
+    _program: &Program,
+    graph: &GraphType,
+    invocation: InvocationId,
+) -> Option<InvocationCounts> {
+    counts_with(graph, graph.invocation(invocation)?, |device, id| {
+        let device = &graph.device_types[device];
+        (
+            count_pins(&device.inputs, id),
+            count_pins(&device.outputs, id),
+        )
+    })
+}
+
+/// [`invocation_counts`] of every invocation, indexed like
+/// `program.invocations`, with one pass over the pins.
+pub fn all_invocation_counts(
+    program: &Program,
+    graph: &GraphType,
+) -> Vec<Option<InvocationCounts>> {
+    let mut pins: FxHashMap<(usize, InvocationId), (usize, usize)> = FxHashMap::default();
+    for (index, device) in graph.device_types.iter().enumerate() {
+        for pin in &device.inputs {
+            if let Some(id) = pin_invocation(pin.role) {
+                pins.entry((index, id)).or_default().0 += 1;
+            }
+        }
+        for pin in &device.outputs {
+            if let Some(id) = pin_invocation(pin.role) {
+                pins.entry((index, id)).or_default().1 += 1;
+            }
+        }
+    }
+    let mut all = vec![None; program.invocations.len()];
+    for plan in &graph.invocations {
+        if let Some(slot) = all.get_mut(plan.id.index()) {
+            *slot = counts_with(graph, plan, |device, id| {
+                pins.get(&(device, id)).copied().unwrap_or_default()
+            });
+        }
+    }
+    all
+}
+
+/// The counts of one invocation, given the (input, output) pins it has on
+/// the device type at an index.
+fn counts_with(
+    graph: &GraphType,
+    plan: &InvocationPlan,
+    pins: impl Fn(usize, InvocationId) -> (usize, usize),
+) -> Option<InvocationCounts> {
+    let invocation = plan.id;
+    let mut devices = Vec::new();
+    if let Some((index, controller)) = graph
+        .device_types
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.kind == DeviceKind::Controller)
+    {
+        let end_total = names::end_total(&plan.name);
+        let (inputs, outputs) = pins(index, invocation);
+        devices.push(DeviceCounts {
+            device_type: controller.id.clone(),
+            iterates: false,
+            inputs,
+            outputs,
+            state: 0,
+            properties: controller
+                .properties
+                .iter()
+                .filter(|m| m.name == end_total)
+                .count(),
+        });
+    }
+    let mut reads_per_element = 0;
+    let mut writes_per_element = 0;
+    for set in &plan.involved_sets {
+        let Some((index, device)) = graph
+            .device_types
+            .iter()
+            .enumerate()
+            .find(|(_, d)| d.kind == DeviceKind::Set(*set))
+        else {
+            continue;
+        };
+        let Some(device_plan) = device.plans.iter().find(|p| p.invocation == invocation) else {
+            continue;
+        };
+        if device_plan.iterates {
+            reads_per_element = device_plan.read_recvs.len();
+            writes_per_element = device_plan.write_sends.len();
+        }
+        let (inputs, outputs) = pins(index, invocation);
+        devices.push(DeviceCounts {
+            device_type: device.id.clone(),
+            iterates: device_plan.iterates,
+            inputs,
+            outputs,
+            state: plan_state_names(device_plan).len(),
+            properties: plan_property_names(device_plan).len(),
+        });
+    }
+    Some(InvocationCounts {
+        invocation,
+        name: plan.name.clone(),
+        devices,
+        reads_per_element,
+        writes_per_element,
+    })
+}
+
+/// The invocation a pin serves, if any.
+pub fn pin_invocation(role: PinRole) -> Option<InvocationId> {
+    match role {
+        PinRole::Begin(i)
+        | PinRole::DatReadSend(i, _)
+        | PinRole::ArgReadRecv(i, _)
+        | PinRole::Execute(i)
+        | PinRole::ArgWriteSend(i, _)
+        | PinRole::DatWriteRecv { invocation: i, .. }
+        | PinRole::End(i)
+        | PinRole::ControllerBegin(i)
+        | PinRole::ControllerEnd(i) => Some(i),
+        PinRole::Step => None,
+    }
+}
+
+fn count_pins(pins: &[Pin], invocation: InvocationId) -> usize {
+    pins.iter()
+        .filter(|p| pin_invocation(p.role) == Some(invocation))
+        .count()
+}
+
+/// The state members one invocation adds to a set's device type
+/// (compilation.md §4): the buffers of its indirect arguments (iteration
+/// set only) and its five lifecycle counters.
+fn plan_state_names(plan: &DevicePlan) -> Vec<String> {
+    let inv = plan.name.as_str();
+    let mut buffers: Vec<usize> = plan
+        .read_recvs
+        .iter()
+        .chain(&plan.write_sends)
+        .copied()
+        .collect();
+    buffers.sort_unstable();
+    buffers.dedup();
+    let mut members: Vec<String> = buffers
+        .into_iter()
+        .map(|arg| names::arg_buffer(inv, arg))
+        .collect();
+    members.extend([
+        names::in_progress(inv),
+        names::read_send_mask(inv),
+        names::read_recv_count(inv),
+        names::write_send_mask(inv),
+        names::write_recv_count(inv),
+    ]);
+    members
+}
+
+/// The device properties one invocation adds to a set's device type.
+fn plan_property_names(plan: &DevicePlan) -> Vec<String> {
+    vec![
+        names::read_recv_total(&plan.name),
+        names::write_recv_total(&plan.name),
+    ]
+}
+
+fn reads(mode: AccessMode) -> bool {
+    matches!(mode, AccessMode::Read | AccessMode::Rw)
+}
+
+fn writes(mode: AccessMode) -> bool {
+    matches!(mode, AccessMode::Rw | AccessMode::Write | AccessMode::Inc)
+}
+
+fn set_name(program: &Program, set: SetId) -> &str {
+    program
+        .sets
+        .get(set.index())
+        .map_or("?", |s| s.name.as_str())
+}
+
+fn member_text(member: &Member) -> String {
+    match member.length {
+        Some(length) => format!("{} {}[{length}]", member.ty.name(), member.name),
+        None => format!("{} {}", member.ty.name(), member.name),
+    }
+}
+
+fn bytes(members: &[&Member]) -> u32 {
+    members.iter().map(|m| m.size()).sum()
+}
+
+fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
+}
+
+/// Which invocation owns each generated state member (first map) and
+/// property (second) of a device type.
+type Owners = (
+    FxHashMap<String, InvocationId>,
+    FxHashMap<String, InvocationId>,
+);
+
+fn member_owners(device: &DeviceType, graph: &GraphType) -> Owners {
+    let mut state = FxHashMap::default();
+    let mut properties = FxHashMap::default();
+    match device.kind {
+        DeviceKind::Set(_) => {
+            for plan in &device.plans {
+                for name in plan_state_names(plan) {
+                    state.insert(name, plan.invocation);
+                }
+                for name in plan_property_names(plan) {
+                    properties.insert(name, plan.invocation);
+                }
+            }
+        }
+        DeviceKind::Controller => {
+            for plan in &graph.invocations {
+                properties.insert(names::end_total(&plan.name), plan.id);
+            }
+        }
+    }
+    (state, properties)
+}
+
+/// A device type's members and pins, grouped by the invocation that owns
+/// them (`None`: shared by all).
+#[derive(Default)]
+struct Group<'a> {
+    properties: Vec<&'a Member>,
+    state: Vec<&'a Member>,
+    /// (is output, index among the inputs or outputs, pin).
+    pins: Vec<(bool, usize, &'a Pin)>,
+}
+
+fn render_device(program: &Program, graph: &GraphType, device: &DeviceType) -> String {
+    let (state_owners, property_owners) = member_owners(device, graph);
+    let mut groups: FxHashMap<Option<InvocationId>, Group<'_>> = FxHashMap::default();
+    for member in &device.properties {
+        let owner = property_owners.get(member.name.as_str()).copied();
+        groups.entry(owner).or_default().properties.push(member);
+    }
+    for member in &device.state {
+        let owner = state_owners.get(member.name.as_str()).copied();
+        groups.entry(owner).or_default().state.push(member);
+    }
+    for (index, pin) in device.inputs.iter().enumerate() {
+        groups
+            .entry(pin_invocation(pin.role))
+            .or_default()
+            .pins
+            .push((false, index, pin));
+    }
+    for (index, pin) in device.outputs.iter().enumerate() {
+        groups
+            .entry(pin_invocation(pin.role))
+            .or_default()
+            .pins
+            .push((true, index, pin));
+    }
+
+    let mut out = String::new();
+    let all_state: Vec<&Member> = device.state.iter().collect();
+    let all_properties: Vec<&Member> = device.properties.iter().collect();
+    let _ = writeln!(out, "device type {}", device.id);
+    match device.kind {
+        DeviceKind::Set(set) => {
+            let _ = writeln!(
+                out,
+                "  one device per element of `{}`; {}",
+                set_name(program, set),
+                plural(device.plans.len(), "invocation", "invocations")
+            );
+        }
+        DeviceKind::Controller => {
+            let _ = writeln!(
+                out,
+                "  the controller: runs `main` and starts every invocation"
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  {}, {} (limit {MAX_OUTPUT_PINS})",
+        plural(device.inputs.len(), "input pin", "input pins"),
+        plural(device.outputs.len(), "output pin", "output pins"),
+    );
+    let _ = writeln!(
+        out,
+        "  {} ({} bytes), {} ({} bytes)",
+        plural(device.state.len(), "state member", "state members"),
+        bytes(&all_state),
+        plural(device.properties.len(), "property", "properties"),
+        bytes(&all_properties),
+    );
+
+    // Members no single invocation owns: dats, landing pads, `main`'s
+    // variables and the controller's own counters and step pin.
+    if let Some(shared) = groups.get(&None) {
+        let _ = writeln!(out, "\nshared");
+        write_members(&mut out, "property", &shared.properties, |m| {
+            describe_shared(program, graph, m)
+        });
+        write_members(&mut out, "state", &shared.state, |m| {
+            describe_shared(program, graph, m)
+        });
+        write_pins(&mut out, graph, &shared.pins);
+    }
+
+    let invocations: Vec<InvocationId> = match device.kind {
+        DeviceKind::Set(_) => device.plans.iter().map(|p| p.invocation).collect(),
+        DeviceKind::Controller => graph.invocations.iter().map(|p| p.id).collect(),
+    };
+    for id in invocations {
+        let Some(plan) = graph.invocation(id) else {
+            continue;
+        };
+        let role = match device.kind {
+            DeviceKind::Set(set) if plan.set == set => "iterates here".to_owned(),
+            DeviceKind::Set(_) => format!(
+                "over `{}`; this set holds dats it reaches",
+                set_name(program, plan.set)
+            ),
+            DeviceKind::Controller => format!("over `{}`", set_name(program, plan.set)),
+        };
+        let _ = writeln!(out, "\ninvocation {} ({role})", plan.name);
+        if let Some(group) = groups.get(&Some(id)) {
+            write_members(&mut out, "property", &group.properties, |_| None);
+            write_members(&mut out, "state", &group.state, |_| None);
+            write_pins(&mut out, graph, &group.pins);
+        }
+    }
+    out
+}
+
+fn describe_shared(program: &Program, graph: &GraphType, member: &Member) -> Option<String> {
+    if let Some(dat) = program
+        .dats
+        .iter()
+        .find(|d| names::dat_state(&d.name) == member.name)
+    {
+        return Some(format!("dat `{}`", dat.name));
+    }
+    if let Some(global) = program
+        .globals
+        .iter()
+        .find(|g| names::global_state(&g.name) == member.name)
+    {
+        return Some(format!("global `{}`", global.name));
+    }
+    if graph.controller.locals.contains(&member.name) {
+        return Some("a variable of `main`".to_owned());
+    }
+    let note = match member.name.as_str() {
+        names::PROGRAM_COUNTER => "the block of `main` to run next",
+        names::RUNNING => "1 while `main` may run",
+        names::BEGIN_PENDING => "1 + the invocation whose begin is to be sent",
+        names::END_COUNT => "ends received for the current invocation",
+        _ => return None,
+    };
+    Some(note.to_owned())
+}
+
+fn write_members(
+    out: &mut String,
+    kind: &str,
+    members: &[&Member],
+    describe: impl Fn(&Member) -> Option<String>,
+) {
+    for member in members {
+        let text = member_text(member);
+        match describe(member) {
+            Some(note) => {
+                let _ = writeln!(out, "  {kind:<8} {text:<40}  // {note}");
+            }
+            None => {
+                let _ = writeln!(out, "  {kind:<8} {text}");
+            }
+        }
+    }
+}
+
+fn write_pins(out: &mut String, graph: &GraphType, pins: &[(bool, usize, &Pin)]) {
+    for (output, index, pin) in pins {
+        let direction = if *output {
+            format!("out[{index}]")
+        } else {
+            "in".to_owned()
+        };
+        let size = graph
+            .message_type(&pin.message_type)
+            .map_or(0, |m| m.size());
+        let note = pin_note(pin.role);
+        let over = if size > MAX_MESSAGE_BYTES {
+            format!(", over the {MAX_MESSAGE_BYTES}-byte payload")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {direction:<8} {:<40}  {} ({size} bytes{over}){note}",
+            pin.name, pin.message_type
+        );
+    }
+}
+
+fn pin_note(role: PinRole) -> &'static str {
+    match role {
+        PinRole::Execute(_) | PinRole::Step => ", local step, no edges",
+        PinRole::DatWriteRecv { add: true, .. } => ", adds",
+        PinRole::DatWriteRecv { add: false, .. } => ", copies",
+        _ => "",
+    }
+}
