@@ -252,20 +252,21 @@ pub(crate) fn check_invocations(
                 );
             }
             if let Some(stated) = param.dimension
-                && stated != arg.ty.dimension {
-                    diagnostics.push(
-                        Diagnostic::new(
-                            Code::E307,
-                            arg.location,
-                            format!(
-                                "`{arg_name}` has dimension {} but parameter `{}` states {stated}",
-                                arg.ty.dimension, param.name
-                            ),
-                        )
-                        .with_label(format!("expected dimension {stated}"))
-                        .with_related(param.location, "parameter declared here"),
-                    );
-                }
+                && stated != arg.ty.dimension
+            {
+                diagnostics.push(
+                    Diagnostic::new(
+                        Code::E307,
+                        arg.location,
+                        format!(
+                            "`{arg_name}` has dimension {} but parameter `{}` states {stated}",
+                            arg.ty.dimension, param.name
+                        ),
+                    )
+                    .with_label(format!("expected dimension {stated}"))
+                    .with_related(param.location, "parameter declared here"),
+                );
+            }
             let dimension = param.dimension.unwrap_or(arg.ty.dimension);
             for (value, range) in &usage.constant_indices {
                 if *value < 0 || *value >= i64::from(dimension) {

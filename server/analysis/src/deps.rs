@@ -301,9 +301,10 @@ impl Dependencies {
         let mut invocation_nodes = vec![None; program.invocations.len()];
         for (index, node) in nodes.iter().enumerate() {
             if let Some(id) = node.invocation
-                && let Some(slot) = invocation_nodes.get_mut(id.index()) {
-                    *slot = Some(index);
-                }
+                && let Some(slot) = invocation_nodes.get_mut(id.index())
+            {
+                *slot = Some(index);
+            }
         }
         let main_file = program.main_location.map(|l| l.file).unwrap_or_default();
         let mut deps = Dependencies {

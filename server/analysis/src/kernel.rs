@@ -108,9 +108,10 @@ fn collect_use(expr: &Expr, usage: &mut [ParamUsage], consts: &ConstValues) {
     let index_of = |place: &Place, usage: &mut [ParamUsage]| {
         if let (Some(k), Some(index)) = (param_of(place), &place.index)
             && let Some(value) = consts.eval(index).and_then(|v| v.as_i64())
-                && let Some(u) = usage.get_mut(k) {
-                    u.constant_indices.push((value, index.range));
-                }
+            && let Some(u) = usage.get_mut(k)
+        {
+            u.constant_indices.push((value, index.range));
+        }
     };
     match &expr.kind {
         ExprKind::Load(place) => {
@@ -303,11 +304,7 @@ impl Flow {
     /// Runs a loop to a fixed point without recording, then once more
     /// recording, so that reads are judged against the state that holds on
     /// every iteration.
-    fn run_loop(
-        &mut self,
-        entry: State,
-        iterate: &mut LoopBody<'_>,
-    ) -> Option<State> {
+    fn run_loop(&mut self, entry: State, iterate: &mut LoopBody<'_>) -> Option<State> {
         let record = self.record;
         self.record = false;
         let mut head = entry.clone();

@@ -299,16 +299,16 @@ fn tidy(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
     for diagnostic in diagnostics {
         if let Some(last) = out.last_mut()
             && last.code == diagnostic.code
-                && last.location == diagnostic.location
-                && last.message == diagnostic.message
-            {
-                for related in diagnostic.related {
-                    if !last.related.contains(&related) {
-                        last.related.push(related);
-                    }
+            && last.location == diagnostic.location
+            && last.message == diagnostic.message
+        {
+            for related in diagnostic.related {
+                if !last.related.contains(&related) {
+                    last.related.push(related);
                 }
-                continue;
             }
+            continue;
+        }
         out.push(diagnostic);
     }
     out

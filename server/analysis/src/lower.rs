@@ -332,16 +332,17 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .map(|value| self.lower_local_init(value, ty, dimension, name));
             // In C a kernel's outermost block shares the parameters' scope.
             if let (1, Context::Kernel { params }) = (self.scopes.len(), &self.context)
-                && let Some(param) = params.iter().find(|p| p.name == name) {
-                    let diagnostic = Diagnostic::new(
-                        Code::E102,
-                        self.location(name_node.text_range()),
-                        format!("`{name}` is already a parameter of this kernel"),
-                    )
-                    .with_label("redeclared here")
-                    .with_related(param.name_location, "the parameter");
-                    self.diagnostics.push(diagnostic);
-                }
+                && let Some(param) = params.iter().find(|p| p.name == name)
+            {
+                let diagnostic = Diagnostic::new(
+                    Code::E102,
+                    self.location(name_node.text_range()),
+                    format!("`{name}` is already a parameter of this kernel"),
+                )
+                .with_label("redeclared here")
+                .with_related(param.name_location, "the parameter");
+                self.diagnostics.push(diagnostic);
+            }
             if self
                 .scopes
                 .last()
@@ -478,15 +479,16 @@ impl<'a, 't> Lowerer<'a, 't> {
             ));
         }
         if let Context::Kernel { params } = self.context
-            && let Some((k, param)) = params.iter().enumerate().find(|(_, p)| p.name == name) {
-                // A pointer parameter has an unknown dimension here; the
-                // binding decides it.
-                return Some((
-                    Var::Param(u32::try_from(k).unwrap_or(u32::MAX)),
-                    param.ty,
-                    Some(param.dimension.unwrap_or(0)),
-                ));
-            }
+            && let Some((k, param)) = params.iter().enumerate().find(|(_, p)| p.name == name)
+        {
+            // A pointer parameter has an unknown dimension here; the
+            // binding decides it.
+            return Some((
+                Var::Param(u32::try_from(k).unwrap_or(u32::MAX)),
+                param.ty,
+                Some(param.dimension.unwrap_or(0)),
+            ));
+        }
         let Some(symbol) = self.env.names.get(name).copied() else {
             self.unknown_name(name, range);
             return None;
@@ -559,7 +561,10 @@ impl<'a, 't> Lowerer<'a, 't> {
             visible.extend(params.iter().map(|p| p.name.as_str()));
         }
         visible.extend(self.env.names.iter().filter_map(|(n, symbol)| {
-            let fits = matches!((symbol, &self.context), (Symbol::Const(_), _) | (Symbol::Global(_), Context::Main));
+            let fits = matches!(
+                (symbol, &self.context),
+                (Symbol::Const(_), _) | (Symbol::Global(_), Context::Main)
+            );
             fits.then_some(n.as_str())
         }));
         let mut diagnostic = Diagnostic::new(

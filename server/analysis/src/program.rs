@@ -782,20 +782,21 @@ impl<'f> Resolver<'_, 'f> {
         }
         for id in 0..count {
             if !done[id]
-                && let Some((file, _, _, _, range)) = &pending[id] {
-                    let name = self.program.consts[id].name.clone();
-                    self.report(
-                        Diagnostic::new(
-                            Code::E203,
-                            Location {
-                                file: *file,
-                                range: *range,
-                            },
-                            format!("the value of `{name}` depends on itself"),
-                        )
-                        .with_label("circular definition"),
-                    );
-                }
+                && let Some((file, _, _, _, range)) = &pending[id]
+            {
+                let name = self.program.consts[id].name.clone();
+                self.report(
+                    Diagnostic::new(
+                        Code::E203,
+                        Location {
+                            file: *file,
+                            range: *range,
+                        },
+                        format!("the value of `{name}` depends on itself"),
+                    )
+                    .with_label("circular definition"),
+                );
+            }
         }
         for (id, value) in values.iter().enumerate() {
             self.program.consts[id].value.clone_from(value);
@@ -1228,11 +1229,11 @@ impl<'f> Resolver<'_, 'f> {
                         };
                         if let (ArgKind::DirectDat(_), Some(iteration), Some(dat_set)) =
                             (kind, iteration, self.program.dats[dat.index()].set)
-                            && iteration != dat_set {
-                                let set_name = self.program.sets[dat_set.index()].name.clone();
-                                let iteration_name =
-                                    self.program.sets[iteration.index()].name.clone();
-                                self.report(
+                            && iteration != dat_set
+                        {
+                            let set_name = self.program.sets[dat_set.index()].name.clone();
+                            let iteration_name = self.program.sets[iteration.index()].name.clone();
+                            self.report(
                                     Diagnostic::new(
                                         Code::E302,
                                         location,
@@ -1241,8 +1242,8 @@ impl<'f> Resolver<'_, 'f> {
                                     .with_label(format!("a direct argument must live on `{iteration_name}`; reach `{set_name}` through a map"))
                                     .with_related(self.program.dats[dat.index()].location, format!("`{name}` is declared on `{set_name}` here")),
                                 );
-                                return None;
-                            }
+                            return None;
+                        }
                         (kind, ty, name)
                     }
                     Some(Symbol::Global(global)) => {
@@ -1282,23 +1283,24 @@ impl<'f> Resolver<'_, 'f> {
             }
         };
         if !matches!(kind, ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_))
-            && let Some((map, _)) = map_part {
-                let what = match kind {
-                    ArgKind::Global(_) => format!("the global `{name}`"),
-                    ArgKind::Const(_) => format!("the const `{name}`"),
-                    _ => format!("`{name}`"),
-                };
-                self.report(
-                    Diagnostic::new(
-                        Code::E310,
-                        location,
-                        format!("a map cannot be applied to {what}"),
-                    )
-                    .with_label("only dats live on set elements")
-                    .with_related(at(map.text_range()), "map applied here"),
-                );
-                return None;
-            }
+            && let Some((map, _)) = map_part
+        {
+            let what = match kind {
+                ArgKind::Global(_) => format!("the global `{name}`"),
+                ArgKind::Const(_) => format!("the const `{name}`"),
+                _ => format!("`{name}`"),
+            };
+            self.report(
+                Diagnostic::new(
+                    Code::E310,
+                    location,
+                    format!("a map cannot be applied to {what}"),
+                )
+                .with_label("only dats live on set elements")
+                .with_related(at(map.text_range()), "map applied here"),
+            );
+            return None;
+        }
         let mode = match (written_mode, kind) {
             (Some(mode), _) => mode,
             (None, ArgKind::Const(_) | ArgKind::Len(_)) => AccessMode::Read,
@@ -1412,10 +1414,11 @@ impl<'f> Resolver<'_, 'f> {
         let map_decl = self.program.maps[map_id.index()].clone();
         let map_name = map_decl.name.clone();
         if let (Some(iteration), Some(from)) = (iteration, map_decl.from)
-            && iteration != from {
-                let from_name = self.program.sets[from.index()].name.clone();
-                let iteration_name = self.program.sets[iteration.index()].name.clone();
-                self.report(
+            && iteration != from
+        {
+            let from_name = self.program.sets[from.index()].name.clone();
+            let iteration_name = self.program.sets[iteration.index()].name.clone();
+            self.report(
                     Diagnostic::new(
                         Code::E303,
                         argument,
@@ -1424,14 +1427,15 @@ impl<'f> Resolver<'_, 'f> {
                     .with_label(format!("expected a map from `{iteration_name}`"))
                     .with_related(map_decl.location, format!("`{map_name}` is declared here")),
                 );
-                return None;
-            }
+            return None;
+        }
         let dat_decl = self.program.dats[dat.index()].clone();
         if let (Some(to), Some(dat_set)) = (map_decl.to, dat_decl.set)
-            && to != dat_set {
-                let to_name = self.program.sets[to.index()].name.clone();
-                let dat_set_name = self.program.sets[dat_set.index()].name.clone();
-                self.report(
+            && to != dat_set
+        {
+            let to_name = self.program.sets[to.index()].name.clone();
+            let dat_set_name = self.program.sets[dat_set.index()].name.clone();
+            self.report(
                     Diagnostic::new(
                         Code::E304,
                         argument,
@@ -1440,8 +1444,8 @@ impl<'f> Resolver<'_, 'f> {
                     .with_label(format!("expected a map to `{dat_set_name}`"))
                     .with_related(map_decl.location, format!("`{map_name}` is declared here")),
                 );
-                return None;
-            }
+            return None;
+        }
         let index_node = index?;
         let value = index_node.value(source).map_or(u64::MAX, |v| v.value);
         if value >= u64::from(map_decl.arity) {

@@ -83,7 +83,11 @@ pub fn run(
             return Ok(Outcome::Errors);
         }
         Err(BuildFailure::ProgramErrors(_)) => {
-            writeln!(io::stderr().lock(), "error: nothing written: `{}` has errors", file.display())?;
+            writeln!(
+                io::stderr().lock(),
+                "error: nothing written: `{}` has errors",
+                file.display()
+            )?;
             return Ok(Outcome::Errors);
         }
         Err(BuildFailure::Write(error)) => return Err(error.into()),

@@ -162,7 +162,9 @@ fn main() -> ExitCode {
 
 /// Runs the language server until the client ends the session.
 fn lsp() -> anyhow::Result<Outcome> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     runtime.block_on(op2_lsp::serve_stdio());
     Ok(Outcome::Success)
 }

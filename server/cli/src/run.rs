@@ -110,15 +110,21 @@ fn write_final_state(path: Option<&Path>, analysis: &Analysis, state: &State) ->
 }
 
 /// Runs the reference semantics to the end.
-fn reference(loaded: &Loaded, max_iterations: u64, out: &mut dyn FnMut(&str)) -> Result<State, op2_exec::RuntimeError> {
+fn reference(
+    loaded: &Loaded,
+    max_iterations: u64,
+    out: &mut dyn FnMut(&str),
+) -> Result<State, op2_exec::RuntimeError> {
     let state = State::new(&loaded.analysis.program, &loaded.data);
     let bar = spinner();
     let result = Reference::new(&loaded.analysis, state, out)
         .with_progress(|invocations, evaluations| {
-            if let Some(bar) = &bar {
-                if invocations % 64 == 0 {
-                    bar.set_message(format!("{invocations} par_loops run, {evaluations} kernel evaluations"));
-                }
+            if let Some(bar) = &bar
+                && invocations % 64 == 0
+            {
+                bar.set_message(format!(
+                    "{invocations} par_loops run, {evaluations} kernel evaluations"
+                ));
             }
         })
         .run(max_iterations);
@@ -190,7 +196,7 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         max_iterations: common.max_iterations.unwrap_or(u64::MAX),
         injection: None,
     };
-        let bar = spinner();
+    let bar = spinner();
     let mut progress = |statistics: &simulate::Statistics| {
         if let Some(bar) = &bar {
             bar.set_message(format!(
@@ -199,7 +205,14 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
             ));
         }
     };
-    let result = simulate::simulate_with_progress(&loaded.analysis, &graph, &loaded.data, sim_options, &mut print, &mut progress);
+    let result = simulate::simulate_with_progress(
+        &loaded.analysis,
+        &graph,
+        &loaded.data,
+        sim_options,
+        &mut print,
+        &mut progress,
+    );
     if let Some(bar) = &bar {
         bar.finish_and_clear();
     }

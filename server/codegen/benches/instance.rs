@@ -75,11 +75,10 @@ fn mesh(side: usize) -> String {
         boundary.push((node(ni, j), node(ni, j + 1), cell(ni - 1, j), 2));
     }
     type Render<'a> = &'a dyn Fn(&(usize, usize, usize, u8)) -> String;
-    let list =
-        |out: &mut String, key: &str, item: Render<'_>| {
-            let items: Vec<String> = boundary.iter().map(item).collect();
-            let _ = write!(out, "\"{key}\":[{}]", items.join(","));
-        };
+    let list = |out: &mut String, key: &str, item: Render<'_>| {
+        let items: Vec<String> = boundary.iter().map(item).collect();
+        let _ = write!(out, "\"{key}\":[{}]", items.join(","));
+    };
     list(&mut out, "pbedge", &|(a, b, _, _)| format!("[{a},{b}]"));
     out.push(',');
     list(&mut out, "pbecell", &|(_, _, c, _)| format!("[{c}]"));

@@ -105,9 +105,10 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
             match arg.kind {
                 ArgKind::IndirectDat { dat, .. } => {
                     if let Some(target) = program.dats[dat.index()].set
-                        && !involved.contains(&target) {
-                            involved.push(target);
-                        }
+                        && !involved.contains(&target)
+                    {
+                        involved.push(target);
+                    }
                 }
                 ArgKind::Global(global) => {
                     if matches!(
@@ -157,9 +158,10 @@ fn message_types(program: &Program, invocations: &[InvocationPlan]) -> Vec<Messa
     for plan in invocations {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
             if let ArgKind::IndirectDat { dat, .. } = arg.kind
-                && !dats.contains(&dat) {
-                    dats.push(dat);
-                }
+                && !dats.contains(&dat)
+            {
+                dats.push(dat);
+            }
         }
     }
     dats.sort();
@@ -299,9 +301,10 @@ fn set_device(
     for plan in invocations.iter().filter(|p| p.set == set) {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
             if let ArgKind::Global(global) = arg.kind
-                && !pads.contains(&global) {
-                    pads.push(global);
-                }
+                && !pads.contains(&global)
+            {
+                pads.push(global);
+            }
         }
     }
     pads.sort();

@@ -196,10 +196,18 @@ pub enum BuildFailure {
 impl fmt::Display for BuildFailure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            BuildFailure::ProgramErrors(n) => write!(f, "the program has {n} error{}", if *n == 1 { "" } else { "s" }),
+            BuildFailure::ProgramErrors(n) => write!(
+                f,
+                "the program has {n} error{}",
+                if *n == 1 { "" } else { "s" }
+            ),
             BuildFailure::InstanceErrors(problems) => {
                 let errors = problems.iter().filter(|p| p.is_error()).count();
-                write!(f, "the instance data has {errors} error{}", if errors == 1 { "" } else { "s" })
+                write!(
+                    f,
+                    "the instance data has {errors} error{}",
+                    if errors == 1 { "" } else { "s" }
+                )
             }
             BuildFailure::Write(error) => write!(f, "{error}"),
         }
@@ -218,19 +226,32 @@ pub fn build(
     path: &Path,
     progress: &mut dyn crate::instance::Progress,
 ) -> Result<(Summary, Vec<crate::instance::InstanceError>), BuildFailure> {
-    let mut errors = analysis.diagnostics.iter().filter(|d| d.severity == op2_syntax::Severity::Error).count();
+    let mut errors = analysis
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == op2_syntax::Severity::Error)
+        .count();
     let graph = crate::graph_type(analysis, graph_id);
-    errors += crate::limits::check(&analysis.program, &graph).iter().filter(|d| d.severity == op2_syntax::Severity::Error).count();
+    errors += crate::limits::check(&analysis.program, &graph)
+        .iter()
+        .filter(|d| d.severity == op2_syntax::Severity::Error)
+        .count();
     if errors > 0 || analysis.program.main.is_none() {
         return Err(BuildFailure::ProgramErrors(errors.max(1)));
     }
     match instance {
-        None => write_graph(path, &graph, None).map(|s| (s, Vec::new())).map_err(BuildFailure::Write),
+        None => write_graph(path, &graph, None)
+            .map(|s| (s, Vec::new()))
+            .map_err(BuildFailure::Write),
         Some(json) => {
             let loaded = crate::instance::read(json, &analysis.program, progress);
-            let Some(data) = loaded.data else { return Err(BuildFailure::InstanceErrors(loaded.problems)) };
-            let mut writer = crate::instance::GraphInstance::new(&analysis.program, &data, progress);
-            let summary = write_graph(path, &graph, Some(&mut writer as &mut dyn InstanceWriter)).map_err(BuildFailure::Write)?;
+            let Some(data) = loaded.data else {
+                return Err(BuildFailure::InstanceErrors(loaded.problems));
+            };
+            let mut writer =
+                crate::instance::GraphInstance::new(&analysis.program, &data, progress);
+            let summary = write_graph(path, &graph, Some(&mut writer as &mut dyn InstanceWriter))
+                .map_err(BuildFailure::Write)?;
             Ok((summary, loaded.problems))
         }
     }

@@ -13,14 +13,20 @@ use op2_codegen::instance::{NoProgress, read};
 use op2_exec::simulate::{self, simulate};
 use op2_exec::{Reference, State};
 
-fn airfoil(iterations: u32) -> Option<(op2_analysis::Analysis, op2_codegen::instance::InstanceData)> {
+fn airfoil(
+    iterations: u32,
+) -> Option<(op2_analysis::Analysis, op2_codegen::instance::InstanceData)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let json = std::fs::read(root.join("../shared/data/airfoil_I10_J15.json")).ok()?;
     let mut document: serde_json::Value = serde_json::from_slice(&json).ok()?;
     document["consts"]["niter"] = serde_json::json!(iterations);
     let json = serde_json::to_vec(&document).ok()?;
     let text = std::fs::read_to_string(root.join("docs/examples/airfoil.op2")).ok()?;
-    let analysis = analyse_text(Path::new("airfoil.op2"), &text, &Options { require_main: true });
+    let analysis = analyse_text(
+        Path::new("airfoil.op2"),
+        &text,
+        &Options { require_main: true },
+    );
     let data = read(&json, &analysis.program, &mut NoProgress).data?;
     Some((analysis, data))
 }
@@ -47,22 +53,47 @@ fn exec(c: &mut Criterion) {
         b.iter(|| {
             let mut sink = |_: &str| {};
             let state = State::new(&analysis.program, &data);
-            black_box(Reference::new(&analysis, state, &mut sink).run(u64::MAX).expect("runs"))
+            black_box(
+                Reference::new(&analysis, state, &mut sink)
+                    .run(u64::MAX)
+                    .expect("runs"),
+            )
         });
     });
     group.finish();
 
-    let Some((analysis, data)) = airfoil(2) else { return };
+    let Some((analysis, data)) = airfoil(2) else {
+        return;
+    };
     let graph = op2_codegen::graph_type(&analysis, "airfoil");
     let mut sink = |_: &str| {};
-    let (_, statistics) = simulate(&analysis, &graph, &data, simulate::Options::default(), &mut sink).expect("simulates");
+    let (_, statistics) = simulate(
+        &analysis,
+        &graph,
+        &data,
+        simulate::Options::default(),
+        &mut sink,
+    )
+    .expect("simulates");
     let mut group = c.benchmark_group("simulate");
     group.sample_size(10);
     group.throughput(Throughput::Elements(statistics.total.delivered));
     group.bench_function("airfoil 2 iterations (messages delivered)", |b| {
         b.iter(|| {
             let mut sink = |_: &str| {};
-            black_box(simulate(&analysis, &graph, &data, simulate::Options { seed: 3, ..Default::default() }, &mut sink).expect("simulates"))
+            black_box(
+                simulate(
+                    &analysis,
+                    &graph,
+                    &data,
+                    simulate::Options {
+                        seed: 3,
+                        ..Default::default()
+                    },
+                    &mut sink,
+                )
+                .expect("simulates"),
+            )
         });
     });
     group.finish();

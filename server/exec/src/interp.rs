@@ -60,7 +60,10 @@ pub struct Frame<'a> {
 
 impl std::fmt::Debug for Frame<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Frame").field("slots", &self.slots.len()).field("budget", &self.budget).finish_non_exhaustive()
+        f.debug_struct("Frame")
+            .field("slots", &self.slots.len())
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
     }
 }
 
@@ -275,8 +278,17 @@ impl Compiler<'_> {
             Var::Const(id) => Storage::Const(id.index()),
             Var::Global(id) => Storage::Global(id.index()),
         };
-                let fixed = place.index.as_deref().and_then(literal_index);
-        CompiledPlace { storage, index: place.index.as_ref().filter(|_| fixed.is_none()).map(|i| self.expr(i)), fixed, range: place.range }
+        let fixed = place.index.as_deref().and_then(literal_index);
+        CompiledPlace {
+            storage,
+            index: place
+                .index
+                .as_ref()
+                .filter(|_| fixed.is_none())
+                .map(|i| self.expr(i)),
+            fixed,
+            range: place.range,
+        }
     }
 
     fn expr(&self, expr: &Expr) -> Ex {
@@ -509,9 +521,10 @@ impl Compiler<'_> {
                     }
                     loop {
                         if let Some(condition) = &condition
-                            && !condition(frame)?.is_true() {
-                                break;
-                            }
+                            && !condition(frame)?.is_true()
+                        {
+                            break;
+                        }
                         spend(frame)?;
                         match body(frame)? {
                             Flow::Break => break,

@@ -111,7 +111,9 @@ pub struct Reference<'a> {
 
 impl fmt::Debug for Reference<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Reference").field("evaluations", &self.evaluations).finish_non_exhaustive()
+        f.debug_struct("Reference")
+            .field("evaluations", &self.evaluations)
+            .finish_non_exhaustive()
     }
 }
 

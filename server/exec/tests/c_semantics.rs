@@ -10,7 +10,8 @@ mod support;
 
 use support::load;
 
-const INSTANCE: &str = r#"{"sets": {"cells": 3}, "dats": {"p_f": [0.1, 0.2, 0.3], "p_i": [7, -7, 2147483647]}}"#;
+const INSTANCE: &str =
+    r#"{"sets": {"cells": 3}, "dats": {"p_f": [0.1, 0.2, 0.3], "p_i": [7, -7, 2147483647]}}"#;
 
 fn check(body: &str, expected: &str) {
     let program = format!(
@@ -33,7 +34,9 @@ fn check(body: &str, expected: &str) {
     let case = load("c.op2", &program, INSTANCE.as_bytes());
     let (_, output) = case.run().unwrap_or_else(|e| panic!("{body}: {e}"));
     assert_eq!(output, expected, "reference of `{body}`");
-    let (_, simulated, _) = case.simulate(Default::default()).unwrap_or_else(|e| panic!("{body}: {e}"));
+    let (_, simulated, _) = case
+        .simulate(Default::default())
+        .unwrap_or_else(|e| panic!("{body}: {e}"));
     assert_eq!(simulated, expected, "simulation of `{body}`");
 }
 
@@ -41,27 +44,54 @@ fn check(body: &str, expected: &str) {
 fn float_arithmetic_is_single_precision() {
     // 0.1f*3 + 0.2f*3 + 0.3f*3 summed in float.
     check("print(\"%.9g\", g_f);", "1.80000007\n");
-    check("g_f = 0.1f + 0.2f; print(\"%.17g\", g_f);", "0.30000001192092896\n");
-    check("g_d = 0.1 + 0.2; print(\"%.17g\", g_d);", "0.30000000000000004\n");
-    check("g_d = 1.0f / 3.0f; print(\"%.17g\", g_d);", "0.3333333432674408\n");
-    check("g_d = 1.0f / 3.0; print(\"%.17g\", g_d);", "0.33333333333333331\n");
+    check(
+        "g_f = 0.1f + 0.2f; print(\"%.17g\", g_f);",
+        "0.30000001192092896\n",
+    );
+    check(
+        "g_d = 0.1 + 0.2; print(\"%.17g\", g_d);",
+        "0.30000000000000004\n",
+    );
+    check(
+        "g_d = 1.0f / 3.0f; print(\"%.17g\", g_d);",
+        "0.3333333432674408\n",
+    );
+    check(
+        "g_d = 1.0f / 3.0; print(\"%.17g\", g_d);",
+        "0.33333333333333331\n",
+    );
 }
 
 #[test]
 fn f_suffixed_literals_are_floats() {
     check("g_d = 1.4f; print(\"%.17g\", g_d);", "1.3999999761581421\n");
     check("g_d = 1.4; print(\"%.17g\", g_d);", "1.3999999999999999\n");
-    check("g_d = 0.5f * 0.1; print(\"%.17g\", g_d);", "0.050000000000000003\n");
+    check(
+        "g_d = 0.5f * 0.1; print(\"%.17g\", g_d);",
+        "0.050000000000000003\n",
+    );
 }
 
 #[test]
 fn integer_division_truncates_and_wraps() {
     // 7/2 + 7%3 = 3 + 1; -7/2 + -7%3 = -3 - 1; MAX/2 + MAX%3 = 1073741823 + 1.
     check("print(\"%d\", g_i);", "1073741824\n");
-    check("g_i = -7 / 2; print(\"%d %d %d\", g_i, -7 % 2, 7 % -2);", "-3 -1 1\n");
-    check("g_i = 2147483647; g_i = g_i + 1; print(\"%d\", g_i);", "-2147483648\n");
-    check("g_u = 0u - 1u; print(\"%u %x\", g_u, g_u);", "4294967295 ffffffff\n");
-    check("g_l = 2147483647; g_l = g_l + 1; print(\"%d\", g_l);", "2147483648\n");
+    check(
+        "g_i = -7 / 2; print(\"%d %d %d\", g_i, -7 % 2, 7 % -2);",
+        "-3 -1 1\n",
+    );
+    check(
+        "g_i = 2147483647; g_i = g_i + 1; print(\"%d\", g_i);",
+        "-2147483648\n",
+    );
+    check(
+        "g_u = 0u - 1u; print(\"%u %x\", g_u, g_u);",
+        "4294967295 ffffffff\n",
+    );
+    check(
+        "g_l = 2147483647; g_l = g_l + 1; print(\"%d\", g_l);",
+        "2147483648\n",
+    );
     check("print(\"%d\", -1 < 1u);", "0\n");
 }
 
@@ -89,11 +119,17 @@ fn division_by_zero_names_the_place() {
     let program = "set cells;\ndat p_i: int on cells;\nglobal g: int = 0;\n\
         kernel k(const int *i, int *s) { *s += 10 / i[0]; }\n\
         main { par_loop k over cells (p_i READ, g INC); print(\"%d\", g); }\n";
-    let case = load("div.op2", program, br#"{"sets": {"cells": 3}, "dats": {"p_i": [1, 0, 2]}}"#);
+    let case = load(
+        "div.op2",
+        program,
+        br#"{"sets": {"cells": 3}, "dats": {"p_i": [1, 0, 2]}}"#,
+    );
     let error = case.run().expect_err("division by zero");
     assert!(error.message.contains("div.op2:4:"), "{error}");
     assert!(error.message.contains("element 1"), "{error}");
     assert!(error.message.contains("kernel `k`"), "{error}");
-    let error = case.simulate(Default::default()).expect_err("division by zero");
+    let error = case
+        .simulate(Default::default())
+        .expect_err("division by zero");
     assert!(error.to_string().contains("element 1"), "{error}");
 }

@@ -10,7 +10,10 @@ use support::example;
 /// 1e-9, and absolute 1e-12 for sums that cancel to about zero (the scatter
 /// example's net inflow is 4e-15 either way; Jacobi's converged residual is
 /// 2e-18).
-const TOLERANCE: Tolerance = Tolerance { relative: 1e-9, absolute: 1e-12 };
+const TOLERANCE: Tolerance = Tolerance {
+    relative: 1e-9,
+    absolute: 1e-12,
+};
 
 const SEEDS: [u64; 5] = [1, 2, 3, 42, 0xDEAD_BEEF];
 
@@ -51,8 +54,18 @@ fn different_seeds_deliver_in_different_orders() {
     // least that delivery order is seeded (statistics are equal, outputs
     // agree, and the simulation is reproducible for one seed).
     let case = example("scatter");
-    let a = case.simulate(op2_exec::simulate::Options { seed: 7, ..Default::default() }).expect("simulates");
-    let b = case.simulate(op2_exec::simulate::Options { seed: 7, ..Default::default() }).expect("simulates");
+    let a = case
+        .simulate(op2_exec::simulate::Options {
+            seed: 7,
+            ..Default::default()
+        })
+        .expect("simulates");
+    let b = case
+        .simulate(op2_exec::simulate::Options {
+            seed: 7,
+            ..Default::default()
+        })
+        .expect("simulates");
     assert_eq!(a.0, b.0, "one seed, one result");
     assert_eq!(a.2.total, b.2.total);
 }

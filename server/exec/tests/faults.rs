@@ -10,7 +10,9 @@ use support::example;
 
 fn edge_count(case: &support::Case) -> usize {
     let mut count = 0;
-    for_each_edge(&case.analysis.program, &case.graph, &case.data, |_| count += 1);
+    for_each_edge(&case.analysis.program, &case.graph, &case.data, |_| {
+        count += 1
+    });
     count
 }
 
@@ -20,10 +22,17 @@ fn every_removed_edge_is_caught() {
     let edges = edge_count(&case);
     assert!(edges > 50);
     for edge in 0..edges {
-        let options = Options { seed: 9, injection: Some(Injection::DropEdge(edge)), ..Options::default() };
+        let options = Options {
+            seed: 9,
+            injection: Some(Injection::DropEdge(edge)),
+            ..Options::default()
+        };
         match case.simulate(options) {
             Err(SimulationError::Deadlock(report) | SimulationError::Assertion(report)) => {
-                assert!(report.contains('_') || report.contains("global"), "edge {edge}: the report names a device: {report}");
+                assert!(
+                    report.contains('_') || report.contains("global"),
+                    "edge {edge}: the report names a device: {report}"
+                );
             }
             Err(other) => panic!("edge {edge}: unexpected error {other}"),
             Ok(_) => panic!("edge {edge}: a graph without it passed"),
@@ -36,15 +45,30 @@ fn counts_off_by_one_are_caught() {
     let case = example("scatter");
     // The scatter's first invocation writes node data through a map: every
     // node receives write messages.
-    let plan = case.graph.invocations.iter().position(|p| p.involved_sets.len() > 1).expect("an indirect invocation");
+    let plan = case
+        .graph
+        .invocations
+        .iter()
+        .position(|p| p.involved_sets.len() > 1)
+        .expect("an indirect invocation");
     let set = case.graph.invocations[plan].involved_sets[1];
     for index in [0, 3, 7] {
-        for injection in [Injection::WriteTotalPlusOne { plan, set, index }, Injection::WriteTotalMinusOne { plan, set, index }] {
-            let options = Options { seed: 5, injection: Some(injection), ..Options::default() };
+        for injection in [
+            Injection::WriteTotalPlusOne { plan, set, index },
+            Injection::WriteTotalMinusOne { plan, set, index },
+        ] {
+            let options = Options {
+                seed: 5,
+                injection: Some(injection),
+                ..Options::default()
+            };
             match case.simulate(options) {
                 Err(SimulationError::Deadlock(report) | SimulationError::Assertion(report)) => {
                     let device = format!("_{index}");
-                    assert!(report.contains(&device), "{injection:?}: names the device: {report}");
+                    assert!(
+                        report.contains(&device),
+                        "{injection:?}: names the device: {report}"
+                    );
                 }
                 Err(other) => panic!("{injection:?}: unexpected error {other}"),
                 Ok(_) => panic!("{injection:?}: passed"),

@@ -7,6 +7,7 @@ use serde::Deserialize;
 /// Everything a user can configure, under the `op2` section.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(default, rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Default)]
 pub struct Settings {
     /// Building the POETS graph when a file is saved.
     pub build: BuildSettings,
@@ -50,25 +51,28 @@ pub struct TraceSettings {
 
 impl Default for BuildSettings {
     fn default() -> BuildSettings {
-        BuildSettings { on_save: true, out_dir: String::new(), instance: String::new() }
+        BuildSettings {
+            on_save: true,
+            out_dir: String::new(),
+            instance: String::new(),
+        }
     }
 }
 
 impl Default for InlayHintSettings {
     fn default() -> InlayHintSettings {
-        InlayHintSettings { invocation_names: true, generated_pins: true }
+        InlayHintSettings {
+            invocation_names: true,
+            generated_pins: true,
+        }
     }
 }
 
 impl Default for TraceSettings {
     fn default() -> TraceSettings {
-        TraceSettings { server: "off".into() }
-    }
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings { build: BuildSettings::default(), inlay_hints: InlayHintSettings::default(), trace: TraceSettings::default() }
+        TraceSettings {
+            server: "off".into(),
+        }
     }
 }
 
@@ -161,19 +165,28 @@ mod tests {
             let leaf = parts.pop().expect("a key has a leaf");
             let mut node = &mut object;
             for part in parts {
-                node = node.entry(part).or_insert_with(|| serde_json::json!({})).as_object_mut().expect("an object");
+                node = node
+                    .entry(part)
+                    .or_insert_with(|| serde_json::json!({}))
+                    .as_object_mut()
+                    .expect("an object");
             }
-            node.insert(leaf.into(), serde_json::from_str(setting.default).expect("a JSON default"));
+            node.insert(
+                leaf.into(),
+                serde_json::from_str(setting.default).expect("a JSON default"),
+            );
         }
         // Every key of the schema is a field (deny_unknown_fields), and the
         // defaults agree.
-        let parsed = Settings::from_json(&serde_json::Value::Object(object)).expect("the schema describes the struct");
+        let parsed = Settings::from_json(&serde_json::Value::Object(object))
+            .expect("the schema describes the struct");
         assert_eq!(parsed, Settings::default());
     }
 
     #[test]
     fn unknown_keys_are_named() {
-        let error = Settings::from_json(&serde_json::json!({"op2": {"build": {"onSav": true}}})).unwrap_err();
+        let error = Settings::from_json(&serde_json::json!({"op2": {"build": {"onSav": true}}}))
+            .unwrap_err();
         assert!(error.contains("onSav"), "{error}");
     }
 }

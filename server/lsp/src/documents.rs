@@ -40,7 +40,11 @@ pub struct Document {
 impl Document {
     /// A document opened with `text`.
     pub fn new(text: &str, version: i32) -> Document {
-        Document { version, rope: Rope::from_str(text), parse: Parse::new(text) }
+        Document {
+            version,
+            rope: Rope::from_str(text),
+            parse: Parse::new(text),
+        }
     }
 
     /// The text.
@@ -101,20 +105,33 @@ impl Document {
         let line = rope.char_to_line(char_index);
         let line_start_char = rope.line_to_char(line);
         let character = match encoding {
-            PositionEncoding::Utf16 => rope.char_to_utf16_cu(char_index) - rope.char_to_utf16_cu(line_start_char),
+            PositionEncoding::Utf16 => {
+                rope.char_to_utf16_cu(char_index) - rope.char_to_utf16_cu(line_start_char)
+            }
             PositionEncoding::Utf8 => offset - rope.char_to_byte(line_start_char),
         };
-        Position { line: u32::try_from(line).unwrap_or(u32::MAX), character: u32::try_from(character).unwrap_or(u32::MAX) }
+        Position {
+            line: u32::try_from(line).unwrap_or(u32::MAX),
+            character: u32::try_from(character).unwrap_or(u32::MAX),
+        }
     }
 
     /// The LSP range of a byte range.
     pub fn range(&self, range: TextRange, encoding: PositionEncoding) -> Range {
-        Range { start: self.position(range.start as usize, encoding), end: self.position(range.end as usize, encoding) }
+        Range {
+            start: self.position(range.start as usize, encoding),
+            end: self.position(range.end as usize, encoding),
+        }
     }
 
     /// Applies the changes of one `didChange`, in order, and reparses once.
     /// Each range is converted with the text as left by the change before.
-    pub fn apply_changes(&mut self, changes: Vec<TextDocumentContentChangeEvent>, version: i32, encoding: PositionEncoding) {
+    pub fn apply_changes(
+        &mut self,
+        changes: Vec<TextDocumentContentChangeEvent>,
+        version: i32,
+        encoding: PositionEncoding,
+    ) {
         for change in changes {
             match change.range {
                 Some(range) => {
@@ -149,7 +166,10 @@ mod tests {
 
     fn change(start: (u32, u32), end: (u32, u32), text: &str) -> TextDocumentContentChangeEvent {
         TextDocumentContentChangeEvent {
-            range: Some(Range { start: Position::new(start.0, start.1), end: Position::new(end.0, end.1) }),
+            range: Some(Range {
+                start: Position::new(start.0, start.1),
+                end: Position::new(end.0, end.1),
+            }),
             range_length: None,
             text: text.into(),
         }
@@ -159,24 +179,55 @@ mod tests {
     fn utf16_and_utf8_positions() {
         let document = Document::new("a😀b\r\nx", 1);
         // 😀 is 2 UTF-16 units and 4 bytes.
-        assert_eq!(document.offset(Position::new(0, 3), PositionEncoding::Utf16), 5);
-        assert_eq!(document.offset(Position::new(0, 5), PositionEncoding::Utf8), 5);
+        assert_eq!(
+            document.offset(Position::new(0, 3), PositionEncoding::Utf16),
+            5
+        );
+        assert_eq!(
+            document.offset(Position::new(0, 5), PositionEncoding::Utf8),
+            5
+        );
         // Inside the surrogate pair: round down.
-        assert_eq!(document.offset(Position::new(0, 2), PositionEncoding::Utf16), 1);
+        assert_eq!(
+            document.offset(Position::new(0, 2), PositionEncoding::Utf16),
+            1
+        );
         // Past the end of the line: the line's end, before `\r\n`.
-        assert_eq!(document.offset(Position::new(0, 99), PositionEncoding::Utf16), 6);
-        assert_eq!(document.offset(Position::new(1, 0), PositionEncoding::Utf16), 8);
-        assert_eq!(document.position(5, PositionEncoding::Utf16), Position::new(0, 3));
-        assert_eq!(document.position(9, PositionEncoding::Utf8), Position::new(1, 1));
+        assert_eq!(
+            document.offset(Position::new(0, 99), PositionEncoding::Utf16),
+            6
+        );
+        assert_eq!(
+            document.offset(Position::new(1, 0), PositionEncoding::Utf16),
+            8
+        );
+        assert_eq!(
+            document.position(5, PositionEncoding::Utf16),
+            Position::new(0, 3)
+        );
+        assert_eq!(
+            document.position(9, PositionEncoding::Utf8),
+            Position::new(1, 1)
+        );
     }
 
     #[test]
     fn changes_apply_in_order_to_text_and_tree() {
         let mut document = Document::new("set a;\n", 1);
-        document.apply_changes(vec![change((0, 4), (0, 5), "cells"), change((1, 0), (1, 0), "set 😀;")], 2, PositionEncoding::Utf16);
+        document.apply_changes(
+            vec![
+                change((0, 4), (0, 5), "cells"),
+                change((1, 0), (1, 0), "set 😀;"),
+            ],
+            2,
+            PositionEncoding::Utf16,
+        );
         assert_eq!(document.text(), "set cells;\nset 😀;");
         assert_eq!(document.version, 2);
         let fresh = Parse::new(document.text());
-        assert_eq!(document.parse().tree().root_node().to_sexp(), fresh.tree().root_node().to_sexp());
+        assert_eq!(
+            document.parse().tree().root_node().to_sexp(),
+            fresh.tree().root_node().to_sexp()
+        );
     }
 }

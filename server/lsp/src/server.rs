@@ -46,15 +46,22 @@ pub async fn serve_stdio() {
 /// Serves on any transport (tests use an in-memory duplex).
 pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) {
     let allow_test_panic = std::env::var("OP2_LSP_TEST_PANIC").is_ok_and(|v| v == "1");
-    let (service, socket) =
-        LspService::build(|client| Backend { client, world: Arc::default(), publishing: Arc::default(), allow_test_panic }).finish();
+    let (service, socket) = LspService::build(|client| Backend {
+        client,
+        world: Arc::default(),
+        publishing: Arc::default(),
+        allow_test_panic,
+    })
+    .finish();
     Server::new(input, output, socket).serve(service).await;
 }
 
 fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
     // A panic elsewhere never leaves the world half-updated (updates are
     // single assignments), so a poisoned lock is still usable.
-    world.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    world
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Backend {
@@ -65,19 +72,30 @@ impl Backend {
         let (document, path, analyser, overlay) = {
             let world = lock(&self.world);
             let entry = world.documents.get(uri)?;
-            if let Some(analysed) = &entry.analysed {
-                if analysed.version == entry.document.version {
-                    return Some(Arc::clone(analysed));
-                }
+            if let Some(analysed) = &entry.analysed
+                && analysed.version == entry.document.version
+            {
+                return Some(Arc::clone(analysed));
             }
-            (entry.document.clone(), entry.path.clone(), Arc::clone(&entry.analyser), world.overlay())
+            (
+                entry.document.clone(),
+                entry.path.clone(),
+                Arc::clone(&entry.analyser),
+                world.overlay(),
+            )
         };
         let version = document.version;
-        let result = tokio::task::spawn_blocking(move || analyse(document, path, &analyser, &overlay)).await;
+        let result =
+            tokio::task::spawn_blocking(move || analyse(document, path, &analyser, &overlay)).await;
         let analysed = match result {
             Ok(analysed) => Arc::new(analysed),
             Err(error) => {
-                self.client.log_message(MessageType::ERROR, format!("analysis of {} failed: {error}", uri.as_str())).await;
+                self.client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!("analysis of {} failed: {error}", uri.as_str()),
+                    )
+                    .await;
                 return None;
             }
         };
@@ -111,14 +129,21 @@ impl Backend {
         };
         if current && !already {
             let diagnostics = handlers::diagnostics::to_lsp(&analysed, uri, encoding);
-            self.client.publish_diagnostics(uri.clone(), diagnostics, Some(version)).await;
+            self.client
+                .publish_diagnostics(uri.clone(), diagnostics, Some(version))
+                .await;
         }
         current.then_some(analysed)
     }
 
     /// Re-analyses and publishes in the background (after a change).
     fn schedule(&self, uri: Uri) {
-        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), publishing: Arc::clone(&self.publishing), allow_test_panic: self.allow_test_panic };
+        let backend = Backend {
+            client: self.client.clone(),
+            world: Arc::clone(&self.world),
+            publishing: Arc::clone(&self.publishing),
+            allow_test_panic: self.allow_test_panic,
+        };
         tokio::spawn(async move {
             backend.analysed(&uri, true).await;
         });
@@ -131,21 +156,30 @@ impl Backend {
         T: Send + 'static,
         F: FnOnce(&Context<'_>) -> Option<T> + Send + 'static,
     {
-        let Some(analysed) = self.analysed(uri, false).await else { return Ok(None) };
+        let Some(analysed) = self.analysed(uri, false).await else {
+            return Ok(None);
+        };
         let (encoding, settings) = {
             let world = lock(&self.world);
             (world.encoding(), world.settings.clone())
         };
         let uri = uri.clone();
         let result = tokio::task::spawn_blocking(move || {
-            let context = Context { analysed: &analysed, encoding, settings: &settings, uri: &uri };
+            let context = Context {
+                analysed: &analysed,
+                encoding,
+                settings: &settings,
+                uri: &uri,
+            };
             handler(&context)
         })
         .await;
         match result {
             Ok(value) => Ok(value),
             Err(error) => {
-                self.client.log_message(MessageType::ERROR, format!("{name} failed: {error}")).await;
+                self.client
+                    .log_message(MessageType::ERROR, format!("{name} failed: {error}"))
+                    .await;
                 Err(Error::internal_error())
             }
         }
@@ -154,23 +188,44 @@ impl Backend {
     fn build_on_save(&self, uri: Uri) {
         let client = self.client.clone();
         let world = Arc::clone(&self.world);
-        let backend = Backend { client: self.client.clone(), world: Arc::clone(&self.world), publishing: Arc::clone(&self.publishing), allow_test_panic: self.allow_test_panic };
+        let backend = Backend {
+            client: self.client.clone(),
+            world: Arc::clone(&self.world),
+            publishing: Arc::clone(&self.publishing),
+            allow_test_panic: self.allow_test_panic,
+        };
         tokio::spawn(async move {
-            let Some(analysed) = backend.analysed(&uri, true).await else { return };
+            let Some(analysed) = backend.analysed(&uri, true).await else {
+                return;
+            };
             let (settings, folders, path, progress) = {
                 let world = lock(&world);
                 let path = world.documents.get(&uri).and_then(|e| e.path.clone());
-                (world.settings.clone(), world.workspace_folders.clone(), path, world.client_progress)
+                (
+                    world.settings.clone(),
+                    world.workspace_folders.clone(),
+                    path,
+                    world.client_progress,
+                )
             };
-            handlers::build::build_with_progress(&client, &analysed, path, &settings, &folders, progress).await;
+            handlers::build::build_with_progress(
+                &client, &analysed, path, &settings, &folders, progress,
+            )
+            .await;
         });
     }
 }
 
 fn encoding_of(params: &InitializeParams) -> PositionEncoding {
-    let offered = params.capabilities.general.as_ref().and_then(|g| g.position_encodings.as_ref());
+    let offered = params
+        .capabilities
+        .general
+        .as_ref()
+        .and_then(|g| g.position_encodings.as_ref());
     match offered {
-        Some(encodings) if encodings.contains(&PositionEncodingKind::UTF8) => PositionEncoding::Utf8,
+        Some(encodings) if encodings.contains(&PositionEncodingKind::UTF8) => {
+            PositionEncoding::Utf8
+        }
         _ => PositionEncoding::Utf16,
     }
 }
@@ -178,19 +233,30 @@ fn encoding_of(params: &InitializeParams) -> PositionEncoding {
 impl LanguageServer for Backend {
     async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
         let encoding = encoding_of(&params);
-        let settings = match params.initialization_options.as_ref().map(Settings::from_json) {
+        let settings = match params
+            .initialization_options
+            .as_ref()
+            .map(Settings::from_json)
+        {
             Some(Ok(settings)) => settings,
             Some(Err(message)) => {
                 // Spawned: never await the client inside a handler.
                 let client = self.client.clone();
-                tokio::spawn(async move { client.show_message(MessageType::WARNING, message).await });
+                tokio::spawn(
+                    async move { client.show_message(MessageType::WARNING, message).await },
+                );
                 Settings::default()
             }
             None => Settings::default(),
         };
         {
             let mut world = lock(&self.world);
-            world.client_progress = params.capabilities.window.as_ref().and_then(|w| w.work_done_progress).unwrap_or(false);
+            world.client_progress = params
+                .capabilities
+                .window
+                .as_ref()
+                .and_then(|w| w.work_done_progress)
+                .unwrap_or(false);
             world.client_inlay_refresh = params
                 .capabilities
                 .workspace
@@ -207,20 +273,25 @@ impl LanguageServer for Backend {
                 .filter_map(|folder| uri_to_path(&folder.uri))
                 .collect();
             #[allow(deprecated)]
-            if world.workspace_folders.is_empty() {
-                if let Some(root) = params.root_uri.as_ref().and_then(uri_to_path) {
-                    world.workspace_folders.push(root);
-                }
+            if world.workspace_folders.is_empty()
+                && let Some(root) = params.root_uri.as_ref().and_then(uri_to_path)
+            {
+                world.workspace_folders.push(root);
             }
         }
         Ok(InitializeResult {
-            server_info: Some(ServerInfo { name: "op2".into(), version: Some(env!("CARGO_PKG_VERSION").into()) }),
+            server_info: Some(ServerInfo {
+                name: "op2".into(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
             capabilities: handlers::capabilities(encoding),
         })
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        self.client.log_message(MessageType::INFO, "op2 language server ready").await;
+        self.client
+            .log_message(MessageType::INFO, "op2 language server ready")
+            .await;
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -252,8 +323,14 @@ impl LanguageServer for Backend {
         {
             let mut world = lock(&self.world);
             let encoding = world.encoding();
-            let Some(entry) = world.documents.get_mut(&uri) else { return };
-            entry.document.apply_changes(params.content_changes, params.text_document.version, encoding);
+            let Some(entry) = world.documents.get_mut(&uri) else {
+                return;
+            };
+            entry.document.apply_changes(
+                params.content_changes,
+                params.text_document.version,
+                encoding,
+            );
         }
         // Open programs that import this file see its new text too.
         let importers: Vec<Uri> = {
@@ -262,10 +339,17 @@ impl LanguageServer for Backend {
             let mut importers = Vec::new();
             if let Some(path) = path {
                 for (other, entry) in world.documents.iter_mut() {
-                    let imports = entry.analysed.as_ref().is_some_and(|a| a.analysis.program.files.iter().skip(1).any(|f| f.path == path));
+                    let imports = entry.analysed.as_ref().is_some_and(|a| {
+                        a.analysis
+                            .program
+                            .files
+                            .iter()
+                            .skip(1)
+                            .any(|f| f.path == path)
+                    });
                     if *other != uri && imports {
                         entry.analysed = None;
-                entry.published = None;
+                        entry.published = None;
                         importers.push(other.clone());
                     }
                 }
@@ -279,8 +363,12 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        lock(&self.world).documents.remove(&params.text_document.uri);
-        self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
+        lock(&self.world)
+            .documents
+            .remove(&params.text_document.uri);
+        self.client
+            .publish_diagnostics(params.text_document.uri, Vec::new(), None)
+            .await;
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
@@ -292,7 +380,11 @@ impl LanguageServer for Backend {
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         match Settings::from_json(&params.settings) {
             Ok(settings) => lock(&self.world).settings = settings,
-            Err(message) => self.client.show_message(MessageType::WARNING, message).await,
+            Err(message) => {
+                self.client
+                    .show_message(MessageType::WARNING, message)
+                    .await
+            }
         }
         // A request to the client: spawned, never awaited in the handler.
         if lock(&self.world).client_inlay_refresh {
@@ -318,23 +410,51 @@ impl LanguageServer for Backend {
         }
     }
 
-    async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<serde_json::Value>> {
-        let uri = params.arguments.first().and_then(|a| a.as_str()).and_then(|s| s.parse::<Uri>().ok());
+    async fn execute_command(
+        &self,
+        params: ExecuteCommandParams,
+    ) -> Result<Option<serde_json::Value>> {
+        let uri = params
+            .arguments
+            .first()
+            .and_then(|a| a.as_str())
+            .and_then(|s| s.parse::<Uri>().ok());
         match params.command.as_str() {
             commands::TEST_PANIC if self.allow_test_panic => {
-                let result = tokio::task::spawn_blocking(|| -> () { panic!("test panic requested") }).await;
-                self.client.log_message(MessageType::ERROR, format!("command failed: {}", result.err().map_or_else(String::new, |e| e.to_string()))).await;
+                let result =
+                    tokio::task::spawn_blocking(|| -> () { panic!("test panic requested") }).await;
+                self.client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!(
+                            "command failed: {}",
+                            result.err().map_or_else(String::new, |e| e.to_string())
+                        ),
+                    )
+                    .await;
                 Err(Error::internal_error())
             }
             commands::BUILD => {
-                let Some(uri) = uri else { return Err(Error::invalid_params("expected a document URI")) };
+                let Some(uri) = uri else {
+                    return Err(Error::invalid_params("expected a document URI"));
+                };
                 self.build_on_save(uri);
                 Ok(None)
             }
             commands::SHOW_DEVICE_TYPE => {
-                let Some(uri) = uri else { return Err(Error::invalid_params("expected a document URI")) };
-                let set = params.arguments.get(1).and_then(|a| a.as_str()).map(str::to_owned);
-                self.request("showDeviceType", &uri, move |context| handlers::code_lens::device_type_text(context, set.as_deref()).map(serde_json::Value::String)).await
+                let Some(uri) = uri else {
+                    return Err(Error::invalid_params("expected a document URI"));
+                };
+                let set = params
+                    .arguments
+                    .get(1)
+                    .and_then(|a| a.as_str())
+                    .map(str::to_owned);
+                self.request("showDeviceType", &uri, move |context| {
+                    handlers::code_lens::device_type_text(context, set.as_deref())
+                        .map(serde_json::Value::String)
+                })
+                .await
             }
             other => Err(Error::invalid_params(format!("unknown command `{other}`"))),
         }
@@ -342,28 +462,59 @@ impl LanguageServer for Backend {
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let position = params.text_document_position_params;
-        self.request("hover", &position.text_document.uri.clone(), move |c| handlers::hover::hover(c, position.position)).await
+        self.request("hover", &position.text_document.uri.clone(), move |c| {
+            handlers::hover::hover(c, position.position)
+        })
+        .await
     }
 
-    async fn goto_definition(&self, params: GotoDefinitionParams) -> Result<Option<GotoDefinitionResponse>> {
+    async fn goto_definition(
+        &self,
+        params: GotoDefinitionParams,
+    ) -> Result<Option<GotoDefinitionResponse>> {
         let position = params.text_document_position_params;
-        self.request("definition", &position.text_document.uri.clone(), move |c| handlers::definition::definition(c, position.position)).await
+        self.request(
+            "definition",
+            &position.text_document.uri.clone(),
+            move |c| handlers::definition::definition(c, position.position),
+        )
+        .await
     }
 
     async fn references(&self, params: ReferenceParams) -> Result<Option<Vec<Location>>> {
         let position = params.text_document_position;
         let include = params.context.include_declaration;
-        self.request("references", &position.text_document.uri.clone(), move |c| handlers::references::references(c, position.position, include)).await
+        self.request(
+            "references",
+            &position.text_document.uri.clone(),
+            move |c| handlers::references::references(c, position.position, include),
+        )
+        .await
     }
 
-    async fn document_highlight(&self, params: DocumentHighlightParams) -> Result<Option<Vec<DocumentHighlight>>> {
+    async fn document_highlight(
+        &self,
+        params: DocumentHighlightParams,
+    ) -> Result<Option<Vec<DocumentHighlight>>> {
         let position = params.text_document_position_params;
-        self.request("highlight", &position.text_document.uri.clone(), move |c| handlers::references::highlights(c, position.position)).await
+        self.request("highlight", &position.text_document.uri.clone(), move |c| {
+            handlers::references::highlights(c, position.position)
+        })
+        .await
     }
 
-    async fn prepare_rename(&self, params: TextDocumentPositionParams) -> Result<Option<PrepareRenameResponse>> {
+    async fn prepare_rename(
+        &self,
+        params: TextDocumentPositionParams,
+    ) -> Result<Option<PrepareRenameResponse>> {
         // A refusal is an error with its reason, which editors show.
-        let answer = self.request("prepareRename", &params.text_document.uri.clone(), move |c| Some(handlers::rename::try_prepare(c, params.position))).await?;
+        let answer = self
+            .request(
+                "prepareRename",
+                &params.text_document.uri.clone(),
+                move |c| Some(handlers::rename::try_prepare(c, params.position)),
+            )
+            .await?;
         match answer {
             Some(Ok(response)) => Ok(Some(response)),
             Some(Err(message)) => Err(Error::invalid_params(message)),
@@ -374,7 +525,11 @@ impl LanguageServer for Backend {
     async fn rename(&self, params: RenameParams) -> Result<Option<WorkspaceEdit>> {
         let position = params.text_document_position;
         let name = params.new_name;
-        let answer = self.request("rename", &position.text_document.uri.clone(), move |c| Some(handlers::rename::try_rename(c, position.position, &name))).await?;
+        let answer = self
+            .request("rename", &position.text_document.uri.clone(), move |c| {
+                Some(handlers::rename::try_rename(c, position.position, &name))
+            })
+            .await?;
         match answer {
             Some(Ok(edit)) => Ok(Some(edit)),
             Some(Err(message)) => Err(Error::invalid_params(message)),
@@ -384,24 +539,50 @@ impl LanguageServer for Backend {
 
     async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
         let position = params.text_document_position;
-        self.request("completion", &position.text_document.uri.clone(), move |c| handlers::completion::completion(c, position.position)).await
+        self.request(
+            "completion",
+            &position.text_document.uri.clone(),
+            move |c| handlers::completion::completion(c, position.position),
+        )
+        .await
     }
 
     async fn signature_help(&self, params: SignatureHelpParams) -> Result<Option<SignatureHelp>> {
         let position = params.text_document_position_params;
-        self.request("signatureHelp", &position.text_document.uri.clone(), move |c| handlers::signature_help::signature_help(c, position.position)).await
+        self.request(
+            "signatureHelp",
+            &position.text_document.uri.clone(),
+            move |c| handlers::signature_help::signature_help(c, position.position),
+        )
+        .await
     }
 
-    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
-        self.request("documentSymbol", &params.text_document.uri.clone(), handlers::symbols::document_symbols).await
+    async fn document_symbol(
+        &self,
+        params: DocumentSymbolParams,
+    ) -> Result<Option<DocumentSymbolResponse>> {
+        self.request(
+            "documentSymbol",
+            &params.text_document.uri.clone(),
+            handlers::symbols::document_symbols,
+        )
+        .await
     }
 
-    async fn symbol(&self, params: WorkspaceSymbolParams) -> Result<Option<OneOf<Vec<SymbolInformation>, Vec<WorkspaceSymbol>>>> {
+    async fn symbol(
+        &self,
+        params: WorkspaceSymbolParams,
+    ) -> Result<Option<OneOf<Vec<SymbolInformation>, Vec<WorkspaceSymbol>>>> {
         let uris: Vec<Uri> = lock(&self.world).documents.keys().cloned().collect();
         let mut symbols = Vec::new();
         for uri in uris {
             let query = params.query.clone();
-            if let Ok(Some(found)) = self.request("workspaceSymbol", &uri, move |c| Some(handlers::symbols::workspace_symbols(c, &query))).await {
+            if let Ok(Some(found)) = self
+                .request("workspaceSymbol", &uri, move |c| {
+                    Some(handlers::symbols::workspace_symbols(c, &query))
+                })
+                .await
+            {
                 symbols.extend(found);
             }
         }
@@ -409,47 +590,99 @@ impl LanguageServer for Backend {
         let mut seen = std::collections::HashSet::new();
         symbols.retain(|symbol: &WorkspaceSymbol| {
             let place = match &symbol.location {
-                OneOf::Left(location) => (location.uri.clone(), Some((location.range.start, location.range.end))),
-                OneOf::Right(location) => (location.uri.clone(), None),
+                OneOf::Left(location) => (
+                    location.uri.as_str().to_owned(),
+                    Some((location.range.start, location.range.end)),
+                ),
+                OneOf::Right(location) => (location.uri.as_str().to_owned(), None),
             };
-            seen.insert((symbol.name.clone(), place.0, place.1.map(|(s, e)| (s.line, s.character, e.line, e.character))))
+            seen.insert((
+                symbol.name.clone(),
+                place.0,
+                place
+                    .1
+                    .map(|(s, e)| (s.line, s.character, e.line, e.character)),
+            ))
         });
         Ok(Some(OneOf::Right(symbols)))
     }
 
-    async fn semantic_tokens_full(&self, params: SemanticTokensParams) -> Result<Option<SemanticTokensResult>> {
-        self.request("semanticTokens", &params.text_document.uri.clone(), |c| handlers::semantic_tokens::full(c).map(SemanticTokensResult::Tokens)).await
+    async fn semantic_tokens_full(
+        &self,
+        params: SemanticTokensParams,
+    ) -> Result<Option<SemanticTokensResult>> {
+        self.request("semanticTokens", &params.text_document.uri.clone(), |c| {
+            handlers::semantic_tokens::full(c).map(SemanticTokensResult::Tokens)
+        })
+        .await
     }
 
-    async fn semantic_tokens_full_delta(&self, params: SemanticTokensDeltaParams) -> Result<Option<SemanticTokensFullDeltaResult>> {
+    async fn semantic_tokens_full_delta(
+        &self,
+        params: SemanticTokensDeltaParams,
+    ) -> Result<Option<SemanticTokensFullDeltaResult>> {
         let previous = params.previous_result_id;
-        self.request("semanticTokensDelta", &params.text_document.uri.clone(), move |c| handlers::semantic_tokens::delta(c, &previous)).await
+        self.request(
+            "semanticTokensDelta",
+            &params.text_document.uri.clone(),
+            move |c| handlers::semantic_tokens::delta(c, &previous),
+        )
+        .await
     }
 
     async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
         let range = params.range;
-        self.request("inlayHint", &params.text_document.uri.clone(), move |c| handlers::inlay_hints::inlay_hints(c, range)).await
+        self.request("inlayHint", &params.text_document.uri.clone(), move |c| {
+            handlers::inlay_hints::inlay_hints(c, range)
+        })
+        .await
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
-        self.request("codeLens", &params.text_document.uri.clone(), handlers::code_lens::code_lenses).await
+        self.request(
+            "codeLens",
+            &params.text_document.uri.clone(),
+            handlers::code_lens::code_lenses,
+        )
+        .await
     }
 
     async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
         let range = params.range;
-        self.request("codeAction", &params.text_document.uri.clone(), move |c| handlers::code_actions::code_actions(c, range)).await
+        self.request("codeAction", &params.text_document.uri.clone(), move |c| {
+            handlers::code_actions::code_actions(c, range)
+        })
+        .await
     }
 
     async fn folding_range(&self, params: FoldingRangeParams) -> Result<Option<Vec<FoldingRange>>> {
-        self.request("foldingRange", &params.text_document.uri.clone(), handlers::folding::folding_ranges).await
+        self.request(
+            "foldingRange",
+            &params.text_document.uri.clone(),
+            handlers::folding::folding_ranges,
+        )
+        .await
     }
 
-    async fn selection_range(&self, params: SelectionRangeParams) -> Result<Option<Vec<SelectionRange>>> {
+    async fn selection_range(
+        &self,
+        params: SelectionRangeParams,
+    ) -> Result<Option<Vec<SelectionRange>>> {
         let positions = params.positions;
-        self.request("selectionRange", &params.text_document.uri.clone(), move |c| handlers::folding::selection_ranges(c, &positions)).await
+        self.request(
+            "selectionRange",
+            &params.text_document.uri.clone(),
+            move |c| handlers::folding::selection_ranges(c, &positions),
+        )
+        .await
     }
 
     async fn formatting(&self, params: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
-        self.request("formatting", &params.text_document.uri.clone(), handlers::formatting::formatting).await
+        self.request(
+            "formatting",
+            &params.text_document.uri.clone(),
+            handlers::formatting::formatting,
+        )
+        .await
     }
 }

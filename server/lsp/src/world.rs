@@ -72,7 +72,12 @@ impl World {
         let files = self
             .documents
             .values()
-            .filter_map(|entry| entry.path.clone().map(|p| (p, Arc::<str>::from(entry.document.text()))))
+            .filter_map(|entry| {
+                entry
+                    .path
+                    .clone()
+                    .map(|p| (p, Arc::<str>::from(entry.document.text())))
+            })
             .collect();
         Overlay { files }
     }
@@ -90,7 +95,9 @@ impl Loader for Overlay {
             return Ok(Arc::clone(text));
         }
         match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8(bytes).map(Arc::from).map_err(|_| "the file is not valid UTF-8".into()),
+            Ok(bytes) => String::from_utf8(bytes)
+                .map(Arc::from)
+                .map_err(|_| "the file is not valid UTF-8".into()),
             Err(error) => Err(error.to_string()),
         }
     }
@@ -100,7 +107,9 @@ impl Loader for Overlay {
 pub fn uri_to_path(uri: &Uri) -> Option<PathBuf> {
     let text = uri.as_str();
     let rest = text.strip_prefix("file://")?;
-    let decoded = percent_encoding::percent_decode_str(rest).decode_utf8().ok()?;
+    let decoded = percent_encoding::percent_decode_str(rest)
+        .decode_utf8()
+        .ok()?;
     Some(PathBuf::from(decoded.as_ref()))
 }
 
@@ -110,17 +119,33 @@ pub fn graph_id(path: Option<&Path>) -> String {
 }
 
 /// Analyses a document snapshot (on the blocking pool).
-pub fn analyse(document: Document, path: Option<PathBuf>, analyser: &Mutex<Analyser>, overlay: &Overlay) -> Analysed {
-    let file = path.clone().unwrap_or_else(|| PathBuf::from("untitled.op2"));
+pub fn analyse(
+    document: Document,
+    path: Option<PathBuf>,
+    analyser: &Mutex<Analyser>,
+    overlay: &Overlay,
+) -> Analysed {
+    let file = path
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("untitled.op2"));
     let analysis = {
-        let mut analyser = analyser.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut analyser = analyser
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         analyser.analyse(&file, document.parse(), overlay, &Options::default())
     };
     let id = graph_id(path.as_deref());
-    let graph = (!analysis.has_errors() && analysis.program.main.is_some()).then(|| op2_codegen::graph_type(&analysis, &id));
+    let graph = (!analysis.has_errors() && analysis.program.main.is_some())
+        .then(|| op2_codegen::graph_type(&analysis, &id));
     let mut diagnostics = analysis.diagnostics.clone();
     if let Some(graph) = &graph {
         diagnostics.extend(op2_codegen::limits::check(&analysis.program, graph));
     }
-    Analysed { version: document.version, document, analysis, graph, diagnostics }
+    Analysed {
+        version: document.version,
+        document,
+        analysis,
+        graph,
+        diagnostics,
+    }
 }

@@ -3,7 +3,8 @@
 
 use op2_syntax::{Severity, Tag};
 use tower_lsp_server::lsp_types::{
-    CodeDescription, Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag, NumberOrString, Uri,
+    CodeDescription, Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
+    NumberOrString, Uri,
 };
 
 use crate::documents::PositionEncoding;
@@ -19,21 +20,31 @@ fn diagnostics_index() -> Option<std::path::PathBuf> {
     if let Some(bin) = exe.parent() {
         candidates.push(bin.join("../share/op2/diagnostics.md"));
     }
-    candidates.push(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/diagnostics.md"));
-    candidates.into_iter().find(|p| p.exists()).and_then(|p| p.canonicalize().ok())
+    candidates
+        .push(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/diagnostics.md"));
+    candidates
+        .into_iter()
+        .find(|p| p.exists())
+        .and_then(|p| p.canonicalize().ok())
 }
 
 fn code_description(code: op2_syntax::Code) -> Option<CodeDescription> {
     let index = diagnostics_index()?;
     let uri = path_to_uri(&index)?;
-    let href: Uri = format!("{}#{}", uri.as_str(), code.as_str().to_lowercase()).parse().ok()?;
+    let href: Uri = format!("{}#{}", uri.as_str(), code.as_str().to_lowercase())
+        .parse()
+        .ok()?;
     Some(CodeDescription { href })
 }
 
 /// The diagnostics of the document itself, in LSP form.
 pub fn to_lsp(analysed: &Analysed, uri: &Uri, encoding: PositionEncoding) -> Vec<Diagnostic> {
     let program = &analysed.analysis.program;
-    let indexes: Vec<op2_syntax::LineIndex> = program.files.iter().map(|f| op2_syntax::LineIndex::new(&f.text)).collect();
+    let indexes: Vec<op2_syntax::LineIndex> = program
+        .files
+        .iter()
+        .map(|f| op2_syntax::LineIndex::new(&f.text))
+        .collect();
     analysed
         .diagnostics
         .iter()
@@ -44,7 +55,11 @@ pub fn to_lsp(analysed: &Analysed, uri: &Uri, encoding: PositionEncoding) -> Vec
                 .iter()
                 .filter_map(|r| {
                     let file = r.location.file.0 as usize;
-                    let location_uri = if file == 0 { uri.clone() } else { path_to_uri(&program.files.get(file)?.path)? };
+                    let location_uri = if file == 0 {
+                        uri.clone()
+                    } else {
+                        path_to_uri(&program.files.get(file)?.path)?
+                    };
                     Some(DiagnosticRelatedInformation {
                         location: tower_lsp_server::lsp_types::Location {
                             uri: location_uri,
@@ -64,9 +79,16 @@ pub fn to_lsp(analysed: &Analysed, uri: &Uri, encoding: PositionEncoding) -> Vec
                 code: Some(NumberOrString::String(d.code.as_str().into())),
                 code_description: code_description(d.code),
                 source: Some("op2".into()),
-                message: if d.label.is_empty() { d.message.clone() } else { format!("{}\n{}", d.message, d.label) },
+                message: if d.label.is_empty() {
+                    d.message.clone()
+                } else {
+                    format!("{}\n{}", d.message, d.label)
+                },
                 related_information: (!related.is_empty()).then_some(related),
-                tags: d.tags.iter().any(|t| *t == Tag::Unnecessary).then(|| vec![DiagnosticTag::UNNECESSARY]),
+                tags: d
+                    .tags
+                    .contains(&Tag::Unnecessary)
+                    .then(|| vec![DiagnosticTag::UNNECESSARY]),
                 data: None,
             }
         })

@@ -20,11 +20,12 @@ pub mod symbols;
 
 use op2_syntax::{FileId, LineIndex, TextRange};
 use tower_lsp_server::lsp_types::{
-    self as lsp, CodeActionProviderCapability, CodeLensOptions, CompletionOptions, ExecuteCommandOptions,
-    FoldingRangeProviderCapability, HoverProviderCapability, OneOf, Position, PositionEncodingKind, RenameOptions,
-    SaveOptions, SelectionRangeProviderCapability, SemanticTokensFullOptions, SemanticTokensOptions,
-    SemanticTokensServerCapabilities, ServerCapabilities, SignatureHelpOptions, TextDocumentSyncCapability,
-    TextDocumentSyncKind, TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri, WorkDoneProgressOptions,
+    self as lsp, CodeActionProviderCapability, CodeLensOptions, CompletionOptions,
+    ExecuteCommandOptions, FoldingRangeProviderCapability, HoverProviderCapability, OneOf,
+    Position, PositionEncodingKind, RenameOptions, SaveOptions, SelectionRangeProviderCapability,
+    SemanticTokensFullOptions, SemanticTokensOptions, SemanticTokensServerCapabilities,
+    ServerCapabilities, SignatureHelpOptions, TextDocumentSyncCapability, TextDocumentSyncKind,
+    TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri, WorkDoneProgressOptions,
 };
 
 use crate::config::Settings;
@@ -59,12 +60,23 @@ impl Context<'_> {
     /// included), or `None` for a file that has no path.
     pub fn location(&self, location: op2_syntax::Location) -> Option<lsp::Location> {
         if location.file == FileId::MAIN {
-            return Some(lsp::Location { uri: self.uri.clone(), range: self.range(location.range) });
+            return Some(lsp::Location {
+                uri: self.uri.clone(),
+                range: self.range(location.range),
+            });
         }
-        let file = self.analysed.analysis.program.files.get(location.file.0 as usize)?;
+        let file = self
+            .analysed
+            .analysis
+            .program
+            .files
+            .get(location.file.0 as usize)?;
         let uri = path_to_uri(&file.path)?;
         let index = LineIndex::new(&file.text);
-        Some(lsp::Location { uri, range: range_in(&index, location.range, self.encoding) })
+        Some(lsp::Location {
+            uri,
+            range: range_in(&index, location.range, self.encoding),
+        })
     }
 }
 
@@ -74,14 +86,26 @@ pub fn range_in(index: &LineIndex, range: TextRange, encoding: PositionEncoding)
         let at = index.line_col(offset, encoding.line_index_encoding());
         Position::new(at.line, at.col)
     };
-    lsp::Range { start: convert(range.start), end: convert(range.end) }
+    lsp::Range {
+        start: convert(range.start),
+        end: convert(range.end),
+    }
 }
 
 /// The `file:` URI of a path (absolute paths only).
 pub fn path_to_uri(path: &std::path::Path) -> Option<Uri> {
-    let absolute = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().ok()?.join(path) };
+    let absolute = if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        std::env::current_dir().ok()?.join(path)
+    };
     let text = absolute.to_str()?;
-    const SET: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS.add(b' ').add(b'#').add(b'%').add(b'?').add(b'"');
+    const SET: &percent_encoding::AsciiSet = &percent_encoding::CONTROLS
+        .add(b' ')
+        .add(b'#')
+        .add(b'%')
+        .add(b'?')
+        .add(b'"');
     let encoded = percent_encoding::utf8_percent_encode(text, SET).to_string();
     format!("file://{encoded}").parse().ok()
 }
@@ -93,17 +117,24 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
             PositionEncoding::Utf8 => PositionEncodingKind::UTF8,
             PositionEncoding::Utf16 => PositionEncodingKind::UTF16,
         }),
-        text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
-            open_close: Some(true),
-            change: Some(TextDocumentSyncKind::INCREMENTAL),
-            save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions { include_text: Some(false) })),
-            ..TextDocumentSyncOptions::default()
-        })),
+        text_document_sync: Some(TextDocumentSyncCapability::Options(
+            TextDocumentSyncOptions {
+                open_close: Some(true),
+                change: Some(TextDocumentSyncKind::INCREMENTAL),
+                save: Some(TextDocumentSyncSaveOptions::SaveOptions(SaveOptions {
+                    include_text: Some(false),
+                })),
+                ..TextDocumentSyncOptions::default()
+            },
+        )),
         hover_provider: Some(HoverProviderCapability::Simple(true)),
         definition_provider: Some(OneOf::Left(true)),
         references_provider: Some(OneOf::Left(true)),
         document_highlight_provider: Some(OneOf::Left(true)),
-        rename_provider: Some(OneOf::Right(RenameOptions { prepare_provider: Some(true), work_done_progress_options: WorkDoneProgressOptions::default() })),
+        rename_provider: Some(OneOf::Right(RenameOptions {
+            prepare_provider: Some(true),
+            work_done_progress_options: WorkDoneProgressOptions::default(),
+        })),
         completion_provider: Some(CompletionOptions {
             trigger_characters: Some(vec!["[".into(), "(".into(), ",".into(), " ".into()]),
             ..CompletionOptions::default()
@@ -115,20 +146,27 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
         }),
         document_symbol_provider: Some(OneOf::Left(true)),
         workspace_symbol_provider: Some(OneOf::Left(true)),
-        semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(SemanticTokensOptions {
-            legend: semantic_tokens::legend(),
-            full: Some(SemanticTokensFullOptions::Delta { delta: Some(true) }),
-            range: None,
-            work_done_progress_options: WorkDoneProgressOptions::default(),
-        })),
+        semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
+            SemanticTokensOptions {
+                legend: semantic_tokens::legend(),
+                full: Some(SemanticTokensFullOptions::Delta { delta: Some(true) }),
+                range: None,
+                work_done_progress_options: WorkDoneProgressOptions::default(),
+            },
+        )),
         inlay_hint_provider: Some(OneOf::Left(true)),
-        code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
+        code_lens_provider: Some(CodeLensOptions {
+            resolve_provider: Some(false),
+        }),
         code_action_provider: Some(CodeActionProviderCapability::Simple(true)),
         folding_range_provider: Some(FoldingRangeProviderCapability::Simple(true)),
         selection_range_provider: Some(SelectionRangeProviderCapability::Simple(true)),
         document_formatting_provider: Some(OneOf::Left(true)),
         execute_command_provider: Some(ExecuteCommandOptions {
-            commands: vec![crate::server::commands::BUILD.into(), crate::server::commands::SHOW_DEVICE_TYPE.into()],
+            commands: vec![
+                crate::server::commands::BUILD.into(),
+                crate::server::commands::SHOW_DEVICE_TYPE.into(),
+            ],
             work_done_progress_options: WorkDoneProgressOptions::default(),
         }),
         ..ServerCapabilities::default()

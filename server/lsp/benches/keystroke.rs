@@ -1,0 +1,296 @@
+//! One keystroke in the language server on a 5,000-line program
+//! (`op2_syntax::synth::program(5_000)`), against the budgets of
+//! architecture.md:
+//!
+//! - applying it (`Document::apply_changes`: position conversion, rope
+//!   edit, tree edit and reparse): p95 < 1 ms;
+//! - keystroke to diagnostics computed: applying it, then what the server
+//!   does before publishing (snapshot of the document and the overlay of
+//!   open files, `world::analyse` with the warm analyser, conversion to LSP
+//!   diagnostics): p95 < 20 ms.
+//!
+//! Each comes in two kinds: a keystroke that keeps the program valid
+//! (typing a digit into `1.0e3` and deleting it again), and one that leaves
+//! a syntax error (`dx = x1[0]` becomes `dx == x1[0]`), the common case
+//! while typing, which costs a fresh parse (see `Parse::reparse`).
+//!
+//! Criterion measures the mean; before it, each benchmark times a fixed
+//! number of single keystrokes and prints their percentiles (`percentiles
+//! NAME: … p95=…`), since the budgets are about p95 of single keystrokes.
+
+#![allow(clippy::print_stdout)]
+
+#[path = "../tests/support/stats.rs"]
+mod stats;
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use op2_analysis::Analyser;
+use op2_lsp::documents::{Document, PositionEncoding};
+use op2_lsp::world::{Entry, World, analyse};
+use stats::Samples;
+use tower_lsp_server::lsp_types::{Range, TextDocumentContentChangeEvent, Uri};
+
+const ENCODING: PositionEncoding = PositionEncoding::Utf16;
+
+/// The change event replacing `remove` bytes at `offset` by `text`.
+fn change(
+    document: &Document,
+    offset: usize,
+    remove: usize,
+    text: &str,
+) -> Vec<TextDocumentContentChangeEvent> {
+    let range = Range {
+        start: document.position(offset, ENCODING),
+        end: document.position(offset + remove, ENCODING),
+    };
+    vec![TextDocumentContentChangeEvent {
+        range: Some(range),
+        range_length: None,
+        text: text.into(),
+    }]
+}
+
+/// The program and the two places keystrokes go.
+struct Program {
+    text: String,
+    /// Inside `1.0e3` in a kernel in the middle: a digit typed here keeps
+    /// the program valid.
+    valid_at: usize,
+    /// After `dx =` in a kernel in the middle: a `=` typed here is a syntax
+    /// error.
+    breaking_at: usize,
+}
+
+fn program() -> Program {
+    let text = op2_syntax::synth::program(5_000);
+    assert!(
+        text.lines().count() >= 4_900,
+        "{} lines",
+        text.lines().count()
+    );
+    let middle = text.len() / 2;
+    let valid_at = text[middle..]
+        .find("= 1.0e3;")
+        .map(|i| middle + i + 2)
+        .expect("a kernel body");
+    let breaking_at = text[middle..]
+        .find("dx = x1[0]")
+        .map(|i| middle + i + 4)
+        .expect("a kernel body");
+    Program {
+        text,
+        valid_at,
+        breaking_at,
+    }
+}
+
+/// A world holding the document the way the server does, with a warm
+/// analyser.
+struct Server {
+    world: World,
+    uri: Uri,
+}
+
+impl Server {
+    fn new(text: &str) -> Server {
+        let uri: Uri = "file:///bench/program.op2".parse().expect("a URI");
+        let path = PathBuf::from("/bench/program.op2");
+        let mut world = World {
+            encoding: Some(ENCODING),
+            ..World::default()
+        };
+        let entry = Entry {
+            document: Document::new(text, 1),
+            path: Some(path),
+            analyser: Arc::new(Mutex::new(Analyser::new())),
+            analysed: None,
+            published: None,
+        };
+        world.documents.insert(uri.clone(), entry);
+        let mut server = Server { world, uri };
+        let diagnostics = server.diagnostics();
+        assert_eq!(diagnostics, 0, "the generated program is clean");
+        server
+    }
+
+    fn entry(&mut self) -> &mut Entry {
+        self.world
+            .documents
+            .get_mut(&self.uri)
+            .expect("the document")
+    }
+
+    /// What `did_change` does under the world's lock.
+    fn keystroke(&mut self, offset: usize, remove: usize, text: &str) {
+        let entry = self.entry();
+        let version = entry.document.version + 1;
+        let changes = change(&entry.document, offset, remove, text);
+        entry.document.apply_changes(changes, version, ENCODING);
+    }
+
+    /// What the server does from the change to the diagnostics it
+    /// publishes: snapshot, analysis, conversion. Returns how many.
+    fn diagnostics(&mut self) -> usize {
+        let overlay = self.world.overlay();
+        let entry = self.entry();
+        let (document, path, analyser) = (
+            entry.document.clone(),
+            entry.path.clone(),
+            Arc::clone(&entry.analyser),
+        );
+        let analysed = analyse(document, path, &analyser, &overlay);
+        let diagnostics = op2_lsp::handlers::diagnostics::to_lsp(&analysed, &self.uri, ENCODING);
+        black_box(diagnostics).len()
+    }
+}
+
+/// Times `count` single runs of `run` after `setup` (which is not timed)
+/// and prints their percentiles.
+fn percentiles<S, T>(
+    name: &str,
+    count: usize,
+    mut setup: impl FnMut() -> S,
+    mut run: impl FnMut(S) -> T,
+) {
+    let mut samples = Samples::new();
+    for _ in 0..count {
+        let input = setup();
+        let start = Instant::now();
+        black_box(run(input));
+        samples.push(start.elapsed());
+    }
+    samples.report(name);
+}
+
+fn keystroke(c: &mut Criterion) {
+    let program = program();
+
+    // A valid keystroke: type a digit, then delete it.
+    let mut server = Server::new(&program.text);
+    let at = program.valid_at;
+    let mut typed = false;
+    let mut toggle = move |server: &mut Server| {
+        if typed {
+            server.keystroke(at, 1, "");
+        } else {
+            server.keystroke(at, 0, "1");
+        }
+        typed = !typed;
+    };
+    percentiles(
+        "lsp keystroke 5000 lines",
+        2_000,
+        || (),
+        |()| toggle(&mut server),
+    );
+    c.bench_function("lsp keystroke 5000 lines", |b| {
+        b.iter(|| toggle(&mut server))
+    });
+
+    // A keystroke that leaves a syntax error, from the valid document each
+    // time (the copy is not timed).
+    let valid = Server::new(&program.text);
+    let breaking = program.breaking_at;
+    let fresh = || Document::clone(&valid.world.documents[&valid.uri].document);
+    {
+        let mut broken = fresh();
+        broken.apply_changes(change(&broken, breaking, 0, "="), 2, ENCODING);
+        assert!(
+            broken.parse().tree().root_node().has_error(),
+            "the keystroke breaks the program"
+        );
+    }
+    let type_equals = |mut document: Document| {
+        let changes = change(&document, breaking, 0, "=");
+        document.apply_changes(changes, 2, ENCODING);
+        document
+    };
+    percentiles(
+        "lsp keystroke 5000 lines, leaving an error",
+        100,
+        fresh,
+        type_equals,
+    );
+    c.bench_function("lsp keystroke 5000 lines, leaving an error", |b| {
+        b.iter_custom(|iters| timed(iters, fresh, type_equals));
+    });
+}
+
+/// Total time of `iters` runs of `run`, each after an untimed `setup`.
+fn timed<S, T>(iters: u64, mut setup: impl FnMut() -> S, mut run: impl FnMut(S) -> T) -> Duration {
+    let mut total = Duration::ZERO;
+    for _ in 0..iters {
+        let input = setup();
+        let start = Instant::now();
+        black_box(run(input));
+        total += start.elapsed();
+    }
+    total
+}
+
+fn keystroke_to_diagnostics(c: &mut Criterion) {
+    let program = program();
+
+    // Valid keystrokes in one kernel: the analyser reuses every other one.
+    let mut server = Server::new(&program.text);
+    let at = program.valid_at;
+    let mut typed = false;
+    let mut step = move |server: &mut Server| {
+        if typed {
+            server.keystroke(at, 1, "");
+        } else {
+            server.keystroke(at, 0, "1");
+        }
+        typed = !typed;
+        server.diagnostics()
+    };
+    percentiles(
+        "lsp keystroke to diagnostics 5000 lines",
+        200,
+        || (),
+        |()| step(&mut server),
+    );
+    c.bench_function("lsp keystroke to diagnostics 5000 lines", |b| {
+        b.iter(|| step(&mut server))
+    });
+
+    // A keystroke that leaves a syntax error: the edit, then the analysis of
+    // the broken program (its diagnostics are E001 and what follows from
+    // the damaged kernel). Each starts from the valid document; the
+    // analyser stays warm.
+    let mut server = Server::new(&program.text);
+    let breaking = program.breaking_at;
+    let valid = server.entry().document.clone();
+    let mut step = move |()| {
+        server.entry().document = valid.clone();
+        server.keystroke(breaking, 0, "=");
+        let count = server.diagnostics();
+        assert!(count > 0, "the broken program has diagnostics");
+        count
+    };
+    // The document copy is inside the timing here (a rope clone and a
+    // string copy of 200 kB, tens of microseconds): negligible next to the
+    // analysis.
+    percentiles(
+        "lsp keystroke to diagnostics 5000 lines, leaving an error",
+        100,
+        || (),
+        &mut step,
+    );
+    c.bench_function(
+        "lsp keystroke to diagnostics 5000 lines, leaving an error",
+        |b| b.iter(|| step(())),
+    );
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().sample_size(20);
+    targets = keystroke, keystroke_to_diagnostics
+}
+criterion_main!(benches);

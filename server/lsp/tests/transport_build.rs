@@ -1,0 +1,388 @@
+//! Build on save over the real transport: the graph written is byte for byte
+//! what `op2 build` writes; a program with errors, or an output directory
+//! outside the workspace, writes nothing and says why; settings arrive by
+//! initialization options and by `didChangeConfiguration`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use op2_analysis::{Analyser, NoImports, Options};
+use op2_codegen::instance::NoProgress;
+use serde_json::{Value, json};
+use support::{Session, file_uri};
+
+const BROKEN: &str = "set cells;
+dat p_q: double on cells;
+global total: double;
+
+kernel copy(const double *a, double *b) { b[0] = a[0]; }
+
+main {
+    par_loop copy over cells (p_q READ, p_q WRITE);
+    print(\"%g\", total);
+}
+";
+
+/// A temporary directory with a workspace folder `ws` inside it.
+struct Workspace {
+    root: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let root = tempfile::tempdir().expect("a temporary directory");
+        std::fs::create_dir(root.path().join("ws")).expect("create the workspace folder");
+        Workspace { root }
+    }
+
+    fn folder(&self) -> PathBuf {
+        self.root.path().join("ws")
+    }
+
+    /// Writes `name` in the workspace folder and returns its path and URI.
+    fn file(&self, name: &str, text: &str) -> (PathBuf, String) {
+        let path = self.folder().join(name);
+        std::fs::write(&path, text).expect("write a source file");
+        let uri = file_uri(&path);
+        (path, uri)
+    }
+}
+
+/// The names in a directory, sorted.
+fn listing(directory: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(directory)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// What `op2 build` writes for `source`: the same library call in a
+/// directory of its own, the file named as the source is.
+fn expected_graph(source: &Path) -> Vec<u8> {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let copy = directory
+        .path()
+        .join(source.file_name().expect("a file name"));
+    let text = std::fs::read_to_string(source).expect("read the source");
+    let parse = op2_syntax::Parse::new(text.as_str());
+    let analysis =
+        Analyser::new().analyse(&copy, &parse, &NoImports, &Options { require_main: true });
+    let target = copy.with_extension("graph.xml");
+    op2_codegen::output::build(
+        &analysis,
+        &op2_codegen::graph_id(&copy),
+        None,
+        &target,
+        &mut NoProgress,
+    )
+    .unwrap_or_else(|e| panic!("the reference build failed: {e}"));
+    std::fs::read(&target).expect("read the reference graph")
+}
+
+/// Saves `uri` and waits for the build's log message, which is returned.
+async fn save(session: &mut Session, uri: &str) -> String {
+    let from = session.mark();
+    session.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    build_log(session, from).await
+}
+
+async fn build_log(session: &mut Session, from: usize) -> String {
+    let log = session
+        .wait_for_after(from, "the build's log message", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|s| s.starts_with("op2 build"))
+        })
+        .await;
+    log["params"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn open(session: &mut Session, uri: &str, text: &str) -> Vec<Value> {
+    session.did_open(uri, text, 1);
+    session.diagnostics(uri, 1).await
+}
+
+#[tokio::test]
+async fn saving_a_clean_program_writes_the_graph_op2_build_writes() {
+    let workspace = Workspace::new();
+    let source = support::example("airfoil.op2");
+    let (path, uri) = workspace.file("airfoil.op2", &source);
+    let mut session = Session::in_process();
+    session
+        .initialize(&[], Some(&workspace.folder()), None)
+        .await;
+    let diagnostics = open(&mut session, &uri, &source).await;
+    assert!(
+        diagnostics.iter().all(|d| d["severity"] != 1),
+        "airfoil has no errors: {diagnostics:?}"
+    );
+
+    let log = save(&mut session, &uri).await;
+    let graph = path.with_file_name("airfoil.graph.xml");
+    assert!(log.contains("wrote"), "{log}");
+    assert!(
+        log.contains(graph.to_str().unwrap_or_default()),
+        "the log names the file: {log}"
+    );
+    let written = std::fs::read(&graph)
+        .unwrap_or_else(|e| panic!("{} not written ({e}); log: {log}", graph.display()));
+    assert!(
+        written == expected_graph(&path),
+        "the graph written on save differs from `op2 build`'s"
+    );
+    assert_eq!(
+        listing(&workspace.folder()),
+        ["airfoil.graph.xml", "airfoil.op2"],
+        "no temporary files are left"
+    );
+
+    // The build reported progress: a token created by request, then begin
+    // and end on it.
+    let created = session
+        .wait_for("workDoneProgress/create", |m| {
+            m["method"] == "window/workDoneProgress/create"
+        })
+        .await;
+    let token = created["params"]["token"].clone();
+    for kind in ["begin", "end"] {
+        session
+            .wait_for(&format!("$/progress {kind}"), |m| {
+                m["method"] == "$/progress"
+                    && m["params"]["token"] == token
+                    && m["params"]["value"]["kind"] == kind
+            })
+            .await;
+    }
+
+    // `op2.build` builds on demand, the same way.
+    std::fs::remove_file(&graph).expect("remove the graph");
+    let from = session.mark();
+    let answer = session
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "op2.build", "arguments": [uri]}),
+        )
+        .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    let log = build_log(&mut session, from).await;
+    assert!(log.contains("wrote"), "{log}");
+    assert!(
+        std::fs::read(&graph).is_ok_and(|bytes| bytes == written),
+        "op2.build writes the same graph"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_graph_is_byte_identical_to_the_op2_binarys() {
+    let Some(binary) = support::binary() else {
+        return;
+    };
+    let workspace = Workspace::new();
+    let source = support::example("jacobi.op2");
+    let (path, uri) = workspace.file("jacobi.op2", &source);
+    let mut session = Session::in_process();
+    session
+        .initialize(&["utf-8"], Some(&workspace.folder()), None)
+        .await;
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    let written = std::fs::read(path.with_file_name("jacobi.graph.xml"))
+        .unwrap_or_else(|e| panic!("not written ({e}): {log}"));
+    session.shutdown().await;
+
+    let elsewhere = tempfile::tempdir().expect("a temporary directory");
+    let copy = elsewhere.path().join("jacobi.op2");
+    std::fs::write(&copy, &source).expect("copy the source");
+    let status = std::process::Command::new(binary)
+        .arg("build")
+        .arg(&copy)
+        .output()
+        .expect("run op2 build");
+    assert!(
+        status.status.success(),
+        "op2 build failed: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let built =
+        std::fs::read(copy.with_file_name("jacobi.graph.xml")).expect("op2 build wrote the graph");
+    assert!(
+        written == built,
+        "the graph written on save differs from `op2 build`'s"
+    );
+}
+
+#[tokio::test]
+async fn saving_a_program_with_errors_writes_nothing_and_says_why() {
+    let workspace = Workspace::new();
+    let (path, uri) = workspace.file("broken.op2", BROKEN);
+    let mut session = Session::in_process();
+    session
+        .initialize(&["utf-8", "utf-16"], Some(&workspace.folder()), None)
+        .await;
+    let diagnostics = open(&mut session, &uri, BROKEN).await;
+    assert!(
+        diagnostics.iter().any(|d| d["code"] == "E401"),
+        "{diagnostics:?}"
+    );
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("nothing written"), "{log}");
+    assert!(log.contains("error"), "the log says why: {log}");
+    assert!(!path.with_file_name("broken.graph.xml").exists());
+    assert_eq!(
+        listing(&workspace.folder()),
+        ["broken.op2"],
+        "no file and no temporary leftovers"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_output_directory_outside_the_workspace_writes_nothing() {
+    let workspace = Workspace::new();
+    let source = support::example("dot_product.op2");
+    let (_, uri) = workspace.file("dot_product.op2", &source);
+    let mut session = Session::in_process();
+    let options = json!({"op2": {"build": {"outDir": "../x"}}});
+    session
+        .initialize(&[], Some(&workspace.folder()), Some(options))
+        .await;
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside the workspace"), "{log}");
+    assert_eq!(
+        listing(workspace.root.path()),
+        ["ws"],
+        "nothing beside the workspace"
+    );
+    assert_eq!(
+        listing(&workspace.folder()),
+        ["dot_product.op2"],
+        "nothing in it either"
+    );
+
+    // The same through didChangeConfiguration, with a path that climbs out
+    // after going in.
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"outDir": "sub/../../y"}}}}),
+    );
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside the workspace"), "{log}");
+    assert_eq!(listing(workspace.root.path()), ["ws"]);
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn settings_arrive_by_initialization_options_and_did_change_configuration() {
+    let workspace = Workspace::new();
+    let source = support::example("scatter.op2");
+    let (path, uri) = workspace.file("scatter.op2", &source);
+    let graph = path.with_file_name("scatter.graph.xml");
+    let mut session = Session::in_process();
+    session
+        .initialize(
+            &[],
+            Some(&workspace.folder()),
+            Some(json!({"op2": {"build": {"onSave": false}}})),
+        )
+        .await;
+    open(&mut session, &uri, &source).await;
+
+    // onSave off: a save writes nothing. A request answered after the save
+    // shows the save was handled.
+    session.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let answer = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await;
+    assert!(answer.is_ok(), "{answer:?}");
+    session.settle(std::time::Duration::from_millis(200)).await;
+    assert!(!graph.exists(), "onSave is off");
+    assert!(
+        session
+            .log_messages()
+            .iter()
+            .all(|m| !m.starts_with("op2 build")),
+        "{:?}",
+        session.log_messages()
+    );
+
+    // onSave on, with an output directory inside the workspace (the section
+    // itself, without the `op2` wrapper, is accepted too).
+    std::fs::create_dir(workspace.folder().join("out")).expect("create out");
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"build": {"onSave": true, "outDir": "out"}}}),
+    );
+    let log = save(&mut session, &uri).await;
+    let in_out = workspace.folder().join("out").join("scatter.graph.xml");
+    assert!(in_out.exists(), "{log}");
+    assert!(!graph.exists());
+    assert!(std::fs::read(&in_out).is_ok_and(|bytes| bytes == expected_graph(&path)));
+
+    // Unknown settings are named in a warning, and the settings before them
+    // stay.
+    let from = session.mark();
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"onSav": true}}}}),
+    );
+    let warning = session
+        .wait_for_after(from, "a warning about the unknown setting", |m| {
+            m["method"] == "window/showMessage"
+        })
+        .await;
+    assert!(
+        warning["params"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("onSav")),
+        "{warning}"
+    );
+    assert_eq!(warning["params"]["type"], 2, "a warning");
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_output_directory_that_does_not_exist_yet_is_created() {
+    let workspace = Workspace::new();
+    let source = support::example("scatter.op2");
+    let (_, uri) = workspace.file("scatter.op2", &source);
+    let mut session = Session::in_process();
+    session
+        .initialize(
+            &[],
+            Some(&workspace.folder()),
+            Some(json!({"op2": {"build": {"outDir": "build/graphs"}}})),
+        )
+        .await;
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    assert!(
+        workspace
+            .folder()
+            .join("build/graphs/scatter.graph.xml")
+            .exists(),
+        "{log}"
+    );
+    session.shutdown().await;
+}
