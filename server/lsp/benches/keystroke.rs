@@ -118,9 +118,22 @@ impl Server {
         // device type), which is what the server publishes.
         let overlay = server.world.overlay();
         let entry = server.entry();
-        let analysed = analyse(entry.document.clone(), entry.path.clone(), &entry.analyser, &overlay);
-        assert!(analysed.analysis.diagnostics.is_empty(), "the generated program analyses cleanly");
-        assert!(analysed.diagnostics.iter().all(|d| d.code == op2_syntax::Code::E802));
+        let analysed = analyse(
+            entry.document.clone(),
+            entry.path.clone(),
+            &entry.analyser,
+            &overlay,
+        );
+        assert!(
+            analysed.analysis.diagnostics.is_empty(),
+            "the generated program analyses cleanly"
+        );
+        assert!(
+            analysed
+                .diagnostics
+                .iter()
+                .all(|d| d.code == op2_syntax::Code::E802)
+        );
         server.diagnostics();
         server
     }
@@ -305,10 +318,16 @@ fn breakdown(_: &mut Criterion) {
     let options = op2_analysis::Options::default();
     let mut analyser = Analyser::new();
     let mut typed = false;
-    let mut parts: Vec<(&str, Samples)> = ["snapshot (document and overlay copies)", "Analyser::analyse (warm)", "graph_type", "limits::check", "to_lsp"]
-        .into_iter()
-        .map(|name| (name, Samples::new()))
-        .collect();
+    let mut parts: Vec<(&str, Samples)> = [
+        "snapshot (document and overlay copies)",
+        "Analyser::analyse (warm)",
+        "graph_type",
+        "limits::check",
+        "to_lsp",
+    ]
+    .into_iter()
+    .map(|name| (name, Samples::new()))
+    .collect();
     for _ in 0..100 {
         if typed {
             server.keystroke(at, 1, "");
@@ -329,9 +348,18 @@ fn breakdown(_: &mut Criterion) {
         let start = Instant::now();
         black_box(op2_codegen::limits::check(&analysis.program, &graph));
         parts[3].1.push(start.elapsed());
-        let analysed = analyse(document, Some(path.to_path_buf()), &Mutex::new(Analyser::new()), &overlay);
+        let analysed = analyse(
+            document,
+            Some(path.to_path_buf()),
+            &Mutex::new(Analyser::new()),
+            &overlay,
+        );
         let start = Instant::now();
-        black_box(op2_lsp::handlers::diagnostics::to_lsp(&analysed, &server.uri, ENCODING));
+        black_box(op2_lsp::handlers::diagnostics::to_lsp(
+            &analysed,
+            &server.uri,
+            ENCODING,
+        ));
         parts[4].1.push(start.elapsed());
         black_box((overlay, analysis, graph));
     }

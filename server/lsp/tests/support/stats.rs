@@ -18,6 +18,11 @@ impl Samples {
         Samples::default()
     }
 
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.times.is_empty()
+    }
+
     /// Adds one.
     pub fn push(&mut self, time: Duration) {
         self.times.push(time);
