@@ -69,6 +69,23 @@ impl Backend {
     /// current, publishing diagnostics when `publish` is set. Stale results
     /// are dropped.
     async fn analysed(&self, uri: &Uri, publish: bool) -> Option<Arc<Analysed>> {
+        // A request may have analysed the current version first: it is
+        // current, but its diagnostics may not be published yet.
+        if publish {
+            let current = {
+                let world = lock(&self.world);
+                let entry = world.documents.get(uri)?;
+                entry
+                    .analysed
+                    .as_ref()
+                    .filter(|a| a.version == entry.document.version)
+                    .cloned()
+            };
+            if let Some(analysed) = current {
+                self.publish_current(uri, &analysed).await;
+                return Some(analysed);
+            }
+        }
         let (document, path, analyser, overlay) = {
             let world = lock(&self.world);
             let entry = world.documents.get(uri)?;
@@ -134,6 +151,31 @@ impl Backend {
                 .await;
         }
         current.then_some(analysed)
+    }
+
+    /// Publishes an analysis that is current, unless its version (or a
+    /// newer one) was published already.
+    async fn publish_current(&self, uri: &Uri, analysed: &Analysed) {
+        let _publishing = self.publishing.lock().await;
+        let (send, encoding) = {
+            let mut world = lock(&self.world);
+            let encoding = world.encoding();
+            let Some(entry) = world.documents.get_mut(uri) else {
+                return;
+            };
+            let send = entry.document.version == analysed.version
+                && entry.published.is_none_or(|p| p < analysed.version);
+            if send {
+                entry.published = Some(analysed.version);
+            }
+            (send, encoding)
+        };
+        if send {
+            let diagnostics = handlers::diagnostics::to_lsp(analysed, uri, encoding);
+            self.client
+                .publish_diagnostics(uri.clone(), diagnostics, Some(analysed.version))
+                .await;
+        }
     }
 
     /// Re-analyses and publishes in the background (after a change).

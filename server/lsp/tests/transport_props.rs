@@ -1,13 +1,14 @@
 //! Random edit sequences replayed over the real transport: after every
 //! burst of didChange notifications, the diagnostics the server publishes
-//! for the last version are exactly those of the client's text, and at the
-//! end every text-revealing request answers as in a fresh session opened
-//! with that text.
+//! for the last version, its document symbols, folding ranges and semantic
+//! tokens (which place every token) are exactly those of the client's text;
+//! at the end a fresh session opened with that text answers the same. The
+//! examples are edited without their comments, which no answer shows.
 
 mod support;
 
 use proptest::prelude::*;
-use serde_json::{Value, json};
+use serde_json::Value;
 use support::text::{self, Doc};
 use support::{Session, diagnostics_difference, expected_diagnostics};
 
@@ -60,32 +61,13 @@ impl Edit {
     }
 }
 
-/// Requests whose answers depend on the whole text (semantic tokens
-/// without their result id, which may count requests).
-async fn text_views(session: &mut Session) -> Vec<Result<Value, Value>> {
-    let document = json!({"textDocument": {"uri": URI}});
-    let mut views = Vec::new();
-    for method in [
-        "textDocument/documentSymbol",
-        "textDocument/foldingRange",
-        "textDocument/semanticTokens/full",
-    ] {
-        let mut answer = session.request(method, document.clone()).await;
-        if let Ok(Value::Object(object)) = &mut answer {
-            object.remove("resultId");
-        }
-        views.push(answer);
-    }
-    views
-}
-
 async fn replay(
     example: &str,
     utf8: bool,
     edits: Vec<Edit>,
     bursts: Vec<usize>,
 ) -> Result<(), TestCaseError> {
-    let base = support::example(example);
+    let base = support::without_comments(&support::example(example));
     let offered: &[&str] = if utf8 { &["utf-8", "utf-16"] } else { &[] };
     let mut session = Session::in_process();
     session.initialize(offered, None, None).await;
@@ -108,6 +90,16 @@ async fn replay(
         }
         let published = session.diagnostics(URI, doc.version).await;
         let expected = expected_diagnostics(&doc.text, URI, doc.encoding, None);
+        let views = support::views(&mut session, URI).await;
+        if let Some(difference) = support::views_difference(
+            &views,
+            &support::expected_views(&doc.text, URI, doc.encoding),
+        ) {
+            return Err(TestCaseError::fail(format!(
+                "burst {n} (version {}): {difference}\ntext: {:?}",
+                doc.version, doc.text
+            )));
+        }
         if let Some(difference) = diagnostics_difference(&published, &expected) {
             return Err(TestCaseError::fail(format!(
                 "burst {n} (version {}): {difference}\ntext: {:?}",
@@ -116,12 +108,18 @@ async fn replay(
         }
     }
 
-    let views = text_views(&mut session).await;
+    // A fresh session opened with the final text answers the same.
+    let views = support::views(&mut session, URI).await;
     let mut fresh = Session::in_process();
     fresh.initialize(offered, None, None).await;
     fresh.did_open(URI, &doc.text, 1);
     fresh.diagnostics(URI, 1).await;
-    prop_assert_eq!(text_views(&mut fresh).await, views, "text {:?}", doc.text);
+    prop_assert_eq!(
+        support::views(&mut fresh, URI).await,
+        views,
+        "text {:?}",
+        doc.text
+    );
     fresh.shutdown().await;
     session.shutdown().await;
     Ok(())

@@ -535,6 +535,36 @@ pub fn example(name: &str) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
+/// `text` without its `//` comments (a line that held only a comment stays,
+/// empty), so that every character of it shows in the server's answers:
+/// the tests that compare the server's view of a text with the client's
+/// use it, since no LSP request reads a comment back.
+pub fn without_comments(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (content, end) = match line.strip_suffix('\n') {
+            Some(content) => (content, "\n"),
+            None => (line, ""),
+        };
+        let mut in_string = false;
+        let mut cut = content.len();
+        let bytes = content.as_bytes();
+        for i in 0..bytes.len() {
+            match bytes[i] {
+                b'"' if i == 0 || bytes[i - 1] != b'\\' => in_string = !in_string,
+                b'/' if !in_string && bytes.get(i + 1) == Some(&b'/') => {
+                    cut = i;
+                    break;
+                }
+                _ => {}
+            }
+        }
+        out.push_str(content[..cut].trim_end());
+        out.push_str(end);
+    }
+    out
+}
+
 /// What the server must publish for `text`: the diagnostics of a fresh
 /// analysis of the client's text, computed in this process with the same
 /// functions, as JSON.
@@ -563,6 +593,89 @@ pub fn expected_diagnostics(
         .into_iter()
         .map(|d| serde_json::to_value(d).expect("serialisable"))
         .collect()
+}
+
+/// Requests whose answers show where every token of the text is: the
+/// client's check that the server holds the text it holds.
+pub const VIEWS: [&str; 3] = [
+    "textDocument/documentSymbol",
+    "textDocument/foldingRange",
+    "textDocument/semanticTokens/full",
+];
+
+/// The server's answers to [`VIEWS`] for `uri` (a semantic tokens result id,
+/// which may count requests, removed).
+pub async fn views(session: &mut Session, uri: &str) -> Vec<Value> {
+    let mut answers = Vec::new();
+    for method in VIEWS {
+        let mut answer = session
+            .call(method, json!({"textDocument": {"uri": uri}}))
+            .await;
+        if let Value::Object(object) = &mut answer {
+            object.remove("resultId");
+        }
+        answers.push(answer);
+    }
+    answers
+}
+
+/// What the server must answer to [`VIEWS`] for `text`: the same handlers
+/// on a fresh analysis of the client's text, in this process.
+pub fn expected_views(text: &str, uri: &str, encoding: Encoding) -> Vec<Value> {
+    use op2_lsp::documents::{Document, PositionEncoding};
+    use op2_lsp::handlers::{Context, folding, semantic_tokens, symbols};
+    let analyser = std::sync::Mutex::new(op2_analysis::Analyser::new());
+    let path = uri_path(uri);
+    let analysed = op2_lsp::world::analyse(
+        Document::new(text, 0),
+        path,
+        &analyser,
+        &op2_lsp::world::Overlay::default(),
+    );
+    let encoding = match encoding {
+        Encoding::Utf8 => PositionEncoding::Utf8,
+        Encoding::Utf16 => PositionEncoding::Utf16,
+    };
+    let settings = op2_lsp::config::Settings::default();
+    let uri = uri.parse().expect("a valid URI");
+    let context = Context {
+        analysed: &analysed,
+        encoding,
+        settings: &settings,
+        uri: &uri,
+    };
+    let json = |value: Result<Value, serde_json::Error>| value.expect("serialisable");
+    let mut tokens = json(serde_json::to_value(semantic_tokens::full(&context)));
+    if let Value::Object(object) = &mut tokens {
+        object.remove("resultId");
+    }
+    vec![
+        json(serde_json::to_value(symbols::document_symbols(&context))),
+        json(serde_json::to_value(folding::folding_ranges(&context))),
+        tokens,
+    ]
+}
+
+/// The path of a `file:` URI as the server reads it.
+fn uri_path(uri: &str) -> Option<PathBuf> {
+    op2_lsp::world::uri_to_path(&uri.parse().ok()?)
+}
+
+/// Which of [`VIEWS`] differ between two sets of answers.
+pub fn views_difference(actual: &[Value], expected: &[Value]) -> Option<String> {
+    let differing: Vec<String> = VIEWS
+        .iter()
+        .zip(actual.iter().zip(expected))
+        .filter(|(_, (a, e))| a != e)
+        .map(|(method, (a, e))| {
+            format!(
+                "{method}:\n  got:      {}\n  expected: {}",
+                abbreviate(a),
+                abbreviate(e)
+            )
+        })
+        .collect();
+    (!differing.is_empty()).then(|| differing.join("\n"))
 }
 
 /// The first difference between two lists of diagnostics, described (the
