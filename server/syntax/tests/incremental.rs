@@ -150,23 +150,104 @@ fn boundary(text: &str, mut offset: usize) -> usize {
     offset
 }
 
+/// Applies `edit` (its place scaled to the text's length, snapped to a
+/// character boundary) incrementally.
+fn apply(parse: &mut Parse, edit: &Edit) {
+    let text = parse.text();
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let start = boundary(text, (edit.at * text.len() as f64) as usize);
+    let end = text[start..]
+        .char_indices()
+        .nth(edit.delete)
+        .map_or(text.len(), |(i, _)| start + i);
+    parse
+        .edit(start..end, &edit.insert)
+        .expect("edits on char boundaries apply");
+}
+
+/// Applies `edits` to `text` one at a time, comparing the tree with a fresh
+/// parse after each.
+fn edit_and_compare(text: &str, edits: &[Edit]) {
+    let mut parse = Parse::new(text);
+    for edit in edits {
+        apply(&mut parse, edit);
+        let fresh = Parse::new(parse.text());
+        assert_same_tree(parse.tree(), fresh.tree(), parse.text());
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// 256 sequences of up to 24 edits: thousands of edits, each checked.
     #[test]
     fn incremental_equals_fresh(edits in prop::collection::vec(edit_strategy(), 1..24)) {
-        let mut parse = Parse::new(SEED_PROGRAM);
-        for edit in &edits {
-            let text = parse.text();
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
-            let start = boundary(text, (edit.at * text.len() as f64) as usize);
-            let end = text[start..].char_indices().nth(edit.delete).map_or(text.len(), |(i, _)| start + i);
-            parse.edit(start..end, &edit.insert).expect("edits on char boundaries apply");
-            let fresh = Parse::new(parse.text());
-            assert_same_tree(parse.tree(), fresh.tree(), parse.text());
-        }
+        edit_and_compare(SEED_PROGRAM, &edits);
     }
+}
+
+/// The example programs, which differ in shape from the seed program.
+fn examples() -> Vec<String> {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/examples");
+    let mut programs: Vec<String> = std::fs::read_dir(dir)
+        .expect("docs/examples exists")
+        .map(|entry| entry.expect("readable directory").path())
+        .filter(|path| path.extension().is_some_and(|e| e == "op2"))
+        .map(|path| std::fs::read_to_string(path).expect("readable example"))
+        .collect();
+    programs.sort();
+    assert!(programs.len() >= 4, "the examples are there");
+    programs
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The same property on every example program, with longer sequences:
+    /// recovery differences show up after several unrelated breakages.
+    #[test]
+    fn incremental_equals_fresh_on_examples(
+        which in 0usize..4,
+        edits in prop::collection::vec(edit_strategy(), 1..40),
+    ) {
+        edit_and_compare(&examples()[which], &edits);
+    }
+}
+
+/// Typing as an editor does: an example (the Jacobi iteration, whose
+/// nesting gave the most recovery differences) typed into the middle of the
+/// seed program one character at a time, then deleted one at a time; every
+/// intermediate text (almost all of them erroneous) is compared.
+#[test]
+fn typing_character_by_character_equals_fresh() {
+    let program = include_str!("../../../docs/examples/jacobi.op2");
+    let at = SEED_PROGRAM.find("main {").expect("the seed has main");
+    let mut parse = Parse::new(SEED_PROGRAM);
+    let mut offset = at;
+    for c in program.chars() {
+        let mut buffer = [0; 4];
+        parse
+            .edit(offset..offset, c.encode_utf8(&mut buffer))
+            .expect("typing at a boundary");
+        offset += c.len_utf8();
+        assert_same_tree(parse.tree(), Parse::new(parse.text()).tree(), parse.text());
+    }
+    while offset > at {
+        let previous = parse.text()[..offset]
+            .char_indices()
+            .next_back()
+            .map_or(0, |(i, _)| i);
+        parse
+            .edit(previous..offset, "")
+            .expect("deleting a character");
+        offset = previous;
+        assert_same_tree(parse.tree(), Parse::new(parse.text()).tree(), parse.text());
+    }
+    assert_eq!(parse.text(), SEED_PROGRAM);
 }
 
 #[test]
@@ -211,11 +292,7 @@ proptest! {
     fn errors_in_parts_equal_the_whole(edits in prop::collection::vec(edit_strategy(), 1..12)) {
         let mut parse = Parse::new(SEED_PROGRAM);
         for edit in &edits {
-            let text = parse.text();
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
-            let start = boundary(text, (edit.at * text.len() as f64) as usize);
-            let end = text[start..].char_indices().nth(edit.delete).map_or(text.len(), |(i, _)| start + i);
-            parse.edit(start..end, &edit.insert).expect("edits on char boundaries apply");
+            apply(&mut parse, edit);
         }
         let file = op2_syntax::FileId::MAIN;
         let mut parts = parse.unparsed_errors(file);
