@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use op2_analysis::Analyser;
 use op2_lsp::documents::{Document, PositionEncoding};
-use op2_lsp::world::{Entry, World, analyse};
+use op2_lsp::world::{Entry, World, analyse, analyse_cancellable};
 use stats::Samples;
 use tower_lsp_server::lsp_types::{Range, TextDocumentContentChangeEvent, Uri};
 
@@ -104,24 +104,18 @@ impl Server {
             encoding: Some(ENCODING),
             ..World::default()
         };
-        let entry = Entry {
-            document: Document::new(text, 1),
-            path: Some(path),
-            analyser: Arc::new(Mutex::new(Analyser::new())),
-            analysed: None,
-            published: None,
-        };
+        let entry = Entry::new(Document::new(text, 1), Some(path));
         world.documents.insert(uri.clone(), entry);
         let mut server = Server { world, uri };
         // The analysis finds nothing; code generation reports that 225
         // par_loops need more output pins than POETS allows (E802, one per
         // device type), which is what the server publishes.
-        let overlay = server.world.overlay();
+        let overlay = server.world.overlay(None);
         let entry = server.entry();
         let analysed = analyse(
             entry.document.clone(),
             entry.path.clone(),
-            &entry.analyser,
+            &entry.engine,
             &overlay,
         );
         assert!(
@@ -151,19 +145,24 @@ impl Server {
         let version = entry.document.version + 1;
         let changes = change(&entry.document, offset, remove, text);
         entry.document.apply_changes(changes, version, ENCODING);
+        entry.invalidate();
     }
 
-    /// What the server does from the change to the diagnostics it
-    /// publishes: snapshot, analysis, conversion. Returns how many.
+    /// What the server's worker does from the change to the diagnostics it
+    /// publishes: snapshot, analysis (cancellable, never cancelled here),
+    /// conversion. Returns how many.
     fn diagnostics(&mut self) -> usize {
-        let overlay = self.world.overlay();
+        let overlay = self.world.overlay(Some(&self.uri));
         let entry = self.entry();
-        let (document, path, analyser) = (
+        let (document, generation, path, engine) = (
             entry.document.clone(),
+            entry.generation(),
             entry.path.clone(),
-            Arc::clone(&entry.analyser),
+            Arc::clone(&entry.engine),
         );
-        let analysed = analyse(document, path, &analyser, &overlay);
+        let analysed =
+            analyse_cancellable(document, generation, path, &engine, &overlay, &|| false)
+                .expect("never cancelled");
         let diagnostics = op2_lsp::handlers::diagnostics::to_lsp(&analysed, &self.uri, ENCODING);
         black_box(diagnostics).len()
     }
@@ -336,7 +335,7 @@ fn breakdown(_: &mut Criterion) {
         }
         typed = !typed;
         let start = Instant::now();
-        let overlay = server.world.overlay();
+        let overlay = server.world.overlay(Some(&server.uri));
         let document = server.entry().document.clone();
         parts[0].1.push(start.elapsed());
         let start = Instant::now();
@@ -351,7 +350,7 @@ fn breakdown(_: &mut Criterion) {
         let analysed = analyse(
             document,
             Some(path.to_path_buf()),
-            &Mutex::new(Analyser::new()),
+            &Mutex::default(),
             &overlay,
         );
         let start = Instant::now();

@@ -24,7 +24,6 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use op2_analysis::Analyser;
 use op2_lsp::config::Settings;
 use op2_lsp::documents::{Document, PositionEncoding};
 use op2_lsp::handlers::{self, Context};
@@ -60,7 +59,7 @@ fn requests(c: &mut Criterion) {
     let analysed: Analysed = analyse(
         Document::new(&text, 1),
         Some(PathBuf::from("/bench/program.op2")),
-        &Mutex::new(Analyser::new()),
+        &Mutex::default(),
         &Overlay::default(),
     );
     assert!(

@@ -132,6 +132,7 @@ impl Document {
         version: i32,
         encoding: PositionEncoding,
     ) {
+        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
         for change in changes {
             match change.range {
                 Some(range) => {
@@ -141,16 +142,24 @@ impl Document {
                     let end_char = self.rope.byte_to_char(end);
                     self.rope.remove(start_char..end_char);
                     self.rope.insert(start_char, &change.text);
-                    // Offsets come from the rope, on character boundaries,
-                    // in range: the edit cannot fail.
-                    let _ = self.parse.edit(start..end, &change.text);
+                    edits.push((start..end, change.text));
                 }
                 None => {
+                    // The whole text: what came before it no longer counts.
+                    edits.clear();
                     self.rope = Rope::from_str(&change.text);
                     self.parse = Parse::new(change.text);
                 }
             }
         }
+        // Offsets come from the rope, on character boundaries, in range,
+        // each against the text as the edit before left it: the edits
+        // cannot fail.
+        let _ = self.parse.edit_many(
+            edits
+                .iter()
+                .map(|(range, text)| (range.clone(), text.as_str())),
+        );
         self.version = version;
     }
 

@@ -2,9 +2,9 @@
 //! diagnostics publishing, build on save, and dispatch of every request to
 //! its handler in `handlers/`.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use op2_analysis::Analyser;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types::*;
@@ -13,7 +13,7 @@ use tower_lsp_server::{Client, LanguageServer, LspService, Server};
 use crate::config::Settings;
 use crate::documents::{Document, PositionEncoding};
 use crate::handlers::{self, Context};
-use crate::world::{Analysed, Entry, World, analyse, uri_to_path};
+use crate::world::{Analysed, Entry, World, analyse_cancellable, uri_to_path};
 
 /// The language server.
 #[derive(Debug)]
@@ -34,6 +34,9 @@ pub mod commands {
     /// The generated device type behind a position, as a read-only document
     /// text: `[uri, set name]`.
     pub const SHOW_DEVICE_TYPE: &str = "op2.showDeviceType";
+    /// What the server holds for each open document: version, generation,
+    /// analyses run and cancelled, what was published (JSON).
+    pub const STATUS: &str = "op2.status";
     /// Panics (only with `OP2_LSP_TEST_PANIC=1` in the environment).
     pub const TEST_PANIC: &str = "op2.test.panic";
 }
@@ -64,48 +67,108 @@ fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Who asks for an analysis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Asker {
+    /// The document's background worker: analyses whatever is current
+    /// (cancelled when the text moves on) and publishes the diagnostics.
+    Worker,
+    /// A request: waits for the worker when one runs, and answers from the
+    /// analysis of the generation current when it asked.
+    Request,
+}
+
+/// What [`Backend::analysed`] does next.
+enum Next {
+    /// The current generation is analysed.
+    Ready(Arc<Analysed>),
+    /// The worker is busy: wait until it finishes this generation.
+    Wait(tokio::sync::watch::Receiver<u64>, u64),
+    /// Analyse the current text now.
+    Analyse,
+}
+
 impl Backend {
-    /// Analyses the current version of `uri` unless its analysis is
-    /// current, publishing diagnostics when `publish` is set. Stale results
-    /// are dropped.
-    async fn analysed(&self, uri: &Uri, publish: bool) -> Option<Arc<Analysed>> {
-        // A request may have analysed the current version first: it is
-        // current, but its diagnostics may not be published yet.
-        if publish {
-            let current = {
+    /// A handle on the same server for a spawned task.
+    fn handle(&self) -> Backend {
+        Backend {
+            client: self.client.clone(),
+            world: Arc::clone(&self.world),
+            publishing: Arc::clone(&self.publishing),
+            allow_test_panic: self.allow_test_panic,
+        }
+    }
+
+    /// The analysis of the current generation of `uri`.
+    ///
+    /// A request waits while the worker is busy (the worker analyses the
+    /// newest text and says when it finishes); otherwise it analyses the
+    /// current text itself. The worker analyses the current text,
+    /// cancelling when a newer generation arrives, and publishes the
+    /// diagnostics of the result when it is still current. Stale results
+    /// are never kept or published.
+    async fn analysed(&self, uri: &Uri, asker: Asker) -> Option<Arc<Analysed>> {
+        loop {
+            let next = {
                 let world = lock(&self.world);
                 let entry = world.documents.get(uri)?;
-                entry
-                    .analysed
-                    .as_ref()
-                    .filter(|a| a.version == entry.document.version)
-                    .cloned()
+                match entry.current() {
+                    Some(analysed) => Next::Ready(Arc::clone(analysed)),
+                    None if asker == Asker::Request && entry.analysing => {
+                        Next::Wait(entry.finished.subscribe(), entry.generation())
+                    }
+                    None => Next::Analyse,
+                }
             };
-            if let Some(analysed) = current {
-                self.publish_current(uri, &analysed).await;
-                return Some(analysed);
+            match next {
+                Next::Ready(analysed) => {
+                    if asker == Asker::Worker {
+                        self.publish_current(uri, &analysed).await;
+                    }
+                    return Some(analysed);
+                }
+                Next::Wait(mut finished, generation) => {
+                    // The worker finishes this generation or a newer one;
+                    // then look again. A closed channel (the document was
+                    // closed) ends the wait too.
+                    let _ = finished.wait_for(|g| *g >= generation).await;
+                }
+                Next::Analyse => return self.analyse_now(uri, asker).await,
             }
         }
-        let (document, path, analyser, overlay) = {
+    }
+
+    /// Analyses the current text of `uri` on the blocking pool, keeps the
+    /// result when it is still current, and (for the worker) publishes it.
+    async fn analyse_now(&self, uri: &Uri, asker: Asker) -> Option<Arc<Analysed>> {
+        let (document, generation, counter, path, engine, overlay) = {
             let world = lock(&self.world);
             let entry = world.documents.get(uri)?;
-            if let Some(analysed) = &entry.analysed
-                && analysed.version == entry.document.version
-            {
-                return Some(Arc::clone(analysed));
-            }
             (
                 entry.document.clone(),
+                entry.generation(),
+                Arc::clone(&entry.generation),
                 entry.path.clone(),
-                Arc::clone(&entry.analyser),
-                world.overlay(),
+                Arc::clone(&entry.engine),
+                world.overlay(Some(uri)),
             )
         };
-        let version = document.version;
-        let result =
-            tokio::task::spawn_blocking(move || analyse(document, path, &analyser, &overlay)).await;
+        let worker = asker == Asker::Worker;
+        let result = tokio::task::spawn_blocking(move || {
+            // Only the worker's runs are cancelled: a request answers for
+            // the text it was sent after, whatever came next.
+            let cancelled = || worker && counter.load(Ordering::SeqCst) != generation;
+            analyse_cancellable(document, generation, path, &engine, &overlay, &cancelled)
+        })
+        .await;
         let analysed = match result {
-            Ok(analysed) => Arc::new(analysed),
+            Ok(Some(analysed)) => Arc::new(analysed),
+            Ok(None) => {
+                if let Some(entry) = lock(&self.world).documents.get_mut(uri) {
+                    entry.cancelled_runs += 1;
+                }
+                return None;
+            }
             Err(error) => {
                 self.client
                     .log_message(
@@ -116,45 +179,29 @@ impl Backend {
                 return None;
             }
         };
-        let keep = |world: &mut World| -> Option<(bool, PositionEncoding)> {
-            let encoding = world.encoding();
+        let current = {
+            let mut world = lock(&self.world);
             let entry = world.documents.get_mut(uri)?;
-            // Only a result for the current version is kept and published.
-            let current = entry.document.version == version;
-            let newer = entry.analysed.as_ref().is_some_and(|a| a.version > version);
-            if current && !newer {
+            entry.runs += 1;
+            let current = entry.generation() == generation;
+            if current {
                 entry.analysed = Some(Arc::clone(&analysed));
             }
-            Some((current, encoding))
+            current
         };
-        if !publish {
-            let (current, _) = keep(&mut lock(&self.world))?;
-            return current.then_some(analysed);
+        if !current {
+            return None;
         }
-        // Decide and send under the publishing lock: whatever is published
-        // after this is for this version or a newer one (rule 2).
-        let _publishing = self.publishing.lock().await;
-        let (current, encoding, already) = {
-            let mut world = lock(&self.world);
-            let (current, encoding) = keep(&mut world)?;
-            let entry = world.documents.get_mut(uri)?;
-            let already = entry.published.is_some_and(|p| p >= version);
-            if current && !already {
-                entry.published = Some(version);
-            }
-            (current, encoding, already)
-        };
-        if current && !already {
-            let diagnostics = handlers::diagnostics::to_lsp(&analysed, uri, encoding);
-            self.client
-                .publish_diagnostics(uri.clone(), diagnostics, Some(version))
-                .await;
+        if worker {
+            self.publish_current(uri, &analysed).await;
         }
-        current.then_some(analysed)
+        Some(analysed)
     }
 
-    /// Publishes an analysis that is current, unless its version (or a
-    /// newer one) was published already.
+    /// Publishes an analysis that is current, unless its generation was
+    /// published already. Deciding and sending happen under the publishing
+    /// lock: whatever is published after this is for this generation or a
+    /// newer one (rule 2).
     async fn publish_current(&self, uri: &Uri, analysed: &Analysed) {
         let _publishing = self.publishing.lock().await;
         let (send, encoding) = {
@@ -163,10 +210,10 @@ impl Backend {
             let Some(entry) = world.documents.get_mut(uri) else {
                 return;
             };
-            let send = entry.document.version == analysed.version
-                && entry.published.is_none_or(|p| p < analysed.version);
+            let send = entry.generation() == analysed.generation
+                && entry.published.is_none_or(|p| p < analysed.generation);
             if send {
-                entry.published = Some(analysed.version);
+                entry.published = Some(analysed.generation);
             }
             (send, encoding)
         };
@@ -178,17 +225,50 @@ impl Backend {
         }
     }
 
-    /// Re-analyses and publishes in the background (after a change).
+    /// Makes sure the current generation of `uri` gets analysed and its
+    /// diagnostics published: starts the document's worker unless it runs
+    /// (a running worker picks up the newest text when it finishes).
     fn schedule(&self, uri: Uri) {
-        let backend = Backend {
-            client: self.client.clone(),
-            world: Arc::clone(&self.world),
-            publishing: Arc::clone(&self.publishing),
-            allow_test_panic: self.allow_test_panic,
-        };
-        tokio::spawn(async move {
-            backend.analysed(&uri, true).await;
-        });
+        {
+            let mut world = lock(&self.world);
+            let Some(entry) = world.documents.get_mut(&uri) else {
+                return;
+            };
+            if entry.analysing {
+                return;
+            }
+            entry.analysing = true;
+        }
+        let backend = self.handle();
+        tokio::spawn(async move { backend.work(uri).await });
+    }
+
+    /// The worker of one document: analyses until the current generation
+    /// is analysed and published, skipping the generations that went by
+    /// meanwhile. One analysis that fails (a panic, logged) ends the run,
+    /// so a program that crashes the analyser does not loop; the next
+    /// change starts a new worker.
+    async fn work(&self, uri: Uri) {
+        loop {
+            let started = lock(&self.world).documents.get(&uri).map(Entry::generation);
+            let Some(started) = started else {
+                return;
+            };
+            let analysed = self.analysed(&uri, Asker::Worker).await;
+            let mut world = lock(&self.world);
+            let Some(entry) = world.documents.get_mut(&uri) else {
+                return;
+            };
+            entry.finished.send_replace(started);
+            let generation = entry.generation();
+            let failed = analysed.is_none() && generation == started;
+            if entry.current().is_some() || failed {
+                entry.analysing = false;
+                // Wake the requests waiting for this generation.
+                entry.finished.send_replace(generation);
+                return;
+            }
+        }
     }
 
     /// Runs a request handler over the current analysis, on the blocking
@@ -198,7 +278,7 @@ impl Backend {
         T: Send + 'static,
         F: FnOnce(&Context<'_>) -> Option<T> + Send + 'static,
     {
-        let Some(analysed) = self.analysed(uri, false).await else {
+        let Some(analysed) = self.analysed(uri, Asker::Request).await else {
             return Ok(None);
         };
         let (encoding, settings) = {
@@ -230,14 +310,9 @@ impl Backend {
     fn build_on_save(&self, uri: Uri) {
         let client = self.client.clone();
         let world = Arc::clone(&self.world);
-        let backend = Backend {
-            client: self.client.clone(),
-            world: Arc::clone(&self.world),
-            publishing: Arc::clone(&self.publishing),
-            allow_test_panic: self.allow_test_panic,
-        };
+        let backend = self.handle();
         tokio::spawn(async move {
-            let Some(analysed) = backend.analysed(&uri, true).await else {
+            let Some(analysed) = backend.analysed(&uri, Asker::Request).await else {
                 return;
             };
             let (settings, folders, path, progress) = {
@@ -347,13 +422,7 @@ impl LanguageServer for Backend {
             let path = uri_to_path(&document.uri);
             world.documents.insert(
                 document.uri.clone(),
-                Entry {
-                    document: Document::new(&document.text, document.version),
-                    path,
-                    analyser: Arc::new(Mutex::new(Analyser::new())),
-                    analysed: None,
-                    published: None,
-                },
+                Entry::new(Document::new(&document.text, document.version), path),
             );
         }
         self.schedule(document.uri);
@@ -373,6 +442,7 @@ impl LanguageServer for Backend {
                 params.text_document.version,
                 encoding,
             );
+            entry.invalidate();
         }
         // Open programs that import this file see its new text too.
         let importers: Vec<Uri> = {
@@ -390,8 +460,7 @@ impl LanguageServer for Backend {
                             .any(|f| f.path == path)
                     });
                     if *other != uri && imports {
-                        entry.analysed = None;
-                        entry.published = None;
+                        entry.invalidate();
                         importers.push(other.clone());
                     }
                 }
@@ -440,10 +509,9 @@ impl LanguageServer for Backend {
     async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
         // An imported file changed on disk: every open program may see it.
         let uris: Vec<Uri> = {
-            let mut world = lock(&self.world);
-            for entry in world.documents.values_mut() {
-                entry.analysed = None;
-                entry.published = None;
+            let world = lock(&self.world);
+            for entry in world.documents.values() {
+                entry.invalidate();
             }
             world.documents.keys().cloned().collect()
         };
@@ -475,6 +543,16 @@ impl LanguageServer for Backend {
                     )
                     .await;
                 Err(Error::internal_error())
+            }
+            commands::STATUS => {
+                let world = lock(&self.world);
+                let mut documents: Vec<(&Uri, &Entry)> = world.documents.iter().collect();
+                documents.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+                let documents: Vec<serde_json::Value> = documents
+                    .into_iter()
+                    .map(|(uri, entry)| entry.status(uri))
+                    .collect();
+                Ok(Some(serde_json::json!({ "documents": documents })))
             }
             commands::BUILD => {
                 let Some(uri) = uri else {

@@ -2,6 +2,7 @@
 //! each document tagged with the version it belongs to.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use op2_analysis::{Analyser, Analysis, Loader, Options};
@@ -18,6 +19,8 @@ use crate::documents::{Document, PositionEncoding};
 pub struct Analysed {
     /// The version analysed.
     pub version: i32,
+    /// The generation analysed (see [`Entry::generation`]).
+    pub generation: u64,
     /// The document as it was (text and tree of that version).
     pub document: Document,
     /// What the analysis found.
@@ -29,6 +32,15 @@ pub struct Analysed {
     pub diagnostics: Vec<op2_syntax::Diagnostic>,
 }
 
+/// What one document's analyses reuse from one run to the next: the
+/// analyser's kernels and the code generator's printed kernels. Runs of one
+/// document take turns on it.
+#[derive(Debug, Default)]
+pub struct Engine {
+    /// Keeps kernels whose text and visible declarations are unchanged.
+    pub analyser: Analyser,
+}
+
 /// One open document with its analysis state.
 #[derive(Debug)]
 pub struct Entry {
@@ -36,12 +48,76 @@ pub struct Entry {
     pub document: Document,
     /// The file path of the document, when it is a `file:` URI.
     pub path: Option<PathBuf>,
-    /// The analyser, which keeps unchanged kernels between runs.
-    pub analyser: Arc<Mutex<Analyser>>,
-    /// The latest analysis (possibly of an older version).
+    /// The analyser and code generator of this document.
+    pub engine: Arc<Mutex<Engine>>,
+    /// The latest analysis (possibly of an older generation).
     pub analysed: Option<Arc<Analysed>>,
-    /// The version whose diagnostics were published last.
-    pub published: Option<i32>,
+    /// Counts every change of what the analysis depends on: the text, and
+    /// the files it imports (on disk or open). An analysis is current when
+    /// it saw the current generation. Shared with a running analysis, which
+    /// stops when the count moves on (cancellation).
+    pub generation: Arc<AtomicU64>,
+    /// The generation whose diagnostics were published last.
+    pub published: Option<u64>,
+    /// A background worker is analysing this document (at most one runs).
+    pub analysing: bool,
+    /// The generation of each analysis the worker finishes, successfully
+    /// or not: requests wait here instead of analysing the same text twice.
+    pub finished: tokio::sync::watch::Sender<u64>,
+    /// Analyses run to the end (`op2.status` reports them).
+    pub runs: u64,
+    /// Analyses stopped because the text moved on.
+    pub cancelled_runs: u64,
+}
+
+impl Entry {
+    /// A newly opened document.
+    pub fn new(document: Document, path: Option<PathBuf>) -> Entry {
+        Entry {
+            document,
+            path,
+            engine: Arc::default(),
+            analysed: None,
+            generation: Arc::default(),
+            published: None,
+            analysing: false,
+            finished: tokio::sync::watch::Sender::new(0),
+            runs: 0,
+            cancelled_runs: 0,
+        }
+    }
+
+    /// The current generation.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Records a change that the current analysis did not see.
+    pub fn invalidate(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// What `op2.status` says of this document.
+    pub fn status(&self, uri: &Uri) -> serde_json::Value {
+        serde_json::json!({
+            "uri": uri.as_str(),
+            "version": self.document.version,
+            "generation": self.generation(),
+            "analysedGeneration": self.analysed.as_ref().map(|a| a.generation),
+            "publishedGeneration": self.published,
+            "analysing": self.analysing,
+            "analyses": self.runs,
+            "cancelledAnalyses": self.cancelled_runs,
+        })
+    }
+
+    /// The analysis of the current generation, if there is one.
+    pub fn current(&self) -> Option<&Arc<Analysed>> {
+        let generation = self.generation();
+        self.analysed
+            .as_ref()
+            .filter(|a| a.generation == generation)
+    }
 }
 
 /// Everything the handlers share.
@@ -67,12 +143,15 @@ impl World {
         self.encoding.unwrap_or(PositionEncoding::Utf16)
     }
 
-    /// Texts of the open documents by path, for imports that are open.
-    pub fn overlay(&self) -> Overlay {
+    /// Texts of the open documents by path, for imports that are open,
+    /// leaving out `except` (the document being analysed, whose text the
+    /// analysis has already).
+    pub fn overlay(&self, except: Option<&Uri>) -> Overlay {
         let files = self
             .documents
-            .values()
-            .filter_map(|entry| {
+            .iter()
+            .filter(|(uri, _)| Some(*uri) != except)
+            .filter_map(|(_, entry)| {
                 entry
                     .path
                     .clone()
@@ -118,34 +197,101 @@ pub fn graph_id(path: Option<&Path>) -> String {
     op2_codegen::graph_id(path.unwrap_or(Path::new("program.op2")))
 }
 
-/// Analyses a document snapshot (on the blocking pool).
+/// Analyses a document snapshot (on the blocking pool), never cancelled.
 pub fn analyse(
     document: Document,
     path: Option<PathBuf>,
-    analyser: &Mutex<Analyser>,
+    engine: &Mutex<Engine>,
     overlay: &Overlay,
 ) -> Analysed {
+    analyse_cancellable(document, 0, path, engine, overlay, &|| false)
+        .expect("an analysis that is never cancelled completes")
+}
+
+/// Analyses a document snapshot of generation `generation` (on the blocking
+/// pool): the analysis, then the graph type and the code generator's checks
+/// for a program without errors. Returns `None` as soon as `cancelled`
+/// says the result is no longer wanted.
+pub fn analyse_cancellable(
+    document: Document,
+    generation: u64,
+    path: Option<PathBuf>,
+    engine: &Mutex<Engine>,
+    overlay: &Overlay,
+    cancelled: &dyn Fn() -> bool,
+) -> Option<Analysed> {
     let file = path
         .clone()
         .unwrap_or_else(|| PathBuf::from("untitled.op2"));
-    let analysis = {
-        let mut analyser = analyser
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        analyser.analyse(&file, document.parse(), overlay, &Options::default())
-    };
+    // Runs of one document take turns on its engine; a run that waited
+    // for the lock may be stale already.
+    let mut engine = engine
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if cancelled() {
+        return None;
+    }
+    let analysis = engine
+        .analyser
+        .analyse(&file, document.parse(), overlay, &Options::default());
+    if cancelled() {
+        return None;
+    }
     let id = graph_id(path.as_deref());
     let graph = (!analysis.has_errors() && analysis.program.main.is_some())
         .then(|| op2_codegen::graph_type(&analysis, &id));
+    drop(engine);
     let mut diagnostics = analysis.diagnostics.clone();
     if let Some(graph) = &graph {
         diagnostics.extend(op2_codegen::limits::check(&analysis.program, graph));
     }
-    Analysed {
+    Some(Analysed {
         version: document.version,
+        generation,
         document,
         analysis,
         graph,
         diagnostics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PROGRAM: &str = "set cells;\ndat p: double on cells;\n\
+        kernel k(double *x) { x[0] = 1.0; }\n\
+        main { par_loop k over cells (p WRITE); }\n";
+
+    #[test]
+    fn a_cancelled_analysis_gives_nothing_and_leaves_the_engine_usable() {
+        let engine = Mutex::new(Engine::default());
+        let overlay = Overlay::default();
+        let document = Document::new(PROGRAM, 1);
+        let cancelled = analyse_cancellable(document.clone(), 1, None, &engine, &overlay, &|| true);
+        assert!(cancelled.is_none());
+        // Cancelled after the analysis proper, before code generation.
+        let calls = std::cell::Cell::new(0);
+        let late = analyse_cancellable(document.clone(), 1, None, &engine, &overlay, &|| {
+            calls.set(calls.get() + 1);
+            calls.get() > 1
+        });
+        assert!(late.is_none());
+        let warm = analyse(document.clone(), None, &engine, &overlay);
+        let fresh = analyse(document, None, &Mutex::default(), &overlay);
+        assert_eq!(
+            format!("{:?}", warm.diagnostics),
+            format!("{:?}", fresh.diagnostics)
+        );
+        assert!(warm.graph.is_some(), "a valid program has its graph type");
+    }
+
+    #[test]
+    fn generations_count_changes() {
+        let entry = Entry::new(Document::new(PROGRAM, 1), None);
+        assert_eq!(entry.generation(), 0);
+        entry.invalidate();
+        assert_eq!(entry.generation(), 1);
+        assert!(entry.current().is_none());
     }
 }

@@ -5,7 +5,6 @@
 
 use std::sync::Mutex;
 
-use op2_analysis::Analyser;
 use op2_lsp::config::Settings;
 use op2_lsp::documents::{Document, PositionEncoding};
 use op2_lsp::handlers::{self, Context};
@@ -38,7 +37,7 @@ fn analysed(text: &str) -> Analysed {
     analyse(
         Document::new(text, 1),
         None,
-        &Mutex::new(Analyser::new()),
+        &Mutex::default(),
         &Overlay::default(),
     )
 }

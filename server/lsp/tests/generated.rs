@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use op2_analysis::Analyser;
 use op2_analysis::model::{InvocationId, Program, SetId, Symbol};
 use op2_codegen::GraphType;
 use op2_codegen::model::{DeviceKind, PinRole};
@@ -29,7 +28,7 @@ fn analysed_text(text: &str, path: &Path) -> Analysed {
     analyse(
         Document::new(text, 1),
         Some(path.to_path_buf()),
-        &Mutex::new(Analyser::new()),
+        &Mutex::default(),
         &Overlay::default(),
     )
 }

@@ -15,7 +15,6 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use op2_analysis::Analyser;
 use op2_lsp::config::Settings;
 use op2_lsp::documents::{Document, PositionEncoding};
 use op2_lsp::handlers::{self, Context};
@@ -111,7 +110,7 @@ fn analysed_at(text: &str, path: Option<PathBuf>) -> Analysed {
     analyse(
         Document::new(text, 1),
         path,
-        &Mutex::new(Analyser::new()),
+        &Mutex::default(),
         &Overlay::default(),
     )
 }

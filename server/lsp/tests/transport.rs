@@ -429,6 +429,51 @@ async fn stale_results_are_never_published_after_a_newer_version() {
     session.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn versions_that_went_by_are_skipped_not_queued() {
+    // One worker per document analyses whatever is current when it starts
+    // and stops a run when the text moves on: a burst of 300 changes to a
+    // program whose analysis takes milliseconds is analysed far fewer than
+    // 300 times (one analysis per change, as before the worker, gives 300),
+    // and the last version's diagnostics still arrive. The bound assumes
+    // that an analysis of 2,000 lines takes longer than the client takes to
+    // send a change; here about 120 of 300 run.
+    let mut rng = Rng::new(7);
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    let base = op2_syntax::synth::program(2_000);
+    let mut doc = Doc::new(&base, session.encoding);
+    session.did_open(URI, &doc.text, doc.version);
+    let _ = session.diagnostics(URI, doc.version).await;
+    let mut typist = Typist::new(base.len() / 2);
+    let last = burst(&mut session, &mut doc, &mut typist, &mut rng, 300);
+    let published = session.diagnostics(URI, last).await;
+    assert_same_diagnostics(
+        &published,
+        &expected_diagnostics(&doc.text, URI, doc.encoding, None),
+        "after the burst",
+    );
+    session.settle(Duration::from_millis(300)).await;
+    assert_versions_in_order(&session, URI, last);
+    let status = session
+        .call(
+            "workspace/executeCommand",
+            json!({"command": "op2.status", "arguments": []}),
+        )
+        .await;
+    let document = &status["documents"][0];
+    assert_eq!(document["version"], json!(last));
+    assert_eq!(document["analysedGeneration"], document["generation"]);
+    assert_eq!(document["publishedGeneration"], document["generation"]);
+    assert_eq!(document["analysing"], json!(false));
+    let analyses = document["analyses"].as_u64().expect("a count");
+    assert!(
+        (1..250).contains(&analyses),
+        "{analyses} analyses ran to the end for 300 changes: stale versions were analysed ({status})"
+    );
+    session.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_never_answers_cannot_wedge_the_server() {
     // Rule 3: requests to the client are spawned, never awaited inside a

@@ -166,6 +166,7 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
             commands: vec![
                 crate::server::commands::BUILD.into(),
                 crate::server::commands::SHOW_DEVICE_TYPE.into(),
+                crate::server::commands::STATUS.into(),
             ],
             work_done_progress_options: WorkDoneProgressOptions::default(),
         }),

@@ -576,7 +576,7 @@ pub fn expected_diagnostics(
 ) -> Vec<Value> {
     use op2_lsp::documents::{Document, PositionEncoding};
     let document = Document::new(text, 0);
-    let analyser = std::sync::Mutex::new(op2_analysis::Analyser::new());
+    let analyser = std::sync::Mutex::default();
     let analysed = op2_lsp::world::analyse(
         document,
         path.map(Path::to_path_buf),
@@ -624,7 +624,7 @@ pub async fn views(session: &mut Session, uri: &str) -> Vec<Value> {
 pub fn expected_views(text: &str, uri: &str, encoding: Encoding) -> Vec<Value> {
     use op2_lsp::documents::{Document, PositionEncoding};
     use op2_lsp::handlers::{Context, folding, semantic_tokens, symbols};
-    let analyser = std::sync::Mutex::new(op2_analysis::Analyser::new());
+    let analyser = std::sync::Mutex::default();
     let path = uri_path(uri);
     let analysed = op2_lsp::world::analyse(
         Document::new(text, 0),
