@@ -139,19 +139,39 @@ fn requests(c: &mut Criterion) {
         start: Position::new(0, 0),
         end: at(text.len()),
     };
-    for (what, range) in [("a 60-line viewport", viewport), ("the whole file", whole)] {
+    // Tooltips come with the hints for clients that cannot resolve them,
+    // and on `inlayHint/resolve` for those that can (VS Code).
+    use handlers::inlay_hints::{Tooltips, inlay_hints_with};
+    for (what, range, tooltips) in [
+        ("a 60-line viewport", viewport, Tooltips::Now),
+        ("the whole file", whole, Tooltips::Now),
+        (
+            "a 60-line viewport, tooltips on resolve",
+            viewport,
+            Tooltips::OnResolve,
+        ),
+        (
+            "the whole file, tooltips on resolve",
+            whole,
+            Tooltips::OnResolve,
+        ),
+    ] {
         let name = format!("lsp inlay hints 5000 lines, {what}");
-        let hints = handlers::inlay_hints::inlay_hints(&context, range).expect("hints");
+        let hints = inlay_hints_with(&context, range, tooltips).expect("hints");
         assert!(!hints.is_empty(), "hints for {what}");
-        percentiles(
-            &name,
-            if what == "the whole file" { 50 } else { 500 },
-            || handlers::inlay_hints::inlay_hints(&context, range),
-        );
+        percentiles(&name, if range == whole { 50 } else { 500 }, || {
+            inlay_hints_with(&context, range, tooltips)
+        });
         c.bench_function(&name, |b| {
-            b.iter(|| handlers::inlay_hints::inlay_hints(&context, black_box(range)))
+            b.iter(|| inlay_hints_with(&context, black_box(range), tooltips))
         });
     }
+    let hint = inlay_hints_with(&context, viewport, Tooltips::OnResolve)
+        .and_then(|hints| hints.into_iter().nth(1))
+        .expect("a hint");
+    percentiles("lsp inlay hint resolve", 500, || {
+        handlers::inlay_hints::resolve(&context, hint.clone())
+    });
 
     // Hover through the transport.
     let runtime = tokio::runtime::Builder::new_multi_thread()

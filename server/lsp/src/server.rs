@@ -374,6 +374,13 @@ impl LanguageServer for Backend {
                 .as_ref()
                 .and_then(|w| w.work_done_progress)
                 .unwrap_or(false);
+            world.client_inlay_resolve = params
+                .capabilities
+                .text_document
+                .as_ref()
+                .and_then(|t| t.inlay_hint.as_ref())
+                .and_then(|i| i.resolve_support.as_ref())
+                .is_some_and(|r| r.properties.iter().any(|p| p == "tooltip"));
             world.client_inlay_refresh = params
                 .capabilities
                 .workspace
@@ -752,10 +759,28 @@ impl LanguageServer for Backend {
 
     async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
         let range = params.range;
+        let tooltips = if lock(&self.world).client_inlay_resolve {
+            handlers::inlay_hints::Tooltips::OnResolve
+        } else {
+            handlers::inlay_hints::Tooltips::Now
+        };
         self.request("inlayHint", &params.text_document.uri.clone(), move |c| {
-            handlers::inlay_hints::inlay_hints(c, range)
+            handlers::inlay_hints::inlay_hints_with(c, range, tooltips)
         })
         .await
+    }
+
+    async fn inlay_hint_resolve(&self, hint: InlayHint) -> Result<InlayHint> {
+        let Some(uri) = handlers::inlay_hints::resolve_target(&hint) else {
+            return Ok(hint);
+        };
+        let unresolved = hint.clone();
+        let resolved = self
+            .request("inlayHint/resolve", &uri, move |c| {
+                Some(handlers::inlay_hints::resolve(c, hint))
+            })
+            .await?;
+        Ok(resolved.unwrap_or(unresolved))
     }
 
     async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {

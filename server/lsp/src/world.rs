@@ -135,6 +135,8 @@ pub struct World {
     pub client_progress: bool,
     /// The client accepts `workspace/inlayHint/refresh`.
     pub client_inlay_refresh: bool,
+    /// The client resolves inlay hint tooltips (`inlayHint/resolve`).
+    pub client_inlay_resolve: bool,
 }
 
 impl World {

@@ -396,6 +396,57 @@ async fn inlay_hints() {
 }
 
 #[tokio::test]
+async fn inlay_hint_tooltips_resolve_for_clients_that_resolve_them() {
+    // A client that does not resolve tooltips gets them with the hints.
+    let (mut eager, text) = airfoil().await;
+    let whole = text::range(&text, 0..text.len(), Encoding::Utf16);
+    let params = json!({"textDocument": {"uri": URI}, "range": whole});
+    let with_tooltips = answer(&mut eager, "textDocument/inlayHint", params.clone()).await;
+    eager.shutdown().await;
+
+    // One that resolves them (VS Code) gets the same hints without, and
+    // each tooltip when it resolves the hint.
+    let mut session = Session::in_process();
+    let result = session
+        .initialize_with(json!({
+            "processId": null,
+            "rootUri": null,
+            "capabilities": {"textDocument": {"inlayHint": {"resolveSupport": {"properties": ["tooltip"]}}}},
+        }))
+        .await;
+    assert_eq!(
+        result["capabilities"]["inlayHintProvider"]["resolveProvider"],
+        json!(true)
+    );
+    session.did_open(URI, &text, 1);
+    let lazy = answer(&mut session, "textDocument/inlayHint", params).await;
+    let (eager, lazy) = (
+        with_tooltips.as_array().expect("hints"),
+        lazy.as_array().expect("hints"),
+    );
+    assert_eq!(eager.len(), lazy.len());
+    assert!(eager.iter().any(|h| h["tooltip"].is_object()));
+    for (eager, lazy) in eager.iter().zip(lazy) {
+        assert_eq!(eager["label"], lazy["label"]);
+        assert_eq!(eager["position"], lazy["position"]);
+        assert!(lazy["tooltip"].is_null(), "no tooltip yet: {lazy}");
+        let resolved = session.call("inlayHint/resolve", lazy.clone()).await;
+        assert_eq!(resolved["tooltip"], eager["tooltip"], "{lazy}");
+    }
+
+    // A hint from an older text is returned as it is.
+    let old = lazy[0].clone();
+    session.did_change(
+        URI,
+        2,
+        vec![json!({"range": text::range(&text, 0..0, Encoding::Utf16), "text": "\n"})],
+    );
+    let resolved = session.call("inlayHint/resolve", old.clone()).await;
+    assert!(resolved["tooltip"].is_null(), "{resolved}");
+    session.shutdown().await;
+}
+
+#[tokio::test]
 async fn code_lenses() {
     let (mut session, text) = airfoil().await;
     let result = answer(

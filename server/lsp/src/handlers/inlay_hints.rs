@@ -6,18 +6,57 @@
 //!
 //! Works from the program's invocations, never from the syntax tree, and
 //! converts positions only for the par_loops that meet the requested range.
+//!
+//! The tooltips cost more than the labels (a summary per argument), so for
+//! a client that resolves tooltips (`inlayHint/resolve`, VS Code) they are
+//! left out and filled in when the client asks for one: the hint carries the
+//! document, the generation of its analysis and the argument in `data`.
 
 use op2_analysis::model::InvocationId;
 use op2_syntax::FileId;
+use serde::{Deserialize, Serialize};
 use tower_lsp_server::lsp_types::{
     InlayHint, InlayHintKind, InlayHintLabel, InlayHintTooltip, MarkupContent, MarkupKind, Range,
+    Uri,
 };
 
 use super::Context;
 use crate::ide::generated;
 
-/// The hints of the par_loops that meet `range`.
+/// When a hint's tooltip is computed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tooltips {
+    /// With the hint.
+    Now,
+    /// On `inlayHint/resolve`.
+    OnResolve,
+}
+
+/// What a hint whose tooltip is left for later carries in `data`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Data {
+    /// The document.
+    pub uri: Uri,
+    /// The generation of the analysis the hint came from: a hint of an
+    /// older text is not resolved.
+    pub generation: u64,
+    /// The invocation.
+    pub invocation: u32,
+    /// The argument, or none for the invocation name.
+    pub arg: Option<usize>,
+}
+
+/// The hints of the par_loops that meet `range`, with their tooltips.
 pub fn inlay_hints(context: &Context<'_>, range: Range) -> Option<Vec<InlayHint>> {
+    inlay_hints_with(context, range, Tooltips::Now)
+}
+
+/// The hints of the par_loops that meet `range`.
+pub fn inlay_hints_with(
+    context: &Context<'_>,
+    range: Range,
+    tooltips: Tooltips,
+) -> Option<Vec<InlayHint>> {
     let settings = &context.settings.inlay_hints;
     if !settings.invocation_names && !settings.generated_pins {
         return Some(Vec::new());
@@ -47,22 +86,21 @@ pub fn inlay_hints(context: &Context<'_>, range: Range) -> Option<Vec<InlayHint>
             && !invocation.name.is_empty()
             && (start..=end).contains(&name_end)
         {
-            hints.push(InlayHint {
-                position: context.analysed.document.position(name_end as usize, context.encoding),
+            let mut hint = InlayHint {
+                position: context
+                    .analysed
+                    .document
+                    .position(name_end as usize, context.encoding),
                 label: InlayHintLabel::String(format!(": {}", invocation.name)),
                 kind: Some(InlayHintKind::TYPE),
                 text_edits: None,
-                tooltip: Some(InlayHintTooltip::MarkupContent(MarkupContent {
-                    kind: MarkupKind::Markdown,
-                    value: format!(
-                        "invocation `{}`: the prefix of every pin, state member and message generated for this par_loop",
-                        invocation.name
-                    ),
-                })),
+                tooltip: None,
                 padding_left: Some(false),
                 padding_right: Some(true),
                 data: None,
-            });
+            };
+            complete(context, &mut hint, id, None, tooltips);
+            hints.push(hint);
         }
         let Some(graph_index) = &graph_index else {
             continue;
@@ -75,8 +113,7 @@ pub fn inlay_hints(context: &Context<'_>, range: Range) -> Option<Vec<InlayHint>
             let Some(label) = graph_index.label(id, arg) else {
                 continue;
             };
-            let summary = graph_index.summary(id, arg);
-            hints.push(InlayHint {
+            let mut hint = InlayHint {
                 position: context
                     .analysed
                     .document
@@ -84,17 +121,94 @@ pub fn inlay_hints(context: &Context<'_>, range: Range) -> Option<Vec<InlayHint>
                 label: InlayHintLabel::String(label),
                 kind: None,
                 text_edits: None,
-                tooltip: (!summary.is_empty()).then(|| {
-                    InlayHintTooltip::MarkupContent(MarkupContent {
-                        kind: MarkupKind::Markdown,
-                        value: summary.join("\n\n"),
-                    })
-                }),
+                tooltip: None,
                 padding_left: Some(true),
                 padding_right: Some(false),
                 data: None,
-            });
+            };
+            match tooltips {
+                Tooltips::Now => hint.tooltip = markdown(&graph_index.summary(id, arg)),
+                Tooltips::OnResolve => complete(context, &mut hint, id, Some(arg), tooltips),
+            }
+            hints.push(hint);
         }
     }
     Some(hints)
+}
+
+/// Gives `hint` its tooltip now, or the data to resolve it later.
+fn complete(
+    context: &Context<'_>,
+    hint: &mut InlayHint,
+    invocation: InvocationId,
+    arg: Option<usize>,
+    tooltips: Tooltips,
+) {
+    match tooltips {
+        Tooltips::Now => hint.tooltip = tooltip(context, invocation, arg),
+        Tooltips::OnResolve => {
+            let data = Data {
+                uri: context.uri.clone(),
+                generation: context.analysed.generation,
+                invocation: invocation.0,
+                arg,
+            };
+            hint.data = serde_json::to_value(data).ok();
+        }
+    }
+}
+
+/// The tooltip of the hint of `arg` of `invocation` (or of its name).
+fn tooltip(
+    context: &Context<'_>,
+    invocation: InvocationId,
+    arg: Option<usize>,
+) -> Option<InlayHintTooltip> {
+    let program = &context.analysed.analysis.program;
+    match arg {
+        None => {
+            let name = &program.invocations.get(invocation.index())?.name;
+            markdown(&[format!(
+                "invocation `{name}`: the prefix of every pin, state member and message generated for this par_loop"
+            )])
+        }
+        Some(arg) => {
+            let graph = context.analysed.graph.as_ref()?;
+            markdown(&generated::argument_summary(
+                program, graph, invocation, arg,
+            ))
+        }
+    }
+}
+
+fn markdown(lines: &[String]) -> Option<InlayHintTooltip> {
+    (!lines.is_empty()).then(|| {
+        InlayHintTooltip::MarkupContent(MarkupContent {
+            kind: MarkupKind::Markdown,
+            value: lines.join("\n\n"),
+        })
+    })
+}
+
+/// The document a hint left for resolving belongs to.
+pub fn resolve_target(hint: &InlayHint) -> Option<Uri> {
+    let data: Data = serde_json::from_value(hint.data.clone()?).ok()?;
+    Some(data.uri)
+}
+
+/// `inlayHint/resolve`: the tooltip of a hint from
+/// [`inlay_hints_with`]`(…, Tooltips::OnResolve)`, when the hint came from
+/// the analysis in `context`; otherwise the hint as it was.
+pub fn resolve(context: &Context<'_>, mut hint: InlayHint) -> InlayHint {
+    let Some(data) = hint
+        .data
+        .clone()
+        .and_then(|d| serde_json::from_value::<Data>(d).ok())
+    else {
+        return hint;
+    };
+    if data.generation == context.analysed.generation && hint.tooltip.is_none() {
+        hint.tooltip = tooltip(context, InvocationId(data.invocation), data.arg);
+    }
+    hint
 }

@@ -21,10 +21,11 @@ pub mod symbols;
 use op2_syntax::{FileId, LineIndex, TextRange};
 use tower_lsp_server::lsp_types::{
     self as lsp, CodeActionProviderCapability, CodeLensOptions, CompletionOptions,
-    ExecuteCommandOptions, FoldingRangeProviderCapability, HoverProviderCapability, OneOf,
-    Position, PositionEncodingKind, RenameOptions, SaveOptions, SelectionRangeProviderCapability,
-    SemanticTokensFullOptions, SemanticTokensOptions, SemanticTokensServerCapabilities,
-    ServerCapabilities, SignatureHelpOptions, TextDocumentSyncCapability, TextDocumentSyncKind,
+    ExecuteCommandOptions, FoldingRangeProviderCapability, HoverProviderCapability,
+    InlayHintOptions, InlayHintServerCapabilities, OneOf, Position, PositionEncodingKind,
+    RenameOptions, SaveOptions, SelectionRangeProviderCapability, SemanticTokensFullOptions,
+    SemanticTokensOptions, SemanticTokensServerCapabilities, ServerCapabilities,
+    SignatureHelpOptions, TextDocumentSyncCapability, TextDocumentSyncKind,
     TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri, WorkDoneProgressOptions,
 };
 
@@ -154,7 +155,12 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
                 work_done_progress_options: WorkDoneProgressOptions::default(),
             },
         )),
-        inlay_hint_provider: Some(OneOf::Left(true)),
+        inlay_hint_provider: Some(OneOf::Right(InlayHintServerCapabilities::Options(
+            InlayHintOptions {
+                resolve_provider: Some(true),
+                work_done_progress_options: WorkDoneProgressOptions::default(),
+            },
+        ))),
         code_lens_provider: Some(CodeLensOptions {
             resolve_provider: Some(false),
         }),
