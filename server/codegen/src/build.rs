@@ -4,14 +4,19 @@
 //! functions.
 
 use std::fmt::Write;
+use std::hash::BuildHasher;
 
 use op2_analysis::Analysis;
-use op2_analysis::hir::Var;
-use op2_analysis::model::{ArgKind, DatId, GlobalId, InvocationId, KernelId, Program, SetId};
+use op2_analysis::hir::{Body, Var};
+use op2_analysis::model::{
+    ArgKind, DatId, GlobalId, Invocation, InvocationId, KernelId, Program, SetId,
+};
 use op2_syntax::ast::{AccessMode, ScalarType};
+use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use crate::controller;
-use crate::cpp::{Printer, Spelling, double_literal, scalar_type};
+use crate::cpp::{Printer, Spelling, double_literal, scalar_type_decl};
+use crate::kernels::KernelCache;
 use crate::model::{
     CType, Controller, DeviceKind, DevicePlan, DeviceType, GraphType, InvocationPlan, Member,
     MessageRole, MessageType, Pin, PinRole, Terminator,
@@ -37,15 +42,21 @@ inline int32_t op2_isinf(double x) { return x == x && (x - x) != (x - x); }
 ";
 
 /// Builds the graph type of an analysed program that has no errors.
+///
+/// This is the build of a [`Generator`](crate::Generator) that has kept nothing: the command
+/// line, which builds once, and the language server, which keeps a
+/// generator between versions, share this one implementation.
 pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
-    let program = &analysis.program;
+    build(&analysis.program, graph_id, &mut KernelCache::default())
+}
+
+/// Builds the graph type of `program` from scratch but for the kernel
+/// functions that `kernels` holds.
+pub(crate) fn build(program: &Program, graph_id: &str, kernels: &mut KernelCache) -> GraphType {
     let invocations = invocation_plans(program);
     let message_types = message_types(program, &invocations);
-    let controller = program
-        .main
-        .as_deref()
-        .map(controller::compile)
-        .unwrap_or_default();
+    let controller = controller(program);
+    let data = DataNames::new(program);
     let mut device_types = vec![controller_device(program, &invocations, &controller)];
     for (index, set) in program.sets.iter().enumerate() {
         let set_id = SetId(u32::try_from(index).unwrap_or(u32::MAX));
@@ -53,10 +64,10 @@ pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
             .iter()
             .any(|i| i.involved_sets.contains(&set_id))
         {
-            device_types.push(set_device(program, set_id, &set.name, &invocations));
+            device_types.push(set_device(program, &data, set_id, &set.name, &invocations));
         }
     }
-    let mut properties = Vec::new();
+    let mut properties = Vec::with_capacity(program.consts.len() + program.sets.len());
     for c in &program.consts {
         properties.push(Member::array(
             names::const_property(&c.name),
@@ -71,7 +82,7 @@ pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
             1,
         ));
     }
-    let shared_code = shared_code(program, &invocations);
+    let shared_code = shared_code(program, &invocations, kernels);
     // The graph's struct names are built from its id as the types' are from
     // theirs: a graph named like a type (a file `global.op2`) would clash.
     let mut id = graph_id.to_owned();
@@ -86,6 +97,84 @@ pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
         device_types,
         invocations,
         controller,
+    }
+}
+
+/// `main` as a state machine.
+pub(crate) fn controller(program: &Program) -> Controller {
+    program
+        .main
+        .as_deref()
+        .map(controller::compile)
+        .unwrap_or_default()
+}
+
+/// The graph's shared code: the helpers, then the function of every kernel
+/// that an invocation runs, in kernel order.
+pub(crate) fn shared_code(
+    program: &Program,
+    invocations: &[InvocationPlan],
+    cache: &mut KernelCache,
+) -> String {
+    let mut runs: Vec<Vec<InvocationId>> = vec![Vec::new(); program.kernels.len()];
+    for plan in invocations {
+        runs[plan.kernel.index()].push(plan.id);
+    }
+    let kernels: Vec<(KernelId, Vec<bool>)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, runs)| !runs.is_empty())
+        .map(|(index, runs)| {
+            let kernel = &program.kernels[index];
+            // A parameter only ever bound to READ arguments is passed const
+            // data (graph properties), so it must take a const pointer.
+            let constness = (0..kernel.params.len())
+                .map(|k| {
+                    kernel.params[k].is_const
+                        || runs.iter().all(|id| {
+                            program.invocations[id.index()]
+                                .args
+                                .get(k)
+                                .and_then(Option::as_ref)
+                                .is_none_or(|a| a.mode == AccessMode::Read)
+                        })
+                })
+                .collect();
+            (
+                KernelId(u32::try_from(index).unwrap_or(u32::MAX)),
+                constness,
+            )
+        })
+        .collect();
+    let mut out = String::with_capacity(SHARED_HELPERS.len() + 1536 * kernels.len());
+    out.push_str(SHARED_HELPERS);
+    cache.print(program, &kernels, &mut out);
+    out
+}
+
+/// The generated names of the program's dats, made once per build rather
+/// than once per pin.
+struct DataNames {
+    /// `dat_{D}`, the state member, by dat.
+    state: Vec<String>,
+    /// `dat_{D}`, the message type, by dat.
+    message: Vec<String>,
+}
+
+impl DataNames {
+    fn new(program: &Program) -> DataNames {
+        DataNames {
+            state: program
+                .dats
+                .iter()
+                .map(|d| names::dat_state(&d.name))
+                .collect(),
+            message: program
+                .dats
+                .iter()
+                .map(|d| names::dat_message(&d.name))
+                .collect(),
+        }
     }
 }
 
@@ -267,115 +356,212 @@ fn identity(ty: ScalarType, mode: AccessMode) -> String {
     }
 }
 
-/// `for` over the components of an array, as one line.
-fn copy_loop(length: u32, statement: &str) -> String {
+/// `for` over the components of an array, as one line: `statement` writes
+/// the statement for component `c`, or `0` when there is only one.
+fn copy_loop(out: &mut String, length: u32, statement: impl FnOnce(&mut String, &str)) {
     if length == 1 {
-        format!("{}\n", statement.replace("[c]", "[0]"))
+        statement(out, "0");
     } else {
-        format!("for (uint32_t c = 0; c < {length}; c++) {statement}\n")
+        let _ = write!(out, "for (uint32_t c = 0; c < {length}; c++) ");
+        statement(out, "c");
     }
+    out.push('\n');
+}
+
+/// The state of a device type as it is built, with the hashes of its
+/// members' names so that finding whether a name is taken does not scan
+/// every member.
+struct State {
+    members: Vec<Member>,
+    hashes: FxHashSet<u64>,
+}
+
+impl State {
+    fn new() -> State {
+        State {
+            members: Vec::new(),
+            hashes: FxHashSet::default(),
+        }
+    }
+
+    fn push(&mut self, member: Member) {
+        self.hashes
+            .insert(FxBuildHasher.hash_one(member.name.as_str()));
+        self.members.push(member);
+    }
+
+    /// Pushes `member` unless a member of that name exists.
+    fn push_new(&mut self, member: Member) {
+        let hash = FxBuildHasher.hash_one(member.name.as_str());
+        // Equal hashes are almost always equal names; compare to be sure.
+        if self.hashes.contains(&hash) && self.members.iter().any(|m| m.name == member.name) {
+            return;
+        }
+        self.hashes.insert(hash);
+        self.members.push(member);
+    }
+}
+
+/// The names one invocation gives the state and shared code of one set's
+/// device type, made once for all the handlers that use them.
+struct InvocationNames {
+    in_progress: String,
+    read_send_mask: String,
+    read_recv_count: String,
+    write_send_mask: String,
+    write_recv_count: String,
+    read_mask_all: String,
+    write_mask_all: String,
+}
+
+impl InvocationNames {
+    fn new(inv: &str, set_name: &str) -> InvocationNames {
+        InvocationNames {
+            in_progress: names::in_progress(inv),
+            read_send_mask: names::read_send_mask(inv),
+            read_recv_count: names::read_recv_count(inv),
+            write_send_mask: names::write_send_mask(inv),
+            write_recv_count: names::write_recv_count(inv),
+            read_mask_all: names::read_send_mask_all(inv, set_name),
+            write_mask_all: names::write_send_mask_all(inv, set_name),
+        }
+    }
+}
+
+/// A handler that starts with `first`, with room for what follows.
+fn handler_after(first: &str) -> String {
+    let mut handler = String::with_capacity(first.len() + 128);
+    handler.push_str(first);
+    handler
 }
 
 fn set_device(
     program: &Program,
+    data: &DataNames,
     set: SetId,
     set_name: &str,
     invocations: &[InvocationPlan],
 ) -> DeviceType {
-    let plans: Vec<DevicePlan> = invocations
+    let involved: Vec<&InvocationPlan> = invocations
         .iter()
         .filter(|p| p.involved_sets.contains(&set))
+        .collect();
+    let plans: Vec<DevicePlan> = involved
+        .iter()
         .map(|p| device_plan(program, p, set))
         .collect();
-    let mut properties = Vec::new();
-    let mut state = Vec::new();
-    for dat in program.dats.iter().filter(|d| d.set == Some(set)) {
-        state.push(Member::array(
-            names::dat_state(&dat.name),
-            CType::of(dat.ty.scalar),
-            dat.ty.dimension,
-        ));
+    let mut properties = Vec::with_capacity(2 * plans.len());
+    let mut state = State::new();
+    for (index, dat) in program.dats.iter().enumerate() {
+        if dat.set == Some(set) {
+            state.push(Member::array(
+                data.state[index].clone(),
+                CType::of(dat.ty.scalar),
+                dat.ty.dimension,
+            ));
+        }
     }
-    // One landing pad per global per set, for the invocations iterating it.
-    let mut pads: Vec<GlobalId> = Vec::new();
+    // One landing pad per global per set, for the invocations iterating it,
+    // in the order of the globals.
+    let mut pads = vec![false; program.globals.len()];
     for plan in invocations.iter().filter(|p| p.set == set) {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
-            if let ArgKind::Global(global) = arg.kind
-                && !pads.contains(&global)
-            {
-                pads.push(global);
+            if let ArgKind::Global(global) = arg.kind {
+                pads[global.index()] = true;
             }
         }
     }
-    pads.sort();
-    for global in &pads {
-        state.push(global_member(program, *global));
+    for (index, _) in pads.iter().enumerate().filter(|(_, pad)| **pad) {
+        state.push(global_member(
+            program,
+            GlobalId(u32::try_from(index).unwrap_or(u32::MAX)),
+        ));
     }
     let mut shared_code = String::new();
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     let mut ready = String::new();
-    for device in &plans {
+    for (device, plan) in plans.iter().zip(&involved) {
         let inv = device.name.as_str();
         let invocation = &program.invocations[device.invocation.index()];
-        let plan = invocations
+        let n = InvocationNames::new(inv, set_name);
+        let read_recv_total = names::read_recv_total(inv);
+        let write_recv_total = names::write_recv_total(inv);
+        properties.push(Member::scalar(read_recv_total.clone(), CType::U32));
+        properties.push(Member::scalar(write_recv_total.clone(), CType::U32));
+        // The landing pads of the indirect arguments, by argument (only
+        // the iteration set's devices have them).
+        let buffers: Vec<Option<String>> = invocation
+            .args
             .iter()
-            .find(|p| p.id == device.invocation)
-            .expect("every device plan has an invocation plan");
-        properties.push(Member::scalar(names::read_recv_total(inv), CType::U32));
-        properties.push(Member::scalar(names::write_recv_total(inv), CType::U32));
+            .enumerate()
+            .map(|(index, arg)| {
+                let indirect = matches!(
+                    arg.as_ref().map(|a| a.kind),
+                    Some(ArgKind::IndirectDat { .. })
+                );
+                (device.iterates && indirect).then(|| names::arg_buffer(inv, index))
+            })
+            .collect();
+        let buffer = |arg: usize| buffer(&buffers, arg);
         for arg in device.read_recvs.iter().chain(&device.write_sends) {
-            let buffer = names::arg_buffer(inv, *arg);
-            if state.iter().all(|m: &Member| m.name != buffer) {
-                let ty = invocation.args[*arg]
-                    .as_ref()
-                    .map(|a| a.ty)
-                    .expect("plans have resolved arguments");
-                state.push(Member::array(buffer, CType::of(ty.scalar), ty.dimension));
-            }
+            let ty = invocation.args[*arg]
+                .as_ref()
+                .map(|a| a.ty)
+                .expect("plans have resolved arguments");
+            state.push_new(Member::array(
+                buffer(*arg).to_owned(),
+                CType::of(ty.scalar),
+                ty.dimension,
+            ));
         }
-        state.push(Member::scalar(names::in_progress(inv), CType::U8));
-        state.push(Member::scalar(names::read_send_mask(inv), CType::U32));
-        state.push(Member::scalar(names::read_recv_count(inv), CType::U32));
-        state.push(Member::scalar(names::write_send_mask(inv), CType::U32));
-        state.push(Member::scalar(names::write_recv_count(inv), CType::U32));
-        let read_mask_all = names::read_send_mask_all(inv, set_name);
-        let write_mask_all = names::write_send_mask_all(inv, set_name);
+        state.push(Member::scalar(n.in_progress.clone(), CType::U8));
+        state.push(Member::scalar(n.read_send_mask.clone(), CType::U32));
+        state.push(Member::scalar(n.read_recv_count.clone(), CType::U32));
+        state.push(Member::scalar(n.write_send_mask.clone(), CType::U32));
+        state.push(Member::scalar(n.write_recv_count.clone(), CType::U32));
         let _ = writeln!(
             shared_code,
-            "const uint32_t {read_mask_all} = {}u;",
+            "const uint32_t {} = {}u;",
+            n.read_mask_all,
             mask(device.read_sends.len())
         );
         let _ = writeln!(
             shared_code,
-            "const uint32_t {write_mask_all} = {}u;",
+            "const uint32_t {} = {}u;",
+            n.write_mask_all,
             mask(device.write_sends.len())
         );
 
         // Step 1 of the lifecycle, on whichever message comes first.
         let first = format!(
-            "if (!deviceState->{p}) {{\n    deviceState->{p} = 1;\n    deviceState->{m} = {read_mask_all};\n}}\n",
-            p = names::in_progress(inv),
-            m = names::read_send_mask(inv),
+            "if (!deviceState->{p}) {{\n    deviceState->{p} = 1;\n    deviceState->{m} = {all};\n}}\n",
+            p = n.in_progress,
+            m = n.read_send_mask,
+            all = n.read_mask_all,
         );
-        let read_count = names::read_recv_count(inv);
-        let write_count = names::write_recv_count(inv);
+        let read_count = n.read_recv_count.as_str();
+        let write_count = n.write_recv_count.as_str();
 
         // Inputs: begin, indirect reads, indirect writes.
-        let mut begin = first.clone();
+        let mut begin = handler_after(&first);
         if device.iterates {
             for global in &plan.begin_globals {
                 let member = global_member(program, *global);
-                begin.push_str(&copy_loop(
-                    member.components(),
-                    &format!("deviceState->{0}[c] = message->{0}[c];", member.name),
-                ));
+                copy_loop(&mut begin, member.components(), |out, c| {
+                    let _ = write!(
+                        out,
+                        "deviceState->{0}[{c}] = message->{0}[{c}];",
+                        member.name
+                    );
+                });
             }
         }
         let _ = writeln!(begin, "deviceState->{read_count}++;");
+        let begin_name = names::begin(inv);
         inputs.push(Pin {
-            name: names::begin(inv),
-            message_type: names::begin(inv),
+            name: begin_name.clone(),
+            message_type: begin_name,
             role: PinRole::Begin(device.invocation),
             handler: begin,
         });
@@ -388,19 +574,19 @@ fn set_device(
                 continue;
             };
             let length = program.dats[dat.index()].ty.dimension;
-            let mut handler = first.clone();
-            handler.push_str(&copy_loop(
-                length,
-                &format!(
-                    "deviceState->{}[c] = message->{}[c];",
-                    names::arg_buffer(inv, *arg),
+            let mut handler = handler_after(&first);
+            copy_loop(&mut handler, length, |out, c| {
+                let _ = write!(
+                    out,
+                    "deviceState->{}[{c}] = message->{}[{c}];",
+                    buffer(*arg),
                     names::VALUE
-                ),
-            ));
+                );
+            });
             let _ = writeln!(handler, "deviceState->{read_count}++;");
             inputs.push(Pin {
                 name: names::read_recv(inv, *arg),
-                message_type: names::dat_message(&program.dats[dat.index()].name),
+                message_type: data.message[dat.index()].clone(),
                 role: PinRole::ArgReadRecv(device.invocation, *arg),
                 handler,
             });
@@ -408,19 +594,19 @@ fn set_device(
         for (dat, add) in &device.write_recvs {
             let d = &program.dats[dat.index()];
             let op = if *add { "+=" } else { "=" };
-            let mut handler = first.clone();
-            handler.push_str(&copy_loop(
-                d.ty.dimension,
-                &format!(
-                    "deviceState->{}[c] {op} message->{}[c];",
-                    names::dat_state(&d.name),
+            let mut handler = handler_after(&first);
+            copy_loop(&mut handler, d.ty.dimension, |out, c| {
+                let _ = write!(
+                    out,
+                    "deviceState->{}[{c}] {op} message->{}[{c}];",
+                    data.state[dat.index()],
                     names::VALUE
-                ),
-            ));
+                );
+            });
             let _ = writeln!(handler, "deviceState->{write_count}++;");
             inputs.push(Pin {
                 name: names::write_recv(inv, &d.name),
-                message_type: names::dat_message(&d.name),
+                message_type: data.message[dat.index()].clone(),
                 role: PinRole::DatWriteRecv {
                     invocation: device.invocation,
                     dat: *dat,
@@ -431,127 +617,51 @@ fn set_device(
         }
 
         // Outputs: read sends, execute, write sends, end.
-        let _ = writeln!(ready, "if (deviceState->{}) {{", names::in_progress(inv));
+        let _ = writeln!(ready, "if (deviceState->{}) {{", n.in_progress);
         for (bit, dat) in device.read_sends.iter().enumerate() {
             let d = &program.dats[dat.index()];
             let pin = names::read_send(inv, &d.name);
-            let mut handler = copy_loop(
-                d.ty.dimension,
-                &format!(
-                    "message->{}[c] = deviceState->{}[c];",
+            let mut handler = String::with_capacity(128);
+            copy_loop(&mut handler, d.ty.dimension, |out, c| {
+                let _ = write!(
+                    out,
+                    "message->{}[{c}] = deviceState->{}[{c}];",
                     names::VALUE,
-                    names::dat_state(&d.name)
-                ),
-            );
+                    data.state[dat.index()]
+                );
+            });
             let _ = writeln!(
                 handler,
                 "deviceState->{} &= ~(1u << {bit});",
-                names::read_send_mask(inv)
+                n.read_send_mask
             );
             let _ = writeln!(
                 ready,
                 "    if (deviceState->{} & (1u << {bit})) *readyToSend |= RTS_FLAG_{pin};",
-                names::read_send_mask(inv)
+                n.read_send_mask
             );
             outputs.push(Pin {
                 name: pin,
-                message_type: names::dat_message(&d.name),
+                message_type: data.message[dat.index()].clone(),
                 role: PinRole::DatReadSend(device.invocation, *dat),
                 handler,
             });
         }
         let execute = names::execute(inv);
-        let mut handler = String::new();
+        let mut handler = String::with_capacity(512);
         if device.iterates {
-            for (index, arg) in invocation.resolved_args() {
-                if arg.mode != AccessMode::Inc {
-                    continue;
-                }
-                match arg.kind {
-                    ArgKind::Global(global) => {
-                        let member = global_member(program, global);
-                        handler.push_str(&copy_loop(
-                            member.components(),
-                            &format!("deviceState->{}[c] = 0;", member.name),
-                        ));
-                    }
-                    ArgKind::IndirectDat { .. } => {
-                        handler.push_str(&copy_loop(
-                            arg.ty.dimension,
-                            &format!("deviceState->{}[c] = 0;", names::arg_buffer(inv, index)),
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-            let kernel = &program.kernels[plan.kernel.index()];
-            let mut call_args: Vec<String> = invocation
-                .resolved_args()
-                .map(|(index, arg)| match arg.kind {
-                    ArgKind::DirectDat(dat) => format!(
-                        "deviceState->{}",
-                        names::dat_state(&program.dats[dat.index()].name)
-                    ),
-                    ArgKind::IndirectDat { .. } => {
-                        format!("deviceState->{}", names::arg_buffer(inv, index))
-                    }
-                    ArgKind::Global(global) => format!(
-                        "deviceState->{}",
-                        names::global_state(&program.globals[global.index()].name)
-                    ),
-                    // Graph properties are const in the handlers: the kernel
-                    // gets a copy, so that a parameter another invocation
-                    // binds to writable data need not be const.
-                    ArgKind::Const(_) | ArgKind::Len(_) => format!("op2_arg{index}"),
-                })
-                .collect();
-            for (index, arg) in invocation.resolved_args() {
-                let (source, ty, length) = match arg.kind {
-                    ArgKind::Const(id) => {
-                        let c = &program.consts[id.index()];
-                        (names::const_property(&c.name), c.ty.scalar, c.ty.dimension)
-                    }
-                    ArgKind::Len(set) => (
-                        names::length_property(&program.sets[set.index()].name),
-                        ScalarType::Int,
-                        1,
-                    ),
-                    _ => continue,
-                };
-                let _ = writeln!(
-                    handler,
-                    "{} op2_arg{index}[{length}];",
-                    scalar_type_decl(ty)
-                );
-                handler.push_str(&copy_loop(
-                    length,
-                    &format!("op2_arg{index}[c] = graphProperties->{source}[c];"),
-                ));
-            }
-            for id in &kernel.consts_used {
-                call_args.push(format!(
-                    "graphProperties->{}",
-                    names::const_property(&program.consts[id.index()].name)
-                ));
-            }
-            let _ = writeln!(
-                handler,
-                "{}({});",
-                names::cpp_identifier(&kernel.name),
-                call_args.join(", ")
-            );
+            execute_kernel(&mut handler, program, data, plan, invocation, &buffers);
         }
         let _ = writeln!(handler, "deviceState->{read_count} = 0;");
         let _ = writeln!(handler, "deviceState->{write_count}++;");
         let _ = writeln!(
             handler,
-            "deviceState->{} = {write_mask_all};",
-            names::write_send_mask(inv)
+            "deviceState->{} = {};",
+            n.write_send_mask, n.write_mask_all
         );
         let _ = writeln!(
             ready,
-            "    if (deviceState->{read_count} == deviceProperties->{}) *readyToSend |= RTS_FLAG_{execute};",
-            names::read_recv_total(inv)
+            "    if (deviceState->{read_count} == deviceProperties->{read_recv_total}) *readyToSend |= RTS_FLAG_{execute};",
         );
         outputs.push(Pin {
             name: execute,
@@ -569,53 +679,55 @@ fn set_device(
             };
             let d = &program.dats[dat.index()];
             let pin = names::write_send(inv, *arg);
-            let mut handler = copy_loop(
-                d.ty.dimension,
-                &format!(
-                    "message->{}[c] = deviceState->{}[c];",
+            let mut handler = String::with_capacity(128);
+            copy_loop(&mut handler, d.ty.dimension, |out, c| {
+                let _ = write!(
+                    out,
+                    "message->{}[{c}] = deviceState->{}[{c}];",
                     names::VALUE,
-                    names::arg_buffer(inv, *arg)
-                ),
-            );
+                    buffer(*arg)
+                );
+            });
             let _ = writeln!(
                 handler,
                 "deviceState->{} &= ~(1u << {bit});",
-                names::write_send_mask(inv)
+                n.write_send_mask
             );
             let _ = writeln!(
                 ready,
                 "    if (deviceState->{} & (1u << {bit})) *readyToSend |= RTS_FLAG_{pin};",
-                names::write_send_mask(inv)
+                n.write_send_mask
             );
             outputs.push(Pin {
                 name: pin,
-                message_type: names::dat_message(&d.name),
+                message_type: data.message[dat.index()].clone(),
                 role: PinRole::ArgWriteSend(device.invocation, *arg),
                 handler,
             });
         }
         let end = names::end(inv);
-        let mut handler = String::new();
+        let mut handler = String::with_capacity(128);
         for (global, mode) in &plan.end_globals {
             let member = global_member(program, *global);
-            let value = if device.iterates {
-                format!("deviceState->{}[c]", member.name)
-            } else {
-                identity(program.globals[global.index()].ty.scalar, *mode)
-            };
-            handler.push_str(&copy_loop(
-                member.components(),
-                &format!("message->{}[c] = {value};", member.name),
-            ));
+            let identity = (!device.iterates)
+                .then(|| identity(program.globals[global.index()].ty.scalar, *mode));
+            copy_loop(&mut handler, member.components(), |out, c| {
+                let _ = match &identity {
+                    Some(value) => write!(out, "message->{}[{c}] = {value};", member.name),
+                    None => write!(
+                        out,
+                        "message->{0}[{c}] = deviceState->{0}[{c}];",
+                        member.name
+                    ),
+                };
+            });
         }
         let _ = writeln!(handler, "deviceState->{write_count} = 0;");
-        let _ = writeln!(handler, "deviceState->{} = 0;", names::in_progress(inv));
+        let _ = writeln!(handler, "deviceState->{} = 0;", n.in_progress);
         let _ = writeln!(
             ready,
-            "    if (deviceState->{} == 0 && deviceState->{} == 0 && deviceState->{write_count} == deviceProperties->{}) *readyToSend |= RTS_FLAG_{end};",
-            names::read_send_mask(inv),
-            names::write_send_mask(inv),
-            names::write_recv_total(inv)
+            "    if (deviceState->{} == 0 && deviceState->{} == 0 && deviceState->{write_count} == deviceProperties->{write_recv_total}) *readyToSend |= RTS_FLAG_{end};",
+            n.read_send_mask, n.write_send_mask,
         );
         ready.push_str("}\n");
         outputs.push(Pin {
@@ -629,7 +741,7 @@ fn set_device(
         id: names::set_device_type(set_name),
         kind: DeviceKind::Set(set),
         properties,
-        state,
+        state: state.members,
         shared_code,
         inputs,
         outputs,
@@ -637,6 +749,97 @@ fn set_device(
         on_init: String::new(),
         plans,
     }
+}
+
+/// The landing pad of argument `arg`, from those of [`set_device`].
+fn buffer(buffers: &[Option<String>], arg: usize) -> &str {
+    buffers[arg].as_deref().unwrap_or_default()
+}
+
+/// The body of the execute handler on the iteration set's devices: zero the
+/// INC accumulators, copy the consts and lengths passed as arguments, and
+/// call the kernel function.
+fn execute_kernel(
+    handler: &mut String,
+    program: &Program,
+    data: &DataNames,
+    plan: &InvocationPlan,
+    invocation: &Invocation,
+    buffers: &[Option<String>],
+) {
+    let buffer = |arg: usize| buffer(buffers, arg);
+    for (index, arg) in invocation.resolved_args() {
+        if arg.mode != AccessMode::Inc {
+            continue;
+        }
+        let (name, length) = match arg.kind {
+            ArgKind::Global(global) => {
+                let member = global_member(program, global);
+                let length = member.components();
+                (member.name, length)
+            }
+            ArgKind::IndirectDat { .. } => (buffer(index).to_owned(), arg.ty.dimension),
+            _ => continue,
+        };
+        copy_loop(handler, length, |out, c| {
+            let _ = write!(out, "deviceState->{name}[{c}] = 0;");
+        });
+    }
+    for (index, arg) in invocation.resolved_args() {
+        let (source, ty, length) = match arg.kind {
+            ArgKind::Const(id) => {
+                let c = &program.consts[id.index()];
+                (names::const_property(&c.name), c.ty.scalar, c.ty.dimension)
+            }
+            ArgKind::Len(set) => (
+                names::length_property(&program.sets[set.index()].name),
+                ScalarType::Int,
+                1,
+            ),
+            _ => continue,
+        };
+        let _ = writeln!(
+            handler,
+            "{} op2_arg{index}[{length}];",
+            scalar_type_decl(ty)
+        );
+        copy_loop(handler, length, |out, c| {
+            let _ = write!(out, "op2_arg{index}[{c}] = graphProperties->{source}[{c}];");
+        });
+    }
+    let kernel = &program.kernels[plan.kernel.index()];
+    handler.push_str(&names::cpp_identifier(&kernel.name));
+    handler.push('(');
+    let mut first = true;
+    for (index, arg) in invocation.resolved_args() {
+        if !std::mem::take(&mut first) {
+            handler.push_str(", ");
+        }
+        let _ = match arg.kind {
+            ArgKind::DirectDat(dat) => write!(handler, "deviceState->{}", data.state[dat.index()]),
+            ArgKind::IndirectDat { .. } => write!(handler, "deviceState->{}", buffer(index)),
+            ArgKind::Global(global) => write!(
+                handler,
+                "deviceState->{}",
+                names::global_state(&program.globals[global.index()].name)
+            ),
+            // Graph properties are const in the handlers: the kernel gets a
+            // copy, so that a parameter another invocation binds to
+            // writable data need not be const.
+            ArgKind::Const(_) | ArgKind::Len(_) => write!(handler, "op2_arg{index}"),
+        };
+    }
+    for id in &kernel.consts_used {
+        if !std::mem::take(&mut first) {
+            handler.push_str(", ");
+        }
+        let _ = write!(
+            handler,
+            "graphProperties->{}",
+            names::const_property(&program.consts[id.index()].name)
+        );
+    }
+    handler.push_str(");\n");
 }
 
 /// How the controller spells the names of `main`.
@@ -705,17 +908,23 @@ fn controller_device(
         program,
         locals: &controller.locals,
     };
-    let main_body = program.main.as_deref().cloned().unwrap_or_default();
+    let no_main = Body::default();
+    let main_body = program.main.as_deref().unwrap_or(&no_main);
     let mut printer = Printer {
         spelling: &spelling,
         out: String::new(),
         indent: 2,
     };
-    let index_of = |id: InvocationId| invocations.iter().position(|p| p.id == id).unwrap_or(0);
+    // The position of each invocation's plan, by invocation.
+    let mut positions = vec![0; program.invocations.len()];
+    for (position, plan) in invocations.iter().enumerate() {
+        positions[plan.id.index()] = position;
+    }
+    let index_of = |id: InvocationId| positions.get(id.index()).copied().unwrap_or(0);
     for (number, block) in controller.blocks.iter().enumerate() {
-        printer.out.push_str(&format!("    case {number}: {{\n"));
+        let _ = writeln!(printer.out, "    case {number}: {{");
         for stmt in &block.statements {
-            printer.controller_stmt(&main_body, stmt, &controller.locals);
+            printer.controller_stmt(main_body, stmt, &controller.locals);
         }
         let text = match &block.terminator {
             Terminator::Goto(next) => {
@@ -744,7 +953,7 @@ fn controller_device(
             ),
         };
         for line in text.lines() {
-            printer.out.push_str(&format!("        {line}\n"));
+            let _ = writeln!(printer.out, "        {line}");
         }
         printer.out.push_str("    }\n");
     }
@@ -771,10 +980,13 @@ fn controller_device(
         let mut begin = String::new();
         for global in &plan.begin_globals {
             let member = global_member(program, *global);
-            begin.push_str(&copy_loop(
-                member.components(),
-                &format!("message->{0}[c] = deviceState->{0}[c];", member.name),
-            ));
+            copy_loop(&mut begin, member.components(), |out, c| {
+                let _ = write!(
+                    out,
+                    "message->{0}[{c}] = deviceState->{0}[{c}];",
+                    member.name
+                );
+            });
         }
         let _ = writeln!(begin, "deviceState->{} = 0;", names::BEGIN_PENDING);
         let _ = writeln!(begin, "deviceState->{} = 0;", names::END_COUNT);
@@ -785,34 +997,36 @@ fn controller_device(
             names::end_total(inv),
             names::RUNNING
         );
+        let begin_name = names::begin(inv);
         let _ = writeln!(
             ready,
-            "if (deviceState->{} == {}) *readyToSend |= RTS_FLAG_{};",
+            "if (deviceState->{} == {}) *readyToSend |= RTS_FLAG_{begin_name};",
             names::BEGIN_PENDING,
             index + 1,
-            names::begin(inv)
         );
         outputs.push(Pin {
-            name: names::begin(inv),
-            message_type: names::begin(inv),
+            name: begin_name.clone(),
+            message_type: begin_name,
             role: PinRole::ControllerBegin(plan.id),
             handler: begin,
         });
         let mut end = String::new();
         for (global, mode) in &plan.end_globals {
             let member = global_member(program, *global);
-            let statement = match mode {
-                AccessMode::Min => format!(
-                    "if (message->{0}[c] < deviceState->{0}[c]) deviceState->{0}[c] = message->{0}[c];",
-                    member.name
-                ),
-                AccessMode::Max => format!(
-                    "if (message->{0}[c] > deviceState->{0}[c]) deviceState->{0}[c] = message->{0}[c];",
-                    member.name
-                ),
-                _ => format!("deviceState->{0}[c] += message->{0}[c];", member.name),
-            };
-            end.push_str(&copy_loop(member.components(), &statement));
+            copy_loop(&mut end, member.components(), |out, c| {
+                let m = &member.name;
+                let _ = match mode {
+                    AccessMode::Min => write!(
+                        out,
+                        "if (message->{m}[{c}] < deviceState->{m}[{c}]) deviceState->{m}[{c}] = message->{m}[{c}];"
+                    ),
+                    AccessMode::Max => write!(
+                        out,
+                        "if (message->{m}[{c}] > deviceState->{m}[{c}]) deviceState->{m}[{c}] = message->{m}[{c}];"
+                    ),
+                    _ => write!(out, "deviceState->{m}[{c}] += message->{m}[{c}];"),
+                };
+            });
         }
         let _ = writeln!(end, "deviceState->{}++;", names::END_COUNT);
         let _ = writeln!(
@@ -844,111 +1058,5 @@ fn controller_device(
             names::RUNNING
         ),
         plans: Vec::new(),
-    }
-}
-
-/// How a kernel function spells its names.
-struct KernelSpelling<'a> {
-    program: &'a Program,
-    kernel: KernelId,
-}
-
-impl Spelling for KernelSpelling<'_> {
-    fn base(&self, var: Var) -> String {
-        let kernel = &self.program.kernels[self.kernel.index()];
-        match var {
-            Var::Param(k) => names::cpp_identifier(&kernel.params[k as usize].name),
-            Var::Local(id) => names::cpp_identifier(&kernel.body.local(id).name),
-            Var::Const(id) => names::const_parameter(&self.program.consts[id.index()].name),
-            Var::Global(_) => "0".into(),
-        }
-    }
-
-    fn stored_as_array(&self, var: Var) -> bool {
-        matches!(var, Var::Param(_) | Var::Const(_))
-    }
-
-    fn length(&self, _set: SetId) -> String {
-        "0".into()
-    }
-}
-
-fn shared_code(program: &Program, invocations: &[InvocationPlan]) -> String {
-    let mut out = String::from(SHARED_HELPERS);
-    let mut kernels: Vec<KernelId> = invocations.iter().map(|p| p.kernel).collect();
-    kernels.sort();
-    kernels.dedup();
-    for kernel_id in kernels {
-        let kernel = &program.kernels[kernel_id.index()];
-        // A parameter only ever bound to READ arguments is passed const
-        // data (graph properties), so it must take a const pointer.
-        let read_only = |k: usize| {
-            invocations
-                .iter()
-                .filter(|p| p.kernel == kernel_id)
-                .all(|p| {
-                    program.invocations[p.id.index()]
-                        .args
-                        .get(k)
-                        .and_then(Option::as_ref)
-                        .is_none_or(|a| a.mode == AccessMode::Read)
-                })
-        };
-        let mut params: Vec<String> = kernel
-            .params
-            .iter()
-            .enumerate()
-            .map(|(k, p)| {
-                let constness = if p.is_const || read_only(k) {
-                    "const "
-                } else {
-                    ""
-                };
-                format!(
-                    "{constness}{} *{}",
-                    scalar_type_decl(p.ty),
-                    names::cpp_identifier(&p.name)
-                )
-            })
-            .collect();
-        for id in &kernel.consts_used {
-            let c = &program.consts[id.index()];
-            params.push(format!(
-                "const {} *{}",
-                scalar_type_decl(c.ty.scalar),
-                names::const_parameter(&c.name)
-            ));
-        }
-        let _ = writeln!(
-            out,
-            "\n// kernel {}\ninline void {}({}) {{",
-            kernel.name,
-            names::cpp_identifier(&kernel.name),
-            params.join(", ")
-        );
-        let spelling = KernelSpelling {
-            program,
-            kernel: kernel_id,
-        };
-        let mut printer = Printer {
-            spelling: &spelling,
-            out: String::new(),
-            indent: 1,
-        };
-        for stmt in &kernel.body.statements {
-            printer.kernel_stmt(&kernel.body, stmt);
-        }
-        out.push_str(&printer.out);
-        out.push_str("}\n");
-    }
-    out
-}
-
-/// The declared type of stored data: `bool` is stored as `uint8_t`.
-fn scalar_type_decl(ty: ScalarType) -> &'static str {
-    if ty == ScalarType::Bool {
-        CType::U8.name()
-    } else {
-        scalar_type(ty)
     }
 }

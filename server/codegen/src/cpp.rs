@@ -35,6 +35,15 @@ pub(crate) fn scalar_type(ty: ScalarType) -> &'static str {
     }
 }
 
+/// The declared type of stored data: `bool` is stored as `uint8_t`.
+pub(crate) fn scalar_type_decl(ty: ScalarType) -> &'static str {
+    if ty == ScalarType::Bool {
+        crate::model::CType::U8.name()
+    } else {
+        scalar_type(ty)
+    }
+}
+
 /// A floating value as a C++ literal that reads back to the same value.
 pub(crate) fn double_literal(v: f64) -> String {
     // Rust's `{:?}` prints the shortest text that reads back exactly.

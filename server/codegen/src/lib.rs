@@ -6,15 +6,23 @@
 //! never the syntax tree. [`diagnostics`] reports the limits of the format
 //! (W801, E802, E312 collisions) through the same channel as the analyser,
 //! so that `op2 check` and the editor show them before anything is built.
+//!
+//! [`graph_type`] builds a graph type once, as `op2 build` does; a
+//! [`Generator`] builds the successive versions of an edited program for the
+//! language server, reusing what is unchanged since its last build, with the
+//! same result.
 
 pub mod build;
 mod controller;
 mod cpp;
+mod generator;
 pub mod instance;
+mod kernels;
 pub mod limits;
 pub mod model;
 pub mod names;
 pub mod output;
+mod same;
 pub mod topology;
 pub mod xml;
 
@@ -24,6 +32,7 @@ use op2_analysis::Analysis;
 use op2_syntax::Diagnostic;
 
 pub use build::graph_type;
+pub use generator::{Generator, GeneratorStats};
 pub use model::GraphType;
 
 /// The diagnostics of code generation for an analysed program: empty when

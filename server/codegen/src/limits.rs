@@ -3,6 +3,8 @@
 //! pins (E802), and generated names that collide (E312).
 
 use op2_analysis::model::{InvocationId, Program};
+use std::collections::hash_map::Entry;
+
 use op2_syntax::{Code, Diagnostic, Location};
 use rustc_hash::FxHashMap;
 
@@ -55,7 +57,10 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
         if pins <= MAX_OUTPUT_PINS {
             continue;
         }
+        // Output pins per invocation, in order of first pin; `slots` finds
+        // an invocation's entry.
         let mut counts: Vec<(InvocationId, usize)> = Vec::new();
+        let mut slots: FxHashMap<InvocationId, usize> = FxHashMap::default();
         for pin in &device.outputs {
             let id = match pin.role {
                 PinRole::DatReadSend(id, _)
@@ -65,9 +70,12 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
                 | PinRole::ControllerBegin(id) => id,
                 _ => continue,
             };
-            match counts.iter_mut().find(|(i, _)| *i == id) {
-                Some((_, n)) => *n += 1,
-                None => counts.push((id, 1)),
+            match slots.entry(id) {
+                Entry::Occupied(slot) => counts[*slot.get()].1 += 1,
+                Entry::Vacant(slot) => {
+                    slot.insert(counts.len());
+                    counts.push((id, 1));
+                }
             }
         }
         let location = match device.kind {
@@ -116,7 +124,10 @@ fn origin_of_message(program: &Program, role: MessageRole) -> Location {
 fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagnostic>) {
     // Type ids: a message type id may not equal a device type id, and no
     // two message or device types share an id (poets-v4.md §3.1).
-    let mut ids: FxHashMap<&str, Location> = FxHashMap::default();
+    let mut ids: FxHashMap<&str, Location> = FxHashMap::with_capacity_and_hasher(
+        graph.device_types.len() + graph.message_types.len(),
+        Default::default(),
+    );
     for device in &graph.device_types {
         let location = match device.kind {
             DeviceKind::Set(set) => program.sets[set.index()].location,
@@ -133,12 +144,17 @@ fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagno
             diagnostics,
         );
     }
+    // Names are unique per device type: one map each for pins and members,
+    // emptied between device types (keeping their room).
+    let mut pins: FxHashMap<&str, Location> = FxHashMap::default();
+    let mut members: FxHashMap<&str, Location> = FxHashMap::default();
     for device in &graph.device_types {
         let device_location = match device.kind {
             DeviceKind::Set(set) => program.sets[set.index()].location,
             DeviceKind::Controller => main_location(program),
         };
-        let mut pins: FxHashMap<&str, Location> = FxHashMap::default();
+        pins.clear();
+        pins.reserve(device.inputs.len() + device.outputs.len());
         for pin in device.inputs.iter().chain(&device.outputs) {
             let location = match pin.role {
                 PinRole::Begin(id)
@@ -154,7 +170,8 @@ fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagno
             };
             report_clash(&mut pins, &pin.name, location, "pin name", diagnostics);
         }
-        let mut members: FxHashMap<&str, Location> = FxHashMap::default();
+        members.clear();
+        members.reserve(device.state.len() + device.properties.len());
         for member in device.state.iter().chain(&device.properties) {
             report_clash(
                 &mut members,
@@ -174,18 +191,21 @@ fn report_clash<'a>(
     what: &str,
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    match seen.get(name) {
-        Some(first) => diagnostics.push(
+    match seen.entry(name) {
+        Entry::Occupied(first) => diagnostics.push(
             Diagnostic::new(
                 Code::E312,
                 location,
                 format!("the generated {what} `{name}` is produced twice"),
             )
             .with_label("rename this declaration or give the invocation another name with `as`")
-            .with_related(*first, format!("`{name}` is also generated from here")),
+            .with_related(
+                *first.get(),
+                format!("`{name}` is also generated from here"),
+            ),
         ),
-        None => {
-            seen.insert(name, location);
+        Entry::Vacant(slot) => {
+            slot.insert(location);
         }
     }
 }
