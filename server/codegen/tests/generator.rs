@@ -410,3 +410,9 @@ fn the_free_function_and_a_new_generator_agree_on_every_example() {
         }
     }
 }
+
+#[test]
+fn a_generator_can_be_shared_between_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Generator>();
+}
