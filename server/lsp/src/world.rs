@@ -39,6 +39,9 @@ pub struct Analysed {
 pub struct Engine {
     /// Keeps kernels whose text and visible declarations are unchanged.
     pub analyser: Analyser,
+    /// Keeps printed kernel functions and the graph type of an unchanged
+    /// program shape.
+    pub generator: op2_codegen::Generator,
 }
 
 /// One open document with its analysis state.
@@ -241,7 +244,7 @@ pub fn analyse_cancellable(
     }
     let id = graph_id(path.as_deref());
     let graph = (!analysis.has_errors() && analysis.program.main.is_some())
-        .then(|| op2_codegen::graph_type(&analysis, &id));
+        .then(|| engine.generator.graph_type(&analysis, &id));
     drop(engine);
     let mut diagnostics = analysis.diagnostics.clone();
     if let Some(graph) = &graph {
