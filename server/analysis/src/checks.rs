@@ -6,8 +6,8 @@ use op2_syntax::ast::AccessMode;
 use op2_syntax::{Code, Diagnostic, Fix, Location, TextEdit, TextRange};
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::invocation::InvocationSyntax;
 use crate::model::{Arg, ArgKind, InvocationId, Program};
-use crate::program::InvocationSyntax;
 
 /// Prefixes that the POETS Python loader reads as a type keyword followed by
 /// a name, so that a struct member `double_it_begin` becomes `double` plus
@@ -193,10 +193,9 @@ pub(crate) fn check_invocations(
     syntax: &[InvocationSyntax],
     diagnostics: &mut Vec<Diagnostic>,
 ) {
-    // Per kernel parameter: the READ arguments bound to it and whether any
-    // binding writes, for H505.
-    let mut read_bindings: FxHashMap<(usize, usize), Vec<Location>> = FxHashMap::default();
-    let mut writing_bindings: FxHashSet<(usize, usize)> = FxHashSet::default();
+    // Every binding of an argument to a kernel parameter: the kernel, the
+    // parameter, whether the mode writes, and the argument, for H505.
+    let mut bindings: Vec<(usize, usize, bool, Location)> = Vec::new();
     for (index, (invocation, positions)) in program.invocations.iter().zip(syntax).enumerate() {
         let id = InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
         check_conflicts(program, id, diagnostics);
@@ -236,7 +235,7 @@ pub(crate) fn check_invocations(
         for (k, arg) in invocation.resolved_args() {
             let param = &kernel.params[k];
             let usage = &kernel.summary.params[k];
-            let arg_name = arg_name(program, arg);
+            let arg_name = ArgName(program, arg);
             if arg.ty.scalar != param.ty {
                 diagnostics.push(
                     Diagnostic::new(
@@ -324,10 +323,10 @@ pub(crate) fn check_invocations(
                 }
                 diagnostics.push(diagnostic);
             }
-            let key = (kernel_id.index(), k);
+            let writes = arg.mode != AccessMode::Read;
+            bindings.push((kernel_id.index(), k, writes, arg.location));
             match arg.mode {
                 AccessMode::Read => {
-                    read_bindings.entry(key).or_default().push(arg.location);
                     for range in usage.writes() {
                         let mut diagnostic = body_diagnostic(
                             Code::E501,
@@ -342,7 +341,6 @@ pub(crate) fn check_invocations(
                     }
                 }
                 AccessMode::Inc => {
-                    writing_bindings.insert(key);
                     for range in usage.non_increment_uses() {
                         let mut diagnostic = body_diagnostic(
                             Code::E502,
@@ -360,7 +358,6 @@ pub(crate) fn check_invocations(
                     }
                 }
                 AccessMode::Write => {
-                    writing_bindings.insert(key);
                     for range in &usage.unwritten_reads {
                         let mut diagnostic = body_diagnostic(
                             Code::W503,
@@ -375,7 +372,6 @@ pub(crate) fn check_invocations(
                     }
                 }
                 AccessMode::Rw => {
-                    writing_bindings.insert(key);
                     let (weaker, saved) = if !usage.is_written() {
                         (Some(AccessMode::Read), "the write-back")
                     } else if !usage.is_read() {
@@ -407,19 +403,19 @@ pub(crate) fn check_invocations(
                         diagnostics.push(diagnostic);
                     }
                 }
-                AccessMode::Min | AccessMode::Max => {
-                    writing_bindings.insert(key);
-                }
+                AccessMode::Min | AccessMode::Max => {}
             }
         }
     }
     // H505: a parameter bound only to READ arguments that is not `const`.
-    let mut hints: Vec<((usize, usize), Vec<Location>)> = read_bindings
-        .into_iter()
-        .filter(|(key, _)| !writing_bindings.contains(key))
-        .collect();
-    hints.sort_by_key(|(key, _)| *key);
-    for ((kernel, k), arguments) in hints {
+    // In order of kernel and parameter, and of the source within each.
+    bindings.sort_by_key(|(kernel, k, _, _)| (*kernel, *k));
+    for group in bindings.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+        let (kernel, k, _, _) = group[0];
+        if group.iter().any(|(_, _, writes, _)| *writes) {
+            continue;
+        }
+        let arguments = group.iter().map(|(_, _, _, location)| *location);
         let kernel = &program.kernels[kernel];
         let param = &kernel.params[k];
         if param.is_const || kernel.summary.params[k].is_written() {
@@ -464,22 +460,32 @@ fn const_qualifier_range(program: &Program, param: &crate::model::Param) -> Opti
 
 /// The argument as the user wrote it, for messages: `p_x`, `len(cells)`.
 pub(crate) fn arg_name(program: &Program, arg: &Arg) -> String {
-    match arg.kind {
-        ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
-            program.dats[dat.index()].name.clone()
+    ArgName(program, arg).to_string()
+}
+
+/// Displays as [`arg_name`] without allocating until a message needs it.
+struct ArgName<'p>(&'p Program, &'p Arg);
+
+impl std::fmt::Display for ArgName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ArgName(program, arg) = self;
+        match arg.kind {
+            ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+                f.write_str(&program.dats[dat.index()].name)
+            }
+            ArgKind::Global(global) => f.write_str(&program.globals[global.index()].name),
+            ArgKind::Const(id) => f.write_str(&program.consts[id.index()].name),
+            ArgKind::Len(set) => write!(f, "len({})", program.sets[set.index()].name),
         }
-        ArgKind::Global(global) => program.globals[global.index()].name.clone(),
-        ArgKind::Const(id) => program.consts[id.index()].name.clone(),
-        ArgKind::Len(set) => format!("len({})", program.sets[set.index()].name),
     }
 }
 
 /// Rules 1–5 of §7 for one invocation, and W402.
 fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Diagnostic>) {
-    let invocation = &program.invocations[id.index()];
-    let args: Vec<(usize, &Arg)> = invocation.resolved_args().collect();
-    for (j, &(_, later)) in args.iter().enumerate() {
-        for &(_, earlier) in &args[..j] {
+    let args = &program.invocations[id.index()].args;
+    for (j, later) in args.iter().enumerate() {
+        let Some(later) = later else { continue };
+        for earlier in args[..j].iter().flatten() {
             // Consts and `len` have no data to conflict on, but passing one
             // twice is still the same argument twice.
             let Some(data) = later.kind.data() else {

@@ -321,22 +321,24 @@ impl Dependencies {
         // Backward liveness to a fixed point; sets are small vectors.
         let n = self.nodes.len();
         let mut live_in: Vec<Vec<Data>> = vec![Vec::new(); n];
+        let mut out: Vec<Data> = Vec::new();
         let mut changed = true;
         while changed {
             changed = false;
             for index in (0..n).rev() {
                 let node = &self.nodes[index];
-                let mut out: Vec<Data> = node
-                    .successors
-                    .iter()
-                    .flat_map(|s| live_in[*s].iter().copied())
-                    .collect();
+                out.clear();
+                out.extend(
+                    node.successors
+                        .iter()
+                        .flat_map(|s| live_in[*s].iter().copied()),
+                );
                 out.retain(|d| !node.kills.contains(d));
                 out.extend(node.uses.iter().copied());
                 out.sort();
                 out.dedup();
                 if out != live_in[index] {
-                    live_in[index] = out;
+                    live_in[index].clone_from(&out);
                     changed = true;
                 }
             }

@@ -7,15 +7,19 @@
 //! the caller provides (the CLI reads the disk, the language server its open
 //! documents first). Analysis never fails; it returns the model it could
 //! build and the diagnostics it found. An [`Analyser`] keeps what it can
-//! reuse between runs: kernels whose text and visible declarations did not
-//! change are not lowered again.
+//! reuse between runs, per top-level item: the unsupported C an item holds,
+//! and kernels and `main` lowered, reused while their text and what they look
+//! up among the declarations are unchanged (the rules are in `cache.rs`).
+//! [`Analyser::analyse_cancellable`] stops between items when asked to.
 
+mod cache;
 mod checks;
 pub mod consts;
 pub mod deps;
 pub mod explain;
 pub mod format;
 pub mod hir;
+mod invocation;
 pub mod kernel;
 mod lower;
 pub mod model;
@@ -82,10 +86,23 @@ impl Analysis {
     }
 }
 
+/// Why [`Analyser::analyse_cancellable`] returned without an analysis: its
+/// callback asked it to stop.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("analysis cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
 /// Analyses programs, reusing work between runs on similar text.
 #[derive(Debug, Default)]
 pub struct Analyser {
-    cache: program::Cache,
+    cache: cache::Cache,
 }
 
 impl Analyser {
@@ -102,21 +119,44 @@ impl Analyser {
         loader: &dyn Loader,
         options: &Options,
     ) -> Analysis {
-        let built = program::build(path, root, loader, options, &mut self.cache);
+        match self.analyse_cancellable(path, root, loader, options, &|| false) {
+            Ok(analysis) => analysis,
+            Err(Cancelled) => unreachable!("an analysis never asked to stop was cancelled"),
+        }
+    }
+
+    /// Like [`Analyser::analyse`], but asks `cancelled` between top-level
+    /// items and between phases whether to go on, and returns
+    /// [`Cancelled`] as soon as it says yes (the language server's way to
+    /// drop the analysis of a version that a newer one replaced). A cancelled
+    /// analysis leaves the analyser as good as a completed one: the next
+    /// analysis gives exactly what a fresh analyser gives.
+    pub fn analyse_cancellable(
+        &mut self,
+        path: &Path,
+        root: &Parse,
+        loader: &dyn Loader,
+        options: &Options,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Analysis, Cancelled> {
+        let check = || if cancelled() { Err(Cancelled) } else { Ok(()) };
+        let built = program::build(path, root, loader, options, &mut self.cache, cancelled)?;
         let mut program = built.program;
         let mut diagnostics = built.diagnostics;
         checks::name_invocations(&mut program, &built.invocation_syntax, &mut diagnostics);
         checks::check_invocations(&program, &built.invocation_syntax, &mut diagnostics);
+        check()?;
         let dependencies = Dependencies::new(&program);
         report_dead_loops(&program, &dependencies, &mut diagnostics);
+        check()?;
         report_unused(&program, &mut diagnostics);
         let diagnostics = tidy(diagnostics);
-        Analysis {
+        Ok(Analysis {
             program: Arc::new(program),
             const_values: built.const_values,
             dependencies: Arc::new(dependencies),
             diagnostics,
-        }
+        })
     }
 
     /// How many kernels were reused and how many lowered, over this
@@ -190,6 +230,8 @@ fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
             used.insert(Symbol::Const(id));
         }
     }
+    // Every const a kernel body names is in its `consts_used` (a kernel sees
+    // no globals or sets), so the bodies need no walk.
     for kernel in &program.kernels {
         used.extend(kernel.consts_used.iter().copied().map(Symbol::Const));
     }
@@ -217,8 +259,8 @@ fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
             }
         }
     }
-    // Names read in `main` and in const initialisers are found in the text of
-    // their bodies: globals, consts and sets in `len`.
+    // Names read in `main` are found in its body: globals, consts and sets in
+    // `len`.
     let mut mark = |expr: &hir::Expr| match &expr.kind {
         hir::ExprKind::Load(place)
         | hir::ExprKind::Assign { place, .. }
@@ -238,11 +280,6 @@ fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
     };
     if let Some(main) = program.main.as_deref() {
         for stmt in &main.statements {
-            hir::walk_stmt_exprs(stmt, &mut mark);
-        }
-    }
-    for kernel in &program.kernels {
-        for stmt in &kernel.body.statements {
             hir::walk_stmt_exprs(stmt, &mut mark);
         }
     }

@@ -36,6 +36,28 @@ pub(crate) enum Context<'a> {
     Const,
 }
 
+/// The top-level names a lowering looked up, and whether it listed the
+/// visible ones for a suggestion. A body's lowering depends on its text and on
+/// what these lookups find alone, which is what lets the analyser's cache
+/// reuse it while they find the same.
+#[derive(Debug, Default)]
+pub(crate) struct Lookups<'a> {
+    /// Each name once, in order of first lookup.
+    pub names: Vec<&'a str>,
+    /// True when an unknown name made the lowering list the names of the
+    /// consts and globals for a suggestion.
+    pub listed: bool,
+}
+
+/// The result of lowering one body.
+pub(crate) struct Lowered<'a> {
+    pub body: Body,
+    pub diagnostics: Vec<Diagnostic>,
+    /// Consts read, in order of first use.
+    pub consts_used: Vec<ConstId>,
+    pub lookups: Lookups<'a>,
+}
+
 /// Lowers one body. Diagnostics go to `diagnostics`; par_loops in `main` are
 /// handed to `on_par_loop`, which returns their invocation.
 pub(crate) struct Lowerer<'a, 't> {
@@ -51,6 +73,7 @@ pub(crate) struct Lowerer<'a, 't> {
     pub diagnostics: Vec<Diagnostic>,
     /// Consts read, in order of first use.
     pub consts_used: Vec<ConstId>,
+    lookups: Lookups<'a>,
     on_par_loop: Option<&'a mut dyn FnMut(ast::ParLoopStmt<'t>) -> Option<InvocationId>>,
 }
 
@@ -73,6 +96,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             too_deep_reported: false,
             diagnostics: Vec::new(),
             consts_used: Vec::new(),
+            lookups: Lookups::default(),
             on_par_loop: None,
         }
     }
@@ -86,9 +110,22 @@ impl<'a, 't> Lowerer<'a, 't> {
         self
     }
 
-    /// The lowered body.
-    pub fn finish(self) -> (Body, Vec<Diagnostic>, Vec<ConstId>) {
-        (self.body, self.diagnostics, self.consts_used)
+    /// The lowered body, with what the lowering found and looked up.
+    pub fn finish(self) -> Lowered<'a> {
+        Lowered {
+            body: self.body,
+            diagnostics: self.diagnostics,
+            consts_used: self.consts_used,
+            lookups: self.lookups,
+        }
+    }
+
+    /// Looks up a top-level name, remembering that the body depends on it.
+    fn lookup(&mut self, name: &'a str) -> Option<Symbol> {
+        if !self.lookups.names.contains(&name) {
+            self.lookups.names.push(name);
+        }
+        self.env.names.get(name).copied()
     }
 
     fn text(&self, node: &impl NodeText<'t>) -> &'a str {
@@ -489,7 +526,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 Some(param.dimension.unwrap_or(0)),
             ));
         }
-        let Some(symbol) = self.env.names.get(name).copied() else {
+        let Some(symbol) = self.lookup(name) else {
             self.unknown_name(name, range);
             return None;
         };
@@ -556,6 +593,7 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// E101 with a suggestion among the names visible here.
     fn unknown_name(&mut self, name: &str, range: TextRange) {
+        self.lookups.listed = true;
         let mut visible: Vec<&str> = self.scopes.iter().flatten().map(|(n, _)| *n).collect();
         if let Context::Kernel { params } = self.context {
             visible.extend(params.iter().map(|p| p.name.as_str()));
@@ -593,7 +631,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     fn resolve_set(&mut self, len: ast::LenExpr<'t>) -> Option<SetId> {
         let ident = len.set()?;
         let name = self.text(&ident);
-        match (self.env.names.get(name).copied(), &self.context) {
+        match (self.lookup(name), &self.context) {
             (_, Context::Kernel { .. }) => {
                 self.report(
                     Code::E508,

@@ -1,50 +1,29 @@
 //! Building the semantic model: loading imports, declaring and resolving
-//! top-level items, evaluating consts, lowering kernels (with reuse of
-//! unchanged ones) and `main`, and resolving every par_loop.
+//! top-level items, evaluating consts, lowering kernels and `main` (reusing
+//! what the [`Cache`] holds for items that did not change), and resolving
+//! every par_loop.
 
-use std::hash::{Hash, Hasher};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use op2_syntax::ast::{self, AccessMode, ArgData, Item, NodeText, ScalarType};
+use op2_syntax::ast::{self, Item, NodeText, ScalarType};
 use op2_syntax::{Code, Diagnostic, FileId, Fix, Location, Parse, TextEdit, TextRange};
-use rustc_hash::{FxHashMap, FxHashSet, FxHasher};
+use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::cache::{
+    Cache, ItemEntry, ItemKey, LoweredKernel, LoweredMain, Moving, Placed, Seen, Visible,
+};
 use crate::consts::{ConstValues, fits};
 use crate::hir::{Body, ExprKind};
+use crate::invocation::{InvocationSyntax, ParLoopSyntax, Written};
 use crate::kernel::{KernelSummary, summarise};
-use crate::lower::{Context, Env, Lowerer, element_type};
+use crate::lower::{Context, Env, Lowered, Lowerer, element_type};
 use crate::model::{
-    Arg, ArgKind, Const, ConstId, Dat, DatId, ElementType, File, Global, GlobalId, InitialValue,
-    Invocation, InvocationId, Kernel, KernelId, Map, MapId, Param, Program, Set, SetId, Symbol,
+    Const, ConstId, Dat, DatId, ElementType, File, Global, GlobalId, InitialValue, InvocationId,
+    Kernel, KernelId, Map, MapId, Param, Program, Set, SetId, Symbol,
 };
-use crate::shift::Shift;
 use crate::value::Value;
-use crate::{Loader, Options};
-
-/// A kernel lowered once, reused while its text and the declarations it can
-/// see are unchanged.
-#[derive(Clone, Debug)]
-pub(crate) struct CachedKernel {
-    /// Where the kernel started when this entry was made; ranges inside are
-    /// absolute for that start.
-    start: u32,
-    file: FileId,
-    params: Vec<Param>,
-    body: Arc<Body>,
-    summary: Arc<KernelSummary>,
-    diagnostics: Vec<Diagnostic>,
-    consts_used: Vec<ConstId>,
-}
-
-/// Reusable work between analyses of the same program.
-#[derive(Debug, Default)]
-pub(crate) struct Cache {
-    kernels: FxHashMap<u64, CachedKernel>,
-    imports: FxHashMap<PathBuf, (Arc<str>, Arc<Parse>)>,
-    pub(crate) kernel_hits: usize,
-    pub(crate) kernel_misses: usize,
-}
+use crate::{Cancelled, Loader, Options};
 
 enum FileParse<'a> {
     Root(&'a Parse),
@@ -68,84 +47,132 @@ pub(crate) struct Built {
     pub invocation_syntax: Vec<InvocationSyntax>,
 }
 
-/// Syntax positions of an invocation, for the checks that need them.
-#[derive(Clone, Debug)]
-pub(crate) struct InvocationSyntax {
-    /// The par_loop's kernel name.
-    pub kernel: Location,
-    /// The `as NAME` clause's name, when present.
-    pub alias: Option<Location>,
-    /// The argument list (for E301).
-    pub arguments: Location,
-}
-
+/// Builds the model of the program whose root file is `root`, asking
+/// `cancelled` between items and phases whether to stop.
 pub(crate) fn build(
     root_path: &Path,
     root: &Parse,
     loader: &dyn Loader,
     options: &Options,
     cache: &mut Cache,
-) -> Built {
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Built, Cancelled> {
+    let check = || if cancelled() { Err(Cancelled) } else { Ok(()) };
+    cache.begin();
     let mut builder = Builder {
         diagnostics: Vec::new(),
         files: Vec::new(),
-        program: Program::default(),
+        root_items: root.root().items().collect(),
     };
     builder.load_files(root_path, root, loader, cache);
-    // What the parser could not read; unsupported C constructs are found per
-    // item (kernels' with the kernel, reused while it is unchanged).
-    for (id, (_, parse)) in builder.files.iter().enumerate() {
-        let parse = parse.get();
-        let file = FileId(u32::try_from(id).unwrap_or(u32::MAX));
-        builder.diagnostics.extend(parse.unparsed_errors(file));
-        for item in parse.root().items() {
-            if !matches!(item, Item::Kernel(_)) {
-                builder.diagnostics.extend(op2_syntax::unsupported_in(
-                    item.node(),
-                    parse.text(),
-                    file,
-                ));
-            }
-        }
-    }
+    check()?;
     let files: Vec<(PathBuf, &Parse)> = builder
         .files
         .iter()
         .map(|(path, parse)| (path.clone(), parse.get()))
         .collect();
-    let mut items = Items::default();
     let mut diagnostics = std::mem::take(&mut builder.diagnostics);
-    let mut program = std::mem::take(&mut builder.program);
+    let mut root_items = Some(std::mem::take(&mut builder.root_items));
+    let file_items: Vec<Vec<Item<'_>>> = files
+        .iter()
+        .map(|(_, parse)| match root_items.take() {
+            Some(items) => items,
+            None => parse.root().items().collect(),
+        })
+        .collect();
+    let keys = syntax_errors(&files, &file_items, cache, &mut diagnostics, &check)?;
+    let mut program = Program::default();
     for (path, parse) in &files {
         program.files.push(File {
             path: path.clone(),
             text: Arc::from(parse.text()),
         });
     }
+    let mut items = Items::default();
+    // Most items declare a name.
+    program.names.reserve(file_items.iter().map(Vec::len).sum());
     let mut declarer = Declarer {
         program: &mut program,
         diagnostics: &mut diagnostics,
         items: &mut items,
+        placeholder: (Arc::default(), Arc::default()),
     };
     for (id, (_, parse)) in files.iter().enumerate() {
-        declarer.declare(file_id(id), parse);
+        declarer.declare(file_id(id), parse.text(), &file_items[id], &keys[id]);
     }
+    check()?;
+    // The names are lent to the resolver and the lowerings, then returned.
+    let names = std::mem::take(&mut program.names);
     let mut resolver = Resolver {
         program: &mut program,
         diagnostics: &mut diagnostics,
         files: &files,
+        names: &names,
     };
     resolver.resolve_declarations(&items);
-    let const_values = resolver.evaluate_consts(&items);
-    resolver.initialise_data(&items, &const_values);
-    resolver.lower_kernels(&items, &const_values, cache);
-    let invocation_syntax = resolver.lower_main(&items, options);
-    Built {
+    let const_types: Vec<ElementType> = resolver.program.consts.iter().map(|c| c.ty).collect();
+    let global_types: Vec<ElementType> = resolver.program.globals.iter().map(|g| g.ty).collect();
+    let env = Env {
+        names: &names,
+        const_types: &const_types,
+        global_types: &global_types,
+    };
+    let const_values = resolver.evaluate_consts(&items, &env);
+    resolver.initialise_data(&items, &const_values, &env);
+    check()?;
+    let visible = Visible {
+        env: &env,
+        consts: &const_values,
+        listed: Visible::listed_hash(
+            resolver
+                .program
+                .consts
+                .iter()
+                .map(|c| c.name.as_str())
+                .chain(resolver.program.globals.iter().map(|g| g.name.as_str())),
+        ),
+    };
+    resolver.lower_kernels(&items, &visible, cache, &check)?;
+    let invocation_syntax = resolver.lower_main(&items, options, &visible, cache, &check)?;
+    program.names = names;
+    cache.end();
+    Ok(Built {
         program,
         diagnostics,
         const_values,
         invocation_syntax,
+    })
+}
+
+/// Reports what the parser could not read and the unsupported C of every
+/// item but kernels (theirs is reported when the kernel is lowered), and
+/// returns the cache key of every item.
+fn syntax_errors(
+    files: &[(PathBuf, &Parse)],
+    file_items: &[Vec<Item<'_>>],
+    cache: &mut Cache,
+    diagnostics: &mut Vec<Diagnostic>,
+    check: &dyn Fn() -> Result<(), Cancelled>,
+) -> Result<Vec<Vec<Option<ItemKey>>>, Cancelled> {
+    let mut keys = Vec::with_capacity(files.len());
+    for (id, ((_, parse), items)) in files.iter().zip(file_items).enumerate() {
+        let file = file_id(id);
+        let source = parse.text();
+        diagnostics.extend(parse.unparsed_errors(file));
+        let mut file_keys = Vec::with_capacity(items.len());
+        for item in items {
+            let key = cache.reserve(file, item.node(), source);
+            if !matches!(item, Item::Kernel(_)) {
+                let mut scratch = ItemEntry::default();
+                let entry = cache.entry(key, &mut scratch);
+                diagnostics.extend_from_slice(entry.unsupported(item.node(), source, file));
+            }
+            file_keys.push(key);
+        }
+        keys.push(file_keys);
+        check()?;
     }
+    Ok(keys)
 }
 
 fn file_id(index: usize) -> FileId {
@@ -155,7 +182,8 @@ fn file_id(index: usize) -> FileId {
 struct Builder<'a> {
     diagnostics: Vec<Diagnostic>,
     files: Vec<(PathBuf, FileParse<'a>)>,
-    program: Program,
+    /// The items of the root file, walked once for imports and for the rest.
+    root_items: Vec<Item<'a>>,
 }
 
 /// Normalises `a/./b/../c` lexically, so that one file imported along two
@@ -205,9 +233,15 @@ impl<'a> Builder<'a> {
         stack.push(file);
         let imports: Vec<(String, TextRange)> = {
             let parse = self.files[file].1.get();
-            parse
-                .root()
-                .items()
+            let walked: Vec<Item<'_>>;
+            let items = if file == 0 {
+                &self.root_items
+            } else {
+                walked = parse.root().items().collect();
+                &walked
+            };
+            items
+                .iter()
                 .filter_map(|item| match item {
                     Item::Import(import) => import
                         .path()
@@ -285,14 +319,16 @@ struct Items<'t> {
     dats: Vec<(FileId, ast::DatDecl<'t>)>,
     consts: Vec<(FileId, ast::ConstDecl<'t>)>,
     globals: Vec<(FileId, ast::GlobalDecl<'t>)>,
-    kernels: Vec<(FileId, ast::KernelDef<'t>)>,
-    mains: Vec<(FileId, ast::MainDef<'t>)>,
+    kernels: Vec<(FileId, ast::KernelDef<'t>, Option<ItemKey>)>,
+    mains: Vec<(FileId, ast::MainDef<'t>, Option<ItemKey>)>,
 }
 
 struct Declarer<'p, 't> {
     program: &'p mut Program,
     diagnostics: &'p mut Vec<Diagnostic>,
     items: &'p mut Items<'t>,
+    /// What a kernel holds until it is lowered.
+    placeholder: (Arc<Body>, Arc<KernelSummary>),
 }
 
 const PLACEHOLDER_TYPE: ElementType = ElementType {
@@ -301,9 +337,15 @@ const PLACEHOLDER_TYPE: ElementType = ElementType {
 };
 
 impl<'t> Declarer<'_, 't> {
-    fn declare(&mut self, file: FileId, parse: &'t Parse) {
-        let source = parse.text();
-        for item in parse.root().items() {
+    /// Declares `items`, the items of `file`, whose cache keys are `keys`.
+    fn declare(
+        &mut self,
+        file: FileId,
+        source: &str,
+        items: &[Item<'t>],
+        keys: &[Option<ItemKey>],
+    ) {
+        for (&item, key) in items.iter().zip(keys.iter().copied()) {
             let name_node = match item {
                 Item::Set(d) => d.name(),
                 Item::Map(d) => d.name(),
@@ -312,7 +354,7 @@ impl<'t> Declarer<'_, 't> {
                 Item::Global(d) => d.name(),
                 Item::Kernel(d) => d.name(),
                 Item::Main(main) => {
-                    self.items.mains.push((file, main));
+                    self.items.mains.push((file, main, key));
                     continue;
                 }
                 Item::ParLoop(par_loop) => {
@@ -433,11 +475,11 @@ impl<'t> Declarer<'_, 't> {
                         name: name.clone(),
                         location,
                         params: Vec::new(),
-                        body: Arc::default(),
-                        summary: Arc::default(),
+                        body: Arc::clone(&self.placeholder.0),
+                        summary: Arc::clone(&self.placeholder.1),
                         consts_used: Vec::new(),
                     });
-                    self.items.kernels.push((file, decl));
+                    self.items.kernels.push((file, decl, key));
                     Symbol::Kernel(KernelId(len_u32(&self.program.kernels) - 1))
                 }
                 Item::Main(_) | Item::ParLoop(_) | Item::Import(_) => continue,
@@ -458,7 +500,7 @@ type PendingConst = (FileId, Vec<crate::hir::Expr>, bool, Vec<ConstId>, TextRang
 
 /// What kind of name a reference expects.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Expect {
+pub(crate) enum Expect {
     Set,
     Map,
     Kernel,
@@ -474,10 +516,13 @@ impl Expect {
     }
 }
 
-struct Resolver<'p, 'f> {
-    program: &'p mut Program,
+/// Resolves names against the declarations. The top-level names are lent
+/// to it (`names`): `program.names` is empty until it is done.
+pub(crate) struct Resolver<'p, 'f> {
+    pub(crate) program: &'p mut Program,
     diagnostics: &'p mut Vec<Diagnostic>,
     files: &'f [(PathBuf, &'f Parse)],
+    names: &'f FxHashMap<String, Symbol>,
 }
 
 impl<'f> Resolver<'_, 'f> {
@@ -485,14 +530,18 @@ impl<'f> Resolver<'_, 'f> {
         self.files[file.0 as usize].1.text()
     }
 
-    fn report(&mut self, diagnostic: Diagnostic) {
+    pub(crate) fn report(&mut self, diagnostic: Diagnostic) {
         self.diagnostics.push(diagnostic);
+    }
+
+    /// The symbol named `name`.
+    pub(crate) fn lookup(&self, name: &str) -> Option<Symbol> {
+        self.names.get(name).copied()
     }
 
     /// A close existing name of the wanted kind, for "did you mean".
     fn suggest(&self, name: &str, wanted: impl Fn(Symbol) -> bool) -> Option<String> {
         let candidates = self
-            .program
             .names
             .iter()
             .filter(|(_, s)| wanted(**s))
@@ -500,7 +549,7 @@ impl<'f> Resolver<'_, 'f> {
         crate::suggest::closest(name, candidates).map(str::to_owned)
     }
 
-    fn unknown(
+    pub(crate) fn unknown(
         &mut self,
         name: &str,
         location: Location,
@@ -526,24 +575,24 @@ impl<'f> Resolver<'_, 'f> {
         self.report(diagnostic);
     }
 
-    fn resolve(
+    pub(crate) fn resolve(
         &mut self,
         file: FileId,
-        ident: Option<ast::Ident<'_>>,
+        ident: Option<&Written>,
         expect: Expect,
     ) -> Option<Symbol> {
         let ident = ident?;
-        let name = ident.text(self.source(file));
+        let name = &*ident.text;
         let location = Location {
             file,
-            range: ident.text_range(),
+            range: ident.range,
         };
         let wanted = move |s: Symbol| match expect {
             Expect::Set => matches!(s, Symbol::Set(_)),
             Expect::Map => matches!(s, Symbol::Map(_)),
             Expect::Kernel => matches!(s, Symbol::Kernel(_)),
         };
-        match self.program.lookup(name) {
+        match self.lookup(name) {
             Some(symbol) if wanted(symbol) => Some(symbol),
             Some(symbol) => {
                 let (_, declared) = self.program.symbol_name(symbol);
@@ -572,7 +621,7 @@ impl<'f> Resolver<'_, 'f> {
         }
     }
 
-    fn resolve_set(&mut self, file: FileId, ident: Option<ast::Ident<'_>>) -> Option<SetId> {
+    pub(crate) fn resolve_set(&mut self, file: FileId, ident: Option<&Written>) -> Option<SetId> {
         match self.resolve(file, ident, Expect::Set)? {
             Symbol::Set(id) => Some(id),
             _ => None,
@@ -581,8 +630,10 @@ impl<'f> Resolver<'_, 'f> {
 
     fn resolve_declarations(&mut self, items: &Items<'_>) {
         for (index, (file, decl)) in items.maps.iter().enumerate() {
-            let from = self.resolve_set(*file, decl.from());
-            let to = self.resolve_set(*file, decl.to());
+            let source = self.source(*file);
+            let written = |ident: Option<ast::Ident<'_>>| ident.map(|i| Written::read(i, source));
+            let from = self.resolve_set(*file, written(decl.from()).as_ref());
+            let to = self.resolve_set(*file, written(decl.to()).as_ref());
             let name = self.program.maps[index].name.clone();
             let arity = match decl.arity() {
                 Some(arity) => {
@@ -609,7 +660,8 @@ impl<'f> Resolver<'_, 'f> {
             map.arity = arity;
         }
         for (index, (file, decl)) in items.dats.iter().enumerate() {
-            let set = self.resolve_set(*file, decl.set());
+            let set = decl.set().map(|i| Written::read(i, self.source(*file)));
+            let set = self.resolve_set(*file, set.as_ref());
             let name = self.program.dats[index].name.clone();
             let ty = element_type(
                 decl.ty(),
@@ -646,13 +698,6 @@ impl<'f> Resolver<'_, 'f> {
         }
     }
 
-    fn types(&self) -> (Vec<ElementType>, Vec<ElementType>) {
-        (
-            self.program.consts.iter().map(|c| c.ty).collect(),
-            self.program.globals.iter().map(|g| g.ty).collect(),
-        )
-    }
-
     /// Lowers an initialiser's expressions in the const context.
     fn lower_initializer(
         &mut self,
@@ -669,8 +714,9 @@ impl<'f> Resolver<'_, 'f> {
                 true,
             ),
         };
-        let (_, diagnostics, used) = lowerer.finish();
-        self.diagnostics.extend(diagnostics);
+        let lowered = lowerer.finish();
+        let used = lowered.consts_used;
+        self.diagnostics.extend(lowered.diagnostics);
         for id in &used {
             if !self.program.initialiser_consts.contains(id) {
                 self.program.initialiser_consts.push(*id);
@@ -679,21 +725,14 @@ impl<'f> Resolver<'_, 'f> {
         (exprs, is_list, used)
     }
 
-    fn evaluate_consts(&mut self, items: &Items<'_>) -> ConstValues {
-        let (const_types, global_types) = self.types();
-        let names = self.program.names.clone();
-        let env = Env {
-            names: &names,
-            const_types: &const_types,
-            global_types: &global_types,
-        };
+    fn evaluate_consts(&mut self, items: &Items<'_>, env: &Env<'_>) -> ConstValues {
         // Lower every const's value, then evaluate in dependency order.
         let mut pending: Vec<Option<PendingConst>> = Vec::new();
         for (file, decl) in &items.consts {
             match decl.value() {
                 Some(value) => {
                     let range = value.text_range();
-                    let (exprs, is_list, used) = self.lower_initializer(*file, value, &env);
+                    let (exprs, is_list, used) = self.lower_initializer(*file, value, env);
                     pending.push(Some((*file, exprs, is_list, used, range)));
                 }
                 None => {
@@ -898,14 +937,7 @@ impl<'f> Resolver<'_, 'f> {
         Some(components)
     }
 
-    fn initialise_data(&mut self, items: &Items<'_>, consts: &ConstValues) {
-        let (const_types, global_types) = self.types();
-        let names = self.program.names.clone();
-        let env = Env {
-            names: &names,
-            const_types: &const_types,
-            global_types: &global_types,
-        };
+    fn initialise_data(&mut self, items: &Items<'_>, consts: &ConstValues, env: &Env<'_>) {
         let mut work: Vec<(bool, usize, FileId, ast::Initializer<'_>)> = Vec::new();
         for (index, (file, decl)) in items.dats.iter().enumerate() {
             if let Some(value) = decl.value() {
@@ -937,7 +969,7 @@ impl<'f> Resolver<'_, 'f> {
             let mut init = None;
             if let ast::Initializer::Expr(ast::Expr::Ident(ident)) = value {
                 let const_name = ident.text(self.source(file));
-                if let Some(Symbol::Const(id)) = self.program.lookup(const_name) {
+                if let Some(Symbol::Const(id)) = self.lookup(const_name) {
                     if !self.program.initialiser_consts.contains(&id) {
                         self.program.initialiser_consts.push(id);
                     }
@@ -967,7 +999,7 @@ impl<'f> Resolver<'_, 'f> {
             let init = match init {
                 Some(init) => init,
                 None => {
-                    let (exprs, is_list, _) = self.lower_initializer(file, value, &env);
+                    let (exprs, is_list, _) = self.lower_initializer(file, value, env);
                     match self.evaluate_components(&name, ty, &exprs, consts, location, is_list) {
                         Some(values) => InitialValue::Components(values),
                         None => continue,
@@ -982,86 +1014,59 @@ impl<'f> Resolver<'_, 'f> {
         }
     }
 
-    /// What kernels can see of the declarations, hashed: a kernel's lowering
-    /// is reused only while this and its own text are unchanged.
-    fn environment_fingerprint(&self, consts: &ConstValues) -> u64 {
-        let mut hasher = FxHasher::default();
-        let mut names: Vec<(&String, &Symbol)> = self.program.names.iter().collect();
-        names.sort();
-        for (name, symbol) in names {
-            name.hash(&mut hasher);
-            symbol.kind_name().hash(&mut hasher);
-            if let Symbol::Const(id) = symbol {
-                let c = &self.program.consts[id.index()];
-                c.ty.hash(&mut hasher);
-                c.name.hash(&mut hasher);
-                if let Some(values) = consts.get(*id) {
-                    for v in values {
-                        format!("{v:?}").hash(&mut hasher);
-                    }
-                }
+    /// Lowers every kernel, reusing the cached lowering of each whose text
+    /// and lookups are unchanged.
+    fn lower_kernels(
+        &mut self,
+        items: &Items<'_>,
+        visible: &Visible<'_>,
+        cache: &mut Cache,
+        check: &dyn Fn() -> Result<(), Cancelled>,
+    ) -> Result<(), Cancelled> {
+        for (index, (file, decl, key)) in items.kernels.iter().enumerate() {
+            check()?;
+            let source = self.source(*file);
+            let start = decl.text_range().start;
+            let mut scratch = ItemEntry::default();
+            let entry = cache.entry(*key, &mut scratch);
+            let reused = entry
+                .kernel
+                .as_ref()
+                .is_some_and(|kernel| kernel.peek().seen.holds(visible));
+            if !reused {
+                let lowered = lower_kernel(*file, source, *decl, visible);
+                entry.kernel = Some(Placed::new(start, lowered));
+            }
+            self.diagnostics
+                .extend_from_slice(entry.unsupported(decl.node(), source, *file));
+            if let Some(lowered) = entry.kernel.as_mut().map(|kernel| kernel.at(start)) {
+                self.diagnostics.extend_from_slice(&lowered.diagnostics);
+                let kernel = &mut self.program.kernels[index];
+                kernel.params.clone_from(&lowered.params);
+                kernel.body = Arc::clone(lowered.body.get());
+                kernel.summary = Arc::clone(lowered.summary.get());
+                kernel.consts_used.clone_from(&lowered.consts_used);
+            }
+            if reused {
+                cache.kernel_hits += 1;
+            } else {
+                cache.kernel_misses += 1;
             }
         }
-        hasher.finish()
+        Ok(())
     }
 
-    fn lower_kernels(&mut self, items: &Items<'_>, consts: &ConstValues, cache: &mut Cache) {
-        let (const_types, global_types) = self.types();
-        let names = self.program.names.clone();
-        let env = Env {
-            names: &names,
-            const_types: &const_types,
-            global_types: &global_types,
-        };
-        let fingerprint = self.environment_fingerprint(consts);
-        let mut fresh: FxHashMap<u64, CachedKernel> = FxHashMap::default();
-        for (index, (file, decl)) in items.kernels.iter().enumerate() {
-            let source = self.source(*file);
-            let text = decl.text(source);
-            let start = decl.text_range().start;
-            let mut hasher = FxHasher::default();
-            text.hash(&mut hasher);
-            fingerprint.hash(&mut hasher);
-            file.hash(&mut hasher);
-            let key = hasher.finish();
-            let entry = match cache.kernels.remove(&key).or_else(|| fresh.remove(&key)) {
-                Some(mut cached) => {
-                    cache.kernel_hits += 1;
-                    if cached.start != start || cached.file != *file {
-                        let delta = i64::from(start) - i64::from(cached.start);
-                        cached.shift(delta);
-                        cached.start = start;
-                        cached.file = *file;
-                    }
-                    cached
-                }
-                None => {
-                    cache.kernel_misses += 1;
-                    lower_kernel(*file, source, *decl, &env, consts, start)
-                }
-            };
-            self.diagnostics.extend(entry.diagnostics.iter().cloned());
-            let kernel = &mut self.program.kernels[index];
-            kernel.params.clone_from(&entry.params);
-            kernel.body = Arc::clone(&entry.body);
-            kernel.summary = Arc::clone(&entry.summary);
-            kernel.consts_used.clone_from(&entry.consts_used);
-            fresh.insert(key, entry);
-        }
-        // Keep exactly the kernels of this analysis.
-        cache.kernels = fresh;
-    }
-
-    fn lower_main(&mut self, items: &Items<'f>, options: &Options) -> Vec<InvocationSyntax> {
-        let (const_types, global_types) = self.types();
-        let names = self.program.names.clone();
-        let env = Env {
-            names: &names,
-            const_types: &const_types,
-            global_types: &global_types,
-        };
+    /// Lowers `main` (reused like a kernel) and resolves its par_loops.
+    fn lower_main(
+        &mut self,
+        items: &Items<'_>,
+        options: &Options,
+        visible: &Visible<'_>,
+        cache: &mut Cache,
+        check: &dyn Fn() -> Result<(), Cancelled>,
+    ) -> Result<Vec<InvocationSyntax>, Cancelled> {
         let mut syntax = Vec::new();
-        let Some(&(first_file, first)) = items.mains.first() else {
+        let Some(&(first_file, first, first_key)) = items.mains.first() else {
             if options.require_main {
                 self.report(
                     Diagnostic::new(
@@ -1075,13 +1080,13 @@ impl<'f> Resolver<'_, 'f> {
                     .with_label("a program built into a graph needs `main { … }`"),
                 );
             }
-            return syntax;
+            return Ok(syntax);
         };
         let first_keyword = first
             .node()
             .child(0)
             .map_or(first.text_range(), |k| k.text_range());
-        for (file, extra) in items.mains.iter().skip(1) {
+        for (file, extra, _) in items.mains.iter().skip(1) {
             let keyword = extra
                 .node()
                 .child(0)
@@ -1105,369 +1110,53 @@ impl<'f> Resolver<'_, 'f> {
                 ),
             );
         }
-        let mut par_loops: Vec<(FileId, ast::ParLoopStmt<'f>)> = Vec::new();
-        for (index, (file, main)) in items.mains.iter().enumerate() {
+        // The program's `main` is not cached when it has a syntax error: it
+        // lives here until its par_loops are resolved.
+        let mut first_scratch = ItemEntry::default();
+        for (index, (file, main, key)) in items.mains.iter().enumerate() {
+            check()?;
+            let is_first = index == 0;
             let source = self.source(*file);
-            let mut register = |par_loop: ast::ParLoopStmt<'f>| -> Option<InvocationId> {
-                if index > 0 {
-                    return None;
-                }
-                par_loops.push((*file, par_loop));
-                Some(InvocationId(len_u32(&par_loops) - 1))
-            };
-            let mut lowerer =
-                Lowerer::new(source, *file, &env, Context::Main).with_par_loops(&mut register);
-            if let Some(body) = main.body() {
-                lowerer.lower_block_into_body(body);
+            let start = main.text_range().start;
+            let mut scratch = ItemEntry::default();
+            let entry = cache.entry(
+                *key,
+                if is_first {
+                    &mut first_scratch
+                } else {
+                    &mut scratch
+                },
+            );
+            let reused = entry.main.as_ref().is_some_and(|lowered| {
+                lowered.peek().first == is_first && lowered.peek().seen.holds(visible)
+            });
+            if !reused {
+                let lowered = lower_main(*file, source, *main, is_first, visible);
+                entry.main = Some(Placed::new(start, lowered));
             }
-            let (body, diagnostics, _) = lowerer.finish();
-            self.diagnostics.extend(diagnostics);
-            if index == 0 {
-                self.program.main = Some(Arc::new(body));
-                self.program.main_location = Some(Location {
-                    file: *file,
-                    range: first_keyword,
-                });
+            if let Some(lowered) = entry.main.as_mut().map(|lowered| lowered.at(start)) {
+                self.diagnostics.extend_from_slice(&lowered.diagnostics);
+                if is_first {
+                    self.program.main = Some(Arc::clone(lowered.body.get()));
+                    self.program.main_location = Some(Location {
+                        file: *file,
+                        range: first_keyword,
+                    });
+                }
             }
         }
-        for (file, par_loop) in par_loops {
-            let (invocation, positions) = self.resolve_invocation(file, par_loop);
+        check()?;
+        let entry = cache.entry(first_key, &mut first_scratch);
+        let par_loops = entry
+            .main
+            .as_ref()
+            .map_or(&[][..], |lowered| lowered.peek().par_loops.as_slice());
+        for par_loop in par_loops {
+            let (invocation, positions) = self.resolve_invocation(first_file, par_loop);
             self.program.invocations.push(invocation);
             syntax.push(positions);
         }
-        syntax
-    }
-
-    fn resolve_invocation(
-        &mut self,
-        file: FileId,
-        par_loop: ast::ParLoopStmt<'_>,
-    ) -> (Invocation, InvocationSyntax) {
-        let source = self.source(file);
-        let at = |range: TextRange| Location { file, range };
-        let kernel = match self.resolve(file, par_loop.kernel(), Expect::Kernel) {
-            Some(Symbol::Kernel(id)) => Some(id),
-            _ => None,
-        };
-        let set = self.resolve_set(file, par_loop.set());
-        let kernel_location = at(par_loop
-            .kernel()
-            .map_or(par_loop.text_range(), |k| k.text_range()));
-        let alias = par_loop
-            .alias()
-            .map(|a| (a.text(source).to_owned(), at(a.text_range())));
-        let args = par_loop
-            .arguments()
-            .map(|argument| self.resolve_argument(file, argument, set))
-            .collect();
-        let arguments = at(par_loop
-            .argument_list()
-            .map_or(par_loop.text_range(), |a| a.text_range()));
-        let invocation = Invocation {
-            name: alias.as_ref().map(|(n, _)| n.clone()).unwrap_or_default(),
-            named_explicitly: alias.is_some(),
-            location: at(par_loop.text_range()),
-            name_location: alias.as_ref().map_or(kernel_location, |(_, l)| *l),
-            kernel,
-            set,
-            args,
-        };
-        let positions = InvocationSyntax {
-            kernel: kernel_location,
-            alias: alias.map(|(_, l)| l),
-            arguments,
-        };
-        (invocation, positions)
-    }
-
-    /// Resolves one argument and checks what concerns it alone: names,
-    /// sets, maps, indices and modes (E101, E103, E302–E305, E308–E310).
-    fn resolve_argument(
-        &mut self,
-        file: FileId,
-        argument: ast::ParLoopArg<'_>,
-        iteration: Option<SetId>,
-    ) -> Option<Arg> {
-        let source = self.source(file);
-        let at = |range: TextRange| Location { file, range };
-        let location = at(argument.text_range());
-        let mode_node = argument.mode();
-        let mode_location = mode_node.map(|m| at(m.text_range()));
-        let written_mode = mode_node.and_then(|m| m.mode(source));
-        let map_part = argument.map().map(|m| (m, argument.index()));
-        let (kind, ty, name) = match argument.data()? {
-            ArgData::Len(len) => {
-                let set = self.resolve_set(file, len.set())?;
-                (
-                    ArgKind::Len(set),
-                    ElementType {
-                        scalar: ScalarType::Int,
-                        dimension: 1,
-                    },
-                    format!("len({})", self.program.sets[set.index()].name),
-                )
-            }
-            ArgData::Name(ident) => {
-                let name = ident.text(source).to_owned();
-                // Named, so used, even if the argument turns out wrong.
-                if let Some(symbol) = self.program.lookup(&name) {
-                    self.program.referenced.insert(symbol);
-                }
-                if let Some(Symbol::Map(map)) =
-                    map_part.and_then(|(m, _)| self.program.lookup(m.text(source)))
-                {
-                    self.program.referenced.insert(Symbol::Map(map));
-                }
-                match self.program.lookup(&name) {
-                    Some(Symbol::Dat(dat)) => {
-                        let ty = self.program.dats[dat.index()].ty;
-                        let kind = match map_part {
-                            None => ArgKind::DirectDat(dat),
-                            Some((map, index)) => {
-                                self.resolve_indirect(file, dat, map, index, iteration, location)?
-                            }
-                        };
-                        if let (ArgKind::DirectDat(_), Some(iteration), Some(dat_set)) =
-                            (kind, iteration, self.program.dats[dat.index()].set)
-                            && iteration != dat_set
-                        {
-                            let set_name = self.program.sets[dat_set.index()].name.clone();
-                            let iteration_name = self.program.sets[iteration.index()].name.clone();
-                            self.report(
-                                    Diagnostic::new(
-                                        Code::E302,
-                                        location,
-                                        format!("dat `{name}` lives on `{set_name}` but the par_loop iterates over `{iteration_name}`"),
-                                    )
-                                    .with_label(format!("a direct argument must live on `{iteration_name}`; reach `{set_name}` through a map"))
-                                    .with_related(self.program.dats[dat.index()].location, format!("`{name}` is declared on `{set_name}` here")),
-                                );
-                            return None;
-                        }
-                        (kind, ty, name)
-                    }
-                    Some(Symbol::Global(global)) => {
-                        let ty = self.program.globals[global.index()].ty;
-                        (ArgKind::Global(global), ty, name)
-                    }
-                    Some(Symbol::Const(id)) => {
-                        let ty = self.program.consts[id.index()].ty;
-                        (ArgKind::Const(id), ty, name)
-                    }
-                    Some(other) => {
-                        let (_, declared) = self.program.symbol_name(other);
-                        self.report(
-                            Diagnostic::new(
-                                Code::E103,
-                                at(ident.text_range()),
-                                format!(
-                                    "expected a dat, global or const, found {} `{name}`",
-                                    other.kind_name()
-                                ),
-                            )
-                            .with_label("cannot be passed to a kernel")
-                            .with_related(
-                                declared,
-                                format!("`{name}` is declared here as a {}", other.kind_name()),
-                            ),
-                        );
-                        return None;
-                    }
-                    None => {
-                        self.unknown(&name, at(ident.text_range()), "dat, global or const", |s| {
-                            matches!(s, Symbol::Dat(_) | Symbol::Global(_) | Symbol::Const(_))
-                        });
-                        return None;
-                    }
-                }
-            }
-        };
-        if !matches!(kind, ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_))
-            && let Some((map, _)) = map_part
-        {
-            let what = match kind {
-                ArgKind::Global(_) => format!("the global `{name}`"),
-                ArgKind::Const(_) => format!("the const `{name}`"),
-                _ => format!("`{name}`"),
-            };
-            self.report(
-                Diagnostic::new(
-                    Code::E310,
-                    location,
-                    format!("a map cannot be applied to {what}"),
-                )
-                .with_label("only dats live on set elements")
-                .with_related(at(map.text_range()), "map applied here"),
-            );
-            return None;
-        }
-        let mode = match (written_mode, kind) {
-            (Some(mode), _) => mode,
-            (None, ArgKind::Const(_) | ArgKind::Len(_)) => AccessMode::Read,
-            (None, _) => {
-                let what = if matches!(kind, ArgKind::Global(_)) {
-                    "global"
-                } else {
-                    "dat"
-                };
-                self.report(
-                    Diagnostic::new(
-                        Code::E308,
-                        location,
-                        format!("the {what} argument `{name}` needs an access mode"),
-                    )
-                    .with_label("add `READ`, `WRITE`, `RW`, `INC`, `MIN` or `MAX`"),
-                );
-                return None;
-            }
-        };
-        let allowed: &[AccessMode] = match kind {
-            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } => &[
-                AccessMode::Read,
-                AccessMode::Write,
-                AccessMode::Rw,
-                AccessMode::Inc,
-            ],
-            ArgKind::Global(_) => &[
-                AccessMode::Read,
-                AccessMode::Inc,
-                AccessMode::Min,
-                AccessMode::Max,
-            ],
-            ArgKind::Const(_) | ArgKind::Len(_) => &[AccessMode::Read],
-        };
-        if !allowed.contains(&mode) {
-            let kind_word = match kind {
-                ArgKind::DirectDat(_) => "a direct dat",
-                ArgKind::IndirectDat { .. } => "an indirect dat",
-                ArgKind::Global(_) => "a global",
-                ArgKind::Const(_) => "a const",
-                ArgKind::Len(_) => "`len(…)`",
-            };
-            let why = match (kind, mode) {
-                (ArgKind::Global(_), AccessMode::Write | AccessMode::Rw) => {
-                    "every element would write the one global at once, a race; reduce it with `INC`, `MIN` or `MAX`"
-                }
-                (
-                    ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. },
-                    AccessMode::Min | AccessMode::Max,
-                ) => "`MIN` and `MAX` reduce globals; a dat has one value per element",
-                _ => "it is read-only",
-            };
-            let allowed_list: Vec<String> = allowed.iter().map(|m| format!("`{m}`")).collect();
-            let mut diagnostic = Diagnostic::new(
-                Code::E308,
-                location,
-                format!("`{mode}` is not allowed for {kind_word} (`{name}`)"),
-            )
-            .with_label(format!("{kind_word} takes {}", allowed_list.join(", ")))
-            .with_related(location, why);
-            if let (ArgKind::Const(_) | ArgKind::Len(_), Some(mode_location)) =
-                (kind, mode_location)
-            {
-                diagnostic = diagnostic.with_fix(Fix {
-                    title: "use `READ`".into(),
-                    edits: vec![TextEdit {
-                        file,
-                        range: mode_location.range,
-                        replacement: "READ".into(),
-                    }],
-                });
-            }
-            self.report(diagnostic);
-            return None;
-        }
-        if mode.is_reduction() && ty.scalar == ScalarType::Bool {
-            self.report(
-                Diagnostic::new(
-                    Code::E309,
-                    location,
-                    format!("cannot reduce the `bool` `{name}` with `{mode}`"),
-                )
-                .with_label("a reduction needs a numeric type"),
-            );
-            return None;
-        }
-        Some(Arg {
-            kind,
-            mode,
-            location,
-            mode_location,
-            ty,
-        })
-    }
-
-    fn resolve_indirect(
-        &mut self,
-        file: FileId,
-        dat: DatId,
-        map: ast::Ident<'_>,
-        index: Option<ast::IntLit<'_>>,
-        iteration: Option<SetId>,
-        argument: Location,
-    ) -> Option<ArgKind> {
-        let source = self.source(file);
-        let map_id = match self.resolve(file, Some(map), Expect::Map)? {
-            Symbol::Map(id) => id,
-            _ => return None,
-        };
-        let map_decl = self.program.maps[map_id.index()].clone();
-        let map_name = map_decl.name.clone();
-        if let (Some(iteration), Some(from)) = (iteration, map_decl.from)
-            && iteration != from
-        {
-            let from_name = self.program.sets[from.index()].name.clone();
-            let iteration_name = self.program.sets[iteration.index()].name.clone();
-            self.report(
-                    Diagnostic::new(
-                        Code::E303,
-                        argument,
-                        format!("map `{map_name}` starts at `{from_name}` but the par_loop iterates over `{iteration_name}`"),
-                    )
-                    .with_label(format!("expected a map from `{iteration_name}`"))
-                    .with_related(map_decl.location, format!("`{map_name}` is declared here")),
-                );
-            return None;
-        }
-        let dat_decl = self.program.dats[dat.index()].clone();
-        if let (Some(to), Some(dat_set)) = (map_decl.to, dat_decl.set)
-            && to != dat_set
-        {
-            let to_name = self.program.sets[to.index()].name.clone();
-            let dat_set_name = self.program.sets[dat_set.index()].name.clone();
-            self.report(
-                    Diagnostic::new(
-                        Code::E304,
-                        argument,
-                        format!("map `{map_name}` ends at `{to_name}` but dat `{}` lives on `{dat_set_name}`", dat_decl.name),
-                    )
-                    .with_label(format!("expected a map to `{dat_set_name}`"))
-                    .with_related(map_decl.location, format!("`{map_name}` is declared here")),
-                );
-            return None;
-        }
-        let index_node = index?;
-        let value = index_node.value(source).map_or(u64::MAX, |v| v.value);
-        if value >= u64::from(map_decl.arity) {
-            self.report(
-                Diagnostic::new(
-                    Code::E305,
-                    argument,
-                    format!(
-                        "index {value} is out of range for map `{map_name}` of arity {}",
-                        map_decl.arity
-                    ),
-                )
-                .with_label(format!("expected 0 to {}", map_decl.arity - 1))
-                .with_related(map_decl.location, format!("`{map_name}` is declared here")),
-            );
-            return None;
-        }
-        Some(ArgKind::IndirectDat {
-            dat,
-            map: map_id,
-            index: u32::try_from(value).unwrap_or(u32::MAX),
-        })
+        Ok(syntax)
     }
 }
 
@@ -1476,11 +1165,9 @@ fn lower_kernel(
     file: FileId,
     source: &str,
     decl: ast::KernelDef<'_>,
-    env: &Env<'_>,
-    consts: &ConstValues,
-    start: u32,
-) -> CachedKernel {
-    let mut diagnostics = op2_syntax::unsupported_in(decl.node(), source, file);
+    visible: &Visible<'_>,
+) -> LoweredKernel {
+    let mut diagnostics = Vec::new();
     let mut params: Vec<Param> = Vec::new();
     for param in decl.parameters() {
         let (Some(name), Some(ty)) = (param.name(), param.ty().and_then(|t| t.scalar(source)))
@@ -1535,38 +1222,68 @@ fn lower_kernel(
             is_const: param.const_qualifier().is_some(),
         });
     }
-    let mut lowerer = Lowerer::new(source, file, env, Context::Kernel { params: &params });
+    let mut lowerer = Lowerer::new(
+        source,
+        file,
+        visible.env,
+        Context::Kernel { params: &params },
+    );
     if let Some(body) = decl.body() {
         lowerer.lower_block_into_body(body);
     }
-    let (body, lowering_diagnostics, consts_used) = lowerer.finish();
+    let Lowered {
+        body,
+        diagnostics: lowering_diagnostics,
+        consts_used,
+        lookups,
+    } = lowerer.finish();
+    let seen = Seen::record(&lookups, visible);
     diagnostics.extend(lowering_diagnostics);
-    let summary = summarise(&body, params.len(), consts);
-    CachedKernel {
-        start,
-        file,
+    let summary = summarise(&body, params.len(), visible.consts);
+    LoweredKernel {
         params,
-        body: Arc::new(body),
-        summary: Arc::new(summary),
+        body: Moving::new(body),
+        summary: Moving::new(summary),
         diagnostics,
         consts_used,
+        seen,
     }
 }
 
-impl CachedKernel {
-    fn shift(&mut self, delta: i64) {
-        for param in &mut self.params {
-            param.location.range.shift(delta);
-            param.name_location.range.shift(delta);
+/// Lowers `main`. The program's `main` (`first`) also reads its par_loops,
+/// which are resolved later; another is lowered for its diagnostics only.
+fn lower_main(
+    file: FileId,
+    source: &str,
+    main: ast::MainDef<'_>,
+    first: bool,
+    visible: &Visible<'_>,
+) -> LoweredMain {
+    let mut par_loops: Vec<ParLoopSyntax> = Vec::new();
+    let mut register = |par_loop: ast::ParLoopStmt<'_>| -> Option<InvocationId> {
+        if !first {
+            return None;
         }
-        let mut body = (*self.body).clone();
-        body.shift(delta);
-        self.body = Arc::new(body);
-        let mut summary = (*self.summary).clone();
-        summary.shift(delta);
-        self.summary = Arc::new(summary);
-        for diagnostic in &mut self.diagnostics {
-            diagnostic.shift(delta);
-        }
+        par_loops.push(ParLoopSyntax::read(par_loop, source));
+        Some(InvocationId(len_u32(&par_loops) - 1))
+    };
+    let mut lowerer =
+        Lowerer::new(source, file, visible.env, Context::Main).with_par_loops(&mut register);
+    if let Some(body) = main.body() {
+        lowerer.lower_block_into_body(body);
+    }
+    let Lowered {
+        body,
+        diagnostics,
+        lookups,
+        ..
+    } = lowerer.finish();
+    let seen = Seen::record(&lookups, visible);
+    LoweredMain {
+        first,
+        body: Moving::new(body),
+        diagnostics,
+        par_loops,
+        seen,
     }
 }

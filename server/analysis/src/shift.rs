@@ -21,6 +21,14 @@ impl Shift for TextRange {
     }
 }
 
+impl<T: Shift> Shift for Vec<T> {
+    fn shift(&mut self, delta: i64) {
+        for item in self {
+            item.shift(delta);
+        }
+    }
+}
+
 impl Shift for Diagnostic {
     fn shift(&mut self, delta: i64) {
         // Related locations of kernel diagnostics point into the same kernel.

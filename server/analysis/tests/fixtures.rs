@@ -44,13 +44,16 @@
 //! that every code the analyser must report has a directory holding a
 //! fixture that triggers it and a close variant that does not.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use op2_analysis::{Analyser, Analysis, Loader, Options, analyse_text};
+use op2_analysis::{Analyser, Analysis, Options, analyse_text};
 use op2_syntax::{Code, Diagnostic, Parse, TextRange};
+
+mod support;
+
+use support::MemoryLoader;
 
 // ----------------------------------------------------------------------
 // Fixture format
@@ -296,19 +299,6 @@ impl Fixture {
 // ----------------------------------------------------------------------
 // Running a fixture
 // ----------------------------------------------------------------------
-
-/// Serves the non-root files of a fixture.
-#[derive(Debug)]
-struct MemoryLoader(BTreeMap<PathBuf, Arc<str>>);
-
-impl Loader for MemoryLoader {
-    fn load(&self, path: &Path) -> Result<Arc<str>, String> {
-        self.0
-            .get(path)
-            .cloned()
-            .ok_or_else(|| format!("no such file `{}`", path.display()))
-    }
-}
 
 fn analyse(fixture: &Fixture) -> Analysis {
     let options = Options {
