@@ -236,9 +236,18 @@ pub fn analyse_cancellable(
     if cancelled() {
         return None;
     }
+    // The analyser asks between items and phases, and stays valid when it
+    // stops.
     let analysis = engine
         .analyser
-        .analyse(&file, document.parse(), overlay, &Options::default());
+        .analyse_cancellable(
+            &file,
+            document.parse(),
+            overlay,
+            &Options::default(),
+            cancelled,
+        )
+        .ok()?;
     if cancelled() {
         return None;
     }
@@ -275,13 +284,21 @@ mod tests {
         let document = Document::new(PROGRAM, 1);
         let cancelled = analyse_cancellable(document.clone(), 1, None, &engine, &overlay, &|| true);
         assert!(cancelled.is_none());
-        // Cancelled after the analysis proper, before code generation.
-        let calls = std::cell::Cell::new(0);
-        let late = analyse_cancellable(document.clone(), 1, None, &engine, &overlay, &|| {
-            calls.set(calls.get() + 1);
-            calls.get() > 1
+        // Cancelled at each point where the analysis or the server asks in
+        // turn: the first check, the analyser's checks, the one before code
+        // generation.
+        let completes_at = (1..100).find(|&stop_at| {
+            let calls = std::cell::Cell::new(0);
+            analyse_cancellable(document.clone(), 1, None, &engine, &overlay, &|| {
+                calls.set(calls.get() + 1);
+                calls.get() >= stop_at
+            })
+            .is_some()
         });
-        assert!(late.is_none());
+        assert!(
+            completes_at.is_some_and(|n| n > 3),
+            "runs stop at several points, then complete: {completes_at:?}"
+        );
         let warm = analyse(document.clone(), None, &engine, &overlay);
         let fresh = analyse(document, None, &Mutex::default(), &overlay);
         assert_eq!(
