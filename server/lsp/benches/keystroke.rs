@@ -12,7 +12,8 @@
 //! Each comes in two kinds: a keystroke that keeps the program valid
 //! (typing a digit into `1.0e3` and deleting it again), and one that leaves
 //! a syntax error (`dx = x1[0]` becomes `dx == x1[0]`), the common case
-//! while typing, which costs a fresh parse (see `Parse::reparse`).
+//! while typing, which parses the kernel it breaks afresh (see
+//! `Parse::edit`).
 //!
 //! Criterion measures the mean; before it, each benchmark times a fixed
 //! number of single keystrokes and prints their percentiles (`percentiles
@@ -231,7 +232,7 @@ fn keystroke(c: &mut Criterion) {
     };
     percentiles(
         "lsp keystroke 5000 lines, leaving an error",
-        100,
+        1_000,
         fresh,
         type_equals,
     );

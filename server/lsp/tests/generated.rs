@@ -703,6 +703,34 @@ fn airfoil_lenses_count_what_the_graph_contains() {
 }
 
 #[test]
+fn the_head_of_a_device_type_is_its_first_lines_and_counts_the_rest() {
+    let (_, analysed) = airfoil();
+    let (program, graph) = (program(&analysed), graph(&analysed));
+    for set in ["nodes", "edges", "bedges", "cells"] {
+        let id = self::set(program, set);
+        let Some(full) = generated::device_type_text(program, graph, id) else {
+            continue;
+        };
+        let total = full.lines().count();
+        for max in [0, 1, 7, 20, total - 1, total, total + 5] {
+            let head = generated::device_type_head(program, graph, id, max).expect("the same set");
+            let expected: Vec<&str> = full.lines().take(max).collect();
+            assert_eq!(
+                head.text.lines().collect::<Vec<_>>(),
+                expected,
+                "{set}, {max} lines"
+            );
+            assert_eq!(head.count, total, "{set}");
+            assert_eq!(
+                head.omitted(),
+                total.saturating_sub(max),
+                "{set}, {max} lines"
+            );
+        }
+    }
+}
+
+#[test]
 fn device_type_text_of_cells() {
     let (_, analysed) = airfoil();
     let (program, graph) = (program(&analysed), graph(&analysed));

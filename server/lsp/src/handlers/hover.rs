@@ -359,16 +359,15 @@ fn set_hover(analysed: &Analysed, id: SetId) -> String {
     if let Some(device) = analysed
         .graph
         .as_ref()
-        .and_then(|graph| generated::device_type_text(program, graph, id))
+        .and_then(|graph| generated::device_type_head(program, graph, id, MAX_DEVICE_LINES))
     {
-        let lines: Vec<&str> = device.trim_end().lines().collect();
-        let shown = lines[..lines.len().min(MAX_DEVICE_LINES)].join("\n");
+        let shown = device.text.trim_end();
         let _ = write!(text, "\n\nGenerated device type:\n\n```text\n{shown}\n```");
-        if lines.len() > MAX_DEVICE_LINES {
+        if device.omitted() > 0 {
             let _ = write!(
                 text,
                 "\n\n{} more lines: the code lens of a par_loop over `{}` opens the whole device type.",
-                lines.len() - MAX_DEVICE_LINES,
+                device.omitted(),
                 set.name
             );
         }

@@ -273,8 +273,19 @@ fn label(program: &Program, plan: &InvocationPlan, arg: usize) -> Option<String>
 /// the properties, state members and pins it adds (outputs with their
 /// ready bit). `None` when no invocation involves the set.
 pub fn device_type_text(program: &Program, graph: &GraphType, set: SetId) -> Option<String> {
+    device_type_head(program, graph, set, usize::MAX).map(|lines| lines.text)
+}
+
+/// The first `max_lines` lines of [`device_type_text`], and how many there
+/// are in all.
+pub fn device_type_head(
+    program: &Program,
+    graph: &GraphType,
+    set: SetId,
+    max_lines: usize,
+) -> Option<Lines> {
     let device = graph.set_device_type(set)?;
-    Some(render_device(program, graph, device))
+    Some(render_device(program, graph, device, max_lines))
 }
 
 /// The controller device type `global` as readable text.
@@ -283,7 +294,7 @@ pub fn controller_text(program: &Program, graph: &GraphType) -> Option<String> {
         .device_types
         .iter()
         .find(|d| d.kind == DeviceKind::Controller)?;
-    Some(render_device(program, graph, device))
+    Some(render_device(program, graph, device, usize::MAX).text)
 }
 
 /// What one invocation adds to one device type.
@@ -570,6 +581,50 @@ fn member_owners(device: &DeviceType, graph: &GraphType) -> Owners {
     (state, properties)
 }
 
+/// Text written line by line up to a number of lines; the lines past it
+/// are counted, not formatted (a hover shows the head of a device type that
+/// may run to thousands of lines).
+#[derive(Debug)]
+pub struct Lines {
+    /// The lines written, each ending in a line break.
+    pub text: String,
+    /// All lines, written or not.
+    pub count: usize,
+    max: usize,
+}
+
+impl Lines {
+    fn new(max: usize) -> Lines {
+        Lines {
+            text: String::new(),
+            count: 0,
+            max,
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.count >= self.max
+    }
+
+    fn line(&mut self, line: std::fmt::Arguments<'_>) {
+        if !self.full() {
+            let _ = self.text.write_fmt(line);
+            self.text.push('\n');
+        }
+        self.count += 1;
+    }
+
+    /// Counts `lines` lines without writing them.
+    fn skip(&mut self, lines: usize) {
+        self.count += lines;
+    }
+
+    /// The lines left out.
+    pub fn omitted(&self) -> usize {
+        self.count.saturating_sub(self.max)
+    }
+}
+
 /// A device type's members and pins, grouped by the invocation that owns
 /// them (`None`: shared by all).
 #[derive(Default)]
@@ -580,7 +635,12 @@ struct Group<'a> {
     pins: Vec<(bool, usize, &'a Pin)>,
 }
 
-fn render_device(program: &Program, graph: &GraphType, device: &DeviceType) -> String {
+fn render_device(
+    program: &Program,
+    graph: &GraphType,
+    device: &DeviceType,
+    max_lines: usize,
+) -> Lines {
     let (state_owners, property_owners) = member_owners(device, graph);
     let mut groups: FxHashMap<Option<InvocationId>, Group<'_>> = FxHashMap::default();
     for member in &device.properties {
@@ -606,52 +666,52 @@ fn render_device(program: &Program, graph: &GraphType, device: &DeviceType) -> S
             .push((true, index, pin));
     }
 
-    let mut out = String::new();
+    let sizes = message_sizes(graph);
+    let plans: FxHashMap<InvocationId, &InvocationPlan> =
+        graph.invocations.iter().map(|p| (p.id, p)).collect();
+    let mut out = Lines::new(max_lines);
     let all_state: Vec<&Member> = device.state.iter().collect();
     let all_properties: Vec<&Member> = device.properties.iter().collect();
-    let _ = writeln!(out, "device type {}", device.id);
+    out.line(format_args!("device type {}", device.id));
     match device.kind {
         DeviceKind::Set(set) => {
-            let _ = writeln!(
-                out,
+            out.line(format_args!(
                 "  one device per element of `{}`; {}",
                 set_name(program, set),
                 plural(device.plans.len(), "invocation", "invocations")
-            );
+            ));
         }
         DeviceKind::Controller => {
-            let _ = writeln!(
-                out,
+            out.line(format_args!(
                 "  the controller: runs `main` and starts every invocation"
-            );
+            ));
         }
     }
-    let _ = writeln!(
-        out,
+    out.line(format_args!(
         "  {}, {} (limit {MAX_OUTPUT_PINS})",
         plural(device.inputs.len(), "input pin", "input pins"),
-        plural(device.outputs.len(), "output pin", "output pins"),
-    );
-    let _ = writeln!(
-        out,
+        plural(device.outputs.len(), "output pin", "output pins")
+    ));
+    out.line(format_args!(
         "  {} ({} bytes), {} ({} bytes)",
         plural(device.state.len(), "state member", "state members"),
         bytes(&all_state),
         plural(device.properties.len(), "property", "properties"),
-        bytes(&all_properties),
-    );
+        bytes(&all_properties)
+    ));
 
     // Members no single invocation owns: dats, landing pads, `main`'s
     // variables and the controller's own counters and step pin.
     if let Some(shared) = groups.get(&None) {
-        let _ = writeln!(out, "\nshared");
+        out.line(format_args!(""));
+        out.line(format_args!("shared"));
         write_members(&mut out, "property", &shared.properties, |m| {
             describe_shared(program, graph, m)
         });
         write_members(&mut out, "state", &shared.state, |m| {
             describe_shared(program, graph, m)
         });
-        write_pins(&mut out, graph, &shared.pins);
+        write_pins(&mut out, &sizes, &shared.pins);
     }
 
     let invocations: Vec<InvocationId> = match device.kind {
@@ -659,7 +719,7 @@ fn render_device(program: &Program, graph: &GraphType, device: &DeviceType) -> S
         DeviceKind::Controller => graph.invocations.iter().map(|p| p.id).collect(),
     };
     for id in invocations {
-        let Some(plan) = graph.invocation(id) else {
+        let Some(plan) = plans.get(&id).copied() else {
             continue;
         };
         let role = match device.kind {
@@ -670,11 +730,12 @@ fn render_device(program: &Program, graph: &GraphType, device: &DeviceType) -> S
             ),
             DeviceKind::Controller => format!("over `{}`", set_name(program, plan.set)),
         };
-        let _ = writeln!(out, "\ninvocation {} ({role})", plan.name);
+        out.line(format_args!(""));
+        out.line(format_args!("invocation {} ({role})", plan.name));
         if let Some(group) = groups.get(&Some(id)) {
             write_members(&mut out, "property", &group.properties, |_| None);
             write_members(&mut out, "state", &group.state, |_| None);
-            write_pins(&mut out, graph, &group.pins);
+            write_pins(&mut out, &sizes, &group.pins);
         }
     }
     out
@@ -709,45 +770,62 @@ fn describe_shared(program: &Program, graph: &GraphType, member: &Member) -> Opt
 }
 
 fn write_members(
-    out: &mut String,
+    out: &mut Lines,
     kind: &str,
     members: &[&Member],
     describe: impl Fn(&Member) -> Option<String>,
 ) {
-    for member in members {
+    for (index, member) in members.iter().enumerate() {
+        if out.full() {
+            out.skip(members.len() - index);
+            return;
+        }
         let text = member_text(member);
         match describe(member) {
             Some(note) => {
-                let _ = writeln!(out, "  {kind:<8} {text:<40}  // {note}");
+                out.line(format_args!("  {kind:<8} {text:<40}  // {note}"));
             }
             None => {
-                let _ = writeln!(out, "  {kind:<8} {text}");
+                out.line(format_args!("  {kind:<8} {text}"));
             }
         }
     }
 }
 
-fn write_pins(out: &mut String, graph: &GraphType, pins: &[(bool, usize, &Pin)]) {
+/// Payload sizes of the graph's message types by id, looked up once per
+/// rendering instead of by a scan per pin.
+type MessageSizes<'a> = FxHashMap<&'a str, u32>;
+
+fn message_sizes(graph: &GraphType) -> MessageSizes<'_> {
+    graph
+        .message_types
+        .iter()
+        .map(|m| (m.id.as_str(), m.size()))
+        .collect()
+}
+
+fn write_pins(out: &mut Lines, sizes: &MessageSizes<'_>, pins: &[(bool, usize, &Pin)]) {
+    if out.full() {
+        out.skip(pins.len());
+        return;
+    }
     for (output, index, pin) in pins {
         let direction = if *output {
             format!("out[{index}]")
         } else {
             "in".to_owned()
         };
-        let size = graph
-            .message_type(&pin.message_type)
-            .map_or(0, |m| m.size());
+        let size = sizes.get(pin.message_type.as_str()).copied().unwrap_or(0);
         let note = pin_note(pin.role);
         let over = if size > MAX_MESSAGE_BYTES {
             format!(", over the {MAX_MESSAGE_BYTES}-byte payload")
         } else {
             String::new()
         };
-        let _ = writeln!(
-            out,
+        out.line(format_args!(
             "  {direction:<8} {:<40}  {} ({size} bytes{over}){note}",
             pin.name, pin.message_type
-        );
+        ));
     }
 }
 
