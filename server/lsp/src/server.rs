@@ -131,7 +131,7 @@ impl Backend {
                     // The worker finishes this generation or a newer one;
                     // then look again. A closed channel (the document was
                     // closed) ends the wait too.
-                    let _ = finished.wait_for(|g| *g >= generation).await;
+                    let _ = finished.wait_for(|done| *done > generation).await;
                 }
                 Next::Analyse => return self.analyse_now(uri, asker).await,
             }
@@ -259,13 +259,13 @@ impl Backend {
             let Some(entry) = world.documents.get_mut(&uri) else {
                 return;
             };
-            entry.finished.send_replace(started);
+            entry.finished.send_replace(started + 1);
             let generation = entry.generation();
             let failed = analysed.is_none() && generation == started;
             if entry.current().is_some() || failed {
                 entry.analysing = false;
                 // Wake the requests waiting for this generation.
-                entry.finished.send_replace(generation);
+                entry.finished.send_replace(generation + 1);
                 return;
             }
         }

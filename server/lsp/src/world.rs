@@ -64,8 +64,9 @@ pub struct Entry {
     pub published: Option<u64>,
     /// A background worker is analysing this document (at most one runs).
     pub analysing: bool,
-    /// The generation of each analysis the worker finishes, successfully
-    /// or not: requests wait here instead of analysing the same text twice.
+    /// One more than the generation of the last analysis the worker
+    /// finished, successfully or not (0: none yet): requests wait here
+    /// instead of analysing the same text twice.
     pub finished: tokio::sync::watch::Sender<u64>,
     /// Analyses run to the end (`op2.status` reports them).
     pub runs: u64,
