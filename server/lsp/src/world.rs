@@ -30,6 +30,17 @@ pub struct Analysed {
     pub graph: Option<GraphType>,
     /// Diagnostics of the analysis and of code generation.
     pub diagnostics: Vec<op2_syntax::Diagnostic>,
+    /// The line index of the text, made by the first request that needs
+    /// many positions and shared by the others of this version.
+    line_index: std::sync::OnceLock<op2_syntax::LineIndex>,
+}
+
+impl Analysed {
+    /// The line index of the analysed text.
+    pub fn line_index(&self) -> &op2_syntax::LineIndex {
+        self.line_index
+            .get_or_init(|| op2_syntax::LineIndex::new(self.document.text()))
+    }
 }
 
 /// What one document's analyses reuse from one run to the next: the
@@ -267,6 +278,7 @@ pub fn analyse_cancellable(
         analysis,
         graph,
         diagnostics,
+        line_index: std::sync::OnceLock::new(),
     })
 }
 

@@ -703,6 +703,42 @@ fn airfoil_lenses_count_what_the_graph_contains() {
 }
 
 #[test]
+fn hints_of_many_par_loops_sit_where_the_hints_of_few_do() {
+    // Ranges holding many par_loops convert positions with the line index,
+    // small ones with the rope: both must agree, in both encodings, after
+    // non-BMP text and every kind of line break.
+    let text = format!("// 😀 é 𝄞\r\n// \r{}", op2_syntax::synth::program(2_500));
+    let path = Path::new("/virtual/many.op2");
+    let analysed = analysed_text(&text, path);
+    let uri: Uri = "file:///virtual/many.op2".parse().expect("a URI");
+    let settings = Settings::default();
+    for encoding in [PositionEncoding::Utf16, PositionEncoding::Utf8] {
+        let c = context(&analysed, encoding, &settings, &uri);
+        let end = position(&text, text.len(), encoding);
+        let all =
+            inlay_hints::inlay_hints(&c, Range::new(Position::new(0, 0), end)).expect("hints");
+        assert!(all.len() > 500, "{} hints", all.len());
+        let mut windowed = Vec::new();
+        for first in (0..=end.line).step_by(20) {
+            let range = Range::new(Position::new(first, 0), Position::new(first + 20, 0));
+            for hint in inlay_hints::inlay_hints(&c, range).expect("hints") {
+                let key = (hint.position, label(&hint).to_owned());
+                if !windowed.contains(&key) {
+                    windowed.push(key);
+                }
+            }
+        }
+        windowed.sort_by_key(|(p, _)| (p.line, p.character));
+        let mut all: Vec<(Position, String)> = all
+            .iter()
+            .map(|h| (h.position, label(h).to_owned()))
+            .collect();
+        all.sort_by_key(|(p, _)| (p.line, p.character));
+        assert_eq!(all, windowed, "{encoding:?}");
+    }
+}
+
+#[test]
 fn the_head_of_a_device_type_is_its_first_lines_and_counts_the_rest() {
     let (_, analysed) = airfoil();
     let (program, graph) = (program(&analysed), graph(&analysed));

@@ -16,12 +16,16 @@ use op2_analysis::model::InvocationId;
 use op2_syntax::FileId;
 use serde::{Deserialize, Serialize};
 use tower_lsp_server::lsp_types::{
-    InlayHint, InlayHintKind, InlayHintLabel, InlayHintTooltip, MarkupContent, MarkupKind, Range,
-    Uri,
+    InlayHint, InlayHintKind, InlayHintLabel, InlayHintTooltip, MarkupContent, MarkupKind,
+    Position, Range, Uri,
 };
 
 use super::Context;
 use crate::ide::generated;
+
+/// Above this many par_loops in range, positions are converted with the
+/// version's line index instead of the rope.
+const MANY_PAR_LOOPS: usize = 60;
 
 /// When a hint's tooltip is computed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,6 +75,24 @@ pub fn inlay_hints_with(
         .as_ref()
         .filter(|_| settings.generated_pins)
         .map(|graph| generated::GraphIndex::new(program, graph));
+    // Positions through the version's line index when the range holds many
+    // par_loops (the whole file, say), through the rope otherwise.
+    let in_range = program
+        .invocations
+        .iter()
+        .filter(|i| i.location.range.end >= start && i.location.range.start <= end)
+        .count();
+    let line_index = (in_range > MANY_PAR_LOOPS).then(|| context.analysed.line_index());
+    let position = |offset: u32| match line_index {
+        Some(index) => {
+            let at = index.line_col(offset, context.encoding.line_index_encoding());
+            Position::new(at.line, at.col)
+        }
+        None => context
+            .analysed
+            .document
+            .position(offset as usize, context.encoding),
+    };
     let mut hints = Vec::new();
     for (index, invocation) in program.invocations.iter().enumerate() {
         let location = invocation.location;
@@ -114,10 +136,7 @@ pub fn inlay_hints_with(
                 continue;
             };
             let mut hint = InlayHint {
-                position: context
-                    .analysed
-                    .document
-                    .position(at as usize, context.encoding),
+                position: position(at),
                 label: InlayHintLabel::String(label),
                 kind: None,
                 text_edits: None,

@@ -76,12 +76,12 @@ pub fn highlights(context: &Context<'_>, position: Position) -> Option<Vec<Docum
     let parse = context.analysed.document.parse();
     let (target, _) = navigation::target_at(program, parse, context.offset(position))?;
     let references = navigation::references_in_document(program, parse, &target);
-    let index = context.analysed.document.line_index();
+    let index = context.analysed.line_index();
     Some(
         references
             .into_iter()
             .map(|r| DocumentHighlight {
-                range: range_in(&index, r.location.range, context.encoding),
+                range: range_in(index, r.location.range, context.encoding),
                 kind: Some(if r.is_write {
                     DocumentHighlightKind::WRITE
                 } else if r.is_declaration {

@@ -18,11 +18,11 @@ pub fn document_symbols(context: &Context<'_>) -> Option<DocumentSymbolResponse>
     let program = &context.analysed.analysis.program;
     let symbols = navigation::document_symbols(program, context.analysed.document.parse());
     // One index for the many ranges of a large file.
-    let index = context.analysed.document.line_index();
+    let index = context.analysed.line_index();
     Some(DocumentSymbolResponse::Nested(
         symbols
             .iter()
-            .map(|s| document_symbol(context, &index, s))
+            .map(|s| document_symbol(context, index, s))
             .collect(),
     ))
 }
