@@ -153,13 +153,19 @@ fn boundary(text: &str, mut offset: usize) -> usize {
 /// Applies `edit` (its place scaled to the text's length, snapped to a
 /// character boundary) incrementally.
 fn apply(parse: &mut Parse, edit: &Edit) {
+    apply_after(parse, edit, 0);
+}
+
+/// Applies `edit` with its place scaled to the text from `from` on.
+fn apply_after(parse: &mut Parse, edit: &Edit, from: usize) {
     let text = parse.text();
+    let from = from.min(text.len());
     #[allow(
         clippy::cast_possible_truncation,
         clippy::cast_sign_loss,
         clippy::cast_precision_loss
     )]
-    let start = boundary(text, (edit.at * text.len() as f64) as usize);
+    let start = boundary(text, from + (edit.at * (text.len() - from) as f64) as usize);
     let end = text[start..]
         .char_indices()
         .nth(edit.delete)
@@ -215,6 +221,23 @@ proptest! {
         edits in prop::collection::vec(edit_strategy(), 1..40),
     ) {
         edit_and_compare(&examples()[which], &edits);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// Edits inside a long `main`, where a damaged statement is parsed
+    /// afresh without the rest of `main` (`damaged_statements`).
+    #[test]
+    fn incremental_equals_fresh_in_a_long_main(edits in prop::collection::vec(edit_strategy(), 1..40)) {
+        let mut parse = Parse::new(op2_syntax::synth::program(400));
+        for edit in &edits {
+            let main = parse.text().find("main {").unwrap_or(0);
+            apply_after(&mut parse, edit, main);
+            let fresh = Parse::new(parse.text());
+            assert_same_tree(parse.tree(), fresh.tree(), parse.text());
+        }
     }
 }
 
