@@ -205,17 +205,24 @@ impl Parse {
         let mut touched = Vec::new();
         // The item that ends after the edit starts, and any before it that
         // ends where the edit starts (typing just after a `}`).
+        // A large kernel or `main` gives the statements the edit touches
+        // instead (see `damaged_statements`).
         let mut item = root.first_child_for_byte(range.start.saturating_sub(1));
         while let Some(node) = item {
             if node.start_byte() > range.end {
                 break;
             }
-            if node.end_byte() - node.start_byte() > SMALL_ITEM || touched.len() > 3 {
+            if touched.len() > 3 {
                 return None;
             }
-            touched.push(node.byte_range());
+            if node.end_byte() - node.start_byte() > SMALL_ITEM {
+                touched.extend(statements_touched(node, &range, SMALL_ITEM)?);
+            } else {
+                touched.push(node.byte_range());
+            }
             item = node.next_sibling();
         }
+        let touching = touched.len();
         if root.has_error() {
             touched.extend(
                 self.damaged_items()
@@ -233,9 +240,19 @@ impl Parse {
                 range.start + new_len
             }
         };
+        // What the edit touches grows with the text it inserts; the damaged
+        // parts elsewhere only move.
         let mut ranges: Vec<Range<usize>> = touched
             .into_iter()
-            .map(|r| shift(r.start)..shift(r.end).max(range.start + new_len))
+            .enumerate()
+            .map(|(index, r)| {
+                let end = if index < touching {
+                    shift(r.end).max(range.start + new_len)
+                } else {
+                    shift(r.end)
+                };
+                shift(r.start)..end
+            })
             .collect();
         ranges.sort_by_key(|r| r.start);
         Some(ranges)
@@ -371,6 +388,46 @@ impl Parse {
         self.tree.edit(&input);
         Ok(input)
     }
+}
+
+/// The statements of the body of `item` (a kernel or `main`) that the edit
+/// of `range` touches, and the edited range itself (text typed between
+/// statements belongs to none). `None` when the edit reaches the head or
+/// the braces, touches a statement larger than `small` or more than a few,
+/// or the item is of another kind.
+fn statements_touched(
+    item: Node<'_>,
+    range: &Range<usize>,
+    small: usize,
+) -> Option<Vec<Range<usize>>> {
+    if !matches!(item.kind(), "main_definition" | "kernel_definition") {
+        return None;
+    }
+    let body = item.child_by_field_name("body")?;
+    let count = body.child_count();
+    if count < 2 {
+        return None;
+    }
+    let (open, close) = (body.child(0)?, body.child(count - 1)?);
+    if open.kind() != "{" || close.kind() != "}" || open.is_missing() || close.is_missing() {
+        return None;
+    }
+    if range.start <= open.end_byte() || range.end >= close.start_byte() {
+        return None;
+    }
+    let mut touched = vec![range.clone()];
+    let mut statement = body.first_child_for_byte(range.start.saturating_sub(1));
+    while let Some(node) = statement {
+        if node.start_byte() > range.end || node.id() == close.id() {
+            break;
+        }
+        if node.end_byte() - node.start_byte() > small || touched.len() > 4 {
+            return None;
+        }
+        touched.push(node.byte_range());
+        statement = node.next_sibling();
+    }
+    Some(touched)
 }
 
 /// The runs of consecutive statements holding an error in the body of a
