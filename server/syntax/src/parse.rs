@@ -390,6 +390,22 @@ impl Parse {
     }
 }
 
+/// The body of a kernel or `main` with both its braces, and the braces.
+fn block_of(item: Node<'_>) -> Option<(Node<'_>, Node<'_>, Node<'_>)> {
+    if !matches!(item.kind(), "main_definition" | "kernel_definition") {
+        return None;
+    }
+    let body = item.child_by_field_name("body")?;
+    let count = body.child_count();
+    if count < 2 {
+        return None;
+    }
+    let (open, close) = (body.child(0)?, body.child(count - 1)?);
+    let intact =
+        open.kind() == "{" && close.kind() == "}" && !open.is_missing() && !close.is_missing();
+    intact.then_some((body, open, close))
+}
+
 /// The statements of the body of `item` (a kernel or `main`) that the edit
 /// of `range` touches, and the edited range itself (text typed between
 /// statements belongs to none). `None` when the edit reaches the head or
@@ -400,18 +416,7 @@ fn statements_touched(
     range: &Range<usize>,
     small: usize,
 ) -> Option<Vec<Range<usize>>> {
-    if !matches!(item.kind(), "main_definition" | "kernel_definition") {
-        return None;
-    }
-    let body = item.child_by_field_name("body")?;
-    let count = body.child_count();
-    if count < 2 {
-        return None;
-    }
-    let (open, close) = (body.child(0)?, body.child(count - 1)?);
-    if open.kind() != "{" || close.kind() != "}" || open.is_missing() || close.is_missing() {
-        return None;
-    }
+    let (body, open, close) = block_of(item)?;
     if range.start <= open.end_byte() || range.end >= close.start_byte() {
         return None;
     }
@@ -440,10 +445,7 @@ fn statements_touched(
 /// property tests (tens of thousands of random edits inside `main` bodies
 /// found no difference from a fresh parse).
 fn damaged_statements(item: Node<'_>) -> Option<Vec<(usize, usize, Point, Point)>> {
-    if !matches!(item.kind(), "main_definition" | "kernel_definition") {
-        return None;
-    }
-    let body = item.child_by_field_name("body")?;
+    let (body, _, _) = block_of(item)?;
     let mut cursor = item.walk();
     if item
         .children(&mut cursor)
@@ -452,13 +454,6 @@ fn damaged_statements(item: Node<'_>) -> Option<Vec<(usize, usize, Point, Point)
         return None;
     }
     let count = body.child_count();
-    if count < 2 {
-        return None;
-    }
-    let (open, close) = (body.child(0)?, body.child(count - 1)?);
-    if open.kind() != "{" || close.kind() != "}" || open.is_missing() || close.is_missing() {
-        return None;
-    }
     let mut runs: Vec<(usize, usize, Point, Point)> = Vec::new();
     let mut previous_damaged = false;
     for index in 1..count - 1 {
