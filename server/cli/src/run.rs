@@ -28,7 +28,7 @@ pub struct Common {
     /// Stop `main` after this many loop iterations.
     #[arg(long)]
     pub max_iterations: Option<u64>,
-    /// When to colour diagnostics.
+    /// When to colour diagnostics (on standard error).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
 }
@@ -42,11 +42,14 @@ pub struct SimulateOptions {
     /// Also run the reference semantics and compare every dat and global.
     #[arg(long)]
     pub check: bool,
-    /// Relative tolerance of the comparison.
-    #[arg(long, default_value_t = 1e-9)]
+    /// Relative tolerance of the comparison: a floating value passes when
+    /// `|run - simulate| <= atol × (magnitude of its dat) + rtol × max(|run|, |simulate|)`.
+    #[arg(long, default_value = "1e-9")]
     pub rtol: f64,
-    /// Absolute tolerance of the comparison (for values near zero).
-    #[arg(long, default_value_t = 0.0)]
+    /// Absolute tolerance, as a fraction of the largest magnitude of the
+    /// value's dat (of the whole state for globals): for sums that cancel to
+    /// about zero.
+    #[arg(long, default_value = "1e-12")]
     pub atol: f64,
 }
 
@@ -255,7 +258,7 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     if differences.is_empty() {
         writeln!(
             stderr,
-            "check: the simulation agrees with `op2 run` on every dat and global (rtol {}, atol {})",
+            "check: the simulation agrees with `op2 run` on every dat and global (rtol {:e}, atol {:e})",
             options.rtol, options.atol
         )?;
         return Ok(Outcome::Success);
@@ -266,13 +269,36 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         differences.len()
     )?;
     for difference in differences.iter().take(10) {
-        writeln!(
+        write!(
             stderr,
-            "  {}: run {} simulate {} (relative difference {:.3e})",
+            "  {}: run {} simulate {}",
             difference.path,
             op2_exec::state::json_number(difference.expected),
             op2_exec::state::json_number(difference.actual),
-            difference.relative
+        )?;
+        if difference.tolerable() {
+            writeln!(
+                stderr,
+                " (relative difference {:.3e}, {:.3e} of the data's magnitude)",
+                difference.relative, difference.absolute
+            )?;
+        } else {
+            writeln!(stderr)?;
+        }
+    }
+    let passing = op2_exec::passing(&differences, tolerance);
+    let would_pass = match (passing.relative, passing.absolute) {
+        (Some(rtol), Some(atol)) => format!("`--rtol {rtol:e}` or `--atol {atol:e}`"),
+        (Some(rtol), None) => format!("`--rtol {rtol:e}`"),
+        (None, Some(atol)) => format!("`--atol {atol:e}`"),
+        (None, None) => String::new(),
+    };
+    if would_pass.is_empty() {
+        writeln!(stderr, "note: no tolerance would pass: integers or NaNs differ")?;
+    } else {
+        writeln!(
+            stderr,
+            "help: {would_pass} would pass; a difference far beyond the defaults is more likely a wrong result than the order of summation"
         )?;
     }
     Ok(Outcome::Errors)

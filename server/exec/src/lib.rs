@@ -14,6 +14,6 @@ pub mod reference;
 pub mod simulate;
 pub mod state;
 
-pub use compare::{Difference, Tolerance, compare};
+pub use compare::{Difference, Passing, Tolerance, compare, passing};
 pub use reference::{Reference, RuntimeError};
 pub use state::State;

@@ -54,7 +54,14 @@ pub enum Injection {
         /// The element.
         index: u32,
     },
+    /// Send the message with this number, counting from 0 only the messages
+    /// that carry a floating value, with every floating value in it wrong
+    /// by a relative [`PERTURBATION`].
+    PerturbMessage(u64),
 }
+
+/// How wrong [`Injection::PerturbMessage`] makes a value: relative 1e-6.
+pub const PERTURBATION: f64 = 1e-6;
 
 /// How to simulate.
 #[derive(Clone, Copy, Debug)]
@@ -314,6 +321,9 @@ struct Simulator<'a> {
     out: &'a mut dyn FnMut(&str),
     budget: u64,
     progress: &'a mut dyn FnMut(&Statistics),
+    /// Messages with a floating value sent so far, and the one to perturb.
+    floating_sent: u64,
+    perturb: Option<u64>,
 }
 
 const NOT_READY: usize = usize::MAX;
@@ -670,6 +680,11 @@ impl<'a> Simulator<'a> {
             out,
             budget: options.max_iterations,
             progress,
+            floating_sent: 0,
+            perturb: match options.injection {
+                Some(Injection::PerturbMessage(number)) => Some(number),
+                _ => None,
+            },
         };
         simulator.lengths = simulator.state.lengths();
         simulator.update_ready(0);
@@ -894,10 +909,24 @@ impl<'a> Simulator<'a> {
             })
     }
 
-    fn deliver(&mut self, device: usize, pin: usize, plan: usize, payload: Vec<Value>) {
+    fn deliver(&mut self, device: usize, pin: usize, plan: usize, mut payload: Vec<Value>) {
         let (start, end) = self.fanout[device][pin];
         if start == end {
             return;
+        }
+        if let Some(target) = self.perturb
+            && payload.iter().any(|v| v.ty().is_floating())
+        {
+            if self.floating_sent == target {
+                for value in &mut payload {
+                    if let Value::Double(x) = value {
+                        *x *= 1.0 + PERTURBATION;
+                    } else if let Value::Float(x) = value {
+                        *x *= 1.0 + PERTURBATION as f32;
+                    }
+                }
+            }
+            self.floating_sent += 1;
         }
         let payload = Arc::new(payload);
         self.statistics.total.sent += 1;
