@@ -42,7 +42,7 @@ enum Command {
         /// How to print diagnostics.
         #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
         message_format: MessageFormat,
-        /// When to colour human output.
+        /// When to colour diagnostics (on standard error).
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
@@ -56,7 +56,7 @@ enum Command {
         /// Where to write the graph (default: `<stem>.graph.xml` beside the source).
         #[arg(short, long)]
         output: Option<PathBuf>,
-        /// When to colour diagnostics.
+        /// When to colour diagnostics (on standard error).
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
     },
@@ -98,10 +98,11 @@ pub enum MessageFormat {
     Json,
 }
 
-/// Whether to colour human output.
+/// Whether to colour human output (diagnostics, which go to standard
+/// error).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ColorChoice {
-    /// When standard output is a terminal.
+    /// When standard error is a terminal and `NO_COLOR` is not set.
     Auto,
     /// Always.
     Always,
