@@ -448,10 +448,10 @@ fn airfoil_inlay_hints() {
         at(end_of(&text, "p_res[pecell[0]] INC", 0)),
         "→ arg6_write_send",
     );
-    hint_at(&hints, at(end_of(&text, "rms    INC", 0)), "global_rms pad");
+    hint_at(&hints, at(end_of(&text, "rms INC", 0)), "global_rms pad");
     hint_at(
         &hints,
-        at(end_of(&text, "p_q    WRITE", 0)),
+        at(end_of(&text, "p_q WRITE", 0)),
         "in place dat_p_q",
     );
 
