@@ -15,7 +15,7 @@ out="${OP2_DEMO_DIR:-$ROOT/target/demo}"
 mkdir -p "$out"
 
 step "op2 check $example.op2"
-"$op2" check "$example.op2" && echo "no diagnostics"
+"$op2" check "$example.op2"
 
 step "op2 build $example.op2 --instance $example.instance.json"
 "$op2" build "$example.op2" --instance "$example.instance.json" -o "$out/jacobi.graph.xml"

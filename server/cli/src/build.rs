@@ -13,7 +13,7 @@ use op2_codegen::instance::{InstanceError, TerminalProgress};
 use op2_codegen::output::{BuildFailure, build};
 use op2_syntax::{Encoding, Severity};
 
-use crate::check::{Report, check_file, render};
+use crate::check::{Lints, Report, check_file, render};
 use crate::{ColorChoice, MessageFormat, Outcome};
 
 /// `<stem>.graph.xml` beside the source.
@@ -29,9 +29,12 @@ pub fn run(
     instance: Option<&Path>,
     output: Option<&Path>,
     color: ColorChoice,
+    lints: &Lints,
 ) -> Result<Outcome> {
     let mut analyser = Analyser::new();
-    let (analysis, report) = check_file(&mut analyser, file, &Options { require_main: true })?;
+    let (analysis, mut report) =
+        check_file(&mut analyser, file, &Options { require_main: true })?;
+    lints.apply(&mut report.diagnostics);
     render(std::slice::from_ref(&report), MessageFormat::Human, color)?;
     if report
         .diagnostics

@@ -67,13 +67,61 @@ pub fn check_file(
     ))
 }
 
-pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Result<Outcome> {
+/// `-D warnings`: what may be denied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Deny {
+    /// Every warning becomes an error (for CI).
+    Warnings,
+}
+
+/// Options of `check` and `build` about what counts as an error.
+#[derive(Debug, Default, clap::Args)]
+pub struct Lints {
+    /// `-D warnings`: treat warnings as errors (exit 1, nothing built).
+    #[arg(short = 'D', long = "deny", value_enum, value_name = "WHAT")]
+    pub deny: Vec<Deny>,
+}
+
+impl Lints {
+    /// Raises what is denied to errors.
+    pub fn apply(&self, diagnostics: &mut [Diagnostic]) {
+        if self.deny.contains(&Deny::Warnings) {
+            for diagnostic in diagnostics {
+                if diagnostic.severity == Severity::Warning {
+                    diagnostic.severity = Severity::Error;
+                }
+            }
+        }
+    }
+}
+
+/// Options of `check` only.
+#[derive(Debug, clap::Args)]
+pub struct CheckOptions {
+    /// How to print diagnostics.
+    #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
+    pub message_format: MessageFormat,
+    /// When to colour diagnostics (on standard error).
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
+    /// Print diagnostics only: no summary line when all is well.
+    #[arg(short, long)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub lints: Lints,
+}
+
+pub fn run(paths: &[PathBuf], options: &CheckOptions) -> Result<Outcome> {
+    let (format, color) = (options.message_format, options.color);
     let mut analyser = Analyser::new();
+    let mut files: HashSet<PathBuf> = HashSet::new();
     // A file imported by several checked files is reported once.
     let mut seen: HashSet<(PathBuf, u32, u32, &'static str, String)> = HashSet::new();
     let mut reports = Vec::new();
     for path in paths {
-        let (_, mut report) = check_file(&mut analyser, path, &Options::default())?;
+        let (analysis, mut report) = check_file(&mut analyser, path, &Options::default())?;
+        options.lints.apply(&mut report.diagnostics);
+        files.extend(analysis.program.files.iter().map(|f| f.path.clone()));
         let sources = &report.sources;
         report.diagnostics.retain(|d| {
             let file = sources
@@ -95,6 +143,15 @@ pub fn run(paths: &[PathBuf], format: MessageFormat, color: ColorChoice) -> Resu
         .iter()
         .flat_map(|r| &r.diagnostics)
         .any(|d| d.severity == Severity::Error);
+    let clean = reports.iter().all(|r| r.diagnostics.is_empty());
+    if clean && format == MessageFormat::Human && !options.quiet {
+        let count = files.len();
+        writeln!(
+            io::stderr().lock(),
+            "checked {count} file{}: no problems",
+            if count == 1 { "" } else { "s" }
+        )?;
+    }
     Ok(if failed {
         Outcome::Errors
     } else {

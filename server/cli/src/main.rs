@@ -39,12 +39,8 @@ enum Command {
         /// The `.op2` files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// How to print diagnostics.
-        #[arg(long, value_enum, default_value_t = MessageFormat::Human)]
-        message_format: MessageFormat,
-        /// When to colour diagnostics (on standard error).
-        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
-        color: ColorChoice,
+        #[command(flatten)]
+        options: check::CheckOptions,
     },
     /// Compile a program into a POETS application graph (`<stem>.graph.xml`).
     Build {
@@ -59,6 +55,8 @@ enum Command {
         /// When to colour diagnostics (on standard error).
         #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
         color: ColorChoice,
+        #[command(flatten)]
+        lints: check::Lints,
     },
     /// Start the language server on standard input and output (editors run
     /// this).
@@ -125,11 +123,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Parse { file } => parse_tree::run(&file),
-        Command::Check {
-            files,
-            message_format,
-            color,
-        } => check::run(&files, message_format, color),
+        Command::Check { files, options } => check::run(&files, &options),
         Command::Explain { code } => explain::run(code.as_deref()),
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Run(common) => run::run(&common),
@@ -140,7 +134,8 @@ fn main() -> ExitCode {
             instance,
             output,
             color,
-        } => build::run(&file, instance.as_deref(), output.as_deref(), color),
+            lints,
+        } => build::run(&file, instance.as_deref(), output.as_deref(), color, &lints),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -139,22 +139,80 @@ fn json_has_the_documented_keys_and_counts_columns_in_characters() {
     );
 }
 
+/// A program whose only diagnostic is a warning (W503).
+const WARNING: &str = r#"set cells;
+dat p_q: double on cells;
+global total: double;
+kernel init(double *q) { q[0] = q[0] + 1.0; }
+kernel sum(const double *q, double *t) { *t += q[0]; }
+main {
+    par_loop init over cells (p_q WRITE);
+    par_loop sum over cells (p_q READ, total INC);
+    print("%g", total);
+}
+"#;
+
 #[test]
-fn a_clean_file_exits_0_and_prints_nothing() {
+fn a_clean_file_exits_0_and_says_what_was_checked() {
     let scratch = Scratch::new();
     let file = scratch.file("clean.op2", CLEAN);
+    let other = scratch.file("other.op2", CLEAN);
     scratch
         .op2(&["check", file])
         .assert()
         .success()
         .stdout("")
-        .stderr("");
+        .stderr("checked 1 file: no problems\n");
+    scratch
+        .op2(&["check", file, other])
+        .assert()
+        .success()
+        .stdout("")
+        .stderr("checked 2 files: no problems\n");
+    for quiet in ["-q", "--quiet"] {
+        scratch
+            .op2(&["check", quiet, file])
+            .assert()
+            .success()
+            .stdout("")
+            .stderr("");
+    }
     scratch
         .op2(&["check", "--message-format", "json", file])
         .assert()
         .success()
         .stdout("")
         .stderr("");
+}
+
+#[test]
+fn deny_warnings_turns_warnings_into_errors() {
+    let scratch = Scratch::new();
+    let file = scratch.file("warning.op2", WARNING);
+    scratch
+        .op2(&["check", file])
+        .assert()
+        .success()
+        .stderr(contains("warning[W503]").and(contains("warning: 1 warning emitted")));
+    for deny in [&["-D", "warnings"][..], &["--deny", "warnings"], &["-Dwarnings"]] {
+        let mut args = vec!["check"];
+        args.extend_from_slice(deny);
+        args.push(file);
+        scratch
+            .op2(&args)
+            .assert()
+            .code(1)
+            .stderr(contains("error[W503]").and(contains("could not check due to 1 previous error")));
+    }
+    // `build` refuses to write the graph.
+    scratch
+        .op2(&["build", "-D", "warnings", file])
+        .assert()
+        .code(1)
+        .stderr(contains("error[W503]").and(contains("nothing written")));
+    assert!(!scratch.path("warning.graph.xml").exists());
+    scratch.op2(&["build", file]).assert().success();
+    assert!(scratch.path("warning.graph.xml").exists());
 }
 
 #[test]

@@ -28,6 +28,11 @@ impl Scratch {
         name
     }
 
+    /// Where `name` is in this directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
     /// `op2 ARGS…`, run in this directory.
     pub fn op2(&self, args: &[&str]) -> Command {
         let mut command = op2();
