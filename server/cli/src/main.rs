@@ -6,6 +6,7 @@
 
 mod build;
 mod check;
+mod completions;
 mod explain;
 mod fmt;
 mod parse_tree;
@@ -85,6 +86,20 @@ enum Command {
         /// The code, such as `E401`.
         code: Option<String>,
     },
+    /// Print the shell completion script for `op2` (`op2 completions bash >
+    /// ~/.local/share/bash-completion/completions/op2`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page `op2(1)`; with `--out-dir`, write it and one
+    /// page per command (`op2-check.1`, …) into that directory.
+    Man {
+        /// An existing directory to write the pages into.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
 }
 
 /// Output format of diagnostics.
@@ -125,6 +140,8 @@ fn main() -> ExitCode {
         Command::Parse { file } => parse_tree::run(&file),
         Command::Check { files, options } => check::run(&files, &options),
         Command::Explain { code } => explain::run(code.as_deref()),
+        Command::Completions { shell } => completions::completions(shell),
+        Command::Man { out_dir } => completions::man(out_dir.as_deref()),
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Run(common) => run::run(&common),
         Command::Lsp => lsp(),

@@ -1,0 +1,60 @@
+//! `op2 completions SHELL` and `op2 man`: shell completions and manual
+//! pages generated from the same command definitions the parser uses, so
+//! they never fall behind the commands.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use crate::{Cli, Outcome};
+
+/// Prints the completion script of `shell` on standard output.
+pub fn completions(shell: Shell) -> Result<Outcome> {
+    let mut command = Cli::command();
+    let mut out = io::stdout().lock();
+    clap_complete::generate(shell, &mut command, "op2", &mut out);
+    out.flush()?;
+    Ok(Outcome::Success)
+}
+
+/// Prints `op2(1)` on standard output, or with `directory` writes
+/// `op2.1` and one `op2-COMMAND.1` per command there.
+pub fn man(directory: Option<&Path>) -> Result<Outcome> {
+    let command = Cli::command();
+    let Some(directory) = directory else {
+        let mut out = io::stdout().lock();
+        clap_mangen::Man::new(command).render(&mut out)?;
+        out.flush()?;
+        return Ok(Outcome::Success);
+    };
+    if !directory.is_dir() {
+        anyhow::bail!(
+            "`{}` is not a directory (create it first)",
+            directory.display()
+        );
+    }
+    let mut pages = vec![("op2".to_owned(), command.clone())];
+    for sub in command.get_subcommands() {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        let page = sub
+            .clone()
+            .name(format!("op2-{}", sub.get_name()))
+            .bin_name(format!("op2 {}", sub.get_name()));
+        pages.push((format!("op2-{}", sub.get_name()), page));
+    }
+    for (name, page) in pages {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(page)
+            .title(name.clone())
+            .render(&mut roff)?;
+        let path = directory.join(format!("{name}.1"));
+        op2_codegen::output::write_file_atomically(&path, &roff)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    Ok(Outcome::Success)
+}
