@@ -32,8 +32,7 @@ pub fn run(
     lints: &Lints,
 ) -> Result<Outcome> {
     let mut analyser = Analyser::new();
-    let (analysis, mut report) =
-        check_file(&mut analyser, file, &Options { require_main: true })?;
+    let (analysis, mut report) = check_file(&mut analyser, file, &Options { require_main: true })?;
     lints.apply(&mut report.diagnostics);
     render(std::slice::from_ref(&report), MessageFormat::Human, color)?;
     if report

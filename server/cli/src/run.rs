@@ -294,7 +294,10 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         (None, None) => String::new(),
     };
     if would_pass.is_empty() {
-        writeln!(stderr, "note: no tolerance would pass: integers or NaNs differ")?;
+        writeln!(
+            stderr,
+            "note: no tolerance would pass: integers or NaNs differ"
+        )?;
     } else {
         writeln!(
             stderr,

@@ -194,15 +194,17 @@ fn deny_warnings_turns_warnings_into_errors() {
         .assert()
         .success()
         .stderr(contains("warning[W503]").and(contains("warning: 1 warning emitted")));
-    for deny in [&["-D", "warnings"][..], &["--deny", "warnings"], &["-Dwarnings"]] {
+    for deny in [
+        &["-D", "warnings"][..],
+        &["--deny", "warnings"],
+        &["-Dwarnings"],
+    ] {
         let mut args = vec!["check"];
         args.extend_from_slice(deny);
         args.push(file);
-        scratch
-            .op2(&args)
-            .assert()
-            .code(1)
-            .stderr(contains("error[W503]").and(contains("could not check due to 1 previous error")));
+        scratch.op2(&args).assert().code(1).stderr(
+            contains("error[W503]").and(contains("could not check due to 1 previous error")),
+        );
     }
     // `build` refuses to write the graph.
     scratch

@@ -13,7 +13,13 @@ fn completions_for_every_shell_know_the_commands_and_options() {
         let output = op2().args(["completions", shell]).output().expect("runs");
         assert!(output.status.success(), "{shell}");
         let script = String::from_utf8(output.stdout).expect("UTF-8");
-        for word in ["simulate", "explain", "rtol", "message-format", "completions"] {
+        for word in [
+            "simulate",
+            "explain",
+            "rtol",
+            "message-format",
+            "completions",
+        ] {
             assert!(script.contains(word), "{shell} completion lacks `{word}`");
         }
     }
@@ -48,8 +54,18 @@ fn man_prints_the_page_or_writes_one_per_command() {
         .stdout(contains(".TH op2 1").and(contains("simulate")));
     let scratch = Scratch::new();
     std::fs::create_dir(scratch.path("man1")).expect("created");
-    scratch.op2(&["man", "--out-dir", "man1"]).assert().success();
-    for page in ["op2", "op2-check", "op2-build", "op2-simulate", "op2-fmt", "op2-explain"] {
+    scratch
+        .op2(&["man", "--out-dir", "man1"])
+        .assert()
+        .success();
+    for page in [
+        "op2",
+        "op2-check",
+        "op2-build",
+        "op2-simulate",
+        "op2-fmt",
+        "op2-explain",
+    ] {
         let text = std::fs::read_to_string(scratch.path(&format!("man1/{page}.1")))
             .unwrap_or_else(|e| panic!("{page}.1: {e}"));
         assert!(text.contains(&format!(".TH {page} 1")), "{page}: {text}");

@@ -32,10 +32,7 @@ fn the_default_tolerance_passes_every_bundled_example() {
         for seed in ["0", "7", "42"] {
             let output = simulate(stem, &["--seed", seed]).get_output().clone();
             let stderr = String::from_utf8_lossy(&output.stderr);
-            assert!(
-                output.status.success(),
-                "{stem} --seed {seed}:\n{stderr}"
-            );
+            assert!(output.status.success(), "{stem} --seed {seed}:\n{stderr}");
             assert!(
                 stderr.contains("(rtol 1e-9, atol 1e-12)"),
                 "{stem}: names the tolerance: {stderr}"
@@ -62,10 +59,6 @@ fn a_failing_check_names_tolerances_that_pass() {
         let (name, value) = flag.split_once(' ').expect("`--flag value`");
         let other = if name == "--rtol" { "--atol" } else { "--rtol" };
         // Each suggestion passes with the other tolerance kept at 0.
-        simulate(
-            "scatter",
-            &["--seed", "42", name, value, other, "0"],
-        )
-        .success();
+        simulate("scatter", &["--seed", "42", name, value, other, "0"]).success();
     }
 }

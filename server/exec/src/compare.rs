@@ -310,8 +310,30 @@ mod tests {
         let passing = passing(std::slice::from_ref(&difference), t);
         let rtol = passing.relative.unwrap();
         let atol = passing.absolute.unwrap();
-        assert!(!d(a, b, scale, Tolerance { relative: rtol, ..t }), "{rtol}");
-        assert!(!d(a, b, scale, Tolerance { absolute: atol, ..t }), "{atol}");
+        assert!(
+            !d(
+                a,
+                b,
+                scale,
+                Tolerance {
+                    relative: rtol,
+                    ..t
+                }
+            ),
+            "{rtol}"
+        );
+        assert!(
+            !d(
+                a,
+                b,
+                scale,
+                Tolerance {
+                    absolute: atol,
+                    ..t
+                }
+            ),
+            "{atol}"
+        );
         // One significant digit, rounded up.
         assert_eq!(format!("{rtol:e}"), "4e-10");
         let integer = Difference {

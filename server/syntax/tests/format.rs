@@ -375,9 +375,14 @@ fn repository_texts(dir: &Path, root: &Path, found: &mut Vec<(String, String)>) 
             let mut block: Option<(usize, String)> = None;
             for (number, line) in text.lines().enumerate() {
                 match &mut block {
-                    None if line.trim_start() == "```op2" => block = Some((number + 2, String::new())),
+                    None if line.trim_start() == "```op2" => {
+                        block = Some((number + 2, String::new()))
+                    }
                     Some((start, body)) if line.trim_start() == "```" => {
-                        found.push((format!("{name}:{start} (```op2 block)"), std::mem::take(body)));
+                        found.push((
+                            format!("{name}:{start} (```op2 block)"),
+                            std::mem::take(body),
+                        ));
                         block = None;
                     }
                     Some((_, body)) => {
