@@ -1,6 +1,8 @@
 //! `op2 completions SHELL` and `op2 man`, generated from the command
 //! definitions: they know every command and option.
 
+#![allow(clippy::print_stderr)]
+
 mod support;
 
 use predicates::prelude::*;

@@ -188,7 +188,7 @@ pub fn compare(
     let largest = |values: &[Vec<Value>]| {
         values
             .iter()
-            .map(|values| magnitude(values))
+            .map(|values| magnitude(values.iter()))
             .fold(0.0, f64::max)
     };
     let mut state_scale = largest(&expected.dats);

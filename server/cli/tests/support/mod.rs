@@ -1,6 +1,8 @@
 //! Helpers shared by the CLI's end-to-end tests: running the built `op2`
 //! binary in a scratch directory and reading what it prints.
 
+#![allow(dead_code)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
