@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Options};
-use op2_codegen::instance::{InstanceError, TerminalProgress};
 use op2_codegen::output::{BuildFailure, build};
+use op2_instance::{InstanceError, TerminalProgress};
 use op2_syntax::{Encoding, Severity};
 
 use crate::check::{Lints, Report, check_file, render};

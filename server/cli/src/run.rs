@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use op2_analysis::{Analyser, Analysis, Options};
-use op2_codegen::instance::{self, InstanceData};
 use op2_exec::simulate::{self, SimulationError};
 use op2_exec::{Reference, State, Tolerance, compare};
+use op2_instance::{self as instance, InstanceData};
 use op2_syntax::Severity;
 
 use crate::check::{check_file, render};

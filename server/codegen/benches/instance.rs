@@ -15,8 +15,9 @@ use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use op2_analysis::{Options, analyse_text};
-use op2_codegen::instance::{self, GraphInstance, NoProgress, Phase, Progress};
+use op2_codegen::instance::GraphInstance;
 use op2_codegen::output::InstanceWriter;
+use op2_instance::{self as instance, NoProgress, Phase, Progress};
 
 /// An airfoil-like instance: a structured `side × side` quad mesh with
 /// interior edges, boundary edges on all four sides (wall below, far field

@@ -188,7 +188,7 @@ pub enum BuildFailure {
     ProgramErrors(usize),
     /// The instance data has errors; every problem found, errors and
     /// warnings.
-    InstanceErrors(Vec<crate::instance::InstanceError>),
+    InstanceErrors(Vec<op2_instance::InstanceError>),
     /// Writing failed.
     Write(BuildError),
 }
@@ -224,8 +224,8 @@ pub fn build(
     graph_id: &str,
     instance: Option<&[u8]>,
     path: &Path,
-    progress: &mut dyn crate::instance::Progress,
-) -> Result<(Summary, Vec<crate::instance::InstanceError>), BuildFailure> {
+    progress: &mut dyn op2_instance::Progress,
+) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
     let mut errors = analysis
         .diagnostics
         .iter()
@@ -244,7 +244,7 @@ pub fn build(
             .map(|s| (s, Vec::new()))
             .map_err(BuildFailure::Write),
         Some(json) => {
-            let loaded = crate::instance::read(json, &analysis.program, progress);
+            let loaded = op2_instance::read(json, &analysis.program, progress);
             let Some(data) = loaded.data else {
                 return Err(BuildFailure::InstanceErrors(loaded.problems));
             };

@@ -5,8 +5,8 @@
 use op2_analysis::model::{ArgKind, InvocationId, Program, SetId};
 use op2_syntax::ast::AccessMode;
 
-use crate::instance::InstanceData;
 use crate::model::{GraphType, InvocationPlan, PinRole};
+use op2_instance::InstanceData;
 
 /// A device of the instance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

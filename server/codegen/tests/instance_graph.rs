@@ -10,10 +10,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use op2_analysis::{Analysis, Options, analyse_text};
-use op2_codegen::instance::{self, GraphInstance, NoProgress};
+use op2_codegen::instance::{GraphInstance, instance_id};
 use op2_codegen::model::{DeviceKind, GraphType, PinRole};
 use op2_codegen::names;
 use op2_codegen::output::write_graph;
+use op2_instance::{self as instance, NoProgress};
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples")
@@ -240,7 +241,7 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
     );
     assert_eq!(
         instance.attribute("id"),
-        Some(instance::instance_id(&graph.id).as_str())
+        Some(instance_id(&graph.id).as_str())
     );
     for attribute in instance.attributes() {
         assert!(
@@ -773,4 +774,34 @@ fn written_edges_are_the_topology_the_simulator_runs() {
         });
         assert_eq!(written, expected, "{}", program_path.display());
     }
+}
+
+#[test]
+fn the_writer_refuses_values_no_initialiser_can_hold() {
+    use op2_codegen::output::{BuildError, InstanceWriter};
+    use op2_instance::{Column, DatValues};
+
+    let text = "
+set cells;
+dat p_flux: double on cells;
+global g_total: double = 0.0;
+kernel sum(const double *flux, double *total) { *total += flux[0]; }
+main { par_loop sum over cells (p_flux READ, g_total INC); }
+";
+    let analysis = analyse_text(Path::new("test.op2"), text, &Options { require_main: true });
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    let graph = op2_codegen::graph_type(&analysis, "test");
+    let json = br#"{"sets": {"cells": 3}, "dats": {"p_flux": [1.0, 2.0, 3.0]}}"#;
+    let mut data = instance::read(json, &analysis.program, &mut NoProgress)
+        .data
+        .unwrap();
+    data.dats[0] = DatValues::Given(Column::Double(vec![1.0, f64::NAN, 3.0]));
+    let mut progress = NoProgress;
+    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    let error = writer.write(&mut Vec::new(), &graph).unwrap_err();
+    let BuildError::Instance(message) = error else {
+        panic!("{error:?}");
+    };
+    assert!(message.starts_with("dats.p_flux[1][0]: "), "{message}");
+    assert!(message.contains("NaN"), "{message}");
 }

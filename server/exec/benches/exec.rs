@@ -9,13 +9,11 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use op2_analysis::{Options, analyse_text};
-use op2_codegen::instance::{NoProgress, read};
 use op2_exec::simulate::{self, simulate};
 use op2_exec::{Reference, State};
+use op2_instance::{NoProgress, read};
 
-fn airfoil(
-    iterations: u32,
-) -> Option<(op2_analysis::Analysis, op2_codegen::instance::InstanceData)> {
+fn airfoil(iterations: u32) -> Option<(op2_analysis::Analysis, op2_instance::InstanceData)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let json = std::fs::read(root.join("../shared/data/airfoil_I10_J15.json")).ok()?;
     let mut document: serde_json::Value = serde_json::from_slice(&json).ok()?;

@@ -19,9 +19,9 @@ use op2_analysis::Analysis;
 use op2_analysis::hir::Body;
 use op2_analysis::model::{ArgKind, DatId, GlobalId, InvocationId, Program, SetId};
 use op2_analysis::value::Value;
-use op2_codegen::instance::InstanceData;
 use op2_codegen::model::{DeviceKind, DeviceType, GraphType, PinRole, Terminator};
 use op2_codegen::topology::{Counts, DeviceRef, for_each_edge};
+use op2_instance::InstanceData;
 use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::FxHashMap;
 

@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use op2_analysis::model::{ArgKind, Program};
 use op2_analysis::value::Value;
-use op2_codegen::instance::InstanceData;
+use op2_instance::InstanceData;
 
 /// Everything a run reads and writes.
 #[derive(Clone, Debug, PartialEq)]

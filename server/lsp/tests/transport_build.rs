@@ -8,7 +8,7 @@ mod support;
 use std::path::{Path, PathBuf};
 
 use op2_analysis::{Analyser, NoImports, Options};
-use op2_codegen::instance::NoProgress;
+use op2_instance::NoProgress;
 use serde_json::{Value, json};
 use support::{Session, file_uri};
 

@@ -19,8 +19,9 @@ use std::sync::mpsc;
 use op2_analysis::model::{ArgKind, Program, SetId};
 use op2_analysis::value::Value;
 
-use super::json::{Section, path};
-use super::{DatValues, InstanceData, Phase, Progress, instance_id};
+use op2_instance::{DatValues, InstanceData, Phase, Progress, Section, path};
+
+use super::instance_id;
 use crate::model::{CType, DeviceKind, DeviceType, GraphType, Member};
 use crate::names;
 use crate::output::{BuildError, InstanceWriter};

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use op2_analysis::{Analysis, Options, analyse_text};
 use op2_codegen::GraphType;
-use op2_codegen::instance::{InstanceData, NoProgress, read};
 use op2_exec::simulate::{self, SimulationError, Statistics};
 use op2_exec::{Reference, RuntimeError, State, Tolerance, compare};
+use op2_instance::{InstanceData, NoProgress, read};
 
 pub fn repository() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

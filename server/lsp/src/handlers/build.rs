@@ -4,8 +4,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use op2_codegen::instance::NoProgress;
 use op2_codegen::output::{BuildFailure, build};
+use op2_instance::NoProgress;
 use tower_lsp_server::Client;
 use tower_lsp_server::lsp_types::{MessageType, ProgressToken};
 

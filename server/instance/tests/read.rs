@@ -7,7 +7,7 @@ use std::path::Path;
 use op2_analysis::model::{ConstId, DatId, GlobalId, MapId, SetId};
 use op2_analysis::value::Value;
 use op2_analysis::{Analysis, Options, analyse_text};
-use op2_codegen::instance::{self, DatValues, InstanceError, Loaded, NoProgress};
+use op2_instance::{self as instance, DatValues, InstanceError, Loaded, NoProgress};
 use op2_syntax::{Code, Severity};
 
 /// Edges scattering into cells, with a dat of each element type, a const
@@ -631,29 +631,4 @@ main { par_loop k over cells (p_q READ, g INC); }",
         r#"{"sets": {"cells": 2}, "consts": {"big": 1e308}}"#,
     );
     assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
-}
-
-#[test]
-fn the_writer_refuses_values_no_initialiser_can_hold() {
-    use op2_codegen::instance::{Column, GraphInstance};
-    use op2_codegen::output::{BuildError, InstanceWriter};
-
-    let analysis = analyse(PROGRAM);
-    let graph = op2_codegen::graph_type(&analysis, "test");
-    let mut data = read(&analysis, GOOD).data.unwrap();
-    let flux = analysis
-        .program
-        .dats
-        .iter()
-        .position(|d| d.name == "p_flux")
-        .unwrap();
-    data.dats[flux] = DatValues::Given(Column::Double(vec![1.0, f64::NAN, 3.0]));
-    let mut progress = NoProgress;
-    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
-    let error = writer.write(&mut Vec::new(), &graph).unwrap_err();
-    let BuildError::Instance(message) = error else {
-        panic!("{error:?}");
-    };
-    assert!(message.starts_with("dats.p_flux[1][0]: "), "{message}");
-    assert!(message.contains("NaN"), "{message}");
 }

@@ -25,7 +25,7 @@ const TICK: u64 = 1 << 16;
 
 /// A section of the instance document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub(super) enum Section {
+pub enum Section {
     /// `sets`
     Sets,
     /// `maps`
@@ -39,7 +39,8 @@ pub(super) enum Section {
 }
 
 impl Section {
-    pub(super) fn key(self) -> &'static str {
+    /// The section's key in the document: `sets`, `maps`, ...
+    pub fn key(self) -> &'static str {
         match self {
             Section::Sets => "sets",
             Section::Maps => "maps",
@@ -72,8 +73,8 @@ impl Section {
     }
 }
 
-/// `maps.pedge[5][1]`
-pub(super) fn path(section: Section, name: &str, indices: &[u64]) -> String {
+/// The path of an entry or value in the document: `maps.pedge[5][1]`.
+pub fn path(section: Section, name: &str, indices: &[u64]) -> String {
     let mut out = String::with_capacity(section.key().len() + name.len() + 12);
     out.push_str(section.key());
     if !name.is_empty() {

@@ -1,0 +1,320 @@
+//! op2's instance data: the mesh a program runs on.
+//!
+//! [`read`] turns the JSON instance data of language.md §9 into compact typed
+//! vectors ([`InstanceData`]): set sizes, maps flattened into `u32` targets,
+//! dats in one typed column each, and the values of consts and globals, with
+//! the program's initialisers filled in where the data gives none. Every
+//! problem is an [`InstanceError`] naming its JSON path (`maps.pedge[5][1]`):
+//! E701 missing or malformed entry, E702 map target outside its set, E703
+//! wrong number of rows or components, E704 two iteration elements writing
+//! the same element through WRITE/RW arguments in one par_loop, W705 an entry
+//! the program does not declare.
+//!
+//! The code generator turns validated data into a graph instance and the
+//! interpreter and simulator run over it; both sit above this crate, which
+//! knows the program's model (`op2_analysis`) and nothing of POETS.
+//!
+//! Reading reports its phases to a [`Progress`]; [`TerminalProgress`] draws
+//! bars on standard error for large instances, and the graph instance writer
+//! reports to the same trait.
+
+mod json;
+mod progress;
+mod validate;
+
+use std::fmt;
+
+use op2_analysis::model::{ConstId, DatId, GlobalId, MapId, Program, SetId};
+use op2_analysis::value::Value;
+use op2_syntax::ast::ScalarType;
+use op2_syntax::{Code, Diagnostic, Location, Related, Severity};
+
+pub use json::{Section, path};
+pub use progress::{NoProgress, Phase, Progress, TerminalProgress};
+
+/// One problem with instance data: its code, the JSON path it concerns
+/// (`maps.pedge[5][1]`; empty for the document as a whole), what is wrong,
+/// and the declaration (or par_loop) of the program it concerns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InstanceError {
+    /// E701–E704, or W705.
+    pub code: Code,
+    /// The JSON path, such as `maps.pedge[5][1]`; empty for the whole
+    /// document (a JSON syntax error).
+    pub path: String,
+    /// Lower case, no trailing period, names in backticks.
+    pub message: String,
+    /// The declaration named by the path, or the par_loop for E704; the
+    /// start of the program's root file where nothing fits.
+    pub location: Location,
+    /// Further places in the program (E704: the arguments that write).
+    pub related: Vec<Related>,
+}
+
+impl InstanceError {
+    /// The severity of the code: an error, or a warning for W705.
+    pub fn severity(&self) -> Severity {
+        self.code.severity()
+    }
+
+    /// True for an error (anything but W705).
+    pub fn is_error(&self) -> bool {
+        self.severity() == Severity::Error
+    }
+
+    /// The problem as a diagnostic of the program, the JSON path first in
+    /// the message: "`maps.pedge[5][1]`: target 900 is outside set `nodes`
+    /// of 496 elements".
+    pub fn to_diagnostic(&self) -> Diagnostic {
+        let message = if self.path.is_empty() {
+            self.message.clone()
+        } else {
+            format!("`{}`: {}", self.path, self.message)
+        };
+        let mut diagnostic = Diagnostic::new(self.code, self.location, message);
+        diagnostic.related.clone_from(&self.related);
+        diagnostic
+    }
+}
+
+/// `maps.pedge[5][1]: target 900 is outside set `nodes` of 496 elements`.
+impl fmt::Display for InstanceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            f.write_str(&self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// The values of one dat's elements, flattened (element-major), in the
+/// dat's own type.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Column {
+    /// `double`
+    Double(Vec<f64>),
+    /// `float`
+    Float(Vec<f32>),
+    /// `int`
+    Int(Vec<i32>),
+    /// `uint`
+    Uint(Vec<u32>),
+    /// `ll`
+    Ll(Vec<i64>),
+    /// `ull`
+    Ull(Vec<u64>),
+    /// `bool`
+    Bool(Vec<bool>),
+}
+
+impl Column {
+    /// An empty column of a type.
+    pub fn new(ty: ScalarType) -> Column {
+        match ty {
+            ScalarType::Double => Column::Double(Vec::new()),
+            ScalarType::Float => Column::Float(Vec::new()),
+            ScalarType::Int => Column::Int(Vec::new()),
+            ScalarType::Uint => Column::Uint(Vec::new()),
+            ScalarType::Ll => Column::Ll(Vec::new()),
+            ScalarType::Ull => Column::Ull(Vec::new()),
+            ScalarType::Bool => Column::Bool(Vec::new()),
+        }
+    }
+
+    /// The column's type.
+    pub fn ty(&self) -> ScalarType {
+        match self {
+            Column::Double(_) => ScalarType::Double,
+            Column::Float(_) => ScalarType::Float,
+            Column::Int(_) => ScalarType::Int,
+            Column::Uint(_) => ScalarType::Uint,
+            Column::Ll(_) => ScalarType::Ll,
+            Column::Ull(_) => ScalarType::Ull,
+            Column::Bool(_) => ScalarType::Bool,
+        }
+    }
+
+    /// Appends a value, converted to the column's type.
+    pub fn push(&mut self, value: Value) {
+        let value = value.convert(self.ty());
+        match (self, value) {
+            (Column::Double(v), Value::Double(x)) => v.push(x),
+            (Column::Float(v), Value::Float(x)) => v.push(x),
+            (Column::Int(v), Value::Int(x)) => v.push(x),
+            (Column::Uint(v), Value::Uint(x)) => v.push(x),
+            (Column::Ll(v), Value::Ll(x)) => v.push(x),
+            (Column::Ull(v), Value::Ull(x)) => v.push(x),
+            (Column::Bool(v), Value::Bool(x)) => v.push(x),
+            _ => unreachable!("Value::convert returns the requested type"),
+        }
+    }
+
+    /// The value at `index`.
+    pub fn get(&self, index: usize) -> Value {
+        match self {
+            Column::Double(v) => Value::Double(v[index]),
+            Column::Float(v) => Value::Float(v[index]),
+            Column::Int(v) => Value::Int(v[index]),
+            Column::Uint(v) => Value::Uint(v[index]),
+            Column::Ll(v) => Value::Ll(v[index]),
+            Column::Ull(v) => Value::Ull(v[index]),
+            Column::Bool(v) => Value::Bool(v[index]),
+        }
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        match self {
+            Column::Double(v) => v.len(),
+            Column::Float(v) => v.len(),
+            Column::Int(v) => v.len(),
+            Column::Uint(v) => v.len(),
+            Column::Ll(v) => v.len(),
+            Column::Ull(v) => v.len(),
+            Column::Bool(v) => v.len(),
+        }
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn reserve(&mut self, additional: usize) {
+        match self {
+            Column::Double(v) => v.reserve_exact(additional),
+            Column::Float(v) => v.reserve_exact(additional),
+            Column::Int(v) => v.reserve_exact(additional),
+            Column::Uint(v) => v.reserve_exact(additional),
+            Column::Ll(v) => v.reserve_exact(additional),
+            Column::Ull(v) => v.reserve_exact(additional),
+            Column::Bool(v) => v.reserve_exact(additional),
+        }
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Column::Double(v) => v.shrink_to_fit(),
+            Column::Float(v) => v.shrink_to_fit(),
+            Column::Int(v) => v.shrink_to_fit(),
+            Column::Uint(v) => v.shrink_to_fit(),
+            Column::Ll(v) => v.shrink_to_fit(),
+            Column::Ull(v) => v.shrink_to_fit(),
+            Column::Bool(v) => v.shrink_to_fit(),
+        }
+    }
+}
+
+/// Where a dat's initial values come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DatValues {
+    /// One row per element from the instance data, flattened.
+    Given(Column),
+    /// The same components for every element: the dat's initialiser (or
+    /// the const it names), or zero.
+    Uniform(Vec<Value>),
+}
+
+/// Validated instance data for one program: every size, target and value
+/// is known, in range and finite. Indexed by the program's ids.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InstanceData {
+    /// Elements per set (0 for a set the program does not use and the data
+    /// does not size).
+    pub set_sizes: Vec<u32>,
+    /// Targets per map, flattened (`rows × arity`, element-major); `None`
+    /// for a map the program does not use and the data does not give.
+    pub maps: Vec<Option<Vec<u32>>>,
+    /// Initial values per dat.
+    pub dats: Vec<DatValues>,
+    /// Values per const, one per component: from the data, else the
+    /// program.
+    pub consts: Vec<Vec<Value>>,
+    /// Initial values per mutable global, one per component.
+    pub globals: Vec<Vec<Value>>,
+}
+
+impl InstanceData {
+    /// Elements of a set.
+    pub fn set_size(&self, set: SetId) -> u32 {
+        self.set_sizes[set.index()]
+    }
+
+    /// The flattened targets of a map, when known.
+    pub fn map(&self, map: MapId) -> Option<&[u32]> {
+        self.maps[map.index()].as_deref()
+    }
+
+    /// Component `component` of element `element` of a dat of dimension
+    /// `dimension`.
+    pub fn dat_value(&self, dat: DatId, dimension: u32, element: u32, component: u32) -> Value {
+        match &self.dats[dat.index()] {
+            DatValues::Given(column) => {
+                column.get(element as usize * dimension as usize + component as usize)
+            }
+            DatValues::Uniform(values) => values[component as usize],
+        }
+    }
+
+    /// The value of a const.
+    pub fn const_value(&self, id: ConstId) -> &[Value] {
+        &self.consts[id.index()]
+    }
+
+    /// The initial value of a mutable global.
+    pub fn global_value(&self, id: GlobalId) -> &[Value] {
+        &self.globals[id.index()]
+    }
+
+    /// Elements over all sets.
+    pub fn elements(&self) -> u64 {
+        self.set_sizes.iter().map(|&n| u64::from(n)).sum()
+    }
+}
+
+/// What [`read`] found: the data when there was no error, and every
+/// problem (errors and W705 warnings) in the order found.
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    /// The validated data; `None` when any problem is an error.
+    pub data: Option<InstanceData>,
+    /// Errors and warnings.
+    pub problems: Vec<InstanceError>,
+}
+
+impl Loaded {
+    /// True when any problem is an error.
+    pub fn has_errors(&self) -> bool {
+        self.problems.iter().any(InstanceError::is_error)
+    }
+
+    /// The problems as diagnostics of the program (for editors).
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        self.problems
+            .iter()
+            .map(InstanceError::to_diagnostic)
+            .collect()
+    }
+}
+
+/// Reads and validates JSON instance data (language.md §9) for `program`,
+/// which should have no errors. Values given in the data take precedence
+/// over the program's initialisers and const values.
+pub fn read(json: &[u8], program: &Program, progress: &mut dyn Progress) -> Loaded {
+    let mut problems = json::Problems::new(program);
+    progress.start(Phase::Reading, None);
+    let raw = json::parse(json, program, &mut problems, progress);
+    progress.finish();
+    let data = raw.map(|raw| validate::validate(raw, program, &mut problems, progress));
+    let problems = problems.finish();
+    let data = if problems.iter().any(InstanceError::is_error) {
+        None
+    } else {
+        data
+    };
+    if let Some(data) = &data {
+        progress.instance_size(data.elements());
+    }
+    Loaded { data, problems }
+}
