@@ -9,6 +9,7 @@ mod check;
 mod completions;
 mod explain;
 mod fmt;
+mod import;
 mod parse_tree;
 mod render;
 mod run;
@@ -81,6 +82,9 @@ enum Command {
         #[arg(long)]
         check: bool,
     },
+    /// Translate an OP2 C/C++ application into `.op2` and capture its mesh
+    /// as instance data; exits 1 when the result is not faithful.
+    Import(import::Args),
     /// Explain a diagnostic code (`op2 explain E401`); without a code, list them all.
     Explain {
         /// The code, such as `E401`.
@@ -144,6 +148,7 @@ fn main() -> ExitCode {
         Command::Man { out_dir } => completions::man(out_dir.as_deref()),
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Run(common) => run::run(&common),
+        Command::Import(args) => import::run(&args),
         Command::Lsp => lsp(),
         Command::Simulate { common, options } => run::simulate(&common, &options),
         Command::Build {

@@ -1,0 +1,72 @@
+//! `op2 import MAIN.cpp`: an OP2 C/C++ application into `.op2` and its
+//! instance, through `op2_import`; this file parses arguments and renders.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::Outcome;
+
+/// The arguments of `op2 import`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The application's main C/C++ file (the one with `main`).
+    pub main: PathBuf,
+    /// Where to write `<stem>.op2` and `<stem>.json`.
+    #[arg(long, default_value = ".")]
+    pub out: PathBuf,
+    /// An include directory for compiling the application.
+    #[arg(short = 'I', value_name = "DIR")]
+    pub include: Vec<PathBuf>,
+    /// A preprocessor definition, `NAME` or `NAME=VALUE`.
+    #[arg(short = 'D', value_name = "NAME[=VALUE]")]
+    pub define: Vec<String>,
+    /// Arguments the application is run with while its set-up is captured.
+    #[arg(last = true)]
+    pub args: Vec<String>,
+}
+
+pub fn run(args: &Args) -> Result<Outcome> {
+    let options = op2_import::Options {
+        main: args.main.clone(),
+        out: args.out.clone(),
+        include_dirs: args.include.clone(),
+        defines: args.define.clone(),
+        args: args.args.clone(),
+        working_dir: None,
+    };
+    let mut progress = |what: &str| {
+        let _ = writeln!(io::stderr().lock(), "{what}");
+    };
+    let imported = match op2_import::import(&options, &mut progress) {
+        Ok(imported) => imported,
+        Err(error) => {
+            writeln!(io::stderr().lock(), "error: {error}")?;
+            return Ok(Outcome::Errors);
+        }
+    };
+    let mut out = io::stdout().lock();
+    if !imported.setup_output.is_empty() {
+        writeln!(out, "the set-up printed:")?;
+        for line in imported.setup_output.lines() {
+            writeln!(out, "  | {line}")?;
+        }
+    }
+    write!(out, "{}", imported.report)?;
+    writeln!(
+        out,
+        "wrote {} and {}",
+        imported.program.display(),
+        imported.instance.display()
+    )?;
+    if imported.report.faithful() {
+        Ok(Outcome::Success)
+    } else {
+        writeln!(
+            out,
+            "the result is not faithful to the application: see `not translated` above"
+        )?;
+        Ok(Outcome::Errors)
+    }
+}

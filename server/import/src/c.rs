@@ -1,0 +1,259 @@
+//! C/C++ sources parsed with tree-sitter's C++ grammar, and the walks and
+//! edits the translation makes over them.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use tree_sitter::{Node, Parser, Tree};
+
+/// A place in a C/C++ source, 1-based, columns in characters.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Location {
+    /// The file as the user named it.
+    pub file: String,
+    /// Line, from 1.
+    pub line: usize,
+    /// Column, from 1.
+    pub column: usize,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+    }
+}
+
+/// One parsed C/C++ file.
+pub struct Source {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// How reports name it.
+    pub display: String,
+    /// Its text.
+    pub text: String,
+    /// Its syntax tree.
+    pub tree: Tree,
+}
+
+impl fmt::Debug for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Source").field("path", &self.path).finish()
+    }
+}
+
+impl Source {
+    /// Parses `text`; tree-sitter always gives a tree.
+    pub fn parse(path: &Path, display: String, text: String) -> Result<Source, String> {
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_cpp::LANGUAGE.into())
+            .map_err(|e| format!("cannot load the C++ grammar: {e}"))?;
+        let tree = parser
+            .parse(&text, None)
+            .ok_or_else(|| "the C++ parser gave up".to_owned())?;
+        Ok(Source {
+            path: path.to_owned(),
+            display,
+            text,
+            tree,
+        })
+    }
+
+    /// The text of `node`.
+    pub fn text(&self, node: Node<'_>) -> &str {
+        &self.text[node.byte_range()]
+    }
+
+    /// Where `node` starts.
+    pub fn location(&self, node: Node<'_>) -> Location {
+        let point = node.start_position();
+        let line_start = node.start_byte() - point.column;
+        let column = self.text[line_start..node.start_byte()].chars().count() + 1;
+        Location {
+            file: self.display.clone(),
+            line: point.row + 1,
+            column,
+        }
+    }
+}
+
+/// Visits `root` and its descendants in order, without recursion; `visit`
+/// returns whether to descend into the node.
+pub fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+    let mut cursor = root.walk();
+    loop {
+        let node = cursor.node();
+        if visit(node) && cursor.goto_first_child() {
+            continue;
+        }
+        loop {
+            if cursor.node() == root {
+                return;
+            }
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+        }
+    }
+}
+
+/// Whether `root` contains a call of a function named `name`.
+pub fn contains_call(source: &Source, root: Node<'_>, name: &str) -> bool {
+    let mut found = false;
+    walk(root, |node| {
+        if called_name(source, node) == Some(name) {
+            found = true;
+        }
+        !found
+    });
+    found
+}
+
+/// The name of the function a `call_expression` calls, when it is a plain
+/// identifier.
+pub fn called_name<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
+    if node.kind() != "call_expression" {
+        return None;
+    }
+    let function = node.child_by_field_name("function")?;
+    (function.kind() == "identifier").then(|| source.text(function))
+}
+
+/// The named children of a call's argument list, comments left out.
+pub fn call_arguments(node: Node<'_>) -> Vec<Node<'_>> {
+    let Some(list) = node.child_by_field_name("arguments") else {
+        return Vec::new();
+    };
+    let mut cursor = list.walk();
+    list.named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect()
+}
+
+/// The named children of `node`, comments left out.
+pub fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .filter(|n| n.kind() != "comment")
+        .collect()
+}
+
+/// The identifier a declarator declares (`*x`, `x[4]`, `x = 1` → `x`), and
+/// whether it is a pointer and its array dimensions.
+pub fn declared_name<'t>(mut node: Node<'t>) -> Option<(Node<'t>, bool, usize)> {
+    let mut pointer = false;
+    let mut arrays = 0;
+    for _ in 0..64 {
+        match node.kind() {
+            "identifier" | "field_identifier" => return Some((node, pointer, arrays)),
+            "pointer_declarator" | "reference_declarator" => pointer = true,
+            "array_declarator" => arrays += 1,
+            "init_declarator" | "parenthesized_declarator" => {}
+            _ => return None,
+        }
+        node = node
+            .child_by_field_name("declarator")
+            .or_else(|| node.named_child(0))?;
+    }
+    None
+}
+
+/// Replacements of byte ranges in a text, applied at once.
+#[derive(Debug, Default)]
+pub struct Edits {
+    edits: Vec<(usize, usize, String)>,
+}
+
+impl Edits {
+    /// Replaces `node`'s text.
+    pub fn replace(&mut self, node: Node<'_>, with: impl Into<String>) {
+        self.edits
+            .push((node.start_byte(), node.end_byte(), with.into()));
+    }
+
+    /// The text of `range` in `text` with the edits inside it applied.
+    /// Edits never overlap: the walks skip what they replace.
+    pub fn apply(&self, text: &str, range: std::ops::Range<usize>) -> String {
+        let mut edits: Vec<_> = self
+            .edits
+            .iter()
+            .filter(|(s, e, _)| *s >= range.start && *e <= range.end)
+            .collect();
+        edits.sort_by_key(|(s, e, _)| (*s, *e));
+        let mut out = String::new();
+        let mut at = range.start;
+        for (start, end, with) in edits {
+            if *start < at {
+                continue;
+            }
+            out.push_str(&text[at..*start]);
+            out.push_str(with);
+            at = *end;
+        }
+        out.push_str(&text[at..range.end]);
+        out
+    }
+}
+
+/// The value of a C string literal or of adjacent literals, escapes kept as
+/// written (the `.op2` string syntax has C's escapes), or `None` when it is
+/// not a plain literal.
+pub fn string_literal(source: &Source, node: Node<'_>) -> Option<String> {
+    match node.kind() {
+        "string_literal" => {
+            let text = source.text(node);
+            let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+            Some(inner.to_owned())
+        }
+        "concatenated_string" => {
+            let mut out = String::new();
+            for part in named_children(node) {
+                out.push_str(&string_literal(source, part)?);
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
+/// `op2`'s name for a C type written in a declaration or cast, if it has one.
+pub fn scalar_type(text: &str) -> Option<&'static str> {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    Some(match words.as_slice() {
+        ["double"] => "double",
+        ["float"] => "float",
+        ["int"] | ["signed"] | ["signed", "int"] => "int",
+        ["unsigned"] | ["unsigned", "int"] => "uint",
+        ["long", "long"] | ["long", "long", "int"] | ["long"] | ["long", "int"] => "ll",
+        ["unsigned", "long", "long"]
+        | ["unsigned", "long"]
+        | ["unsigned", "long", "long", "int"] => "ull",
+        ["bool"] => "bool",
+        _ => return None,
+    })
+}
+
+/// Words `.op2` reserves that a C program may use as names.
+const OP2_RESERVED: &[&str] = &[
+    "set", "map", "dat", "global", "kernel", "main", "par_loop", "over", "as", "on", "import",
+    "len", "print", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "uint", "ll", "ull",
+];
+
+/// The `.op2` name of a C name: itself, or with `_` appended where `.op2`
+/// reserves the word.
+pub fn op2_name(name: &str) -> String {
+    if OP2_RESERVED.contains(&name) {
+        format!("{name}_")
+    } else {
+        name.to_owned()
+    }
+}
+
+/// The math functions `.op2` knows.
+pub const BUILTINS: &[&str] = &[
+    "sqrt", "fabs", "abs", "fmin", "fmax", "min", "max", "pow", "exp", "log", "log10", "sin",
+    "cos", "tan", "asin", "acos", "atan", "atan2", "floor", "ceil", "round", "isnan", "isinf",
+];

@@ -1,0 +1,356 @@
+//! The capture: the application's set-up runs for real, compiled against
+//! op2's recording `op_seq.h`, and stops where its first par_loop would
+//! start, leaving behind every declared set, map and dat and the host
+//! values the rest of the program reads.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// op2's recording implementation of OP2's API.
+const RECORDING_OP_SEQ: &str = include_str!("../recorder/op_seq.h");
+const RECORDING_OP_PROFILE: &str = include_str!("../recorder/op_profile.h");
+
+/// Why the capture failed.
+#[derive(Debug)]
+pub enum CaptureError {
+    /// No C++ compiler: `CXX` is unset and none of c++, g++, clang++ runs.
+    NoCompiler,
+    /// The compiler refused the application; its messages.
+    CompileFailed { command: String, messages: String },
+    /// The application ended before its first par_loop.
+    Stopped { status: String, output: String },
+    /// The capture file is not what the recorder writes.
+    Malformed(String),
+    /// Reading or writing a temporary file failed.
+    Io(String),
+}
+
+impl fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaptureError::NoCompiler => f.write_str(
+                "no C++ compiler found: set `CXX`, or install one of `c++`, `g++`, `clang++`",
+            ),
+            CaptureError::CompileFailed { command, messages } => {
+                write!(
+                    f,
+                    "the application does not compile against op2's recording `op_seq.h`\ncommand: {command}\n{messages}"
+                )
+            }
+            CaptureError::Stopped { status, output } => write!(
+                f,
+                "the application ended ({status}) before its first `op_par_loop`; its output:\n{output}"
+            ),
+            CaptureError::Malformed(why) => write!(f, "the capture is malformed: {why}"),
+            CaptureError::Io(why) => f.write_str(why),
+        }
+    }
+}
+
+/// What to compile and run.
+#[derive(Debug)]
+pub struct Run<'a> {
+    /// The main source file.
+    pub main: &'a Path,
+    /// Its text with the stop inserted.
+    pub instrumented: String,
+    /// `-I` directories.
+    pub include_dirs: &'a [PathBuf],
+    /// `-D` definitions.
+    pub defines: &'a [String],
+    /// The application's command-line arguments.
+    pub args: &'a [String],
+    /// Where it runs; the current directory when `None`.
+    pub working_dir: Option<&'a Path>,
+}
+
+/// An element type as the recorder names it (`double`, `int`, …).
+pub type TypeName = String;
+
+/// A number as the recorder printed it, kept as text so that nothing is
+/// rounded on the way to JSON or `.op2`.
+pub type Number = String;
+
+/// A declared set.
+#[derive(Debug, Clone)]
+pub struct Set {
+    /// Its size.
+    pub size: usize,
+}
+
+/// A declared map.
+#[derive(Debug, Clone)]
+pub struct Map {
+    /// Source and target set, by declaration index.
+    pub from: usize,
+    /// Target set.
+    pub to: usize,
+    /// Arity.
+    pub dim: usize,
+    /// `from.size * dim` entries, or `None` when declared with NULL.
+    pub data: Option<Vec<i64>>,
+}
+
+/// A declared dat.
+#[derive(Debug, Clone)]
+pub struct Dat {
+    /// Its set, by declaration index.
+    pub set: usize,
+    /// Components per element.
+    pub dim: usize,
+    /// Element type.
+    pub ty: TypeName,
+    /// `set.size * dim` values, or `None` when declared with NULL.
+    pub data: Option<Vec<Number>>,
+}
+
+/// A host variable's value where the run stopped.
+#[derive(Debug, Clone)]
+pub struct Value {
+    /// Its type.
+    pub ty: TypeName,
+    /// Its values (one for a scalar).
+    pub values: Vec<Number>,
+    /// Whether it is a C array.
+    pub array: bool,
+}
+
+/// Everything the run recorded.
+#[derive(Debug, Default)]
+pub struct Capture {
+    /// Sets in declaration order.
+    pub sets: Vec<Set>,
+    /// Maps in declaration order.
+    pub maps: Vec<Map>,
+    /// Dats in declaration order.
+    pub dats: Vec<Dat>,
+    /// C handle variable → (kind, declaration index).
+    pub handles: Vec<(String, &'static str, usize)>,
+    /// Host values by C name.
+    pub values: Vec<(String, Value)>,
+    /// What the set-up printed.
+    pub output: String,
+}
+
+/// Finds the C++ compiler: `CXX`, else the first of c++, g++, clang++ that
+/// runs.
+pub fn compiler() -> Option<String> {
+    if let Some(cxx) = std::env::var_os("CXX")
+        && !cxx.is_empty()
+    {
+        return Some(cxx.to_string_lossy().into_owned());
+    }
+    ["c++", "g++", "clang++"]
+        .into_iter()
+        .find(|candidate| {
+            Command::new(candidate)
+                .arg("--version")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success())
+        })
+        .map(str::to_owned)
+}
+
+fn io(what: &str) -> impl Fn(std::io::Error) -> CaptureError + '_ {
+    move |e| CaptureError::Io(format!("{what}: {e}"))
+}
+
+/// Compiles and runs the application in the current directory, with
+/// `progress` told of each phase.
+pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture, CaptureError> {
+    let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
+    let dir = tempfile::Builder::new()
+        .prefix("op2-import-")
+        .tempdir()
+        .map_err(io("cannot create a temporary directory"))?;
+    let write = |name: &str, text: &str| {
+        std::fs::write(dir.path().join(name), text).map_err(io("cannot write a temporary file"))
+    };
+    write("op_seq.h", RECORDING_OP_SEQ)?;
+    write("op_lib_cpp.h", "#include \"op_seq.h\"\n")?;
+    write("op_profile.h", RECORDING_OP_PROFILE)?;
+    write(
+        "op_hdf5.h",
+        "#error \"op2 import does not read OP2's HDF5 files yet (op_decl_*_hdf5): declare the mesh with op_decl_set/op_decl_map/op_decl_dat\"\n",
+    )?;
+    let main = std::path::absolute(run.main).unwrap_or_else(|_| run.main.to_owned());
+    let main_display = main
+        .display()
+        .to_string()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
+    write(
+        "op2_import_main.cpp",
+        &format!("#line 1 \"{main_display}\"\n{}", run.instrumented),
+    )?;
+    let binary = dir.path().join("op2_import_app");
+    let mut command = Command::new(&cxx);
+    command.arg("-std=c++17").arg("-O1").arg("-w");
+    command.arg("-I").arg(dir.path());
+    if let Some(parent) = main.parent() {
+        command.arg("-I").arg(parent);
+    }
+    for include in run.include_dirs {
+        command.arg("-I").arg(include);
+    }
+    for define in run.defines {
+        command.arg(format!("-D{define}"));
+    }
+    command
+        .arg(dir.path().join("op2_import_main.cpp"))
+        .arg("-o")
+        .arg(&binary)
+        .arg("-lm");
+    let shown = format!("{command:?}").replace('"', "");
+    progress(&format!("compiling {} with {cxx}", run.main.display()));
+    let output = command.output().map_err(|e| CaptureError::CompileFailed {
+        command: shown.clone(),
+        messages: e.to_string(),
+    })?;
+    if !output.status.success() {
+        return Err(CaptureError::CompileFailed {
+            command: shown,
+            messages: String::from_utf8_lossy(&output.stderr).into_owned(),
+        });
+    }
+    progress("running the set-up to its first par_loop");
+    let capture_file = dir.path().join("capture.txt");
+    let mut command = Command::new(&binary);
+    if let Some(dir) = run.working_dir {
+        command.current_dir(dir);
+    }
+    let output = command
+        .args(run.args)
+        .env("OP2_IMPORT_CAPTURE", &capture_file)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(io("cannot run the compiled application"))?;
+    let mut printed = String::from_utf8_lossy(&output.stdout).into_owned();
+    printed.push_str(&String::from_utf8_lossy(&output.stderr));
+    let text = std::fs::read_to_string(&capture_file).unwrap_or_default();
+    if !output.status.success() || !text.ends_with("stop\n") {
+        let status = match output.status.code() {
+            Some(code) => format!("exit status {code}"),
+            None => "killed by a signal".to_owned(),
+        };
+        return Err(CaptureError::Stopped {
+            status,
+            output: printed,
+        });
+    }
+    progress("reading what the set-up declared");
+    let mut capture = parse(&text).map_err(CaptureError::Malformed)?;
+    capture.output = printed;
+    Ok(capture)
+}
+
+/// Reads the recorder's file: one header line per declaration, followed by
+/// a line of its values.
+pub fn parse(text: &str) -> Result<Capture, String> {
+    let mut capture = Capture::default();
+    let mut lines = text.lines().enumerate();
+    let number = |word: Option<&str>, line: usize| -> Result<usize, String> {
+        word.and_then(|w| w.parse().ok())
+            .ok_or_else(|| format!("line {}: expected a count", line + 1))
+    };
+    while let Some((n, line)) = lines.next() {
+        let mut words = line.split_whitespace();
+        let mut values = |expected: usize| -> Result<Option<Vec<String>>, String> {
+            let (_, data) = lines
+                .next()
+                .ok_or_else(|| format!("line {}: values missing", n + 2))?;
+            if data == "null" {
+                return Ok(None);
+            }
+            let values: Vec<String> = data.split_whitespace().map(str::to_owned).collect();
+            if values.len() != expected {
+                return Err(format!(
+                    "line {}: {} values where {expected} were declared",
+                    n + 2,
+                    values.len()
+                ));
+            }
+            Ok(Some(values))
+        };
+        match words.next() {
+            Some("set") => {
+                let _index = number(words.next(), n)?;
+                let size = number(words.next(), n)?;
+                capture.sets.push(Set { size });
+            }
+            Some("map") => {
+                let _index = number(words.next(), n)?;
+                let from = number(words.next(), n)?;
+                let to = number(words.next(), n)?;
+                let dim = number(words.next(), n)?;
+                let size = capture
+                    .sets
+                    .get(from)
+                    .ok_or_else(|| format!("line {}: unknown set", n + 1))?
+                    .size;
+                let expected = size
+                    .checked_mul(dim)
+                    .ok_or_else(|| format!("line {}: map too large", n + 1))?;
+                let data = match values(expected)? {
+                    Some(v) => Some(
+                        v.iter()
+                            .map(|x| x.parse::<i64>())
+                            .collect::<Result<Vec<_>, _>>()
+                            .map_err(|_| {
+                                format!("line {}: a map entry is not an integer", n + 2)
+                            })?,
+                    ),
+                    None => None,
+                };
+                capture.maps.push(Map {
+                    from,
+                    to,
+                    dim,
+                    data,
+                });
+            }
+            Some("dat") => {
+                let _index = number(words.next(), n)?;
+                let set = number(words.next(), n)?;
+                let dim = number(words.next(), n)?;
+                let ty = words.next().unwrap_or("").to_owned();
+                let size = capture
+                    .sets
+                    .get(set)
+                    .ok_or_else(|| format!("line {}: unknown set", n + 1))?
+                    .size;
+                let expected = size
+                    .checked_mul(dim)
+                    .ok_or_else(|| format!("line {}: dat too large", n + 1))?;
+                let data = values(expected)?;
+                capture.dats.push(Dat { set, dim, ty, data });
+            }
+            Some("handle") => {
+                let name = words.next().unwrap_or("").to_owned();
+                let kind = match words.next() {
+                    Some("set") => "set",
+                    Some("map") => "map",
+                    _ => "dat",
+                };
+                let index: i64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(-1);
+                if let Ok(index) = usize::try_from(index) {
+                    capture.handles.push((name, kind, index));
+                }
+            }
+            Some("value") => {
+                let name = words.next().unwrap_or("").to_owned();
+                let ty = words.next().unwrap_or("").to_owned();
+                let count = number(words.next(), n)?;
+                let array = count != 1 || line.ends_with(" array");
+                let values = values(count)?.unwrap_or_default();
+                capture.values.push((name, Value { ty, values, array }));
+            }
+            Some("stop") => return Ok(capture),
+            _ => return Err(format!("line {}: unexpected `{line}`", n + 1)),
+        }
+    }
+    Err("the capture ends before the stop".to_owned())
+}

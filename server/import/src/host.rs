@@ -1,0 +1,696 @@
+//! The host program from the first par_loop on, translated into `main`.
+//! Statements are copied as written with edits: `op_par_loop` becomes
+//! `par_loop`, `op_printf` becomes `print`, `op_get_size` becomes `len`;
+//! timers, diagnostics and profiling are dropped with a note; anything else
+//! outside the `.op2` subset is reported at its C location.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use tree_sitter::Node;
+
+use crate::c::{self, BUILTINS, Edits, Location, Source, op2_name, scalar_type, walk};
+use crate::kernel::literal_problem;
+use crate::report::{Kind, Report};
+
+/// What the translation knows from the declarations and the capture.
+#[derive(Debug, Default)]
+pub struct Context {
+    /// Names declared with `op_decl_const`.
+    pub consts: BTreeSet<String>,
+    /// C variables holding an `op_set`, `op_map` or `op_dat`.
+    pub handles: BTreeSet<String>,
+    /// The `.op2` name of each map's target set, once captured.
+    pub map_targets: BTreeMap<String, String>,
+}
+
+/// The translated host program.
+#[derive(Debug, Default)]
+pub struct Host {
+    /// The statements of `main`, without braces.
+    pub text: String,
+    /// Names the statements read or write that they do not declare.
+    pub referenced: BTreeSet<String>,
+    /// Of those, the ones they assign.
+    pub assigned: BTreeSet<String>,
+    /// Names declared inside the statements.
+    pub locals: BTreeSet<String>,
+    /// Host variables passed to par_loops as globals, where first passed.
+    pub globals: BTreeMap<String, Location>,
+    /// Kernels the par_loops name, in order of first use.
+    pub kernels: Vec<(String, Location)>,
+    /// Sets whose element index a par_loop passes (`op_arg_idx`).
+    pub index_sets: BTreeSet<String>,
+}
+
+/// The name of the dat `op2 import` adds for the element index of `set`.
+pub fn index_dat(set: &str) -> String {
+    format!("{set}_index")
+}
+
+const DROPPED: &[(&str, &str)] = &[
+    ("op_timers", "a timer"),
+    ("op_timers_core", "a timer"),
+    ("op_timing_output", "timing output"),
+    ("op_timing2_output", "timing output"),
+    ("op_diagnostic_output", "diagnostic output"),
+    ("op_profile_start", "profiling"),
+    ("op_profile_end", "profiling"),
+    ("op_profile_enter", "profiling"),
+    ("op_profile_exit", "profiling"),
+    ("op_profile_output", "profiling output"),
+    ("op_exit", "OP2's shutdown"),
+];
+
+const FILE_OUTPUT: &[&str] = &[
+    "op_print_dat_to_txtfile",
+    "op_print_dat_to_binfile",
+    "op_write_hdf5",
+    "op_dump_to_hdf5",
+];
+
+const FETCHES: &[&str] = &["op_fetch_data", "op_fetch_data_idx", "free", "op_free"];
+
+/// Translates `statements` (the host code from the first par_loop to the
+/// end of `main`).
+pub fn translate(
+    source: &Source,
+    statements: &[Node<'_>],
+    context: &Context,
+    report: &mut Report,
+) -> Host {
+    let mut host = Host::default();
+    let (Some(first), Some(last)) = (statements.first(), statements.last()) else {
+        return host;
+    };
+    let dead = dead_pointers(source, statements);
+    let mut edits = Edits::default();
+    let fail = |report: &mut Report, node: Node<'_>, message: String, help: Option<&str>| {
+        report.not_translated(source.location(node), message, help);
+    };
+    // Locals first: names are not scoped more finely than `main`.
+    for statement in statements {
+        walk(*statement, |node| {
+            if node.kind() == "declaration" {
+                for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
+                    if let Some((ident, _, _)) = c::declared_name(declarator) {
+                        host.locals.insert(source.text(ident).to_owned());
+                    }
+                }
+            }
+            true
+        });
+    }
+    for statement in statements {
+        walk(*statement, |node| {
+            if !node.is_named() {
+                return true;
+            }
+            let kind = node.kind();
+            match kind {
+                "comment"
+                | "number_literal"
+                | "true"
+                | "false"
+                | "primitive_type"
+                | "type_qualifier"
+                | "compound_statement"
+                | "expression_statement"
+                | "assignment_expression"
+                | "binary_expression"
+                | "unary_expression"
+                | "update_expression"
+                | "parenthesized_expression"
+                | "if_statement"
+                | "else_clause"
+                | "condition_clause"
+                | "for_statement"
+                | "while_statement"
+                | "do_statement"
+                | "break_statement"
+                | "continue_statement"
+                | "conditional_expression"
+                | "cast_expression"
+                | "type_descriptor"
+                | "argument_list"
+                | "subscript_expression"
+                | "subscript_argument_list"
+                | "initializer_list"
+                | "array_declarator"
+                | "init_declarator" => {
+                    if kind == "number_literal"
+                        && let Some(message) = literal_problem(source.text(node))
+                    {
+                        fail(report, node, message, None);
+                    }
+                    true
+                }
+                "sized_type_specifier" => {
+                    match scalar_type(source.text(node)) {
+                        Some(ty) => edits.replace(node, ty),
+                        None => fail(
+                            report,
+                            node,
+                            format!("type `{}` has no `.op2` counterpart", source.text(node)),
+                            None,
+                        ),
+                    }
+                    false
+                }
+                "declaration" => {
+                    let pointer = node
+                        .children_by_field_name("declarator", &mut node.walk())
+                        .filter_map(c::declared_name)
+                        .find(|(_, pointer, _)| *pointer);
+                    if let Some((ident, _, _)) = pointer {
+                        let name = source.text(ident);
+                        if dead.contains(name) {
+                            edits.replace(node, "");
+                            report.add(
+                                Kind::Dropped,
+                                Some(source.location(node)),
+                                format!("host buffer `{name}`, which nothing reads"),
+                                None,
+                            );
+                        } else {
+                            fail(
+                                report,
+                                node,
+                                format!(
+                                    "host pointer `{name}`: host code that reads dat values after `op_fetch_data` is not yet translated"
+                                ),
+                                Some(
+                                    "reduce the values into a global in a par_loop and print that",
+                                ),
+                            );
+                        }
+                        return false;
+                    }
+                    true
+                }
+                "return_statement" => {
+                    let value = c::named_children(node);
+                    if value.is_empty() {
+                        return true;
+                    }
+                    if value.len() == 1 && source.text(value[0]) == "0" {
+                        edits.replace(node, "");
+                        report.add(
+                            Kind::Dropped,
+                            Some(source.location(node)),
+                            "`return 0` at the end of `main`",
+                            None,
+                        );
+                    } else {
+                        fail(
+                            report,
+                            node,
+                            "`return` with an exit status: `main` in `.op2` has none".to_owned(),
+                            None,
+                        );
+                    }
+                    false
+                }
+                "string_literal" | "concatenated_string" => {
+                    let in_print = node
+                        .parent()
+                        .and_then(|list| list.parent())
+                        .and_then(|call| c::called_name(source, call))
+                        .is_some_and(|name| name == "op_printf" || name == "printf");
+                    match c::string_literal(source, node) {
+                        Some(value) if in_print => edits.replace(node, format!("\"{value}\"")),
+                        _ => fail(
+                            report,
+                            node,
+                            "a string outside the format of `op_printf`".to_owned(),
+                            None,
+                        ),
+                    }
+                    false
+                }
+                "identifier" => {
+                    let name = source.text(node);
+                    let is_callee = node.parent().is_some_and(|p| {
+                        p.kind() == "call_expression"
+                            && p.child_by_field_name("function") == Some(node)
+                    });
+                    if is_callee {
+                        return false;
+                    }
+                    if context.handles.contains(name) {
+                        fail(
+                            report,
+                            node,
+                            format!(
+                                "`{name}` (an OP2 handle) used outside a par_loop or `op_get_size`"
+                            ),
+                            Some("`main` in `.op2` reaches mesh data only through par_loops"),
+                        );
+                        return false;
+                    }
+                    let renamed = op2_name(name);
+                    if renamed != name {
+                        edits.replace(node, renamed);
+                    }
+                    if !host.locals.contains(name) {
+                        host.referenced.insert(name.to_owned());
+                        let parent = node.parent();
+                        let assigned = parent.is_some_and(|p| {
+                            (p.kind() == "assignment_expression"
+                                && p.child_by_field_name("left") == Some(node))
+                                || p.kind() == "update_expression"
+                        });
+                        if assigned {
+                            host.assigned.insert(name.to_owned());
+                        }
+                    }
+                    false
+                }
+                "call_expression" => {
+                    call(source, node, context, &dead, &mut host, &mut edits, report)
+                }
+                _ => {
+                    fail(
+                        report,
+                        node,
+                        format!(
+                            "{} is not in the `main` subset of `.op2`",
+                            kind.replace('_', " ")
+                        ),
+                        Some("rewrite it with the C subset of language.md §5 and §8"),
+                    );
+                    false
+                }
+            }
+        });
+    }
+    host.text = edits.apply(&source.text, first.start_byte()..last.end_byte());
+    host
+}
+
+/// A call in the host code; returns whether to look inside it.
+fn call(
+    source: &Source,
+    node: Node<'_>,
+    context: &Context,
+    dead: &BTreeSet<String>,
+    host: &mut Host,
+    edits: &mut Edits,
+    report: &mut Report,
+) -> bool {
+    let name = c::called_name(source, node).unwrap_or("");
+    let location = source.location(node);
+    let args = c::call_arguments(node);
+    let whole_statement = node.parent().filter(|p| p.kind() == "expression_statement");
+    match name {
+        "op_par_loop" => {
+            match par_loop(source, node, &args, context, host, report) {
+                Some(text) => edits.replace(node, text),
+                // Left out (reported), so that the rest still parses.
+                None => match whole_statement {
+                    Some(statement) => edits.replace(
+                        statement,
+                        format!(
+                            "/* op2 import: not translated, see the report: {} */",
+                            source.text(statement).replace("*/", "* /")
+                        ),
+                    ),
+                    None => edits.replace(node, "0"),
+                },
+            }
+            false
+        }
+        "op_printf" | "printf" => {
+            if let Some(function) = node.child_by_field_name("function") {
+                edits.replace(function, "print");
+            }
+            if args
+                .first()
+                .is_none_or(|f| c::string_literal(source, *f).is_none())
+            {
+                report.add(
+                    Kind::NotTranslated,
+                    Some(location),
+                    format!("`{name}` without a literal format"),
+                    None,
+                );
+                return false;
+            }
+            true
+        }
+        "op_get_size" => {
+            match args.as_slice() {
+                [set] if set.kind() == "identifier" => {
+                    edits.replace(node, format!("len({})", op2_name(source.text(*set))));
+                }
+                _ => report.add(
+                    Kind::NotTranslated,
+                    Some(location),
+                    "`op_get_size` of something other than a set variable",
+                    None,
+                ),
+            }
+            false
+        }
+        _ if BUILTINS.contains(&name) => true,
+        _ => {
+            let dropped = DROPPED.iter().find(|(n, _)| *n == name);
+            let file_output = FILE_OUTPUT.contains(&name);
+            let dead_fetch = FETCHES.contains(&name)
+                && args.iter().any(|a| {
+                    let ident = if a.kind() == "identifier" {
+                        Some(*a)
+                    } else {
+                        a.child_by_field_name("argument")
+                    };
+                    ident.is_some_and(|i| dead.contains(source.text(i)))
+                });
+            match (whole_statement, dropped, file_output, dead_fetch) {
+                (Some(statement), Some((_, what)), _, _) => {
+                    edits.replace(statement, "");
+                    report.add(
+                        Kind::Dropped,
+                        Some(location),
+                        format!("`{name}` ({what})"),
+                        None,
+                    );
+                }
+                (Some(statement), None, true, _) => {
+                    edits.replace(statement, "");
+                    report.add(
+                        Kind::Dropped,
+                        Some(location),
+                        format!("`{name}`: the file it writes is not written by `op2 run`"),
+                        Some(
+                            "`op2 run --final-state FILE` writes every dat's final values as JSON",
+                        ),
+                    );
+                }
+                (Some(statement), None, false, true) => {
+                    edits.replace(statement, "");
+                    report.add(
+                        Kind::Dropped,
+                        Some(location),
+                        format!("`{name}` into a host buffer that nothing reads"),
+                        None,
+                    );
+                }
+                _ => {
+                    let help = match name {
+                        "op_fetch_data" | "op_fetch_data_idx" => {
+                            "host code that reads a dat after `op_fetch_data` is not yet translated; reduce into a global instead"
+                        }
+                        "exit" | "abort" => "end `main` with `return;`",
+                        _ => "`main` may call only the math built-ins; inline the function",
+                    };
+                    report.add(
+                        Kind::NotTranslated,
+                        Some(location),
+                        format!("call to `{name}` in the host code"),
+                        Some(help),
+                    );
+                }
+            }
+            false
+        }
+    }
+}
+
+/// Pointers declared in the host code that are used only as the buffer of
+/// `op_fetch_data` and `free`: leftovers of checks that were removed.
+fn dead_pointers(source: &Source, statements: &[Node<'_>]) -> BTreeSet<String> {
+    let mut pointers = BTreeSet::new();
+    for statement in statements {
+        walk(*statement, |node| {
+            if node.kind() == "declaration" {
+                for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
+                    if let Some((ident, true, _)) = c::declared_name(declarator) {
+                        pointers.insert(source.text(ident).to_owned());
+                    }
+                }
+            }
+            true
+        });
+    }
+    let mut live = BTreeSet::new();
+    for statement in statements {
+        walk(*statement, |node| {
+            if node.kind() == "identifier" && pointers.contains(source.text(node)) {
+                let declared = node
+                    .parent()
+                    .is_some_and(|p| matches!(p.kind(), "pointer_declarator" | "init_declarator"));
+                let in_fetch = node
+                    .parent()
+                    .and_then(|list| list.parent())
+                    .and_then(|call| c::called_name(source, call))
+                    .is_some_and(|name| FETCHES.contains(&name));
+                if !declared && !in_fetch {
+                    live.insert(source.text(node).to_owned());
+                }
+            }
+            true
+        });
+    }
+    pointers.difference(&live).cloned().collect()
+}
+
+/// `OP_READ` and friends.
+fn access(source: &Source, node: Node<'_>) -> Option<&'static str> {
+    Some(match source.text(node) {
+        "OP_READ" => "READ",
+        "OP_WRITE" => "WRITE",
+        "OP_RW" => "RW",
+        "OP_INC" => "INC",
+        "OP_MIN" => "MIN",
+        "OP_MAX" => "MAX",
+        _ => return None,
+    })
+}
+
+/// An integer literal, possibly negated.
+fn integer(source: &Source, node: Node<'_>) -> Option<i64> {
+    source.text(node).replace(' ', "").parse().ok()
+}
+
+/// The variable an argument names: `x` or `&x`.
+fn variable<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
+    match node.kind() {
+        "identifier" => Some(source.text(node)),
+        "pointer_expression" => {
+            let argument = node.child_by_field_name("argument")?;
+            (argument.kind() == "identifier"
+                && node
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| source.text(o) == "&"))
+            .then(|| source.text(argument))
+        }
+        _ => None,
+    }
+}
+
+/// `op_par_loop(kernel, "name", set, args…)` as a `par_loop` statement, or
+/// `None` (reported) when an argument cannot be translated.
+fn par_loop(
+    source: &Source,
+    node: Node<'_>,
+    args: &[Node<'_>],
+    context: &Context,
+    host: &mut Host,
+    report: &mut Report,
+) -> Option<String> {
+    let location = source.location(node);
+    let fail = |report: &mut Report, at: Node<'_>, message: String, help: Option<&str>| {
+        report.add(
+            Kind::NotTranslated,
+            Some(source.location(at)),
+            message,
+            help,
+        );
+        None
+    };
+    let [kernel, _name, set, rest @ ..] = args else {
+        return fail(
+            report,
+            node,
+            "`op_par_loop` with fewer than three arguments".into(),
+            None,
+        );
+    };
+    if kernel.kind() != "identifier" || set.kind() != "identifier" {
+        return fail(
+            report,
+            node,
+            "`op_par_loop` whose kernel or set is not a plain name".into(),
+            None,
+        );
+    }
+    let kernel_name = source.text(*kernel).to_owned();
+    if !host.kernels.iter().any(|(k, _)| *k == kernel_name) {
+        host.kernels.push((kernel_name.clone(), location.clone()));
+    }
+    let set_name = op2_name(source.text(*set));
+    // The modes of global arguments, for op_arg_info's reference.
+    let mut modes = Vec::new();
+    let mut out = Vec::new();
+    for arg in rest {
+        let callee = c::called_name(source, *arg).unwrap_or("");
+        let inner = c::call_arguments(*arg);
+        let text = match (callee, inner.as_slice()) {
+            ("op_arg_dat", [dat, idx, map, _dim, _ty, acc]) => {
+                modes.push(None);
+                let Some(mode) = access(source, *acc) else {
+                    return fail(
+                        report,
+                        *acc,
+                        format!("unknown access mode `{}`", source.text(*acc)),
+                        None,
+                    );
+                };
+                let dat = op2_name(source.text(*dat));
+                let map_text = source.text(*map);
+                match integer(source, *idx) {
+                    Some(-1) if map_text == "OP_ID" => format!("{dat} {mode}"),
+                    Some(k) if k >= 0 && map.kind() == "identifier" => {
+                        format!("{dat}[{}[{k}]] {mode}", op2_name(map_text))
+                    }
+                    Some(k) if k < -1 => {
+                        return fail(
+                            report,
+                            *idx,
+                            format!(
+                                "vector-map argument (index {k}) of `{kernel_name}` is not yet translated"
+                            ),
+                            Some(
+                                "pass each map entry as its own argument (`op_arg_dat(d, 0, map, …)`, `op_arg_dat(d, 1, map, …)`, …) and give the kernel one parameter per entry",
+                            ),
+                        );
+                    }
+                    _ => {
+                        return fail(
+                            report,
+                            *arg,
+                            "`op_arg_dat` with a map index that is not an integer literal".into(),
+                            None,
+                        );
+                    }
+                }
+            }
+            ("op_arg_gbl", [data, _dim, _ty, acc]) => {
+                let Some(mode) = access(source, *acc) else {
+                    return fail(
+                        report,
+                        *acc,
+                        format!("unknown access mode `{}`", source.text(*acc)),
+                        None,
+                    );
+                };
+                modes.push(Some(mode));
+                let Some(name) = variable(source, *data) else {
+                    return fail(
+                        report,
+                        *data,
+                        "`op_arg_gbl` of something other than a variable".into(),
+                        Some("pass `&x` or an array `x`"),
+                    );
+                };
+                if !(context.consts.contains(name) && mode == "READ") {
+                    host.globals
+                        .entry(name.to_owned())
+                        .or_insert_with(|| source.location(*data));
+                }
+                host.referenced.insert(name.to_owned());
+                format!("{} {mode}", op2_name(name))
+            }
+            ("op_arg_idx", [idx, map]) => {
+                modes.push(None);
+                match integer(source, *idx) {
+                    Some(-1) if source.text(*map) == "OP_ID" => {
+                        host.index_sets.insert(set_name.clone());
+                        format!("{} READ", index_dat(&set_name))
+                    }
+                    Some(k) if k >= 0 && map.kind() == "identifier" => {
+                        let map_name = op2_name(source.text(*map));
+                        let target = context
+                            .map_targets
+                            .get(&map_name)
+                            .cloned()
+                            .unwrap_or_else(|| format!("{map_name}_target"));
+                        host.index_sets.insert(target.clone());
+                        format!("{}[{map_name}[{k}]] READ", index_dat(&target))
+                    }
+                    _ => {
+                        return fail(
+                            report,
+                            *arg,
+                            "`op_arg_idx` with this index and map".into(),
+                            None,
+                        );
+                    }
+                }
+            }
+            ("op_arg_info", [data, _dim, _ty, reference]) => {
+                modes.push(None);
+                let Some(name) = variable(source, *data) else {
+                    return fail(
+                        report,
+                        *data,
+                        "`op_arg_info` of something other than a variable".into(),
+                        None,
+                    );
+                };
+                let referenced_mode = integer(source, *reference)
+                    .and_then(|r| usize::try_from(r).ok())
+                    .and_then(|r| modes.get(r).copied().flatten());
+                let Some(mode @ ("MIN" | "MAX")) = referenced_mode else {
+                    return fail(
+                        report,
+                        *arg,
+                        "`op_arg_info` is not yet in the language, and this one does not refer to an earlier MIN or MAX global".into(),
+                        None,
+                    );
+                };
+                report.add(
+                    Kind::NotTranslated,
+                    Some(source.location(*arg)),
+                    format!("`op_arg_info` is not yet in the language: `{name}` became a {mode} global, which gives OP2's sequential result under `op2 run` when the kernel stores the element index it reached the extreme at, but not on POETS, where elements are combined in any order"),
+                    Some("compute the location in a second par_loop that compares each element with the extreme"),
+                );
+                host.globals
+                    .entry(name.to_owned())
+                    .or_insert_with(|| source.location(*data));
+                host.referenced.insert(name.to_owned());
+                format!("{} {mode}", op2_name(name))
+            }
+            ("op_opt_arg_dat", _) => {
+                return fail(
+                    report,
+                    *arg,
+                    "optional arguments (`op_opt_arg_dat`) are not yet in the language".into(),
+                    Some("split the loop into one par_loop with the argument and one without"),
+                );
+            }
+            _ => {
+                return fail(
+                    report,
+                    *arg,
+                    format!(
+                        "`{}` is not an OP2 argument op2 import knows",
+                        source.text(*arg)
+                    ),
+                    None,
+                );
+            }
+        };
+        out.push(text);
+    }
+    report.add(
+        Kind::Translated,
+        Some(location),
+        format!("par_loop `{kernel_name}` over `{set_name}`"),
+        None,
+    );
+    Some(format!(
+        "par_loop {} over {set_name} ({})",
+        op2_name(&kernel_name),
+        out.join(", ")
+    ))
+}

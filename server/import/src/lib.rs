@@ -1,0 +1,896 @@
+//! `op2 import`: an OP2 C/C++ application, unmodified, brought into `.op2`
+//! with its mesh.
+//!
+//! The application's main file and the headers it includes with `"…"` are
+//! parsed with tree-sitter's C++ grammar. `main` is split at the first
+//! top-level statement that contains an `op_par_loop`:
+//!
+//! - the set-up before it is **executed, not translated**: the main file is
+//!   compiled with the system C++ compiler against op2's recording
+//!   `op_seq.h` ([`capture`]), with a call inserted before that statement
+//!   that writes the host values the rest of the program reads and ends the
+//!   run. Every `op_decl_*` call has recorded its sizes and data by then;
+//! - the rest becomes `main` ([`host`]), and the kernels its par_loops name
+//!   become `.op2` kernels ([`kernel`]).
+//!
+//! The result is written as `<out>/<stem>.op2` (formatted, every item with a
+//! comment naming the C file and line it came from) and `<out>/<stem>.json`
+//! (the instance), with a [`Report`] of what was translated, captured,
+//! dropped and not translated.
+
+pub mod c;
+pub mod capture;
+pub mod host;
+pub mod kernel;
+pub mod report;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use tree_sitter::Node;
+
+use crate::c::{Location, Source, op2_name, walk};
+pub use crate::capture::CaptureError;
+use crate::capture::{Capture, Value};
+use crate::host::{Context, index_dat};
+pub use crate::report::{Entry, Kind, Report};
+
+/// What to import.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The C/C++ file with `main`.
+    pub main: PathBuf,
+    /// Where to write `<stem>.op2` and `<stem>.json`.
+    pub out: PathBuf,
+    /// `-I` directories for the compiler and for finding kernel headers.
+    pub include_dirs: Vec<PathBuf>,
+    /// `-D NAME[=VALUE]` for the compiler.
+    pub defines: Vec<String>,
+    /// Arguments the application is run with.
+    pub args: Vec<String>,
+    /// Where the application runs (so that it finds its mesh files); the
+    /// current directory when `None`.
+    pub working_dir: Option<PathBuf>,
+}
+
+/// A finished import.
+#[derive(Debug)]
+pub struct Imported {
+    /// The `.op2` program written.
+    pub program: PathBuf,
+    /// The instance written.
+    pub instance: PathBuf,
+    /// What became of each construct.
+    pub report: Report,
+    /// What the set-up printed while it was captured.
+    pub setup_output: String,
+}
+
+/// Why nothing was written.
+#[derive(Debug)]
+pub enum ImportError {
+    /// A source could not be read.
+    Read(String),
+    /// The main file has no `main` function.
+    NoMain(String),
+    /// `main` runs no par_loop.
+    NoParLoop(Location),
+    /// An `op_decl_*` call comes after the first par_loop.
+    DeclAfterParLoop {
+        call: String,
+        at: Location,
+        first: Location,
+    },
+    /// The capture failed.
+    Capture(CaptureError),
+    /// Writing the output failed.
+    Write(String),
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ImportError::Read(why) | ImportError::Write(why) => f.write_str(why),
+            ImportError::NoMain(file) => write!(f, "`{file}` has no `main` function"),
+            ImportError::NoParLoop(at) => {
+                write!(
+                    f,
+                    "{at}: `main` calls no `op_par_loop`, so there is nothing to import"
+                )
+            }
+            ImportError::DeclAfterParLoop { call, at, first } => write!(
+                f,
+                "{at}: `{call}` after the first `op_par_loop` (at {first}); op2 import captures declarations by running the program up to its first par_loop\n  help: move the declaration before the first par_loop"
+            ),
+            ImportError::Capture(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// A host variable declared in the set-up or at file scope.
+#[derive(Debug, Clone)]
+struct Declared {
+    location: Location,
+    /// The byte where its declaration ends in the main file (0 at file
+    /// scope or in a header: always in scope).
+    end: usize,
+    handle: bool,
+    pointer: bool,
+}
+
+/// Imports `options.main`, telling `progress` what it is doing.
+pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Imported, ImportError> {
+    let read = |path: &Path| -> Result<Source, ImportError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ImportError::Read(format!("cannot read `{}`: {e}", path.display())))?;
+        Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)
+    };
+    let main_source = read(&options.main)?;
+    let mut headers = Vec::new();
+    let main_dir = options.main.parent().unwrap_or(Path::new("")).to_owned();
+    for include in includes(&main_source) {
+        let found = std::iter::once(&main_dir)
+            .chain(&options.include_dirs)
+            .map(|dir| dir.join(&include))
+            .find(|p| p.is_file());
+        if let Some(path) = found {
+            headers.push(read(&path)?);
+        }
+    }
+    let mut report = Report::default();
+
+    let main_fn = functions(&main_source)
+        .into_iter()
+        .find(|(name, _)| name == "main")
+        .map(|(_, node)| node)
+        .ok_or_else(|| ImportError::NoMain(main_source.display.clone()))?;
+    let body = main_fn
+        .child_by_field_name("body")
+        .ok_or_else(|| ImportError::NoMain(main_source.display.clone()))?;
+    let statements = c::named_children(body);
+    let stop = statements
+        .iter()
+        .position(|s| c::contains_call(&main_source, *s, "op_par_loop"))
+        .ok_or_else(|| ImportError::NoParLoop(main_source.location(main_fn)))?;
+    let stop_node = statements[stop];
+    let stop_location = main_source.location(stop_node);
+    for statement in &statements[stop..] {
+        let mut bad = None;
+        walk(*statement, |node| {
+            if let Some(name) = c::called_name(&main_source, node)
+                && name.starts_with("op_decl_")
+                && bad.is_none()
+            {
+                bad = Some((name.to_owned(), main_source.location(node)));
+            }
+            bad.is_none()
+        });
+        if let Some((call, at)) = bad {
+            return Err(ImportError::DeclAfterParLoop {
+                call,
+                at,
+                first: stop_location,
+            });
+        }
+    }
+
+    // What the set-up and the file scopes declare.
+    let mut declared: BTreeMap<String, Declared> = BTreeMap::new();
+    for source in headers.iter().chain([&main_source]) {
+        for node in c::named_children(source.tree.root_node()) {
+            declarations(source, node, 0, &mut declared);
+        }
+    }
+    if let Some(parameters) = main_fn
+        .child_by_field_name("declarator")
+        .and_then(|d| d.child_by_field_name("parameters"))
+    {
+        for parameter in c::named_children(parameters) {
+            declarations(&main_source, parameter, parameter.end_byte(), &mut declared);
+        }
+    }
+    for statement in &statements[..stop] {
+        declarations(
+            &main_source,
+            *statement,
+            statement.end_byte(),
+            &mut declared,
+        );
+    }
+    let mut consts = BTreeMap::new();
+    let mut decl_sites: BTreeMap<String, Location> = BTreeMap::new();
+    for statement in &statements[..stop] {
+        walk(*statement, |node| {
+            let Some(name) = c::called_name(&main_source, node) else {
+                return true;
+            };
+            let args = c::call_arguments(node);
+            if name == "op_decl_const" || name == "op_decl_const2" {
+                let data = if name == "op_decl_const" {
+                    args.get(2)
+                } else {
+                    args.get(3)
+                };
+                match data.and_then(|d| pointee(&main_source, *d)) {
+                    Some(var) => {
+                        consts
+                            .entry(var.to_owned())
+                            .or_insert_with(|| main_source.location(node));
+                    }
+                    None => report.add(
+                        Kind::NotTranslated,
+                        Some(main_source.location(node)),
+                        "`op_decl_const` of something other than a variable",
+                        Some("declare the const from a named variable"),
+                    ),
+                }
+            } else if name.starts_with("op_decl_") {
+                if let Some(var) = assigned_variable(&main_source, node) {
+                    decl_sites.insert(var, main_source.location(node));
+                }
+                if name.ends_with("_hdf5") {
+                    report.add(
+                        Kind::NotTranslated,
+                        Some(main_source.location(node)),
+                        format!("`{name}` (OP2's HDF5 files) is not yet supported by op2 import"),
+                        Some("declare the mesh with op_decl_set/op_decl_map/op_decl_dat"),
+                    );
+                }
+            }
+            true
+        });
+    }
+    let handles: BTreeSet<String> = declared
+        .iter()
+        .filter(|(_, d)| d.handle)
+        .map(|(n, _)| n.clone())
+        .collect();
+    let mut context = Context {
+        consts: consts.keys().cloned().collect(),
+        handles: handles.clone(),
+        map_targets: BTreeMap::new(),
+    };
+
+    // First pass over the host code: what it reads and which kernels.
+    let host_statements = &statements[stop..];
+    let scan = host::translate(
+        &main_source,
+        host_statements,
+        &context,
+        &mut Report::default(),
+    );
+
+    // Kernels.
+    let mut definitions = BTreeMap::new();
+    for (index, source) in headers.iter().chain([&main_source]).enumerate() {
+        for (name, node) in functions(source) {
+            definitions.entry(name).or_insert((index, node));
+        }
+    }
+    let sources: Vec<&Source> = headers.iter().chain([&main_source]).collect();
+    let mut kernels = Vec::new();
+    let mut kernel_reads = BTreeSet::new();
+    for (name, used_at) in &scan.kernels {
+        match definitions.get(name) {
+            Some((index, node)) => {
+                let translated = kernel::translate(sources[*index], *node, &mut report);
+                kernel_reads.extend(translated.free_names.iter().cloned());
+                kernels.push(translated);
+            }
+            None => report.add(
+                Kind::NotTranslated,
+                Some(used_at.clone()),
+                format!("kernel `{name}` is not defined in the main file or a header it includes with `\"…\"`"),
+                Some("pass the header's directory with -I"),
+            ),
+        }
+    }
+
+    // The capture.
+    let wanted: BTreeSet<String> = scan
+        .referenced
+        .iter()
+        .chain(&kernel_reads)
+        .chain(consts.keys())
+        .filter(|n| !scan.locals.contains(*n) && !handles.contains(*n))
+        .cloned()
+        .collect();
+    let in_scope = |d: &Declared| d.end <= stop_node.start_byte();
+    let mut insertion = String::new();
+    for name in &handles {
+        if declared.get(name).is_some_and(in_scope) {
+            let _ = write!(insertion, "op2_import_handle(\"{name}\", {name}); ");
+        }
+    }
+    for name in &wanted {
+        match declared.get(name) {
+            Some(d) if in_scope(d) && !d.pointer => {
+                let _ = write!(insertion, "op2_import_value(\"{name}\", {name}); ");
+            }
+            Some(d) if d.pointer => report.add(
+                Kind::NotTranslated,
+                Some(d.location.clone()),
+                format!("`{name}` is a pointer, which `.op2` has no place for"),
+                None,
+            ),
+            _ if kernel_reads.contains(name) && !scan.referenced.contains(name) => report.add(
+                Kind::NotTranslated,
+                kernels.first().map(|k| k.location.clone()),
+                format!("a kernel reads `{name}`, which is not a variable op2 import can capture (a macro?)"),
+                Some("declare it as a global variable and with op_decl_const"),
+            ),
+            _ => {}
+        }
+    }
+    insertion.push_str("op2_import_stop(); ");
+    let mut instrumented = main_source.text.clone();
+    instrumented.insert_str(stop_node.start_byte(), &insertion);
+    let captured = capture::capture(
+        &capture::Run {
+            main: &options.main,
+            instrumented,
+            include_dirs: &options.include_dirs,
+            defines: &options.defines,
+            args: &options.args,
+            working_dir: options.working_dir.as_deref(),
+        },
+        progress,
+    )
+    .map_err(ImportError::Capture)?;
+
+    // Names of the declarations: the C variables holding them.
+    let names = Names::new(&captured);
+    for (i, map) in captured.maps.iter().enumerate() {
+        context.map_targets.insert(names.map(i), names.set(map.to));
+    }
+    let host = host::translate(&main_source, host_statements, &context, &mut report);
+
+    let stem = options.main.file_stem().map_or_else(
+        || "imported".to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    );
+    let program_path = options.out.join(format!("{stem}.op2"));
+    let instance_path = options.out.join(format!("{stem}.json"));
+    let text = program_text(
+        &main_source,
+        &captured,
+        &names,
+        &consts,
+        &kernel_reads,
+        &host,
+        &declared,
+        &decl_sites,
+        &kernels,
+        main_fn,
+        &mut report,
+    );
+    let text = match op2_syntax::format::format(&text) {
+        Ok(formatted) => formatted,
+        Err(_) => text,
+    };
+    let analysis = check_program(&program_path, &text, &mut report);
+    let instance = instance_json(&captured, &names, &host, &mut report);
+    if let Some(analysis) = analysis {
+        // The instance must be what `op2 run` and `op2 build` accept.
+        let loaded = op2_instance::read(
+            instance.as_bytes(),
+            &analysis.program,
+            &mut op2_instance::NoProgress,
+        );
+        for problem in loaded.problems.iter().filter(|p| p.is_error()) {
+            report.add(
+                Kind::NotTranslated,
+                None,
+                format!(
+                    "the captured instance has an error at `{}`: {}[{}]: {}",
+                    problem.path,
+                    problem.severity().as_str(),
+                    problem.code.as_str(),
+                    problem.message
+                ),
+                None,
+            );
+        }
+    }
+
+    std::fs::create_dir_all(&options.out).map_err(|e| {
+        ImportError::Write(format!("cannot create `{}`: {e}", options.out.display()))
+    })?;
+    for (path, bytes) in [
+        (&program_path, text.as_bytes()),
+        (&instance_path, instance.as_bytes()),
+    ] {
+        op2_codegen::output::write_file_atomically(path, bytes)
+            .map_err(|e| ImportError::Write(format!("cannot write `{}`: {e}", path.display())))?;
+    }
+    Ok(Imported {
+        program: program_path,
+        instance: instance_path,
+        report,
+        setup_output: captured.output,
+    })
+}
+
+/// The `.op2` names of the captured declarations.
+struct Names {
+    sets: Vec<String>,
+    maps: Vec<String>,
+    dats: Vec<String>,
+}
+
+impl Names {
+    fn new(capture: &Capture) -> Names {
+        let mut names = Names {
+            sets: (0..capture.sets.len())
+                .map(|i| format!("set_{i}"))
+                .collect(),
+            maps: (0..capture.maps.len())
+                .map(|i| format!("map_{i}"))
+                .collect(),
+            dats: (0..capture.dats.len())
+                .map(|i| format!("dat_{i}"))
+                .collect(),
+        };
+        let mut named = BTreeSet::new();
+        for (name, kind, index) in &capture.handles {
+            let slot = match *kind {
+                "set" => names.sets.get_mut(*index),
+                "map" => names.maps.get_mut(*index),
+                _ => names.dats.get_mut(*index),
+            };
+            if let Some(slot) = slot
+                && named.insert((*kind, *index))
+            {
+                *slot = op2_name(name);
+            }
+        }
+        names
+    }
+    fn set(&self, i: usize) -> String {
+        self.sets[i].clone()
+    }
+    fn map(&self, i: usize) -> String {
+        self.maps[i].clone()
+    }
+}
+
+/// The paths of `#include "…"` lines in the main file.
+fn includes(source: &Source) -> Vec<String> {
+    let mut out = Vec::new();
+    walk(source.tree.root_node(), |node| {
+        if node.kind() == "preproc_include" {
+            if let Some(path) = node.child_by_field_name("path")
+                && path.kind() == "string_literal"
+                && let Some(value) = c::string_literal(source, path)
+            {
+                out.push(value);
+            }
+            return false;
+        }
+        node.kind() != "function_definition"
+    });
+    out
+}
+
+/// Function definitions outside other functions, by name.
+fn functions(source: &Source) -> Vec<(String, Node<'_>)> {
+    let mut out = Vec::new();
+    walk(source.tree.root_node(), |node| {
+        if node.kind() == "function_definition" {
+            if let Some(name) = node
+                .child_by_field_name("declarator")
+                .filter(|d| d.kind() == "function_declarator")
+                .and_then(|d| d.child_by_field_name("declarator"))
+            {
+                out.push((source.text(name).to_owned(), node));
+            }
+            return false;
+        }
+        true
+    });
+    out
+}
+
+/// Records the variables a top-level declaration (or parameter) declares.
+fn declarations(
+    source: &Source,
+    node: Node<'_>,
+    end: usize,
+    declared: &mut BTreeMap<String, Declared>,
+) {
+    if !matches!(node.kind(), "declaration" | "parameter_declaration") {
+        return;
+    }
+    let Some(ty) = node.child_by_field_name("type") else {
+        return;
+    };
+    let handle = matches!(source.text(ty), "op_set" | "op_map" | "op_dat");
+    for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
+        if declarator.kind() == "function_declarator" {
+            continue;
+        }
+        if let Some((ident, pointer, _)) = c::declared_name(declarator) {
+            declared.insert(
+                source.text(ident).to_owned(),
+                Declared {
+                    location: source.location(ident),
+                    end,
+                    handle,
+                    pointer,
+                },
+            );
+        }
+    }
+}
+
+/// `x` from `&x` or `x`.
+fn pointee<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
+    match node.kind() {
+        "identifier" => Some(source.text(node)),
+        "pointer_expression" => node
+            .child_by_field_name("argument")
+            .filter(|a| a.kind() == "identifier")
+            .map(|a| source.text(a)),
+        _ => None,
+    }
+}
+
+/// The variable a call's result is stored in (`x = f()` or `T x = f()`).
+fn assigned_variable(source: &Source, call: Node<'_>) -> Option<String> {
+    let parent = call.parent()?;
+    let target = match parent.kind() {
+        "init_declarator" => parent.child_by_field_name("declarator")?,
+        "assignment_expression" => parent.child_by_field_name("left")?,
+        _ => return None,
+    };
+    (target.kind() == "identifier").then(|| source.text(target).to_owned())
+}
+
+/// An `.op2` literal of a captured number of type `ty`, or `None` when
+/// `.op2` cannot write it (not finite).
+fn literal(ty: &str, text: &str) -> Option<String> {
+    match ty {
+        "double" => {
+            let v: f64 = text.parse().ok()?;
+            v.is_finite().then(|| format!("{v:?}"))
+        }
+        "float" => {
+            let v: f32 = text.parse().ok()?;
+            v.is_finite().then(|| format!("{v:?}f"))
+        }
+        "bool" => Some(if text == "0" { "false" } else { "true" }.to_owned()),
+        "uint" | "ull" => Some(format!("{text}u")),
+        _ => Some(text.to_owned()),
+    }
+}
+
+/// A captured value as an `.op2` initialiser.
+fn initialiser(name: &str, value: &Value, report: &mut Report) -> String {
+    let items: Vec<String> = value
+        .values
+        .iter()
+        .map(|v| {
+            literal(&value.ty, v).unwrap_or_else(|| {
+                report.add(
+                    Kind::Dropped,
+                    None,
+                    format!("`{name}` held `{v}` where the run stopped (uninitialised?), which `.op2` cannot write; it starts at 0"),
+                    None,
+                );
+                "0".to_owned()
+            })
+        })
+        .collect();
+    if value.array {
+        format!("{{{}}}", items.join(", "))
+    } else {
+        items.join("")
+    }
+}
+
+fn element_type(ty: &str, dim: usize) -> String {
+    if dim == 1 {
+        ty.to_owned()
+    } else {
+        format!("{ty}[{dim}]")
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn program_text(
+    main_source: &Source,
+    capture: &Capture,
+    names: &Names,
+    consts: &BTreeMap<String, Location>,
+    kernel_reads: &BTreeSet<String>,
+    host: &host::Host,
+    declared: &BTreeMap<String, Declared>,
+    decl_sites: &BTreeMap<String, Location>,
+    kernels: &[kernel::Kernel],
+    main_fn: Node<'_>,
+    report: &mut Report,
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// Imported by `op2 import` from {}. Every item names the C code it came from.\n",
+        main_source.display
+    );
+    let from = |at: Option<&Location>| match at {
+        Some(at) => format!("// from {}:{}\n", at.file, at.line),
+        None => String::new(),
+    };
+    let values: BTreeMap<&str, &Value> = capture
+        .values
+        .iter()
+        .map(|(n, v)| (n.as_str(), v))
+        .collect();
+    let mut locals = String::new();
+    let mut globals = String::new();
+    for (name, value) in &values {
+        let ty = element_type(&value.ty, if value.array { value.values.len() } else { 1 });
+        let site = consts
+            .get(*name)
+            .or_else(|| declared.get(*name).map(|d| &d.location));
+        let init = initialiser(name, value, report);
+        let op2 = op2_name(name);
+        let is_const = consts.contains_key(*name) || kernel_reads.contains(*name);
+        if host.globals.contains_key(*name) {
+            let _ = write!(
+                globals,
+                "{}global {op2}: {ty} = {init};\n\n",
+                from(host.globals.get(*name))
+            );
+            report.add(
+                Kind::Captured,
+                site.cloned(),
+                format!("global `{name}`, starting at its value where the set-up ended"),
+                None,
+            );
+        } else if host.assigned.contains(*name) {
+            if is_const {
+                report.add(
+                    Kind::NotTranslated,
+                    site.cloned(),
+                    format!("`{name}` is a const of the kernels but the host code assigns it"),
+                    None,
+                );
+            }
+            let (base, dims) = match ty.find('[') {
+                Some(open) => (&ty[..open], &ty[open..]),
+                None => (ty.as_str(), ""),
+            };
+            let _ = writeln!(
+                locals,
+                "{base} {op2}{dims} = {init}; // captured from {}",
+                site.map_or(String::new(), |s| format!("{}:{}", s.file, s.line))
+            );
+            report.add(
+                Kind::Captured,
+                site.cloned(),
+                format!("host variable `{name}`, a local of `main` starting at its captured value"),
+                None,
+            );
+        } else {
+            let _ = write!(out, "{}const {op2}: {ty} = {init};\n\n", from(site));
+            report.add(
+                Kind::Captured,
+                site.cloned(),
+                format!("const `{name}`"),
+                None,
+            );
+        }
+    }
+    for (i, set) in capture.sets.iter().enumerate() {
+        let name = names.set(i);
+        let _ = write!(
+            out,
+            "{}set {name}; // {} elements when captured\n\n",
+            from(decl_sites.get(&name)),
+            set.size
+        );
+    }
+    for (i, map) in capture.maps.iter().enumerate() {
+        let name = names.map(i);
+        let _ = write!(
+            out,
+            "{}map {name}: {} -> {}[{}];\n\n",
+            from(decl_sites.get(&name)),
+            names.set(map.from),
+            names.set(map.to),
+            map.dim
+        );
+    }
+    for (i, dat) in capture.dats.iter().enumerate() {
+        let name = names.dats[i].clone();
+        let _ = write!(
+            out,
+            "{}dat {name}: {} on {};\n\n",
+            from(decl_sites.get(&name)),
+            element_type(&dat.ty, dat.dim),
+            names.set(dat.set)
+        );
+    }
+    for set in &host.index_sets {
+        let _ = write!(
+            out,
+            "// The element index of {set} (`op_arg_idx`), filled in by the instance.\ndat {}: int on {set};\n\n",
+            index_dat(set)
+        );
+        report.add(
+            Kind::Translated,
+            None,
+            format!(
+                "`op_arg_idx` over `{set}`, as the dat `{}` holding each element's index",
+                index_dat(set)
+            ),
+            None,
+        );
+    }
+    out.push_str(&globals);
+    for kernel in kernels {
+        out.push_str(&kernel.text);
+        out.push('\n');
+    }
+    let at = main_source.location(main_fn);
+    let _ = write!(
+        out,
+        "// from {}:{}\nmain {{\n{locals}{}\n}}\n",
+        at.file, at.line, host.text
+    );
+    out
+}
+
+/// Analyses the translated program; its errors make the import unfaithful.
+/// The analysis, when the program has no errors.
+fn check_program(path: &Path, text: &str, report: &mut Report) -> Option<op2_analysis::Analysis> {
+    let parse = op2_syntax::Parse::new(text);
+    let analysis = op2_analysis::Analyser::new().analyse(
+        path,
+        &parse,
+        &op2_analysis::NoImports,
+        &op2_analysis::Options { require_main: true },
+    );
+    let index = op2_syntax::LineIndex::new(text);
+    let errors: Vec<_> = analysis
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == op2_syntax::Severity::Error)
+        .collect();
+    if !report.faithful() && !errors.is_empty() {
+        // They follow from what is reported already; one line says so.
+        report.add(
+            Kind::NotTranslated,
+            None,
+            format!(
+                "the translated program has {} errors, which follow from the constructs above",
+                errors.len()
+            ),
+            Some(&format!("`op2 check {}` lists them", path.display())),
+        );
+        return None;
+    }
+    let clean = errors.is_empty();
+    for diagnostic in errors {
+        let at = index.line_col(diagnostic.location.range.start, op2_syntax::Encoding::Utf32);
+        report.add(
+            Kind::NotTranslated,
+            None,
+            format!(
+                "the translated program has an error at {}:{}:{}: {}[{}]: {}",
+                path.display(),
+                at.line + 1,
+                at.col + 1,
+                diagnostic.severity.as_str(),
+                diagnostic.code.as_str(),
+                diagnostic.message
+            ),
+            Some("edit the C construct it came from, or the `.op2` file"),
+        );
+    }
+    clean.then_some(analysis)
+}
+
+/// A captured number as JSON.
+fn json_number(ty: &str, text: &str) -> Option<serde_json::Value> {
+    use serde_json::Value as J;
+    match ty {
+        "double" => text
+            .parse::<f64>()
+            .ok()
+            .and_then(serde_json::Number::from_f64)
+            .map(J::Number),
+        "float" => text
+            .parse::<f32>()
+            .ok()
+            .and_then(|v| serde_json::Number::from_f64(f64::from(v)))
+            .map(J::Number),
+        "bool" => Some(J::Bool(text != "0")),
+        "uint" | "ull" => text.parse::<u64>().ok().map(|v| J::Number(v.into())),
+        _ => text.parse::<i64>().ok().map(|v| J::Number(v.into())),
+    }
+}
+
+/// The instance: every set's size, every map and every dat with data.
+fn instance_json(
+    capture: &Capture,
+    names: &Names,
+    host: &host::Host,
+    report: &mut Report,
+) -> String {
+    use serde_json::{Map, Value as J};
+    let mut sets = Map::new();
+    for (i, set) in capture.sets.iter().enumerate() {
+        sets.insert(names.set(i), J::from(set.size));
+    }
+    let mut maps = Map::new();
+    for (i, map) in capture.maps.iter().enumerate() {
+        if let Some(data) = &map.data {
+            let rows = data
+                .chunks(map.dim.max(1))
+                .map(|row| J::from(row.to_vec()))
+                .collect();
+            maps.insert(names.map(i), J::Array(rows));
+        } else {
+            report.add(
+                Kind::NotTranslated,
+                None,
+                format!("map `{}` was declared without data", names.map(i)),
+                None,
+            );
+        }
+    }
+    let mut dats = Map::new();
+    for (i, dat) in capture.dats.iter().enumerate() {
+        let Some(data) = &dat.data else { continue };
+        let name = &names.dats[i];
+        let mut bad = 0usize;
+        let values: Vec<J> = data
+            .iter()
+            .map(|v| {
+                json_number(&dat.ty, v).unwrap_or_else(|| {
+                    bad += 1;
+                    J::from(0)
+                })
+            })
+            .collect();
+        if bad > 0 {
+            report.add(
+                Kind::NotTranslated,
+                None,
+                format!("dat `{name}` holds {bad} values that are not finite numbers; the instance has 0 in their place"),
+                None,
+            );
+        }
+        let value = if dat.dim == 1 {
+            J::Array(values)
+        } else {
+            J::Array(
+                values
+                    .chunks(dat.dim)
+                    .map(|row| J::Array(row.to_vec()))
+                    .collect(),
+            )
+        };
+        dats.insert(name.clone(), value);
+    }
+    for set in &host.index_sets {
+        let size = names
+            .sets
+            .iter()
+            .position(|n| n == set)
+            .map_or(0, |i| capture.sets[i].size);
+        dats.insert(index_dat(set), J::Array((0..size).map(J::from).collect()));
+    }
+    let mut root = Map::new();
+    root.insert("sets".into(), J::Object(sets));
+    root.insert("maps".into(), J::Object(maps));
+    root.insert("dats".into(), J::Object(dats));
+    let mut text = serde_json::to_string(&J::Object(root)).unwrap_or_default();
+    text.push('\n');
+    text
+}

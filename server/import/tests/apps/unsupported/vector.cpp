@@ -1,0 +1,38 @@
+// Constructs op2 import reports rather than translates: a vector-map
+// argument, printf in a kernel and a call to a helper function.
+#include <stdio.h>
+
+#include "op_seq.h"
+
+inline double twice(double v) { return 2 * v; }
+
+inline void gather(const double **x, double *sum) {
+  for (int k = 0; k < 2; k++)
+    *sum += x[k][0];
+}
+
+inline void show(const double *x) {
+  printf("%g\n", x[0]);
+}
+
+inline void scale(double *x) {
+  x[0] = twice(x[0]);
+}
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  int pairs[4] = {0, 1, 1, 2};
+  double xs[3] = {1.0, 2.0, 4.0};
+  op_set nodes = op_decl_set(3, "nodes");
+  op_set edges = op_decl_set(2, "edges");
+  op_map pedge = op_decl_map(edges, nodes, 2, pairs, "pedge");
+  op_dat p_x = op_decl_dat(nodes, 1, "double", xs, "p_x");
+  double sum = 0.0;
+  op_par_loop(gather, "gather", edges,
+              op_arg_dat(p_x, -2, pedge, 1, "double", OP_READ),
+              op_arg_gbl(&sum, 1, "double", OP_INC));
+  op_par_loop(show, "show", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ));
+  op_par_loop(scale, "scale", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_RW));
+  op_printf("sum %g\n", sum);
+  op_exit();
+}
