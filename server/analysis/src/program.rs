@@ -193,11 +193,15 @@ fn normalise(path: &Path) -> PathBuf {
     for component in path.components() {
         match component {
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() {
-                    out.push("..");
+            // `..` removes the last name, but not a `..` already there
+            // (`../..` stays) and not the root (`/..` is `/`).
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
             other => out.push(other),
         }
     }
@@ -1285,5 +1289,26 @@ fn lower_main(
         diagnostics,
         par_loops,
         seen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::normalise;
+    use std::path::Path;
+
+    #[test]
+    fn normalise_keeps_leading_parent_directories() {
+        let cases = [
+            ("../../imp/lib2.op2", "../../imp/lib2.op2"),
+            ("a/../../b.op2", "../b.op2"),
+            ("a/b/../c/./d.op2", "a/c/d.op2"),
+            ("/../x.op2", "/x.op2"),
+            ("/a/../../x.op2", "/x.op2"),
+            ("./x.op2", "x.op2"),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(normalise(Path::new(path)), Path::new(expected), "{path}");
+        }
     }
 }

@@ -2,11 +2,10 @@
 //! and with instance data its graph instance too, in one document written
 //! atomically; nothing is written when the program or the data has errors.
 
-use std::fs;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Options};
 use op2_codegen::output::{BuildFailure, build};
@@ -50,10 +49,7 @@ pub fn run(
     }
     let path = output.map_or_else(|| default_output(file), Path::to_path_buf);
     let json = match instance {
-        Some(instance_path) => Some(
-            fs::read(instance_path)
-                .with_context(|| format!("cannot read `{}`", instance_path.display()))?,
-        ),
+        Some(instance_path) => Some(crate::source::read_instance(instance_path)?),
         None => None,
     };
     // The same build the editor runs on save.

@@ -11,8 +11,8 @@ use codespan_reporting::term::termcolor::{self, StandardStream};
 use op2_analysis::{Analyser, Analysis, Loader, Options};
 use op2_syntax::{Diagnostic, Parse, Severity};
 
-use crate::render::{SourceMap, write_human, write_json};
-use crate::source::SourceFile;
+use crate::render::{SourceMap, write_human, write_json, write_json_file_error};
+use crate::source::{FileError, SourceFile};
 use crate::{ColorChoice, MessageFormat, Outcome};
 
 /// Reads imported files from disk.
@@ -21,11 +21,10 @@ pub struct DiskLoader;
 
 impl Loader for DiskLoader {
     fn load(&self, path: &Path) -> Result<Arc<str>, String> {
-        match SourceFile::read(path) {
-            Ok(file) => Ok(Arc::from(file.text)),
-            // The path is in the diagnostic already; keep the reason only.
-            Err(error) => Err(error.root_cause().to_string()),
-        }
+        // The path is in the diagnostic already; keep the reason only.
+        op2_codegen::files::read_import(path)
+            .map(Arc::from)
+            .map_err(|error| error.to_string())
     }
 }
 
@@ -41,7 +40,7 @@ pub fn check_file(
     analyser: &mut Analyser,
     path: &Path,
     options: &Options,
-) -> Result<(Analysis, Report)> {
+) -> Result<(Analysis, Report), FileError> {
     let source = SourceFile::read(path)?;
     let parse = Parse::new(source.text.as_str());
     let analysis = analyser.analyse(path, &parse, &DiskLoader, options);
@@ -118,8 +117,18 @@ pub fn run(paths: &[PathBuf], options: &CheckOptions) -> Result<Outcome> {
     // A file imported by several checked files is reported once.
     let mut seen: HashSet<(PathBuf, u32, u32, &'static str, String)> = HashSet::new();
     let mut reports = Vec::new();
+    let mut unreadable = false;
     for path in paths {
-        let (analysis, mut report) = check_file(&mut analyser, path, &Options::default())?;
+        let (analysis, mut report) = match check_file(&mut analyser, path, &Options::default()) {
+            Ok(checked) => checked,
+            Err(error) => {
+                // Reported in the chosen format; the other files are
+                // still checked.
+                render_file_error(&error, format)?;
+                unreadable = true;
+                continue;
+            }
+        };
         options.lints.apply(&mut report.diagnostics);
         files.extend(analysis.program.files.iter().map(|f| f.path.clone()));
         let sources = &report.sources;
@@ -143,7 +152,7 @@ pub fn run(paths: &[PathBuf], options: &CheckOptions) -> Result<Outcome> {
         .iter()
         .flat_map(|r| &r.diagnostics)
         .any(|d| d.severity == Severity::Error);
-    let clean = reports.iter().all(|r| r.diagnostics.is_empty());
+    let clean = !unreadable && reports.iter().all(|r| r.diagnostics.is_empty());
     if clean && format == MessageFormat::Human && !options.quiet {
         let count = files.len();
         writeln!(
@@ -152,11 +161,27 @@ pub fn run(paths: &[PathBuf], options: &CheckOptions) -> Result<Outcome> {
             if count == 1 { "" } else { "s" }
         )?;
     }
-    Ok(if failed {
+    Ok(if unreadable {
+        Outcome::Failed
+    } else if failed {
         Outcome::Errors
     } else {
         Outcome::Success
     })
+}
+
+/// Prints a file that could not be read: `error: cannot read …` for
+/// humans, or one JSON object with the same fields as a diagnostic.
+pub fn render_file_error(error: &FileError, format: MessageFormat) -> Result<()> {
+    match format {
+        MessageFormat::Json => {
+            let mut out = io::stdout().lock();
+            write_json_file_error(&mut out, error)?;
+            out.flush()?;
+        }
+        MessageFormat::Human => writeln!(io::stderr().lock(), "error: {error}")?,
+    }
+    Ok(())
 }
 
 /// Prints the diagnostics of every report, with a summary line for humans.

@@ -14,7 +14,8 @@ use codespan_reporting::term::{self, Config, termcolor};
 use op2_syntax::{Diagnostic, Encoding, FileId, Location, Severity};
 use serde::Serialize;
 
-use crate::source::SourceFile;
+use crate::source::{FileError, SourceFile};
+use op2_codegen::files::ReadError;
 
 /// The files diagnostics may point into, indexed by [`FileId`].
 #[derive(Debug, Default)]
@@ -208,4 +209,40 @@ pub fn write_json(
         writeln!(out)?;
     }
     Ok(())
+}
+
+#[derive(Serialize)]
+struct JsonFileError {
+    code: Option<&'static str>,
+    severity: &'static str,
+    message: String,
+    file: String,
+    line: Option<u32>,
+    column: Option<u32>,
+    end_line: Option<u32>,
+    end_column: Option<u32>,
+    related: [JsonRelated; 0],
+}
+
+/// Writes a file that could not be read as one JSON object with the fields
+/// of a diagnostic: no code, and a position only for text that is not
+/// UTF-8 (where the first bad byte is).
+pub fn write_json_file_error(out: &mut dyn Write, error: &FileError) -> io::Result<()> {
+    let (line, column) = match error.error {
+        ReadError::NotUtf8 { line, column, .. } => (Some(line), Some(column)),
+        _ => (None, None),
+    };
+    let record = JsonFileError {
+        code: None,
+        severity: Severity::Error.as_str(),
+        message: error.to_string(),
+        file: error.path.display().to_string(),
+        line,
+        column,
+        end_line: line,
+        end_column: column,
+        related: [],
+    };
+    serde_json::to_writer(&mut *out, &record)?;
+    writeln!(out)
 }

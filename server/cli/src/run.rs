@@ -82,8 +82,7 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
         )?;
         return Ok(None);
     }
-    let json = std::fs::read(&common.instance)
-        .with_context(|| format!("cannot read `{}`", common.instance.display()))?;
+    let json = crate::source::read_instance(&common.instance)?;
     let mut progress = instance::TerminalProgress::stderr();
     let loaded = instance::read(&json, &analysis.program, progress.as_mut());
     let mut stderr = io::stderr().lock();

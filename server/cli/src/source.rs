@@ -1,9 +1,10 @@
 //! Reading source files, with errors that name the file and the place.
+//! The rules (regular files only, size limit, UTF-8) are those of
+//! `op2_codegen::files`, shared with the language server.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use op2_codegen::files::{self, ReadError};
 use op2_syntax::LineIndex;
 
 /// A file read from disk, its text and line index.
@@ -17,6 +18,23 @@ pub struct SourceFile {
     pub index: LineIndex,
 }
 
+/// A file that could not be read: its path and why.
+#[derive(Debug)]
+pub struct FileError {
+    /// The path as the user gave it.
+    pub path: PathBuf,
+    /// Why.
+    pub error: ReadError,
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error.describe(&self.path))
+    }
+}
+
+impl std::error::Error for FileError {}
+
 impl SourceFile {
     /// A file whose text is already known (an import read by the analysis).
     pub fn from_text(path: PathBuf, text: String) -> SourceFile {
@@ -24,34 +42,22 @@ impl SourceFile {
         SourceFile { path, text, index }
     }
 
-    /// Reads a UTF-8 file; a file that is not UTF-8 is an error naming the
-    /// line and column of the first bad byte.
-    pub fn read(path: &Path) -> Result<SourceFile> {
-        let bytes = fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
-        let text = match String::from_utf8(bytes) {
-            Ok(text) => text,
-            Err(error) => {
-                let valid = error.utf8_error().valid_up_to();
-                let bytes = error.as_bytes();
-                let prefix = String::from_utf8_lossy(&bytes[..valid]);
-                let index = LineIndex::new(&prefix);
-                let position = index.line_col(index.len(), op2_syntax::Encoding::Utf32);
-                bail!(
-                    "{}:{}:{}: the file is not valid UTF-8 (byte {valid})",
-                    path.display(),
-                    position.line + 1,
-                    position.col + 1
-                );
-            }
-        };
-        if u32::try_from(text.len()).is_err() {
-            bail!("`{}` is larger than 4 GiB", path.display());
-        }
-        let index = LineIndex::new(&text);
-        Ok(SourceFile {
+    /// Reads a source file: a regular file of UTF-8 text within the size
+    /// limit; otherwise an error naming the file (and, for text that is not
+    /// UTF-8, the line and column of the first bad byte).
+    pub fn read(path: &Path) -> Result<SourceFile, FileError> {
+        let text = files::read_source(path).map_err(|error| FileError {
             path: path.to_owned(),
-            text,
-            index,
-        })
+            error,
+        })?;
+        Ok(SourceFile::from_text(path.to_owned(), text))
     }
+}
+
+/// Reads instance data (JSON) under the same rules, with its own limit.
+pub fn read_instance(path: &Path) -> Result<Vec<u8>, FileError> {
+    files::read_instance(path).map_err(|error| FileError {
+        path: path.to_owned(),
+        error,
+    })
 }

@@ -187,15 +187,18 @@ pub struct Overlay {
 
 impl Loader for Overlay {
     fn load(&self, path: &Path) -> Result<Arc<str>, String> {
-        if let Some(text) = self.files.get(path) {
+        if let Some(text) = self
+            .files
+            .get(path)
+            .filter(|_| op2_codegen::files::is_source_path(path))
+        {
             return Ok(Arc::clone(text));
         }
-        match std::fs::read(path) {
-            Ok(bytes) => String::from_utf8(bytes)
-                .map(Arc::from)
-                .map_err(|_| "the file is not valid UTF-8".into()),
-            Err(error) => Err(error.to_string()),
-        }
+        // The same rules as `op2 check`: `.op2` regular files within the
+        // size limit, never blocking on a FIFO or a device.
+        op2_codegen::files::read_import(path)
+            .map(Arc::from)
+            .map_err(|error| error.to_string())
     }
 }
 

@@ -113,7 +113,9 @@ pub async fn build_with_progress(
             .find(|f| source.starts_with(f))
             .cloned()
             .unwrap_or_else(|| source.parent().map(Path::to_path_buf).unwrap_or_default());
-        match std::fs::read(base.join(&settings.build.instance)) {
+        // Only a regular file within the size limit (never a FIFO or a
+        // device, which would block or never end).
+        match op2_codegen::files::read_instance(&base.join(&settings.build.instance)) {
             Ok(bytes) => Some(bytes),
             Err(error) => {
                 client

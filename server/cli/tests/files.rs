@@ -1,0 +1,185 @@
+//! What `op2` reads and writes, end to end through the built binary: only
+//! regular files are read (never blocking on a FIFO or a device), sources
+//! have a size limit, a file that is not `.op2` is never shown in a
+//! diagnostic, imports resolve from any working directory, and file-level
+//! errors follow `--message-format json`.
+
+#[allow(dead_code, reason = "helpers shared by several test files")]
+mod support;
+
+use std::fs;
+use std::time::Duration;
+
+use predicates::prelude::*;
+use predicates::str::contains;
+use serde_json::json;
+
+use support::{Scratch, json_lines};
+
+#[test]
+fn an_import_of_a_file_that_is_not_op2_is_refused_and_never_shown() {
+    let scratch = Scratch::new();
+    scratch.file("secret.txt", "root:TOPSECRET:0:0\n");
+    let main = scratch.file(
+        "main.op2",
+        "import \"secret.txt\";\nimport \"/etc/shadow\";\n",
+    );
+    scratch
+        .op2(&["check", main])
+        .assert()
+        .code(1)
+        .stderr(contains(
+            "error[E104]: cannot import `secret.txt`: only `.op2` files can be imported",
+        ))
+        .stderr(contains("cannot import `/etc/shadow`: only `.op2` files"))
+        .stderr(contains("TOPSECRET").not())
+        .stderr(contains("root:").not());
+    // Nor through a link that looks like a source.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink(scratch.path("secret.txt"), scratch.path("lib.op2")).unwrap();
+        let main = scratch.file("main.op2", "import \"lib.op2\";\n");
+        scratch
+            .op2(&["check", main])
+            .assert()
+            .code(1)
+            .stderr(contains(
+                "cannot import `lib.op2`: only `.op2` files can be imported",
+            ))
+            .stderr(contains("TOPSECRET").not());
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn fifos_and_devices_are_refused_without_blocking() {
+    let scratch = Scratch::new();
+    let status = std::process::Command::new("mkfifo")
+        .arg(scratch.path("pipe.op2"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let main = scratch.file("main.op2", "import \"pipe.op2\";\nimport \"/dev/zero\";\n");
+    scratch
+        .op2(&["check", main])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(1)
+        .stderr(contains(
+            "cannot import `pipe.op2`: not a regular file (it is a FIFO)",
+        ))
+        .stderr(contains("cannot import `/dev/zero`: only `.op2` files"));
+    for path in ["pipe.op2", "/dev/urandom", "/dev/zero", "."] {
+        scratch
+            .op2(&["check", path])
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(contains(format!(
+                "error: cannot read `{path}`: not a regular file"
+            )));
+    }
+    let program = scratch.file("p.op2", "set cells;\nmain { }\n");
+    for command in ["run", "simulate"] {
+        scratch
+            .op2(&[command, program, "--instance", "/dev/zero"])
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(contains(
+                "cannot read `/dev/zero`: not a regular file (it is a character device)",
+            ));
+    }
+    scratch
+        .op2(&["build", program, "--instance", "pipe.op2"])
+        .timeout(Duration::from_secs(20))
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "cannot read `pipe.op2`: not a regular file (it is a FIFO)",
+        ));
+}
+
+#[test]
+fn a_source_over_the_limit_is_refused_before_it_is_read() {
+    let scratch = Scratch::new();
+    let file = fs::File::create(scratch.path("huge.op2")).unwrap();
+    file.set_len(op2_codegen::files::SOURCE_LIMIT + 1).unwrap();
+    scratch
+        .op2(&["check", "huge.op2"])
+        .assert()
+        .code(2)
+        .stderr(contains(format!(
+            "error: cannot read `huge.op2`: the file is {} bytes, over the limit of {} bytes",
+            op2_codegen::files::SOURCE_LIMIT + 1,
+            op2_codegen::files::SOURCE_LIMIT
+        )));
+}
+
+#[test]
+fn imports_with_leading_parent_directories_resolve_from_any_directory() {
+    let scratch = Scratch::new();
+    fs::create_dir_all(scratch.path("a/b")).unwrap();
+    fs::create_dir_all(scratch.path("imp")).unwrap();
+    scratch.file("imp/lib2.op2", "set cells;\n");
+    // A decoy where the wrong resolution (`a/b/imp/lib2.op2` with the
+    // `..`s dropped, or `imp/` beside the working directory) would land.
+    fs::create_dir_all(scratch.path("a/b/imp")).unwrap();
+    scratch.file("a/b/imp/lib2.op2", "set wrong;\n");
+    let program = "import \"../../imp/lib2.op2\";\ndat p: double on cells;\n";
+    scratch.file("a/b/main.op2", program);
+    for (dir, path) in [
+        ("a/b", "main.op2"),
+        ("a", "b/main.op2"),
+        (".", "a/b/main.op2"),
+    ] {
+        scratch
+            .op2(&["check", path])
+            .current_dir(scratch.path(dir))
+            .assert()
+            .success()
+            .stderr("checked 2 files: no problems\n");
+    }
+}
+
+#[test]
+fn file_level_errors_follow_the_message_format() {
+    let scratch = Scratch::new();
+    let clean = scratch.file("clean.op2", "set cells;\n");
+    scratch.file("latin1.op2", b"set cells;\nset n\xe9;\n");
+    let output = scratch
+        .op2(&[
+            "check",
+            "--message-format",
+            "json",
+            "missing.op2",
+            clean,
+            "latin1.op2",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        output.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let records = json_lines(&output.stdout);
+    assert_eq!(records.len(), 2, "{records:#?}");
+    assert_eq!(records[0]["file"], "missing.op2");
+    assert_eq!(records[0]["severity"], "error");
+    assert_eq!(records[0]["code"], json!(null));
+    assert_eq!(records[0]["line"], json!(null));
+    assert!(
+        records[0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot read `missing.op2`: "),
+        "{records:#?}"
+    );
+    assert_eq!(records[1]["file"], "latin1.op2");
+    assert_eq!(
+        (records[1]["line"].clone(), records[1]["column"].clone()),
+        (json!(2), json!(6))
+    );
+}
