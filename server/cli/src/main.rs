@@ -138,8 +138,30 @@ pub enum Outcome {
     Failed,
 }
 
+/// On SIGINT, SIGTERM or SIGHUP: removes the temporary files being written
+/// (a build or an atomic write in progress), then ends the process as the
+/// signal would have.
+fn remove_temporaries_on_signals() {
+    #[cfg(unix)]
+    {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) else {
+            return;
+        };
+        std::thread::spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                // Held until the process ends: no new temporary file now.
+                let _registry = op2_codegen::output::remove_temporary_files();
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+                std::process::exit(128 + signal);
+            }
+        });
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    remove_temporaries_on_signals();
     let result = match cli.command {
         Command::Parse { file } => parse_tree::run(&file),
         Command::Check { files, options } => check::run(&files, &options),

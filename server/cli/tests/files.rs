@@ -183,3 +183,128 @@ fn file_level_errors_follow_the_message_format() {
         (json!(2), json!(6))
     );
 }
+
+/// A program with a set whose graph instance is as large as the instance
+/// data says.
+const ONE_SET: &str = "set cells;\ndat p: double on cells;\n\
+    kernel k(double *x) { x[0] = 1.0; }\n\
+    main { par_loop k over cells (p WRITE); }\n";
+
+#[cfg(unix)]
+#[test]
+fn output_never_replaces_what_is_not_a_regular_file() {
+    use std::os::unix::fs::{FileTypeExt, symlink};
+    let scratch = Scratch::new();
+    let program = scratch.file("p.op2", ONE_SET);
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(scratch.path("pipe.xml"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    fs::create_dir(scratch.path("dir.xml")).unwrap();
+    symlink(scratch.path("pipe.xml"), scratch.path("to-pipe.xml")).unwrap();
+    symlink(scratch.path("gone"), scratch.path("dangling.xml")).unwrap();
+    for (output, kind) in [
+        ("pipe.xml", "a FIFO"),
+        ("dir.xml", "a directory"),
+        ("to-pipe.xml", "a symbolic link to a FIFO"),
+        ("dangling.xml", "a symbolic link to nothing"),
+        ("/dev/null", "a character device"),
+    ] {
+        scratch
+            .op2(&["build", program, "-o", output])
+            .timeout(Duration::from_secs(20))
+            .assert()
+            .code(2)
+            .stderr(contains(format!(
+                "cannot write `{output}`: not a regular file (it is {kind})"
+            )));
+    }
+    assert!(
+        fs::symlink_metadata(scratch.path("pipe.xml"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    assert!(
+        fs::symlink_metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    // A link to a regular file: the file is written, the link stays.
+    scratch.file("real.xml", "old");
+    symlink(scratch.path("real.xml"), scratch.path("link.xml")).unwrap();
+    scratch
+        .op2(&["build", program, "-o", "link.xml"])
+        .assert()
+        .success();
+    assert!(
+        fs::symlink_metadata(scratch.path("link.xml"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(
+        fs::read_to_string(scratch.path("real.xml"))
+            .unwrap()
+            .contains("<Graphs")
+    );
+    let leftovers: Vec<_> = fs::read_dir(scratch.path("."))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// SIGINT or SIGTERM while a build writes its temporary file: the file is
+/// removed and the process ends by the signal.
+#[cfg(unix)]
+#[test]
+fn no_temporary_file_survives_a_signal() {
+    let scratch = Scratch::new();
+    let program = scratch.file("p.op2", ONE_SET);
+    scratch.file("big.json", r#"{"sets": {"cells": 3000000}}"#);
+    for (signal, name) in [(15, "TERM"), (2, "INT")] {
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("op2"))
+            .current_dir(scratch.path("."))
+            .args(["build", program, "--instance", "big.json", "-o", "out.xml"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let temporary = |dir: &std::path::Path| {
+            fs::read_dir(dir)
+                .unwrap()
+                .filter_map(Result::ok)
+                .any(|e| e.file_name().to_string_lossy().starts_with(".op2-build-"))
+        };
+        let started = std::time::Instant::now();
+        while !temporary(&scratch.path(".")) {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the build ended before its temporary file was seen"
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no temporary file"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let status = std::process::Command::new("kill")
+            .args([format!("-{name}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(signal), "{status}");
+        assert!(
+            !temporary(&scratch.path(".")),
+            "a temporary file survived SIG{name}"
+        );
+        assert!(!scratch.path("out.xml").exists());
+    }
+}

@@ -92,7 +92,7 @@ impl ReadError {
 }
 
 /// What a file type is, in words, for an error.
-fn kind_of(file_type: fs::FileType) -> &'static str {
+pub(crate) fn kind_of(file_type: fs::FileType) -> &'static str {
     if file_type.is_dir() {
         return "a directory";
     }

@@ -45,6 +45,104 @@ impl fmt::Display for Summary {
     }
 }
 
+/// The temporary files being written now, removed by
+/// [`remove_temporary_files`] when the process is told to stop.
+static TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    TEMPORARIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A temporary file beside the target, registered so that a signal
+/// handler can remove it; unregistered when dropped (written or not).
+struct Temporary {
+    file: tempfile::NamedTempFile,
+    _registered: Registered,
+}
+
+/// The registration of a temporary file, undone on drop.
+struct Registered(PathBuf);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        temporaries().retain(|p| *p != self.0);
+    }
+}
+
+impl Temporary {
+    /// Creates it under the registry's lock, so that a signal handler that
+    /// removes the registered files either runs before it exists or sees it.
+    fn new(directory: &Path, prefix: &str) -> io::Result<Temporary> {
+        let mut registered = temporaries();
+        let file = tempfile::Builder::new()
+            .prefix(prefix)
+            .suffix(".tmp")
+            .tempfile_in(directory)?;
+        registered.push(file.path().to_owned());
+        let name = file.path().to_owned();
+        Ok(Temporary {
+            file,
+            _registered: Registered(name),
+        })
+    }
+
+    /// Renames it over `path`, then unregisters it.
+    fn persist(self, path: &Path) -> io::Result<()> {
+        let Temporary { file, _registered } = self;
+        file.persist(path).map(drop).map_err(|e| e.error)
+    }
+}
+
+/// Removes every temporary file a build or an atomic write is writing now,
+/// and keeps the registry locked until the returned guard is dropped, so
+/// that no new one is made meanwhile. A handler of SIGINT and SIGTERM calls
+/// this, then ends the process while holding the guard.
+pub fn remove_temporary_files() -> impl Drop {
+    let registered = temporaries();
+    for path in registered.iter() {
+        let _ = std::fs::remove_file(path);
+    }
+    registered
+}
+
+/// Where a write to `path` goes: `path` itself when nothing is there or a
+/// regular file is; the file a symbolic link leads to when that is a
+/// regular file (the link stays). Anything else (a device, a FIFO, a
+/// directory, a socket, a link to one of them or to nothing) is refused,
+/// so a write never replaces what is not a regular file.
+pub fn write_target(path: &Path) -> io::Result<PathBuf> {
+    let refuse = |what: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a regular file (it is {what})"),
+        )
+    };
+    let metadata = match std::fs::symlink_metadata(path) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(path.to_owned()),
+        Err(error) => return Err(error),
+    };
+    if metadata.is_file() {
+        return Ok(path.to_owned());
+    }
+    if !metadata.file_type().is_symlink() {
+        return Err(refuse(crate::files::kind_of(metadata.file_type())));
+    }
+    match std::fs::metadata(path) {
+        Ok(followed) if followed.is_file() => std::fs::canonicalize(path),
+        Ok(followed) => Err(refuse(&format!(
+            "a symbolic link to {}",
+            crate::files::kind_of(followed.file_type())
+        ))),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            Err(refuse("a symbolic link to nothing"))
+        }
+        Err(error) => Err(error),
+    }
+}
+
 /// Temporary files are private (0600); the file written is an ordinary
 /// output that others may read, as a plain `create` would make it.
 fn readable(file: &std::fs::File) -> io::Result<()> {
@@ -121,19 +219,13 @@ pub fn write_graph(
         path: path.to_owned(),
         error,
     };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    };
+    let path = &write_target(path).map_err(io_error)?;
+    let directory = directory_of(path);
     // A configured output directory may not exist yet.
     std::fs::create_dir_all(&directory).map_err(io_error)?;
-    let temporary = tempfile::Builder::new()
-        .prefix(".op2-build-")
-        .suffix(".tmp")
-        .tempfile_in(&directory)
-        .map_err(io_error)?;
+    let temporary = Temporary::new(&directory, ".op2-build-").map_err(io_error)?;
     let mut out = Counting {
-        inner: BufWriter::with_capacity(1 << 20, temporary.as_file()),
+        inner: BufWriter::with_capacity(1 << 20, temporary.file.as_file()),
         bytes: 0,
     };
     xml::write_graph_type(&mut out, graph).map_err(io_error)?;
@@ -145,9 +237,9 @@ pub fn write_graph(
     out.flush().map_err(io_error)?;
     let bytes = out.bytes;
     drop(out);
-    temporary.as_file().sync_all().map_err(io_error)?;
-    readable(temporary.as_file()).map_err(io_error)?;
-    temporary.persist(path).map_err(|e| io_error(e.error))?;
+    temporary.file.as_file().sync_all().map_err(io_error)?;
+    readable(temporary.file.as_file()).map_err(io_error)?;
+    temporary.persist(path).map_err(io_error)?;
     Ok(Summary {
         path: path.to_owned(),
         device_types: graph.device_types.len(),
@@ -165,20 +257,22 @@ pub fn write_graph(
 
 /// Writes `bytes` to `path` atomically (temporary file beside it, synced,
 /// renamed over it).
+/// Like [`write_graph`], it never replaces what is not a regular file.
 pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let directory = match path.parent() {
+    let path = &write_target(path)?;
+    let mut temporary = Temporary::new(&directory_of(path), ".op2-")?;
+    temporary.file.write_all(bytes)?;
+    temporary.file.as_file().sync_all()?;
+    readable(temporary.file.as_file())?;
+    temporary.persist(path)
+}
+
+/// The directory a file is written in.
+fn directory_of(path: &Path) -> PathBuf {
+    match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
         _ => PathBuf::from("."),
-    };
-    let mut temporary = tempfile::Builder::new()
-        .prefix(".op2-")
-        .suffix(".tmp")
-        .tempfile_in(directory)?;
-    temporary.write_all(bytes)?;
-    temporary.as_file().sync_all()?;
-    readable(temporary.as_file())?;
-    temporary.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    }
 }
 
 /// Why `build` wrote nothing.

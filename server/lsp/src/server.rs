@@ -315,7 +315,7 @@ impl Backend {
             let Some(analysed) = backend.analysed(&uri, Asker::Request).await else {
                 return;
             };
-            let (settings, folders, path, progress) = {
+            let (settings, folders, path, progress, refusals) = {
                 let world = lock(&world);
                 let path = world.documents.get(&uri).and_then(|e| e.path.clone());
                 (
@@ -323,10 +323,11 @@ impl Backend {
                     world.workspace_folders.clone(),
                     path,
                     world.client_progress,
+                    Arc::clone(&world.build_refusals),
                 )
             };
             handlers::build::build_with_progress(
-                &client, &analysed, path, &settings, &folders, progress,
+                &client, &analysed, path, &settings, &folders, progress, &refusals, &uri,
             )
             .await;
         });
@@ -589,8 +590,30 @@ impl LanguageServer for Backend {
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let position = params.text_document_position_params;
-        self.request("hover", &position.text_document.uri.clone(), move |c| {
-            handlers::hover::hover(c, position.position)
+        let uri = position.text_document.uri.clone();
+        let (path, folders) = {
+            let world = lock(&self.world);
+            let path = world.documents.get(&uri).and_then(|e| e.path.clone());
+            (path, world.workspace_folders.clone())
+        };
+        self.request("hover", &uri, move |c| {
+            let offset = c.offset(position.position);
+            if !handlers::build::on_main_keyword(c.analysed.document.parse(), offset) {
+                return handlers::hover::hover(c, position.position);
+            }
+            // On `main`: whether and where the program is built on save.
+            let line = handlers::build::status_line(path.as_deref(), c.settings, &folders);
+            let mut hover = handlers::hover::hover(c, position.position).unwrap_or(Hover {
+                contents: HoverContents::Markup(MarkupContent {
+                    kind: MarkupKind::Markdown,
+                    value: "```op2\nmain\n```".into(),
+                }),
+                range: None,
+            });
+            if let HoverContents::Markup(markup) = &mut hover.contents {
+                markup.value.push_str(&format!("\n\n---\n\n{line}"));
+            }
+            Some(hover)
         })
         .await
     }

@@ -152,6 +152,9 @@ pub struct World {
     pub client_inlay_refresh: bool,
     /// The client resolves inlay hint tooltips (`inlayHint/resolve`).
     pub client_inlay_resolve: bool,
+    /// Why build on save refused each document (URI, reason), each said
+    /// once in the log.
+    pub build_refusals: Arc<Mutex<rustc_hash::FxHashSet<(String, String)>>>,
 }
 
 impl World {

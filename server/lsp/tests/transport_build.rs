@@ -386,3 +386,155 @@ async fn an_output_directory_that_does_not_exist_yet_is_created() {
     );
     session.shutdown().await;
 }
+
+/// The log messages about builds so far.
+fn build_logs(session: &Session) -> Vec<String> {
+    session
+        .log_messages()
+        .into_iter()
+        .filter(|m| m.starts_with("op2 build"))
+        .collect()
+}
+
+/// The hover on the `main` keyword of `text`.
+async fn hover_on_main(session: &mut Session, uri: &str, text: &str) -> String {
+    let position = support::position_of(text, "main", 0, 0, session.encoding);
+    let hover = session
+        .call(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": uri}, "position": position}),
+        )
+        .await;
+    hover["contents"]["value"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_document_outside_every_folder_is_not_built_and_says_why_once() {
+    let workspace = Workspace::new();
+    let source = support::example("scatter.op2");
+    let outside = workspace.root.path().join("outside.op2");
+    std::fs::write(&outside, &source).unwrap();
+    let uri = file_uri(&outside);
+    let mut session = Session::in_process();
+    session
+        .initialize(&[], Some(&workspace.folder()), None)
+        .await;
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside every workspace folder"), "{log}");
+    // Saved again: no second message.
+    session.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let hover = hover_on_main(&mut session, &uri, &source).await;
+    assert!(
+        hover.contains("build on save: off:") && hover.contains("outside every workspace folder"),
+        "{hover}"
+    );
+    session.settle(std::time::Duration::from_millis(200)).await;
+    assert_eq!(build_logs(&session).len(), 1, "{:?}", build_logs(&session));
+    assert_eq!(listing(workspace.root.path()), ["outside.op2", "ws"]);
+    // Inside the folder, the hover says where the graph goes.
+    let (_, inside) = workspace.file("scatter.op2", &source);
+    open(&mut session, &inside, &source).await;
+    let hover = hover_on_main(&mut session, &inside, &source).await;
+    assert!(
+        hover.contains("build on save: on, writes `scatter.graph.xml`"),
+        "{hover}"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn uris_spelled_with_dot_dot_are_not_built() {
+    let workspace = Workspace::new();
+    let source = support::example("scatter.op2");
+    std::fs::write(workspace.root.path().join("outside.op2"), &source).unwrap();
+    let mut session = Session::in_process();
+    session
+        .initialize(&[], Some(&workspace.folder()), None)
+        .await;
+    let folder = file_uri(&workspace.folder());
+    for spelling in [
+        "/../outside.op2",
+        "/%2E%2E/outside.op2",
+        "/%2e%2e/outside.op2",
+    ] {
+        let uri = format!("{folder}{spelling}");
+        open(&mut session, &uri, &source).await;
+        let log = save(&mut session, &uri).await;
+        assert!(log.contains("spelled with `..`"), "{uri}: {log}");
+    }
+    assert_eq!(listing(workspace.root.path()), ["outside.op2", "ws"]);
+    session.shutdown().await;
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn links_leading_out_of_the_workspace_are_not_followed_for_writes() {
+    use std::os::unix::fs::{FileTypeExt, symlink};
+    let workspace = Workspace::new();
+    let source = support::example("scatter.op2");
+    let elsewhere = workspace.root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let mut session = Session::in_process();
+    session
+        .initialize(&[], Some(&workspace.folder()), None)
+        .await;
+
+    // A folder inside the workspace that is a link to one outside.
+    symlink(&elsewhere, workspace.folder().join("linked")).unwrap();
+    std::fs::write(elsewhere.join("prog.op2"), &source).unwrap();
+    let uri = file_uri(&workspace.folder().join("linked/prog.op2"));
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside every workspace folder"), "{log}");
+
+    // The target graph a link to a file outside.
+    let victim = elsewhere.join("victim.xml");
+    std::fs::write(&victim, "precious").unwrap();
+    let (_, uri) = workspace.file("scatter.op2", &source);
+    symlink(&victim, workspace.folder().join("scatter.graph.xml")).unwrap();
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside the workspace folder"), "{log}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+
+    // An output directory that is a link leading out.
+    std::fs::remove_file(workspace.folder().join("scatter.graph.xml")).unwrap();
+    symlink(&elsewhere, workspace.folder().join("out")).unwrap();
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"outDir": "out/graphs"}}}}),
+    );
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside the workspace folder"), "{log}");
+    assert_eq!(listing(&elsewhere), ["prog.op2", "victim.xml"]);
+
+    // A FIFO where the graph goes is not replaced.
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"outDir": ""}}}}),
+    );
+    let fifo = workspace.folder().join("scatter.graph.xml");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("not a regular file (it is a FIFO)"), "{log}");
+    assert!(
+        std::fs::symlink_metadata(&fifo)
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
+    session.shutdown().await;
+}

@@ -2,6 +2,7 @@
 //! and a log message; nothing is written for a program with errors, and
 //! never outside the workspace.
 
+use std::fs;
 use std::path::{Component, Path, PathBuf};
 
 use op2_codegen::output::{BuildFailure, build};
@@ -14,7 +15,13 @@ use crate::world::Analysed;
 
 /// Where the graph of `source` goes: `<stem>.graph.xml` beside the source,
 /// or in `out_dir` (relative to the workspace folder holding the source).
-/// `None` when that would be outside every workspace folder.
+///
+/// Decided on canonical paths (symbolic links resolved) of the source, the
+/// folders and the target directory: the server writes only inside the
+/// workspace folder that holds the source. A document outside every folder,
+/// a path spelled with `..`, an `outDir` that is absolute, climbs out with
+/// `..` or leads out through a link, and a target that is a link leading
+/// out, are all refused with the reason.
 pub fn output_path(
     source: &Path,
     settings: &Settings,
@@ -24,46 +31,133 @@ pub fn output_path(
         .file_stem()
         .map_or_else(|| "graph".into(), |s| s.to_string_lossy().into_owned());
     let file_name = format!("{stem}.graph.xml");
-    let folder = folders
-        .iter()
-        .filter(|f| source.starts_with(f))
-        .max_by_key(|f| f.components().count());
-    let target = if settings.build.out_dir.is_empty() {
-        source.with_file_name(file_name)
+    let folder = workspace_folder_of(source, folders)?;
+    let directory = if settings.build.out_dir.is_empty() {
+        let source = fs::canonicalize(source)
+            .map_err(|e| format!("cannot resolve `{}`: {e}", source.display()))?;
+        source.parent().map(Path::to_path_buf).unwrap_or_default()
     } else {
-        let Some(folder) = folder else {
-            return Err(
-                "`op2.build.outDir` needs the source to be inside a workspace folder".into(),
-            );
-        };
-        normalise(&folder.join(&settings.build.out_dir).join(file_name))
+        let out_dir = Path::new(&settings.build.out_dir);
+        if !out_dir
+            .components()
+            .all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Err(format!(
+                "`op2.build.outDir` (`{}`) could lead outside the workspace folder: \
+                 it must be a relative path without `..`; nothing written",
+                out_dir.display()
+            ));
+        }
+        folder.join(out_dir)
     };
-    match folder {
-        Some(folder) if !target.starts_with(folder) => Err(format!(
-            "`{}` is outside the workspace folder `{}`; nothing written",
-            target.display(),
+    // The deepest part of the directory that exists must be inside the
+    // folder once links are resolved; what is missing is created below it.
+    let mut existing = directory.as_path();
+    while fs::symlink_metadata(existing).is_err() {
+        existing = existing
+            .parent()
+            .ok_or_else(|| format!("cannot resolve `{}`", directory.display()))?;
+    }
+    inside(&folder, existing)?;
+    fs::create_dir_all(&directory)
+        .map_err(|e| format!("cannot create `{}`: {e}", directory.display()))?;
+    let directory = inside(&folder, &directory)?;
+    let target = directory.join(file_name);
+    if fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+        inside(&folder, &target)?;
+    }
+    Ok(target)
+}
+
+/// The canonical workspace folder holding `source` (the innermost one), or
+/// why there is none.
+pub fn workspace_folder_of(source: &Path, folders: &[PathBuf]) -> Result<PathBuf, String> {
+    if source.components().any(|c| c == Component::ParentDir) {
+        return Err(format!(
+            "`{}` is spelled with `..`; build on save is off for it",
+            source.display()
+        ));
+    }
+    let canonical = fs::canonicalize(source)
+        .map_err(|e| format!("cannot resolve `{}`: {e}", source.display()))?;
+    folders
+        .iter()
+        .filter_map(|folder| fs::canonicalize(folder).ok())
+        .filter(|folder| canonical.starts_with(folder))
+        .max_by_key(|folder| folder.components().count())
+        .ok_or_else(|| {
+            format!(
+                "`{}` is outside every workspace folder; build on save is off for it",
+                source.display()
+            )
+        })
+}
+
+/// The canonical form of `path` when it is inside `folder` (canonical).
+fn inside(folder: &Path, path: &Path) -> Result<PathBuf, String> {
+    let canonical =
+        fs::canonicalize(path).map_err(|e| format!("cannot resolve `{}`: {e}", path.display()))?;
+    if canonical.starts_with(folder) {
+        Ok(canonical)
+    } else {
+        Err(format!(
+            "`{}` leads to `{}`, outside the workspace folder `{}`; nothing written",
+            path.display(),
+            canonical.display(),
             folder.display()
-        )),
-        _ => Ok(target),
+        ))
     }
 }
 
-fn normalise(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other),
-        }
+/// The line the hover of `main` shows about build on save: on (and into
+/// which folder), or off and why.
+pub fn status_line(source: Option<&Path>, settings: &Settings, folders: &[PathBuf]) -> String {
+    if !settings.build.on_save {
+        return "build on save: off (`op2.build.onSave` is false)".into();
     }
-    out
+    let Some(source) = source else {
+        return "build on save: off: the document is not a file".into();
+    };
+    match workspace_folder_of(source, folders) {
+        Ok(folder) => format!(
+            "build on save: on, writes `{}.graph.xml` inside `{}`",
+            source
+                .file_stem()
+                .map_or_else(|| "graph".into(), |s| s.to_string_lossy()),
+            folder.display()
+        ),
+        Err(reason) => format!("build on save: off: {reason}"),
+    }
+}
+
+/// Whether `offset` is on the `main` keyword of the document.
+pub fn on_main_keyword(parse: &op2_syntax::Parse, offset: u32) -> bool {
+    use op2_syntax::ast::{Item, NodeText};
+    parse.root().items().any(|item| match item {
+        Item::Main(main) => main
+            .node()
+            .child(0)
+            .is_some_and(|keyword| keyword.text_range().touches(offset)),
+        _ => false,
+    })
+}
+
+/// The instance data file of the settings: inside the workspace folder of
+/// `source` (canonical paths), a regular file within the size limit.
+fn read_instance(
+    source: &Path,
+    settings: &Settings,
+    folders: &[PathBuf],
+) -> Result<Vec<u8>, String> {
+    let folder = workspace_folder_of(source, folders)?;
+    let path = folder.join(&settings.build.instance);
+    let path = inside(&folder, &path)?;
+    op2_codegen::files::read_instance(&path).map_err(|e| e.describe(&path))
 }
 
 /// Builds and reports. Called from a spawned task, so awaiting the client
-/// here never blocks a handler.
+/// here never blocks a handler. Why a document is not built is logged once
+/// per document (`refusals` keeps the documents and reasons given already).
 pub async fn build_with_progress(
     client: &Client,
     analysed: &Analysed,
@@ -71,14 +165,23 @@ pub async fn build_with_progress(
     settings: &Settings,
     folders: &[PathBuf],
     client_progress: bool,
+    refusals: &std::sync::Mutex<rustc_hash::FxHashSet<(String, String)>>,
+    document: &tower_lsp_server::lsp_types::Uri,
 ) {
     let Some(source) = source else { return };
     let path = match output_path(&source, settings, folders) {
         Ok(path) => path,
         Err(message) => {
-            client
-                .log_message(MessageType::WARNING, format!("op2 build: {message}"))
-                .await;
+            let said = (document.as_str().to_owned(), message.clone());
+            let new = refusals
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(said);
+            if new {
+                client
+                    .log_message(MessageType::WARNING, format!("op2 build: {message}"))
+                    .await;
+            }
             return;
         }
     };
@@ -108,23 +211,13 @@ pub async fn build_with_progress(
     let instance = if settings.build.instance.is_empty() {
         None
     } else {
-        let base = folders
-            .iter()
-            .find(|f| source.starts_with(f))
-            .cloned()
-            .unwrap_or_else(|| source.parent().map(Path::to_path_buf).unwrap_or_default());
-        // Only a regular file within the size limit (never a FIFO or a
-        // device, which would block or never end).
-        match op2_codegen::files::read_instance(&base.join(&settings.build.instance)) {
+        match read_instance(&source, settings, folders) {
             Ok(bytes) => Some(bytes),
             Err(error) => {
                 client
                     .log_message(
                         MessageType::ERROR,
-                        format!(
-                            "op2 build: cannot read `{}`: {error}; nothing written",
-                            settings.build.instance
-                        ),
+                        format!("op2 build: {error}; nothing written"),
                     )
                     .await;
                 if let Some(progress) = progress {
