@@ -4,7 +4,6 @@
 //! diagnostic, imports resolve from any working directory, and file-level
 //! errors follow `--message-format json`.
 
-#[allow(dead_code, reason = "helpers shared by several test files")]
 mod support;
 
 use std::fs;
