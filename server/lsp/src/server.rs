@@ -326,10 +326,15 @@ impl Backend {
                     Arc::clone(&world.build_refusals),
                 )
             };
-            handlers::build::build_with_progress(
-                &client, &analysed, path, &settings, &folders, progress, &refusals, &uri,
-            )
-            .await;
+            let save = handlers::build::Save {
+                document: &uri,
+                source: path,
+                settings: &settings,
+                folders: &folders,
+                client_progress: progress,
+                refusals: &refusals,
+            };
+            handlers::build::build_with_progress(&client, &analysed, save).await;
         });
     }
 }

@@ -155,19 +155,35 @@ fn read_instance(
     op2_codegen::files::read_instance(&path).map_err(|e| e.describe(&path))
 }
 
+/// What a build on save is asked for, and the server state it reads.
+#[derive(Debug)]
+pub struct Save<'a> {
+    /// The document saved.
+    pub document: &'a tower_lsp_server::lsp_types::Uri,
+    /// Its file path, when it is a `file:` URI.
+    pub source: Option<PathBuf>,
+    /// Current settings.
+    pub settings: &'a Settings,
+    /// The workspace folders.
+    pub folders: &'a [PathBuf],
+    /// The client shows `$/progress`.
+    pub client_progress: bool,
+    /// The documents and reasons of refusals logged already.
+    pub refusals: &'a std::sync::Mutex<rustc_hash::FxHashSet<(String, String)>>,
+}
+
 /// Builds and reports. Called from a spawned task, so awaiting the client
 /// here never blocks a handler. Why a document is not built is logged once
-/// per document (`refusals` keeps the documents and reasons given already).
-pub async fn build_with_progress(
-    client: &Client,
-    analysed: &Analysed,
-    source: Option<PathBuf>,
-    settings: &Settings,
-    folders: &[PathBuf],
-    client_progress: bool,
-    refusals: &std::sync::Mutex<rustc_hash::FxHashSet<(String, String)>>,
-    document: &tower_lsp_server::lsp_types::Uri,
-) {
+/// per document.
+pub async fn build_with_progress(client: &Client, analysed: &Analysed, save: Save<'_>) {
+    let Save {
+        document,
+        source,
+        settings,
+        folders,
+        client_progress,
+        refusals,
+    } = save;
     let Some(source) = source else { return };
     let path = match output_path(&source, settings, folders) {
         Ok(path) => path,
