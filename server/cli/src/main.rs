@@ -64,7 +64,12 @@ enum Command {
     /// this).
     Lsp,
     /// Run a program's reference semantics on instance data.
-    Run(run::Common),
+    Run {
+        #[command(flatten)]
+        common: run::Common,
+        #[command(flatten)]
+        options: run::RunOptions,
+    },
     /// Simulate the generated POETS graph with an adversarial message order.
     Simulate {
         #[command(flatten)]
@@ -169,7 +174,7 @@ fn main() -> ExitCode {
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { out_dir } => completions::man(out_dir.as_deref()),
         Command::Fmt { files, check } => fmt::run(&files, check),
-        Command::Run(common) => run::run(&common),
+        Command::Run { common, options } => run::run(&common, &options),
         Command::Import(args) => import::run(&args),
         Command::Lsp => lsp(),
         Command::Simulate { common, options } => run::simulate(&common, &options),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use op2_analysis::{Analyser, Analysis, Options};
 use op2_exec::simulate::{self, SimulationError};
-use op2_exec::{Reference, State, Tolerance, compare};
+use op2_exec::{Engine, Reference, State, Tolerance, compare};
 use op2_instance::{self as instance, InstanceData};
 use op2_syntax::Severity;
 
@@ -31,6 +31,25 @@ pub struct Common {
     /// When to colour diagnostics (on standard error).
     #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
     pub color: ColorChoice,
+}
+
+/// Options of `run` only.
+#[derive(Debug, clap::Args)]
+pub struct RunOptions {
+    /// How par_loops run: `compiled` (machine code, the default where the
+    /// machine has a code generator) or `interp` (the reference
+    /// interpreter); both give bit-identical results.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Compiled)]
+    pub engine: EngineChoice,
+}
+
+/// `--engine`
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum EngineChoice {
+    /// Par_loops compiled to machine code.
+    Compiled,
+    /// The reference interpreter.
+    Interp,
 }
 
 /// Options of `simulate` only.
@@ -115,11 +134,19 @@ fn write_final_state(path: Option<&Path>, analysis: &Analysis, state: &State) ->
 fn reference(
     loaded: &Loaded,
     max_iterations: u64,
+    engine: Engine,
     out: &mut dyn FnMut(&str),
 ) -> Result<State, op2_exec::RuntimeError> {
     let state = State::new(&loaded.analysis.program, &loaded.data);
     let bar = spinner();
-    let result = Reference::new(&loaded.analysis, state, out)
+    let reference = Reference::new(&loaded.analysis, state, out).with_engine(engine);
+    if let Some(reason) = reference.fallback() {
+        let _ = writeln!(
+            io::stderr().lock(),
+            "note: running the interpreter: {reason}"
+        );
+    }
+    let result = reference
         .with_progress(|invocations, evaluations| {
             if let Some(bar) = &bar
                 && invocations % 64 == 0
@@ -150,7 +177,7 @@ fn spinner() -> Option<indicatif::ProgressBar> {
     Some(bar)
 }
 
-pub fn run(common: &Common) -> Result<Outcome> {
+pub fn run(common: &Common, options: &RunOptions) -> Result<Outcome> {
     let Some(loaded) = load(common)? else {
         return Ok(Outcome::Errors);
     };
@@ -162,9 +189,14 @@ pub fn run(common: &Common) -> Result<Outcome> {
             failed_write.get_or_insert(error);
         }
     };
+    let engine = match options.engine {
+        EngineChoice::Compiled => Engine::Compiled,
+        EngineChoice::Interp => Engine::Interp,
+    };
     let result = reference(
         &loaded,
         common.max_iterations.unwrap_or(u64::MAX),
+        engine,
         &mut print,
     );
     if let Some(error) = failed_write {
@@ -244,6 +276,7 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     let expected = match reference(
         &loaded,
         common.max_iterations.unwrap_or(u64::MAX),
+        Engine::Compiled,
         &mut sink,
     ) {
         Ok(state) => state,

@@ -10,7 +10,7 @@ use std::path::Path;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use op2_analysis::{Options, analyse_text};
 use op2_exec::simulate::{self, simulate};
-use op2_exec::{Reference, State};
+use op2_exec::{Engine, Reference, State};
 use op2_instance::{NoProgress, read};
 
 fn airfoil(iterations: u32) -> Option<(op2_analysis::Analysis, op2_instance::InstanceData)> {
@@ -47,17 +47,31 @@ fn exec(c: &mut Criterion) {
     let mut group = c.benchmark_group("reference");
     group.sample_size(10);
     group.throughput(Throughput::Elements(evaluations));
-    group.bench_function("airfoil 10 iterations (kernel evaluations)", |b| {
-        b.iter(|| {
-            let mut sink = |_: &str| {};
-            let state = State::new(&analysis.program, &data);
-            black_box(
-                Reference::new(&analysis, state, &mut sink)
-                    .run(u64::MAX)
-                    .expect("runs"),
-            )
+    // Both engines side by side; the compiled one's time includes
+    // compiling the five loops (once per run, as `op2 run` does).
+    for (engine, name) in [
+        (
+            Engine::Interp,
+            "airfoil 10 iterations, interpreter (kernel evaluations)",
+        ),
+        (
+            Engine::Compiled,
+            "airfoil 10 iterations, compiled (kernel evaluations)",
+        ),
+    ] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut sink = |_: &str| {};
+                let state = State::new(&analysis.program, &data);
+                black_box(
+                    Reference::new(&analysis, state, &mut sink)
+                        .with_engine(engine)
+                        .run(u64::MAX)
+                        .expect("runs"),
+                )
+            });
         });
-    });
+    }
     group.finish();
 
     let Some((analysis, data)) = airfoil(2) else {

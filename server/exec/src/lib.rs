@@ -9,11 +9,12 @@
 
 pub mod compare;
 pub mod interp;
+mod native;
 pub mod printf;
 pub mod reference;
 pub mod simulate;
 pub mod state;
 
 pub use compare::{Difference, Passing, Tolerance, compare, passing};
-pub use reference::{Reference, RuntimeError};
+pub use reference::{Engine, Reference, RuntimeError};
 pub use state::State;

@@ -15,7 +15,21 @@ use op2_syntax::ast::{AccessMode, BinaryOp};
 use op2_syntax::{Encoding, LineIndex, TextRange};
 
 use crate::interp::{Compiled, Fault, Frame, Host};
+use crate::native::Native;
 use crate::state::State;
+
+/// How `op2 run` executes par_loops.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Engine {
+    /// The interpreter: the reference semantics, closures over `Value`s.
+    #[default]
+    Interp,
+    /// Every par_loop compiled to machine code (Cranelift) over typed flat
+    /// buffers, bit-identical to the interpreter; `main` stays interpreted.
+    /// Where a loop cannot be compiled the interpreter runs the program
+    /// and [`Reference::fallback`] says why.
+    Compiled,
+}
 
 /// A runtime error, named by kernel, element and line.
 #[derive(Clone, Debug, PartialEq)]
@@ -107,6 +121,8 @@ pub struct Reference<'a> {
     pub invocations_run: u64,
     error: Option<RuntimeError>,
     progress: Option<Box<dyn FnMut(u64, u64) + 'a>>,
+    native: Option<Native>,
+    fallback: Option<String>,
 }
 
 impl fmt::Debug for Reference<'_> {
@@ -130,6 +146,38 @@ impl<'a> Reference<'a> {
             invocations_run: 0,
             error: None,
             progress: None,
+            native: None,
+            fallback: None,
+        }
+    }
+
+    /// Chooses the engine; [`Engine::Compiled`] compiles every par_loop
+    /// now (about a millisecond per loop), or records in
+    /// [`Reference::fallback`] why the interpreter will run instead.
+    #[must_use]
+    pub fn with_engine(mut self, engine: Engine) -> Reference<'a> {
+        self.native = None;
+        self.fallback = None;
+        if engine == Engine::Compiled {
+            match Native::new(&self.program, &mut self.state) {
+                Ok(native) => self.native = Some(native),
+                Err(reason) => self.fallback = Some(reason),
+            }
+        }
+        self
+    }
+
+    /// Why the compiled engine was asked for and the interpreter runs.
+    pub fn fallback(&self) -> Option<&str> {
+        self.fallback.as_deref()
+    }
+
+    /// The engine that runs the par_loops.
+    pub fn engine(&self) -> Engine {
+        if self.native.is_some() {
+            Engine::Compiled
+        } else {
+            Engine::Interp
         }
     }
 
@@ -164,6 +212,9 @@ impl<'a> Reference<'a> {
             };
             compiled.run(&mut frame)
         };
+        if let Some(native) = self.native.take() {
+            native.finish(&mut self.state);
+        }
         if let Some(error) = self.error.take() {
             return Err(error);
         }
@@ -193,10 +244,21 @@ impl<'a> Reference<'a> {
         let Some(prepared) = self.prepared[id.index()].as_ref() else {
             return Ok(());
         };
-        let (Some(kernel_id), Some(set)) = (invocation.kernel, invocation.set) else {
+        let (Some(_), Some(set)) = (invocation.kernel, invocation.set) else {
             return Ok(());
         };
-        let kernel = &program.kernels[kernel_id.index()];
+        if let Some(native) = self.native.as_mut() {
+            return match native.run(id, globals) {
+                Ok(evaluations) => {
+                    self.evaluations += evaluations;
+                    Ok(())
+                }
+                Err(stopped) => {
+                    self.evaluations += stopped.element as u64;
+                    Err(kernel_fault(&program, id, stopped.element, &stopped.fault))
+                }
+            };
+        }
         let layout = &prepared.compiled.layout;
         let mut slots = vec![Value::Int(0); layout.size];
         let lengths = self.state.lengths();
@@ -241,13 +303,7 @@ impl<'a> Reference<'a> {
                 budget: u64::MAX,
             };
             if let Err(fault) = prepared.compiled.run(&mut frame) {
-                let context = format!(
-                    "in kernel `{}` (invocation `{}`, element {element} of `{}`)",
-                    kernel.name,
-                    invocation.name,
-                    program.sets[set.index()].name
-                );
-                return Err(describe(&program, kernel.location.file, &fault, &context));
+                return Err(kernel_fault(&program, id, element, &fault));
             }
             self.evaluations += 1;
             // Store the results back.
@@ -277,6 +333,27 @@ impl<'a> Reference<'a> {
         }
         Ok(())
     }
+}
+
+/// A fault in the kernel of invocation `id` at `element`.
+fn kernel_fault(
+    program: &Program,
+    id: InvocationId,
+    element: usize,
+    fault: &Fault,
+) -> RuntimeError {
+    let invocation = &program.invocations[id.index()];
+    let kernel = invocation.kernel.map(|k| &program.kernels[k.index()]);
+    let set = invocation
+        .set
+        .map_or("", |s| program.sets[s.index()].name.as_str());
+    let context = format!(
+        "in kernel `{}` (invocation `{}`, element {element} of `{set}`)",
+        kernel.map_or("", |k| k.name.as_str()),
+        invocation.name,
+    );
+    let file = kernel.map(|k| k.location.file).unwrap_or_default();
+    describe(program, file, fault, &context)
 }
 
 /// `target += values`, component by component, in the target's type.

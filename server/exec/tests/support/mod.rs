@@ -4,10 +4,11 @@
 
 use std::path::{Path, PathBuf};
 
+use op2_analysis::value::Value;
 use op2_analysis::{Analysis, Options, analyse_text};
 use op2_codegen::GraphType;
 use op2_exec::simulate::{self, SimulationError, Statistics};
-use op2_exec::{Reference, RuntimeError, State, Tolerance, compare};
+use op2_exec::{Engine, Reference, RuntimeError, State, Tolerance, compare};
 use op2_instance::{InstanceData, NoProgress, read};
 
 pub fn repository() -> PathBuf {
@@ -50,11 +51,40 @@ pub fn example(stem: &str) -> Case {
 }
 
 impl Case {
+    /// Runs the reference semantics with the interpreter and with the
+    /// compiled engine, asserts that both print the same text and end in
+    /// bit-identical states (or fail with the same message), and returns
+    /// the interpreter's result.
     pub fn run(&self) -> Result<(State, String), RuntimeError> {
+        self.run_limited(u64::MAX)
+    }
+
+    /// [`Case::run`] with a limit on `main`'s loop iterations.
+    pub fn run_limited(&self, max_iterations: u64) -> Result<(State, String), RuntimeError> {
+        let interpreted = self.run_with(Engine::Interp, max_iterations);
+        let compiled = self.run_with(Engine::Compiled, max_iterations);
+        assert_same_run(&interpreted, &compiled);
+        interpreted
+    }
+
+    /// Runs the reference semantics with one engine; panics when the
+    /// compiled engine was asked for and is not used.
+    pub fn run_with(
+        &self,
+        engine: Engine,
+        max_iterations: u64,
+    ) -> Result<(State, String), RuntimeError> {
         let mut output = String::new();
         let state = State::new(&self.analysis.program, &self.data);
         let mut sink = |text: &str| output.push_str(text);
-        let result = Reference::new(&self.analysis, state, &mut sink).run(u64::MAX);
+        let reference = Reference::new(&self.analysis, state, &mut sink).with_engine(engine);
+        assert_eq!(
+            reference.fallback(),
+            None,
+            "the compiled engine runs every test program"
+        );
+        assert_eq!(reference.engine(), engine);
+        let result = reference.run(max_iterations);
         result.map(|state| (state, output))
     }
 
@@ -93,5 +123,67 @@ impl Case {
             "seed {seed}: both print as many lines"
         );
         statistics
+    }
+}
+
+/// The bits of a value, with its type: `0.0` and `-0.0` differ, NaNs are
+/// compared by payload.
+fn bits(value: &Value) -> (u8, u64) {
+    match *value {
+        Value::Double(x) => (0, x.to_bits()),
+        Value::Float(x) => (1, u64::from(x.to_bits())),
+        Value::Int(x) => (2, u64::from(x.cast_unsigned())),
+        Value::Uint(x) => (3, u64::from(x)),
+        Value::Ll(x) => (4, x.cast_unsigned()),
+        Value::Ull(x) => (5, x),
+        Value::Bool(x) => (6, u64::from(x)),
+    }
+}
+
+/// The first place two states differ in a bit, if any.
+pub fn first_difference(a: &State, b: &State) -> Option<String> {
+    let lists = |state: &State| -> Vec<(String, Vec<(u8, u64)>)> {
+        let mut all = Vec::new();
+        for (i, values) in state.dats.iter().enumerate() {
+            all.push((format!("dat {i}"), values.iter().map(bits).collect()));
+        }
+        for (i, values) in state.globals.iter().enumerate() {
+            all.push((format!("global {i}"), values.iter().map(bits).collect()));
+        }
+        all
+    };
+    let (la, lb) = (lists(a), lists(b));
+    if la.len() != lb.len() {
+        return Some("different numbers of dats and globals".into());
+    }
+    for ((name, x), (_, y)) in la.iter().zip(&lb) {
+        if x.len() != y.len() {
+            return Some(format!("{name}: {} values against {}", x.len(), y.len()));
+        }
+        if let Some(k) = (0..x.len()).find(|&k| x[k] != y[k]) {
+            return Some(format!("{name}[{k}]: {:?} against {:?}", x[k], y[k]));
+        }
+    }
+    None
+}
+
+/// Asserts that two runs of one program agree bit for bit.
+pub fn assert_same_run(
+    interpreted: &Result<(State, String), RuntimeError>,
+    compiled: &Result<(State, String), RuntimeError>,
+) {
+    match (interpreted, compiled) {
+        (Ok((a, out_a)), Ok((b, out_b))) => {
+            assert_eq!(out_a, out_b, "both engines print the same");
+            if let Some(difference) = first_difference(a, b) {
+                panic!("the engines' final states differ: {difference}");
+            }
+        }
+        (Err(a), Err(b)) => assert_eq!(a.message, b.message, "both engines fail alike"),
+        (a, b) => panic!(
+            "one engine failed: interpreter {:?}, compiled {:?}",
+            a.as_ref().err(),
+            b.as_ref().err()
+        ),
     }
 }

@@ -1,0 +1,320 @@
+//! The one place with `unsafe` code: owning the machine code Cranelift
+//! produced and calling it.
+//!
+//! Safety rests on three facts, each checked here before a call:
+//!
+//! - the code of a loop reads and writes only through the pointers of its
+//!   table, at offsets below the byte lengths recorded with the loop
+//!   ([`Loop::need`]), given that the element range is within
+//!   [`Loop::elements`] and every map target is below the bound recorded
+//!   for it ([`Maps`] checks every entry once, when it is built); parameter,
+//!   local and const arrays indexed by a computed index are bounds-checked
+//!   by the compiled code itself, as the interpreter checks them;
+//! - every pointer of the table comes from a live buffer borrowed mutably
+//!   (dats, globals) or shared (maps, consts) for the duration of the call,
+//!   with at least the needed length, and buffers of different slots never
+//!   overlap;
+//! - the function pointer comes from the module this value owns, with the
+//!   signature `extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32`
+//!   it was declared with, and the module lives (and its memory stays
+//!   mapped) as long as this value.
+
+#![allow(unsafe_code)]
+
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::FuncId;
+
+use super::compile::{MATH, Slot};
+use super::flat::Buffer;
+
+/// Why the compiled engine is not available on this machine.
+pub(crate) fn new_module() -> Result<JITModule, String> {
+    let mut flags = settings::builder();
+    flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
+    // Position-dependent code: the JIT places it itself.
+    flags.set("is_pic", "false").map_err(|e| e.to_string())?;
+    let isa = cranelift_native::builder()
+        .map_err(|e| format!("no code generator for this machine: {e}"))?
+        .finish(settings::Flags::new(flags))
+        .map_err(|e| e.to_string())?;
+    if isa.endianness() != cranelift_codegen::ir::Endianness::Little {
+        return Err("the compiled engine needs a little-endian machine".into());
+    }
+    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    for (builtin, name, _) in MATH {
+        if let Some(pointer) = math_function(builtin) {
+            builder.symbol(name, pointer);
+        }
+    }
+    Ok(JITModule::new(builder))
+}
+
+// The very functions `op2_analysis::consts::call_builtin` uses, with C's
+// calling convention.
+extern "C" fn op2_fmin(a: f64, b: f64) -> f64 {
+    a.min(b)
+}
+extern "C" fn op2_fmax(a: f64, b: f64) -> f64 {
+    a.max(b)
+}
+extern "C" fn op2_pow(a: f64, b: f64) -> f64 {
+    a.powf(b)
+}
+extern "C" fn op2_atan2(a: f64, b: f64) -> f64 {
+    a.atan2(b)
+}
+extern "C" fn op2_exp(a: f64) -> f64 {
+    a.exp()
+}
+extern "C" fn op2_log(a: f64) -> f64 {
+    a.ln()
+}
+extern "C" fn op2_log10(a: f64) -> f64 {
+    a.log10()
+}
+extern "C" fn op2_sin(a: f64) -> f64 {
+    a.sin()
+}
+extern "C" fn op2_cos(a: f64) -> f64 {
+    a.cos()
+}
+extern "C" fn op2_tan(a: f64) -> f64 {
+    a.tan()
+}
+extern "C" fn op2_asin(a: f64) -> f64 {
+    a.asin()
+}
+extern "C" fn op2_acos(a: f64) -> f64 {
+    a.acos()
+}
+extern "C" fn op2_atan(a: f64) -> f64 {
+    a.atan()
+}
+extern "C" fn op2_floor(a: f64) -> f64 {
+    a.floor()
+}
+extern "C" fn op2_ceil(a: f64) -> f64 {
+    a.ceil()
+}
+extern "C" fn op2_round(a: f64) -> f64 {
+    a.round()
+}
+
+fn math_function(builtin: op2_analysis::hir::Builtin) -> Option<*const u8> {
+    use op2_analysis::hir::Builtin as B;
+    type Unary = extern "C" fn(f64) -> f64;
+    type Binary = extern "C" fn(f64, f64) -> f64;
+    let unary = |f: Unary| Some(f as *const u8);
+    let binary = |f: Binary| Some(f as *const u8);
+    match builtin {
+        B::Fmin => binary(op2_fmin),
+        B::Fmax => binary(op2_fmax),
+        B::Pow => binary(op2_pow),
+        B::Atan2 => binary(op2_atan2),
+        B::Exp => unary(op2_exp),
+        B::Log => unary(op2_log),
+        B::Log10 => unary(op2_log10),
+        B::Sin => unary(op2_sin),
+        B::Cos => unary(op2_cos),
+        B::Tan => unary(op2_tan),
+        B::Asin => unary(op2_asin),
+        B::Acos => unary(op2_acos),
+        B::Atan => unary(op2_atan),
+        B::Floor => unary(op2_floor),
+        B::Ceil => unary(op2_ceil),
+        B::Round => unary(op2_round),
+        // Compiled to exact instructions, never called.
+        _ => None,
+    }
+}
+
+/// Every map's targets, each checked once to be below its target set's
+/// size.
+#[derive(Debug)]
+pub(crate) struct Maps {
+    targets: Vec<Vec<u32>>,
+    bounds: Vec<usize>,
+}
+
+impl Maps {
+    /// Checks `targets` against the sizes of the maps' target sets.
+    /// Gives `targets` back with the reason when one is out of bounds.
+    pub(crate) fn new(
+        targets: Vec<Vec<u32>>,
+        bounds: Vec<usize>,
+    ) -> Result<Maps, (String, Vec<Vec<u32>>)> {
+        if targets.len() != bounds.len() {
+            return Err(("maps and bounds differ in number".into(), targets));
+        }
+        for (index, (map, &bound)) in targets.iter().zip(&bounds).enumerate() {
+            if let Some(bad) = map.iter().find(|&&t| t as usize >= bound) {
+                let reason = format!("map {index} has target {bad}, outside its set of {bound}");
+                return Err((reason, targets));
+            }
+        }
+        Ok(Maps { targets, bounds })
+    }
+
+    /// Gives the targets back.
+    pub(crate) fn into_inner(self) -> Vec<Vec<u32>> {
+        self.targets
+    }
+}
+
+/// One compiled loop and what its code may touch.
+#[derive(Debug)]
+pub(crate) struct Loop {
+    function: FuncId,
+    /// The table's slots.
+    pub slots: Vec<Slot>,
+    /// Bytes the code may reach through each slot.
+    pub need: Vec<usize>,
+    /// For each map slot: the bound its targets must respect.
+    pub map_bounds: Vec<Option<usize>>,
+    /// Elements of the iteration set.
+    pub elements: usize,
+}
+
+/// The memory a call works on.
+#[derive(Debug)]
+pub(crate) struct Memory<'a> {
+    pub dats: &'a mut [Buffer],
+    pub maps: &'a Maps,
+    pub globals: &'a mut [Vec<u64>],
+    pub consts: &'a [Vec<u64>],
+}
+
+/// Where a loop stopped with a fault: the site code, the element and the
+/// offending index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stop {
+    pub site: usize,
+    pub element: i64,
+    pub index: i64,
+}
+
+/// The finished machine code of a program's loops.
+pub(crate) struct Code {
+    module: Option<JITModule>,
+}
+
+impl std::fmt::Debug for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Code")
+    }
+}
+
+impl Code {
+    /// Finishes `module` (whose functions are all defined).
+    pub(crate) fn new(mut module: JITModule) -> Result<Code, String> {
+        module.finalize_definitions().map_err(|e| e.to_string())?;
+        Ok(Code {
+            module: Some(module),
+        })
+    }
+
+    /// A loop whose function `function` is in this code.
+    pub(crate) fn bind(
+        function: FuncId,
+        slots: Vec<Slot>,
+        need: Vec<usize>,
+        map_bounds: Vec<Option<usize>>,
+        elements: usize,
+    ) -> Loop {
+        Loop {
+            function,
+            slots,
+            need,
+            map_bounds,
+            elements,
+        }
+    }
+
+    /// Runs `lp` over elements `start..end`.
+    pub(crate) fn run(
+        &self,
+        lp: &Loop,
+        memory: &mut Memory<'_>,
+        start: usize,
+        end: usize,
+    ) -> Result<(), Stop> {
+        let Some(module) = &self.module else {
+            return Err(Stop {
+                site: 0,
+                element: 0,
+                index: 0,
+            });
+        };
+        assert!(start <= end && end <= lp.elements, "element range");
+        assert_eq!(lp.slots.len(), lp.need.len());
+        // Check every slot's length and take its pointer. A slot appears
+        // once per loop (the compiler deduplicates), so mutable pointers
+        // never alias.
+        let mut table: Vec<*mut u8> = Vec::with_capacity(lp.slots.len());
+        for (k, slot) in lp.slots.iter().enumerate() {
+            let need = lp.need[k];
+            let pointer = match *slot {
+                Slot::Dat(d) => {
+                    let buffer = &mut memory.dats[d];
+                    assert!(buffer.bytes() >= need, "dat {d} too short");
+                    buffer.as_mut_ptr()
+                }
+                Slot::Map(m) => {
+                    let targets = &memory.maps.targets[m];
+                    assert!(targets.len() * 4 >= need, "map {m} too short");
+                    let bound = lp.map_bounds[k].unwrap_or(0);
+                    assert!(memory.maps.bounds[m] <= bound, "map {m} bound");
+                    targets.as_ptr().cast_mut().cast()
+                }
+                Slot::Global(g) => {
+                    let values = &mut memory.globals[g];
+                    assert!(values.len() * 8 >= need, "global {g} too short");
+                    values.as_mut_ptr().cast()
+                }
+                Slot::Const(c) => {
+                    let values = &memory.consts[c];
+                    assert!(values.len() * 8 >= need, "const {c} too short");
+                    values.as_ptr().cast_mut().cast()
+                }
+            };
+            table.push(pointer);
+        }
+        let mut out = [0i64; 2];
+        let entry = module.get_finalized_function(lp.function);
+        type Entry = extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32;
+        // SAFETY: see the module's documentation: `entry` is a function of
+        // the live `module` with this signature; the table's pointers are
+        // valid for the lengths the code reaches (checked above), the map
+        // targets were checked against the bounds the dats' lengths were
+        // computed from, and the element range is within the set.
+        let code = unsafe {
+            let entry: Entry = std::mem::transmute::<*const u8, Entry>(entry);
+            entry(
+                table.as_ptr(),
+                i64::try_from(start).unwrap_or(i64::MAX),
+                i64::try_from(end).unwrap_or(i64::MAX),
+                out.as_mut_ptr(),
+            )
+        };
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Stop {
+                site: usize::try_from(code).unwrap_or(0),
+                element: out[0],
+                index: out[1],
+            })
+        }
+    }
+}
+
+impl Drop for Code {
+    fn drop(&mut self) {
+        if let Some(module) = self.module.take() {
+            // SAFETY: no function pointer of the module outlives this
+            // value: they are taken inside `run` and not kept.
+            unsafe { module.free_memory() };
+        }
+    }
+}

@@ -1,0 +1,1495 @@
+//! Translates one par_loop into Cranelift IR: a function that runs the
+//! loop over elements `start..end` with the interpreter's exact semantics
+//! (staging, the kernel inlined, store-back and global reductions, element
+//! by element in order), over the typed flat buffers of `flat`.
+//!
+//! The function is `fn(table, start, end, out) -> i32`: `table` holds one
+//! pointer per [`Slot`]; it returns 0, or `k + 1` when the loop stopped at
+//! fault site `k`, with the element in `out[0]` and the offending index in
+//! `out[1]`.
+//!
+//! Types are static here and dynamic in the interpreter: every expression
+//! is checked to have, as a static type, the type its value has at run time
+//! in the interpreter (the lowering makes conversions explicit, so they
+//! agree for every program the analysis accepts); where they would not,
+//! compilation declines and the interpreter runs the program.
+
+use std::collections::HashMap;
+
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::{
+    self, AbiParam, Block, FuncRef, InstBuilder, MemFlags, StackSlot, StackSlotData, StackSlotKind,
+    Type, types,
+};
+use cranelift_frontend::{FunctionBuilder, Variable};
+use op2_analysis::hir::{Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use op2_analysis::model::{ArgKind, Invocation, Program};
+use op2_analysis::value::{Value, common_type, promote};
+use op2_syntax::TextRange;
+use op2_syntax::ast::{AccessMode, BinaryOp, ScalarType, UnaryOp};
+
+use super::flat::size_of;
+
+/// Why a loop is not compiled (the interpreter runs the program).
+pub(crate) type Unsupported = String;
+
+/// What one pointer of a loop's table points at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Slot {
+    /// A dat's buffer.
+    Dat(usize),
+    /// A map's targets.
+    Map(usize),
+    /// A global's 8-byte slots.
+    Global(usize),
+    /// A const's 8-byte slots (for indices not known when compiling).
+    Const(usize),
+}
+
+/// A place where the loop can stop with a fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SiteKind {
+    /// Integer division or remainder by zero.
+    Division,
+    /// An index out of range for an array of this length.
+    Index(usize),
+    /// A shift by an `ull` amount over `i64::MAX` (the interpreter's
+    /// "invalid operands").
+    Operands,
+}
+
+/// A fault site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Site {
+    pub kind: SiteKind,
+    pub range: TextRange,
+}
+
+/// The names of the math functions the compiled code calls, with their
+/// arity; `super::code` registers the Rust functions behind them.
+pub(crate) const MATH: [(Builtin, &str, usize); 18] = [
+    (Builtin::Fmin, "op2_fmin", 2),
+    (Builtin::Fmax, "op2_fmax", 2),
+    (Builtin::Pow, "op2_pow", 2),
+    (Builtin::Exp, "op2_exp", 1),
+    (Builtin::Log, "op2_log", 1),
+    (Builtin::Log10, "op2_log10", 1),
+    (Builtin::Sin, "op2_sin", 1),
+    (Builtin::Cos, "op2_cos", 1),
+    (Builtin::Tan, "op2_tan", 1),
+    (Builtin::Asin, "op2_asin", 1),
+    (Builtin::Acos, "op2_acos", 1),
+    (Builtin::Atan, "op2_atan", 1),
+    (Builtin::Atan2, "op2_atan2", 2),
+    (Builtin::Floor, "op2_floor", 1),
+    (Builtin::Ceil, "op2_ceil", 1),
+    (Builtin::Round, "op2_round", 1),
+    (Builtin::Sqrt, "op2_sqrt", 1),
+    (Builtin::Fabs, "op2_fabs", 1),
+];
+
+/// What the compiler needs to know of the run: sizes and const values are
+/// fixed for a run, so they are compiled in.
+pub(crate) struct Context<'a> {
+    pub program: &'a Program,
+    pub set_sizes: &'a [usize],
+    pub consts: &'a [Vec<Value>],
+}
+
+/// Declares an imported math function (name, arity) in a function.
+pub(crate) type DeclareMath<'a> = &'a mut dyn FnMut(&str, usize, &mut ir::Function) -> FuncRef;
+
+/// The compiled shape of one loop.
+#[derive(Debug)]
+pub(crate) struct LoopShape {
+    pub slots: Vec<Slot>,
+    pub sites: Vec<Site>,
+}
+
+pub(crate) fn ir_type(ty: ScalarType) -> Type {
+    match ty {
+        ScalarType::Double => types::F64,
+        ScalarType::Float => types::F32,
+        ScalarType::Int | ScalarType::Uint => types::I32,
+        ScalarType::Ll | ScalarType::Ull => types::I64,
+        ScalarType::Bool => types::I8,
+    }
+}
+
+fn signed(ty: ScalarType) -> bool {
+    matches!(ty, ScalarType::Int | ScalarType::Ll)
+}
+
+/// The signature of every compiled loop.
+pub(crate) fn loop_signature(call_conv: cranelift_codegen::isa::CallConv) -> ir::Signature {
+    let mut signature = ir::Signature::new(call_conv);
+    for _ in 0..4 {
+        signature.params.push(AbiParam::new(types::I64));
+    }
+    signature.returns.push(AbiParam::new(types::I32));
+    signature
+}
+
+/// Where a parameter's or local's components live.
+#[derive(Clone)]
+enum Storage {
+    /// One variable per component (every access has a literal index).
+    Vars(Vec<Variable>),
+    /// A stack array (some access computes its index).
+    Stack(StackSlot),
+}
+
+#[derive(Clone)]
+struct Array {
+    storage: Storage,
+    ty: ScalarType,
+    length: usize,
+}
+
+/// A value with its C type.
+#[derive(Clone, Copy)]
+struct Typed {
+    value: ir::Value,
+    ty: ScalarType,
+}
+
+struct LoopTargets {
+    exit: Block,
+    next: Block,
+}
+
+const FLAGS: MemFlags = MemFlags::trusted();
+
+struct Gen<'a, 'f> {
+    b: FunctionBuilder<'f>,
+    cx: &'a Context<'a>,
+    declare_math: DeclareMath<'a>,
+    params: Vec<Array>,
+    locals: Vec<Array>,
+    slots: Vec<Slot>,
+    slot_index: HashMap<Slot, usize>,
+    /// Base pointers loaded in the entry block, per table slot.
+    bases: Vec<ir::Value>,
+    sites: Vec<Site>,
+    loops: Vec<LoopTargets>,
+    /// Where `return` goes: the store-back of the current element.
+    finish: Block,
+    fault: Block,
+    fault_code: Variable,
+    fault_index: Variable,
+    math: HashMap<&'static str, FuncRef>,
+    lengths: Vec<i32>,
+    /// The current block ends in `break`, `continue` or `return`.
+    ended: bool,
+}
+
+/// Which parameters and locals are indexed by a computed expression.
+fn computed_indices(body: &Body, params: usize) -> (Vec<bool>, Vec<bool>) {
+    let mut p = vec![false; params];
+    let mut l = vec![false; body.locals.len()];
+    let mut mark = |place: &Place| {
+        let computed = place.index.as_deref().is_some_and(|i| literal(i).is_none());
+        if computed {
+            match place.var {
+                Var::Param(k) => {
+                    if let Some(x) = p.get_mut(k as usize) {
+                        *x = true;
+                    }
+                }
+                Var::Local(id) => {
+                    if let Some(x) = l.get_mut(id.0 as usize) {
+                        *x = true;
+                    }
+                }
+                Var::Const(_) | Var::Global(_) => {}
+            }
+        }
+    };
+    for stmt in &body.statements {
+        op2_analysis::hir::walk_stmt_exprs(stmt, &mut |e| match &e.kind {
+            ExprKind::Load(place) | ExprKind::Update { place, .. } => mark(place),
+            ExprKind::Assign { place, .. } => mark(place),
+            _ => {}
+        });
+    }
+    (p, l)
+}
+
+/// The value of an index that is a literal (possibly converted), as the
+/// interpreter computes it.
+fn literal(expr: &Expr) -> Option<i64> {
+    match &expr.kind {
+        ExprKind::Literal(value) => value.as_i64(),
+        ExprKind::Convert { value, .. } => literal(value),
+        _ => None,
+    }
+}
+
+/// Builds the IR of `invocation` into `function`.
+pub(crate) fn compile_loop<'a>(
+    cx: &'a Context<'a>,
+    declare_math: DeclareMath<'a>,
+    invocation: &Invocation,
+    function: &mut ir::Function,
+    builder_context: &mut cranelift_frontend::FunctionBuilderContext,
+) -> Result<LoopShape, Unsupported> {
+    let program = cx.program;
+    let kernel_id = invocation.kernel.ok_or("the kernel does not resolve")?;
+    invocation.set.ok_or("the set does not resolve")?;
+    if invocation.args.iter().any(Option::is_none) {
+        return Err("an argument does not resolve".into());
+    }
+    let kernel = &program.kernels[kernel_id.index()];
+    let body: &Body = &kernel.body;
+    let args: Vec<_> = invocation.resolved_args().map(|(_, a)| a.clone()).collect();
+    for arg in &args {
+        let declared = match arg.kind {
+            ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+                Some(program.dats[dat.index()].ty)
+            }
+            ArgKind::Global(global) => Some(program.globals[global.index()].ty),
+            ArgKind::Const(id) => {
+                let values = &cx.consts[id.index()];
+                if values.iter().any(|v| v.ty() != arg.ty.scalar)
+                    || values.len() != arg.ty.dimension as usize
+                {
+                    return Err("a const's values do not have the argument's type".into());
+                }
+                None
+            }
+            ArgKind::Len(_) => {
+                if arg.ty.scalar != ScalarType::Int || arg.ty.dimension != 1 {
+                    return Err("`len` passed as something other than an int".into());
+                }
+                None
+            }
+        };
+        if let Some(declared) = declared
+            && declared != arg.ty
+        {
+            return Err(format!(
+                "an argument of type {} passes data of type {declared}",
+                arg.ty
+            ));
+        }
+    }
+    // As `State::lengths`: sizes as C `int`s.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
+    let lengths: Vec<i32> = cx.set_sizes.iter().map(|&n| n as i32).collect();
+    let (computed_params, computed_locals) = computed_indices(body, args.len());
+
+    let mut b = FunctionBuilder::new(function, builder_context);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let table = b.block_params(entry)[0];
+    let start = b.block_params(entry)[1];
+    let end = b.block_params(entry)[2];
+    let out = b.block_params(entry)[3];
+
+    let array = |b: &mut FunctionBuilder<'_>, ty: ScalarType, length: usize, computed: bool| {
+        let storage = if computed {
+            let bytes = u32::try_from(length * size_of(ty))
+                .unwrap_or(u32::MAX)
+                .max(1);
+            Storage::Stack(b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                bytes,
+                3,
+            )))
+        } else {
+            Storage::Vars((0..length).map(|_| b.declare_var(ir_type(ty))).collect())
+        };
+        Array {
+            storage,
+            ty,
+            length,
+        }
+    };
+    let params: Vec<Array> = args
+        .iter()
+        .enumerate()
+        .map(|(k, arg)| {
+            array(
+                &mut b,
+                arg.ty.scalar,
+                arg.ty.dimension as usize,
+                computed_params[k],
+            )
+        })
+        .collect();
+    let locals: Vec<Array> = body
+        .locals
+        .iter()
+        .enumerate()
+        .map(|(k, local)| {
+            array(
+                &mut b,
+                local.ty,
+                local.dimension.unwrap_or(1) as usize,
+                computed_locals[k],
+            )
+        })
+        .collect();
+    let fault_code = b.declare_var(types::I32);
+    let fault_index = b.declare_var(types::I64);
+    let element = b.declare_var(types::I64);
+    let finish = b.create_block();
+    let fault = b.create_block();
+    let mut g = Gen {
+        b,
+        cx,
+        declare_math,
+        params,
+        locals,
+        slots: Vec::new(),
+        slot_index: HashMap::new(),
+        bases: Vec::new(),
+        sites: Vec::new(),
+        loops: Vec::new(),
+        finish,
+        fault,
+        fault_code,
+        fault_index,
+        math: HashMap::new(),
+        lengths,
+        ended: false,
+    };
+    // Base pointers, loaded once: every slot the loop needs is known from
+    // its arguments and the consts its body indexes by a computed index.
+    let mut needed = Vec::new();
+    for arg in &args {
+        match arg.kind {
+            ArgKind::DirectDat(dat) => needed.push(Slot::Dat(dat.index())),
+            ArgKind::IndirectDat { dat, map, .. } => {
+                needed.push(Slot::Dat(dat.index()));
+                needed.push(Slot::Map(map.index()));
+            }
+            ArgKind::Global(global) => needed.push(Slot::Global(global.index())),
+            ArgKind::Const(_) | ArgKind::Len(_) => {}
+        }
+    }
+    for stmt in &body.statements {
+        op2_analysis::hir::walk_stmt_exprs(stmt, &mut |e| {
+            if let ExprKind::Load(place) = &e.kind
+                && let Var::Const(id) = place.var
+                && place.index.as_deref().is_some_and(|i| literal(i).is_none())
+            {
+                needed.push(Slot::Const(id.index()));
+            }
+        });
+    }
+    for slot in needed {
+        if g.slot_index.contains_key(&slot) {
+            continue;
+        }
+        let offset = i32::try_from(g.slots.len() * 8).map_err(|_| "too many arguments")?;
+        let base = g.b.ins().load(types::I64, FLAGS, table, offset);
+        g.slot_index.insert(slot, g.slots.len());
+        g.slots.push(slot);
+        g.bases.push(base);
+    }
+    g.b.def_var(element, start);
+    let zero32 = g_iconst32(&mut g.b, 0);
+    g.b.def_var(fault_code, zero32);
+    let zero64 = g.b.ins().iconst(types::I64, 0);
+    g.b.def_var(fault_index, zero64);
+    let header = g.b.create_block();
+    let body_block = g.b.create_block();
+    let done = g.b.create_block();
+    g.b.ins().jump(header, &[]);
+
+    // header: while element < end
+    g.switch(header);
+    let e = g.b.use_var(element);
+    let more = g.b.ins().icmp(IntCC::SignedLessThan, e, end);
+    g.b.ins().brif(more, body_block, &[], done, &[]);
+
+    g.switch(body_block);
+    let e = g.b.use_var(element);
+    // Rows reached through maps, loaded once per element.
+    let mut rows: HashMap<(usize, u32), ir::Value> = HashMap::new();
+    let mut row_of = |g: &mut Gen<'_, '_>, kind: ArgKind| -> ir::Value {
+        match kind {
+            ArgKind::IndirectDat { map, index, .. } => {
+                *rows.entry((map.index(), index)).or_insert_with(|| {
+                    let arity = i64::from(program.maps[map.index()].arity);
+                    let base = g.base(Slot::Map(map.index()));
+                    let at = g.b.ins().imul_imm(e, arity);
+                    let at = g.b.ins().iadd_imm(at, i64::from(index));
+                    let at = g.b.ins().ishl_imm(at, 2);
+                    let address = g.b.ins().iadd(base, at);
+                    let target = g.b.ins().load(types::I32, FLAGS, address, 0);
+                    g.b.ins().uextend(types::I64, target)
+                })
+            }
+            _ => e,
+        }
+    };
+    // Stage the arguments.
+    for (k, arg) in args.iter().enumerate() {
+        let ty = arg.ty.scalar;
+        let length = arg.ty.dimension as usize;
+        for c in 0..length {
+            let value = match arg.kind {
+                ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+                    if arg.mode == AccessMode::Inc {
+                        g.zero(ty)
+                    } else {
+                        let row = row_of(&mut g, arg.kind);
+                        let address = g.dat_address(dat.index(), row, length, c, ty);
+                        g.b.ins().load(ir_type(ty), FLAGS, address, 0)
+                    }
+                }
+                ArgKind::Global(global) => {
+                    if arg.mode == AccessMode::Inc {
+                        g.zero(ty)
+                    } else {
+                        let base = g.base(Slot::Global(global.index()));
+                        g.b.ins().load(ir_type(ty), FLAGS, base, offset8(c)?)
+                    }
+                }
+                ArgKind::Const(id) => {
+                    let v = g.cx.consts[id.index()][c];
+                    g.constant(v)
+                }
+                ArgKind::Len(set) => {
+                    let v = g.lengths[set.index()];
+                    g_iconst32(&mut g.b, v)
+                }
+            };
+            let at = g.b.ins().iconst(types::I64, c as i64);
+            g.store_array(Var::Param(k as u32), at, c, value)?;
+        }
+    }
+    // The kernel.
+    for stmt in &body.statements {
+        g.stmt(stmt)?;
+    }
+    if !g.ended {
+        g.b.ins().jump(finish, &[]);
+    }
+    // Store the results back.
+    g.switch(finish);
+    let e = g.b.use_var(element);
+    for (k, arg) in args.iter().enumerate() {
+        let ty = arg.ty.scalar;
+        let length = arg.ty.dimension as usize;
+        match (arg.kind, arg.mode) {
+            (
+                ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. },
+                mode @ (AccessMode::Write | AccessMode::Rw | AccessMode::Inc),
+            ) => {
+                let row = match arg.kind {
+                    ArgKind::IndirectDat { map, index, .. } => {
+                        let arity = i64::from(program.maps[map.index()].arity);
+                        let base = g.base(Slot::Map(map.index()));
+                        let at = g.b.ins().imul_imm(e, arity);
+                        let at = g.b.ins().iadd_imm(at, i64::from(index));
+                        let at = g.b.ins().ishl_imm(at, 2);
+                        let address = g.b.ins().iadd(base, at);
+                        let target = g.b.ins().load(types::I32, FLAGS, address, 0);
+                        g.b.ins().uextend(types::I64, target)
+                    }
+                    _ => e,
+                };
+                for c in 0..length {
+                    let value = g.load_param(k, c)?;
+                    let address = g.dat_address(dat.index(), row, length, c, ty);
+                    let stored = if mode == AccessMode::Inc {
+                        let old = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
+                        g.add(old, value, ty)
+                    } else {
+                        value
+                    };
+                    g.b.ins().store(FLAGS, stored, address, 0);
+                }
+            }
+            (
+                ArgKind::Global(global),
+                mode @ (AccessMode::Inc | AccessMode::Min | AccessMode::Max),
+            ) => {
+                let base = g.base(Slot::Global(global.index()));
+                for c in 0..length {
+                    let value = g.load_param(k, c)?;
+                    let offset = offset8(c)?;
+                    let old = g.b.ins().load(ir_type(ty), FLAGS, base, offset);
+                    let new = match mode {
+                        AccessMode::Inc => g.add(old, value, ty),
+                        _ => {
+                            let op = if mode == AccessMode::Min {
+                                BinaryOp::Lt
+                            } else {
+                                BinaryOp::Gt
+                            };
+                            let v = Typed { value, ty };
+                            let t = Typed { value: old, ty };
+                            let better = g.binary(op, v, t, TextRange::default())?;
+                            let better = g.truth(better);
+                            g.b.ins().select(better, value, old)
+                        }
+                    };
+                    g.b.ins().store(FLAGS, new, base, offset);
+                }
+            }
+            _ => {}
+        }
+    }
+    let e = g.b.use_var(element);
+    let next = g.b.ins().iadd_imm(e, 1);
+    g.b.def_var(element, next);
+    g.b.ins().jump(header, &[]);
+
+    g.switch(done);
+    let ok = g_iconst32(&mut g.b, 0);
+    g.b.ins().return_(&[ok]);
+
+    g.switch(fault);
+    let e = g.b.use_var(element);
+    g.b.ins().store(FLAGS, e, out, 0);
+    let index = g.b.use_var(fault_index);
+    g.b.ins().store(FLAGS, index, out, 8);
+    let code = g.b.use_var(fault_code);
+    g.b.ins().return_(&[code]);
+
+    g.b.seal_all_blocks();
+    let Gen {
+        b, slots, sites, ..
+    } = g;
+    b.finalize();
+    Ok(LoopShape { slots, sites })
+}
+
+fn g_iconst32(b: &mut FunctionBuilder<'_>, v: i32) -> ir::Value {
+    b.ins().iconst(types::I32, i64::from(v))
+}
+
+fn offset8(c: usize) -> Result<i32, Unsupported> {
+    i32::try_from(c * 8).map_err(|_| "a global or const too long to compile".into())
+}
+
+impl Gen<'_, '_> {
+    fn base(&self, slot: Slot) -> ir::Value {
+        self.bases[self.slot_index[&slot]]
+    }
+
+    fn dat_address(
+        &mut self,
+        dat: usize,
+        row: ir::Value,
+        dimension: usize,
+        component: usize,
+        ty: ScalarType,
+    ) -> ir::Value {
+        let base = self.base(Slot::Dat(dat));
+        let size = size_of(ty) as i64;
+        let at = self.b.ins().imul_imm(row, dimension as i64 * size);
+        let at = self.b.ins().iadd_imm(at, component as i64 * size);
+        self.b.ins().iadd(base, at)
+    }
+
+    fn zero(&mut self, ty: ScalarType) -> ir::Value {
+        self.constant(Value::zero(ty))
+    }
+
+    fn constant(&mut self, v: Value) -> ir::Value {
+        let ins = self.b.ins();
+        match v {
+            Value::Double(x) => ins.f64const(x),
+            Value::Float(x) => ins.f32const(x),
+            Value::Int(x) => ins.iconst(types::I32, i64::from(x)),
+            Value::Uint(x) => ins.iconst(types::I32, i64::from(x)),
+            Value::Ll(x) => ins.iconst(types::I64, x),
+            Value::Ull(x) => ins.iconst(types::I64, x.cast_signed()),
+            Value::Bool(x) => ins.iconst(types::I8, i64::from(x)),
+        }
+    }
+
+    fn array(&self, var: Var) -> Result<&Array, Unsupported> {
+        match var {
+            Var::Param(k) => self.params.get(k as usize),
+            Var::Local(id) => self.locals.get(id.0 as usize),
+            Var::Const(_) | Var::Global(_) => None,
+        }
+        .ok_or_else(|| "a variable the kernel cannot reach".into())
+    }
+
+    fn load_param(&mut self, k: usize, c: usize) -> Result<ir::Value, Unsupported> {
+        let at = self.b.ins().iconst(types::I64, c as i64);
+        self.load_array(Var::Param(k as u32), at, Some(c))
+    }
+
+    /// Loads component `at` (known to be `fixed` when compiling) of a
+    /// parameter or local.
+    fn load_array(
+        &mut self,
+        var: Var,
+        at: ir::Value,
+        fixed: Option<usize>,
+    ) -> Result<ir::Value, Unsupported> {
+        let array = self.array(var)?.clone();
+        Ok(match (&array.storage, fixed) {
+            (Storage::Vars(vars), Some(c)) => self.b.use_var(vars[c]),
+            (Storage::Stack(slot), _) => {
+                let size = size_of(array.ty) as i64;
+                let offset = self.b.ins().imul_imm(at, size);
+                let base = self.b.ins().stack_addr(types::I64, *slot, 0);
+                let address = self.b.ins().iadd(base, offset);
+                self.b.ins().load(ir_type(array.ty), FLAGS, address, 0)
+            }
+            (Storage::Vars(_), None) => return Err("a computed index into variables".into()),
+        })
+    }
+
+    fn store_array(
+        &mut self,
+        var: Var,
+        at: ir::Value,
+        fixed: usize,
+        value: ir::Value,
+    ) -> Result<(), Unsupported> {
+        self.store_at(var, at, Some(fixed), value)
+    }
+
+    fn store_at(
+        &mut self,
+        var: Var,
+        at: ir::Value,
+        fixed: Option<usize>,
+        value: ir::Value,
+    ) -> Result<(), Unsupported> {
+        let array = self.array(var)?.clone();
+        match (&array.storage, fixed) {
+            (Storage::Vars(vars), Some(c)) => self.b.def_var(vars[c], value),
+            (Storage::Stack(slot), _) => {
+                let size = size_of(array.ty) as i64;
+                let offset = self.b.ins().imul_imm(at, size);
+                let base = self.b.ins().stack_addr(types::I64, *slot, 0);
+                let address = self.b.ins().iadd(base, offset);
+                self.b.ins().store(FLAGS, value, address, 0);
+            }
+            (Storage::Vars(_), None) => return Err("a computed index into variables".into()),
+        }
+        Ok(())
+    }
+
+    /// Jumps to the fault exit when `condition` holds.
+    fn fault_if(
+        &mut self,
+        condition: ir::Value,
+        kind: SiteKind,
+        range: TextRange,
+        index: ir::Value,
+    ) {
+        let code = i32::try_from(self.sites.len() + 1).unwrap_or(i32::MAX);
+        self.sites.push(Site { kind, range });
+        let bad = self.b.create_block();
+        let good = self.b.create_block();
+        self.b.ins().brif(condition, bad, &[], good, &[]);
+        self.switch(bad);
+        self.b.set_cold_block(bad);
+        let code = g_iconst32(&mut self.b, code);
+        self.b.def_var(self.fault_code, code);
+        self.b.def_var(self.fault_index, index);
+        self.b.ins().jump(self.fault, &[]);
+        self.switch(good);
+    }
+
+    /// Resolves a place to its component: `(index value, literal index)`,
+    /// with the bounds check. Evaluates a computed index expression.
+    fn locate(
+        &mut self,
+        place: &Place,
+    ) -> Result<(ir::Value, Option<usize>, ScalarType), Unsupported> {
+        let (length, ty) = match place.var {
+            Var::Param(_) | Var::Local(_) => {
+                let a = self.array(place.var)?;
+                (a.length, a.ty)
+            }
+            Var::Const(id) => {
+                let values = self.cx.consts.get(id.index()).ok_or("an unknown const")?;
+                let ty = values.first().map_or(ScalarType::Int, |v| v.ty());
+                if values.iter().any(|v| v.ty() != ty) {
+                    return Err("a const whose values differ in type".into());
+                }
+                (values.len(), ty)
+            }
+            Var::Global(_) => return Err("a global inside a kernel".into()),
+        };
+        let fixed = place.index.as_deref().and_then(literal);
+        match (fixed, place.index.as_deref()) {
+            (Some(_), _) | (None, None) => {
+                let i = fixed.unwrap_or(0);
+                match usize::try_from(i) {
+                    Ok(c) if c < length => {
+                        let at = self.b.ins().iconst(types::I64, i);
+                        Ok((at, Some(c), ty))
+                    }
+                    _ => {
+                        // Always out of range: fault when reached, and go on
+                        // compiling (unreachable) code with component 0.
+                        if length == 0 {
+                            return Err("an empty array".into());
+                        }
+                        let at = self.b.ins().iconst(types::I64, i);
+                        let yes = self.b.ins().iconst(types::I8, 1);
+                        self.fault_if(yes, SiteKind::Index(length), place.range, at);
+                        let first = self.b.ins().iconst(types::I64, 0);
+                        Ok((first, Some(0), ty))
+                    }
+                }
+            }
+            (None, Some(index)) => {
+                let v = self.expr(index)?;
+                let at = self.as_i64(v);
+                let limit = self.b.ins().iconst(types::I64, length as i64);
+                let out = self
+                    .b
+                    .ins()
+                    .icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
+                self.fault_if(out, SiteKind::Index(length), place.range, at);
+                Ok((at, None, ty))
+            }
+        }
+    }
+
+    /// The interpreter's `as_i64().unwrap_or(0)` of an index value.
+    fn as_i64(&mut self, v: Typed) -> ir::Value {
+        match v.ty {
+            ScalarType::Int => self.b.ins().sextend(types::I64, v.value),
+            ScalarType::Uint | ScalarType::Bool => self.b.ins().uextend(types::I64, v.value),
+            ScalarType::Ll => v.value,
+            ScalarType::Ull => {
+                let zero = self.b.ins().iconst(types::I64, 0);
+                let negative = self.b.ins().icmp(IntCC::SignedLessThan, v.value, zero);
+                self.b.ins().select(negative, zero, v.value)
+            }
+            ScalarType::Double | ScalarType::Float => self.b.ins().iconst(types::I64, 0),
+        }
+    }
+
+    fn get(&mut self, place: &Place) -> Result<Typed, Unsupported> {
+        let (at, fixed, ty) = self.locate(place)?;
+        let value = match place.var {
+            Var::Const(id) => match fixed {
+                Some(c) => {
+                    let v = self.cx.consts[id.index()][c];
+                    self.constant(v)
+                }
+                None => {
+                    let base = self.base(Slot::Const(id.index()));
+                    let offset = self.b.ins().ishl_imm(at, 3);
+                    let address = self.b.ins().iadd(base, offset);
+                    self.b.ins().load(ir_type(ty), FLAGS, address, 0)
+                }
+            },
+            _ => self.load_array(place.var, at, fixed)?,
+        };
+        Ok(Typed { value, ty })
+    }
+
+    fn set(
+        &mut self,
+        place: &Place,
+        at: ir::Value,
+        fixed: Option<usize>,
+        value: ir::Value,
+    ) -> Result<(), Unsupported> {
+        match place.var {
+            Var::Param(_) | Var::Local(_) => self.store_at(place.var, at, fixed, value),
+            // Consts are never written (the analysis rejects it).
+            _ => Err("a store to a const or global in a kernel".into()),
+        }
+    }
+
+    fn check(ty: ScalarType, expected: ScalarType) -> Result<(), Unsupported> {
+        if ty == expected {
+            Ok(())
+        } else {
+            Err(format!(
+                "a value of type {ty} where the lowering says {expected}"
+            ))
+        }
+    }
+
+    fn expr(&mut self, expr: &Expr) -> Result<Typed, Unsupported> {
+        let v = self.expr_inner(expr)?;
+        Self::check(v.ty, expr.ty)?;
+        Ok(v)
+    }
+
+    fn expr_inner(&mut self, expr: &Expr) -> Result<Typed, Unsupported> {
+        let range = expr.range;
+        let ty = expr.ty;
+        Ok(match &expr.kind {
+            ExprKind::Literal(v) => {
+                let value = self.constant(*v);
+                Typed { value, ty: v.ty() }
+            }
+            ExprKind::Load(place) => self.get(place)?,
+            ExprKind::Len(set) => {
+                let v = self.lengths[set.index()];
+                Typed {
+                    value: g_iconst32(&mut self.b, v),
+                    ty: ScalarType::Int,
+                }
+            }
+            ExprKind::Assign { place, op, value } => {
+                let v = self.expr(value)?;
+                let (at, fixed, _) = self.locate(place)?;
+                let stored = match op.binary() {
+                    None => self.convert(v, ty),
+                    Some(op) => {
+                        // The interpreter reads the old value through the
+                        // place again (a computed index is evaluated twice).
+                        let old = self.get(place)?;
+                        let operand = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
+                            old
+                        } else {
+                            self.convert(old, v.ty)
+                        };
+                        let result = self.binary(op, operand, v, range)?;
+                        self.convert(result, ty)
+                    }
+                };
+                self.set(place, at, fixed, stored.value)?;
+                stored
+            }
+            ExprKind::Update {
+                place,
+                increment,
+                prefix,
+            } => {
+                let (at, fixed, _) = self.locate(place)?;
+                let old = self.get(place)?;
+                let op = if *increment {
+                    BinaryOp::Add
+                } else {
+                    BinaryOp::Sub
+                };
+                let one = Typed {
+                    value: g_iconst32(&mut self.b, 1),
+                    ty: ScalarType::Int,
+                };
+                let new = self.binary(op, old, one, range)?;
+                let new = self.convert(new, ty);
+                self.set(place, at, fixed, new.value)?;
+                if *prefix { new } else { old }
+            }
+            ExprKind::Unary(op, operand) => {
+                let a = self.expr(operand)?;
+                self.unary(*op, a)?
+            }
+            ExprKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), left, right) => {
+                let l = self.expr(left)?;
+                let l = self.truth(l);
+                let result = self.b.declare_var(types::I32);
+                let l32 = self.b.ins().uextend(types::I32, l);
+                self.b.def_var(result, l32);
+                let rhs = self.b.create_block();
+                let join = self.b.create_block();
+                if *op == BinaryOp::And {
+                    self.b.ins().brif(l, rhs, &[], join, &[]);
+                } else {
+                    self.b.ins().brif(l, join, &[], rhs, &[]);
+                }
+                self.switch(rhs);
+                let r = self.expr(right)?;
+                let r = self.truth(r);
+                let r32 = self.b.ins().uextend(types::I32, r);
+                self.b.def_var(result, r32);
+                self.b.ins().jump(join, &[]);
+                self.switch(join);
+                Typed {
+                    value: self.b.use_var(result),
+                    ty: ScalarType::Int,
+                }
+            }
+            ExprKind::Binary(op, left, right) => {
+                let l = self.expr(left)?;
+                let r = self.expr(right)?;
+                self.binary(*op, l, r, range)?
+            }
+            ExprKind::Conditional(c, a, b) => {
+                let c = self.expr(c)?;
+                let c = self.truth(c);
+                let result = self.b.declare_var(ir_type(ty));
+                let then_block = self.b.create_block();
+                let else_block = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.ins().brif(c, then_block, &[], else_block, &[]);
+                for (block, branch) in [(then_block, a), (else_block, b)] {
+                    self.switch(block);
+                    let v = self.expr(branch)?;
+                    Self::check(v.ty, ty)?;
+                    self.b.def_var(result, v.value);
+                    self.b.ins().jump(join, &[]);
+                }
+                self.switch(join);
+                Typed {
+                    value: self.b.use_var(result),
+                    ty,
+                }
+            }
+            ExprKind::Convert { value, .. } => {
+                let v = self.expr(value)?;
+                self.convert(v, ty)
+            }
+            ExprKind::Call(builtin, args) => {
+                let mut values = Vec::with_capacity(args.len());
+                for arg in args {
+                    values.push(self.expr(arg)?);
+                }
+                self.call(*builtin, &values, ty)?
+            }
+            ExprKind::Error => return Err("an expression that did not lower".into()),
+        })
+    }
+
+    /// C truthiness as an `i8` 0 or 1.
+    fn truth(&mut self, v: Typed) -> ir::Value {
+        match v.ty {
+            ScalarType::Double => {
+                let zero = self.b.ins().f64const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, v.value, zero)
+            }
+            ScalarType::Float => {
+                let zero = self.b.ins().f32const(0.0);
+                self.b.ins().fcmp(FloatCC::NotEqual, v.value, zero)
+            }
+            _ => self.b.ins().icmp_imm(IntCC::NotEqual, v.value, 0),
+        }
+    }
+
+    /// `Value::convert`.
+    fn convert(&mut self, v: Typed, to: ScalarType) -> Typed {
+        use ScalarType as S;
+        let from = v.ty;
+        if from == to {
+            return v;
+        }
+        let x = v.value;
+        let value = if to == S::Bool {
+            self.truth(v)
+        } else {
+            match from {
+                S::Double | S::Float => {
+                    let d = if from == S::Float && to != S::Double {
+                        self.b.ins().fpromote(types::F64, x)
+                    } else {
+                        x
+                    };
+                    match to {
+                        S::Double => self.b.ins().fpromote(types::F64, x),
+                        S::Float => self.b.ins().fdemote(types::F32, d),
+                        S::Int => self.b.ins().fcvt_to_sint_sat(types::I32, d),
+                        S::Ll => self.b.ins().fcvt_to_sint_sat(types::I64, d),
+                        S::Uint | S::Ull => {
+                            // Negative values wrap through `i64`, others
+                            // saturate (Rust's `as`, what the interpreter does).
+                            let wide = self.b.ins().fcvt_to_sint_sat(types::I64, d);
+                            let (through, direct) = if to == S::Uint {
+                                (
+                                    self.b.ins().ireduce(types::I32, wide),
+                                    self.b.ins().fcvt_to_uint_sat(types::I32, d),
+                                )
+                            } else {
+                                (wide, self.b.ins().fcvt_to_uint_sat(types::I64, d))
+                            };
+                            let zero = self.b.ins().f64const(0.0);
+                            let negative = self.b.ins().fcmp(FloatCC::LessThan, d, zero);
+                            self.b.ins().select(negative, through, direct)
+                        }
+                        S::Bool => unreachable!("handled above"),
+                    }
+                }
+                S::Int | S::Uint | S::Ll | S::Ull | S::Bool => {
+                    let from_signed = signed(from);
+                    match to {
+                        S::Double | S::Float => {
+                            let t = ir_type(to);
+                            if from_signed {
+                                self.b.ins().fcvt_from_sint(t, x)
+                            } else {
+                                self.b.ins().fcvt_from_uint(t, x)
+                            }
+                        }
+                        _ => {
+                            let (fw, tw) = (ir_type(from).bits(), ir_type(to).bits());
+                            if fw == tw {
+                                x
+                            } else if fw > tw {
+                                self.b.ins().ireduce(ir_type(to), x)
+                            } else if from_signed {
+                                self.b.ins().sextend(ir_type(to), x)
+                            } else {
+                                self.b.ins().uextend(ir_type(to), x)
+                            }
+                        }
+                    }
+                }
+            }
+        };
+        Typed { value, ty: to }
+    }
+
+    /// `value::unary`.
+    fn unary(&mut self, op: UnaryOp, a: Typed) -> Result<Typed, Unsupported> {
+        let a = self.convert(a, promote(a.ty));
+        Ok(match (op, a.ty) {
+            (UnaryOp::Plus, _) => a,
+            (UnaryOp::Not, _) => {
+                let t = self.truth(a);
+                let f = self.b.ins().bxor_imm(t, 1);
+                Typed {
+                    value: self.b.ins().uextend(types::I32, f),
+                    ty: ScalarType::Int,
+                }
+            }
+            (UnaryOp::Neg, ScalarType::Double | ScalarType::Float) => Typed {
+                value: self.b.ins().fneg(a.value),
+                ty: a.ty,
+            },
+            (UnaryOp::Neg, _) => Typed {
+                value: self.b.ins().ineg(a.value),
+                ty: a.ty,
+            },
+            (
+                UnaryOp::BitNot,
+                ScalarType::Int | ScalarType::Uint | ScalarType::Ll | ScalarType::Ull,
+            ) => Typed {
+                value: self.b.ins().bnot(a.value),
+                ty: a.ty,
+            },
+            _ => return Err(format!("unary `{op:?}` on {}", a.ty)),
+        })
+    }
+
+    /// A comparison of two values of one type, as `i8`.
+    fn compare(&mut self, op: BinaryOp, a: Typed, b: Typed) -> ir::Value {
+        if a.ty.is_floating() {
+            let cc = match op {
+                BinaryOp::Eq => FloatCC::Equal,
+                BinaryOp::Ne => FloatCC::NotEqual,
+                BinaryOp::Lt => FloatCC::LessThan,
+                BinaryOp::Le => FloatCC::LessThanOrEqual,
+                BinaryOp::Gt => FloatCC::GreaterThan,
+                _ => FloatCC::GreaterThanOrEqual,
+            };
+            self.b.ins().fcmp(cc, a.value, b.value)
+        } else {
+            let s = signed(a.ty);
+            let cc = match op {
+                BinaryOp::Eq => IntCC::Equal,
+                BinaryOp::Ne => IntCC::NotEqual,
+                BinaryOp::Lt if s => IntCC::SignedLessThan,
+                BinaryOp::Lt => IntCC::UnsignedLessThan,
+                BinaryOp::Le if s => IntCC::SignedLessThanOrEqual,
+                BinaryOp::Le => IntCC::UnsignedLessThanOrEqual,
+                BinaryOp::Gt if s => IntCC::SignedGreaterThan,
+                BinaryOp::Gt => IntCC::UnsignedGreaterThan,
+                _ if s => IntCC::SignedGreaterThanOrEqual,
+                _ => IntCC::UnsignedGreaterThanOrEqual,
+            };
+            self.b.ins().icmp(cc, a.value, b.value)
+        }
+    }
+
+    /// `target + value` in the target's type (`add_into`; both have it).
+    fn add(&mut self, old: ir::Value, value: ir::Value, ty: ScalarType) -> ir::Value {
+        let a = Typed { value: old, ty };
+        let b = Typed { value, ty };
+        match self.binary(BinaryOp::Add, a, b, TextRange::default()) {
+            Ok(sum) => self.convert(sum, ty).value,
+            Err(_) => old,
+        }
+    }
+
+    /// `value::binary` for every operator but `&&` and `||`.
+    fn binary(
+        &mut self,
+        op: BinaryOp,
+        a: Typed,
+        b: Typed,
+        range: TextRange,
+    ) -> Result<Typed, Unsupported> {
+        use BinaryOp as B;
+        if matches!(op, B::And | B::Or) {
+            let (x, y) = (self.truth(a), self.truth(b));
+            let r = if op == B::And {
+                self.b.ins().band(x, y)
+            } else {
+                self.b.ins().bor(x, y)
+            };
+            return Ok(Typed {
+                value: self.b.ins().uextend(types::I32, r),
+                ty: ScalarType::Int,
+            });
+        }
+        if matches!(op, B::Shl | B::Shr) {
+            let left = self.convert(a, promote(a.ty));
+            if left.ty.is_floating() || b.ty.is_floating() {
+                return Err("a shift of a floating value".into());
+            }
+            let amount = match b.ty {
+                ScalarType::Ull => {
+                    let zero = self.b.ins().iconst(types::I64, 0);
+                    let big = self.b.ins().icmp(IntCC::SignedLessThan, b.value, zero);
+                    self.fault_if(big, SiteKind::Operands, range, b.value);
+                    b.value
+                }
+                _ => self.as_i64(b),
+            };
+            let amount = self.b.ins().band_imm(amount, 63);
+            // Cranelift masks the amount by the width, as `wrapping_shl`.
+            let amount = if ir_type(left.ty) == types::I32 {
+                self.b.ins().ireduce(types::I32, amount)
+            } else {
+                amount
+            };
+            let value = match (op, signed(left.ty)) {
+                (B::Shl, _) => self.b.ins().ishl(left.value, amount),
+                (_, true) => self.b.ins().sshr(left.value, amount),
+                (_, false) => self.b.ins().ushr(left.value, amount),
+            };
+            return Ok(Typed { value, ty: left.ty });
+        }
+        let ty = common_type(a.ty, b.ty);
+        let (a, b) = (self.convert(a, ty), self.convert(b, ty));
+        let (x, y) = (a.value, b.value);
+        if matches!(op, B::Eq | B::Ne | B::Lt | B::Le | B::Gt | B::Ge) {
+            let c = self.compare(op, a, b);
+            return Ok(Typed {
+                value: self.b.ins().uextend(types::I32, c),
+                ty: ScalarType::Int,
+            });
+        }
+        let value = if ty.is_floating() {
+            match op {
+                B::Add => self.b.ins().fadd(x, y),
+                B::Sub => self.b.ins().fsub(x, y),
+                B::Mul => self.b.ins().fmul(x, y),
+                B::Div => self.b.ins().fdiv(x, y),
+                _ => return Err(format!("`{op:?}` on {ty}")),
+            }
+        } else {
+            match op {
+                B::Add => self.b.ins().iadd(x, y),
+                B::Sub => self.b.ins().isub(x, y),
+                B::Mul => self.b.ins().imul(x, y),
+                B::Div | B::Rem => self.divide(op, x, y, ty, range),
+                B::BitAnd => self.b.ins().band(x, y),
+                B::BitOr => self.b.ins().bor(x, y),
+                B::BitXor => self.b.ins().bxor(x, y),
+                _ => return Err(format!("`{op:?}` on {ty}")),
+            }
+        };
+        Ok(Typed { value, ty })
+    }
+
+    /// Integer division or remainder: a fault on zero, wrapping on
+    /// `MIN / -1` (where the hardware would trap).
+    fn divide(
+        &mut self,
+        op: BinaryOp,
+        x: ir::Value,
+        y: ir::Value,
+        ty: ScalarType,
+        range: TextRange,
+    ) -> ir::Value {
+        let zero = self.b.ins().icmp_imm(IntCC::Equal, y, 0);
+        let index = self.b.ins().iconst(types::I64, 0);
+        self.fault_if(zero, SiteKind::Division, range, index);
+        if !signed(ty) {
+            return if op == BinaryOp::Div {
+                self.b.ins().udiv(x, y)
+            } else {
+                self.b.ins().urem(x, y)
+            };
+        }
+        let t = ir_type(ty);
+        let result = self.b.declare_var(t);
+        let minus_one = self.b.ins().icmp_imm(IntCC::Equal, y, -1);
+        let special = self.b.create_block();
+        let general = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.ins().brif(minus_one, special, &[], general, &[]);
+        self.switch(special);
+        let v = if op == BinaryOp::Div {
+            self.b.ins().ineg(x)
+        } else {
+            self.b.ins().iconst(t, 0)
+        };
+        self.b.def_var(result, v);
+        self.b.ins().jump(join, &[]);
+        self.switch(general);
+        let v = if op == BinaryOp::Div {
+            self.b.ins().sdiv(x, y)
+        } else {
+            self.b.ins().srem(x, y)
+        };
+        self.b.def_var(result, v);
+        self.b.ins().jump(join, &[]);
+        self.switch(join);
+        self.b.use_var(result)
+    }
+
+    /// `consts::call_builtin`.
+    fn call(
+        &mut self,
+        builtin: Builtin,
+        args: &[Typed],
+        result: ScalarType,
+    ) -> Result<Typed, Unsupported> {
+        match builtin {
+            Builtin::Abs | Builtin::Min | Builtin::Max => {
+                let a = *args.first().ok_or("a call without arguments")?;
+                let (choose_first, first, second) = match builtin {
+                    Builtin::Abs => {
+                        let zero = Typed {
+                            value: self.zero(a.ty),
+                            ty: a.ty,
+                        };
+                        let less = self.binary(BinaryOp::Lt, a, zero, TextRange::default())?;
+                        let negated = self.unary(UnaryOp::Neg, a)?;
+                        (less, negated, a)
+                    }
+                    _ => {
+                        let b = args.get(1).copied().unwrap_or(a);
+                        let less = self.binary(BinaryOp::Lt, a, b, TextRange::default())?;
+                        if builtin == Builtin::Min {
+                            (less, a, b)
+                        } else {
+                            (less, b, a)
+                        }
+                    }
+                };
+                let first = self.convert(first, result);
+                let second = self.convert(second, result);
+                let c = self.truth(choose_first);
+                Ok(Typed {
+                    value: self.b.ins().select(c, first.value, second.value),
+                    ty: result,
+                })
+            }
+            Builtin::Isnan | Builtin::Isinf => {
+                let a = *args.first().ok_or("a call without arguments")?;
+                let x = self.convert(a, ScalarType::Double).value;
+                let yes = if builtin == Builtin::Isnan {
+                    self.b.ins().fcmp(FloatCC::Unordered, x, x)
+                } else {
+                    let abs = self.b.ins().fabs(x);
+                    let inf = self.b.ins().f64const(f64::INFINITY);
+                    self.b.ins().fcmp(FloatCC::Equal, abs, inf)
+                };
+                Ok(Typed {
+                    value: self.b.ins().uextend(types::I32, yes),
+                    ty: ScalarType::Int,
+                })
+            }
+            _ => {
+                let &(_, name, arity) = MATH
+                    .iter()
+                    .find(|(b, _, _)| *b == builtin)
+                    .ok_or("an unknown built-in")?;
+                let mut operands = Vec::with_capacity(arity);
+                for i in 0..arity {
+                    // A missing argument is 0.0, as in the interpreter.
+                    let v = match args.get(i) {
+                        Some(&a) => self.convert(a, ScalarType::Double).value,
+                        None => self.b.ins().f64const(0.0),
+                    };
+                    operands.push(v);
+                }
+                let value = match builtin {
+                    // Exact IEEE operations: the same bits as `f64::sqrt`
+                    // and `f64::abs`.
+                    Builtin::Sqrt => self.b.ins().sqrt(operands[0]),
+                    Builtin::Fabs => self.b.ins().fabs(operands[0]),
+                    _ => {
+                        let callee = match self.math.get(name) {
+                            Some(&f) => f,
+                            None => {
+                                let f = (self.declare_math)(name, arity, self.b.func);
+                                self.math.insert(name, f);
+                                f
+                            }
+                        };
+                        let call = self.b.ins().call(callee, &operands);
+                        self.b.inst_results(call)[0]
+                    }
+                };
+                let double = Typed {
+                    value,
+                    ty: ScalarType::Double,
+                };
+                Ok(self.convert(double, result))
+            }
+        }
+    }
+
+    fn stmt(&mut self, stmt: &Stmt) -> Result<(), Unsupported> {
+        if self.ended {
+            // Code after `break`, `continue` or `return` never runs; give
+            // it a block of its own so that it still compiles.
+            let dead = self.b.create_block();
+            self.switch(dead);
+        }
+        match &stmt.kind {
+            StmtKind::Expr(expr) => {
+                self.expr(expr)?;
+            }
+            StmtKind::Local { local, init } => {
+                let array = self
+                    .locals
+                    .get(local.0 as usize)
+                    .ok_or("an unknown local")?
+                    .clone();
+                let items: Vec<&Expr> = match init {
+                    Some(LocalInit::Expr(e)) => vec![e],
+                    Some(LocalInit::List(items)) => items.iter().collect(),
+                    None => Vec::new(),
+                };
+                for c in 0..array.length {
+                    let value = match items.get(c) {
+                        Some(item) => {
+                            let v = self.expr(item)?;
+                            self.convert(v, array.ty).value
+                        }
+                        None => self.zero(array.ty),
+                    };
+                    let at = self.b.ins().iconst(types::I64, c as i64);
+                    self.store_array(Var::Local(*local), at, c, value)?;
+                }
+            }
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
+                for s in stmts {
+                    self.stmt(s)?;
+                }
+            }
+            StmtKind::If {
+                condition,
+                then_branch,
+                else_branch,
+            } => {
+                let c = self.expr(condition)?;
+                let c = self.truth(c);
+                let then_block = self.b.create_block();
+                let else_block = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.ins().brif(c, then_block, &[], else_block, &[]);
+                self.switch(then_block);
+                self.stmt(then_branch)?;
+                self.jump_unless_ended(join);
+                self.switch(else_block);
+                if let Some(e) = else_branch {
+                    self.stmt(e)?;
+                }
+                self.jump_unless_ended(join);
+                self.switch(join);
+            }
+            StmtKind::While { condition, body } => {
+                let header = self.b.create_block();
+                let inner = self.b.create_block();
+                let exit = self.b.create_block();
+                self.b.ins().jump(header, &[]);
+                self.switch(header);
+                let c = self.expr(condition)?;
+                let c = self.truth(c);
+                self.b.ins().brif(c, inner, &[], exit, &[]);
+                self.switch(inner);
+                self.loops.push(LoopTargets { exit, next: header });
+                self.stmt(body)?;
+                self.loops.pop();
+                self.jump_unless_ended(header);
+                self.switch(exit);
+            }
+            StmtKind::DoWhile { body, condition } => {
+                let inner = self.b.create_block();
+                let check = self.b.create_block();
+                let exit = self.b.create_block();
+                self.b.ins().jump(inner, &[]);
+                self.switch(inner);
+                self.loops.push(LoopTargets { exit, next: check });
+                self.stmt(body)?;
+                self.loops.pop();
+                self.jump_unless_ended(check);
+                self.switch(check);
+                let c = self.expr(condition)?;
+                let c = self.truth(c);
+                self.b.ins().brif(c, inner, &[], exit, &[]);
+                self.switch(exit);
+            }
+            StmtKind::For {
+                init,
+                condition,
+                step,
+                body,
+            } => {
+                if let Some(init) = init {
+                    self.stmt(init)?;
+                }
+                let header = self.b.create_block();
+                let inner = self.b.create_block();
+                let stepper = self.b.create_block();
+                let exit = self.b.create_block();
+                self.jump_unless_ended(header);
+                self.switch(header);
+                match condition {
+                    Some(condition) => {
+                        let c = self.expr(condition)?;
+                        let c = self.truth(c);
+                        self.b.ins().brif(c, inner, &[], exit, &[]);
+                    }
+                    None => {
+                        self.b.ins().jump(inner, &[]);
+                    }
+                }
+                self.switch(inner);
+                self.loops.push(LoopTargets {
+                    exit,
+                    next: stepper,
+                });
+                self.stmt(body)?;
+                self.loops.pop();
+                self.jump_unless_ended(stepper);
+                self.switch(stepper);
+                if let Some(step) = step {
+                    self.expr(step)?;
+                }
+                self.b.ins().jump(header, &[]);
+                self.switch(exit);
+            }
+            StmtKind::Break => {
+                let exit = self.loops.last().ok_or("`break` outside a loop")?.exit;
+                self.b.ins().jump(exit, &[]);
+                self.ended = true;
+            }
+            StmtKind::Continue => {
+                let next = self.loops.last().ok_or("`continue` outside a loop")?.next;
+                self.b.ins().jump(next, &[]);
+                self.ended = true;
+            }
+            StmtKind::Return => {
+                let finish = self.finish;
+                self.b.ins().jump(finish, &[]);
+                self.ended = true;
+            }
+            StmtKind::ParLoop(_) | StmtKind::Print { .. } => {
+                return Err("a par_loop or print inside a kernel".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn jump_unless_ended(&mut self, target: Block) {
+        if !self.ended {
+            self.b.ins().jump(target, &[]);
+        }
+    }
+
+    fn switch(&mut self, block: Block) {
+        self.b.switch_to_block(block);
+        self.ended = false;
+    }
+}

@@ -1,0 +1,275 @@
+//! The compiled engine of `op2 run`: every par_loop of a program compiled
+//! by Cranelift into one machine-code loop over typed flat buffers
+//! ([`compile`]), run with the interpreter's exact semantics and faults.
+//! `main` stays interpreted; it only sequences loops and prints. The
+//! interpreter ([`crate::reference`]) remains the reference: where a loop
+//! cannot be compiled the whole program runs interpreted, with the reason.
+
+mod code;
+pub(crate) mod compile;
+pub(crate) mod flat;
+
+use cranelift_codegen::ir::{AbiParam, types};
+use cranelift_frontend::FunctionBuilderContext;
+use cranelift_module::{Linkage, Module};
+use op2_analysis::model::{ArgKind, InvocationId, Program};
+use op2_analysis::value::Value;
+
+use crate::interp::Fault;
+use crate::state::State;
+use code::{Code, Loop, Maps, Memory};
+use compile::{Context, Site, SiteKind, Slot};
+use flat::{Buffer, from_slot, size_of, to_slot};
+
+/// A compiled loop with what it needs to report a fault.
+#[derive(Debug)]
+struct Compiled {
+    code: Loop,
+    sites: Vec<Site>,
+    /// The globals the loop reads or reduces (table slots), with their type.
+    globals: Vec<(usize, op2_syntax::ast::ScalarType)>,
+}
+
+/// A program compiled for one run, holding the run's dats and maps.
+#[derive(Debug)]
+pub(crate) struct Native {
+    code: Code,
+    loops: Vec<Option<Compiled>>,
+    dats: Vec<Buffer>,
+    maps: Maps,
+    consts: Vec<Vec<u64>>,
+    globals: Vec<Vec<u64>>,
+}
+
+/// Why a loop stopped: a fault at an element.
+#[derive(Debug)]
+pub(crate) struct Stopped {
+    pub fault: Fault,
+    pub element: usize,
+}
+
+impl Native {
+    /// Compiles every invocation of `program` for the run from `state`, and
+    /// takes the state's dats and maps into typed buffers (given back by
+    /// [`Native::finish`]). Fails, leaving `state` as it was, when some
+    /// loop cannot be compiled.
+    pub(crate) fn new(program: &Program, state: &mut State) -> Result<Native, String> {
+        let mut module = code::new_module()?;
+        let call_conv = module.isa().default_call_conv();
+        let signature = compile::loop_signature(call_conv);
+        let cx = Context {
+            program,
+            set_sizes: &state.set_sizes,
+            consts: &state.consts,
+        };
+        let mut declared: Vec<(String, cranelift_module::FuncId)> = Vec::new();
+        let mut builder_context = FunctionBuilderContext::new();
+        let mut context = module.make_context();
+        let mut loops = Vec::with_capacity(program.invocations.len());
+        for (index, invocation) in program.invocations.iter().enumerate() {
+            if invocation.kernel.is_none()
+                || invocation.set.is_none()
+                || invocation.args.iter().any(Option::is_none)
+            {
+                // The interpreter skips these too (a program with errors
+                // never runs).
+                loops.push(None);
+                continue;
+            }
+            context.func.signature = signature.clone();
+            let shape = {
+                let module_ref = &mut module;
+                let declared_ref = &mut declared;
+                let mut declare_math =
+                    |name: &str, arity: usize, func: &mut cranelift_codegen::ir::Function| {
+                        let id = match declared_ref.iter().find(|(n, _)| n == name) {
+                            Some((_, id)) => *id,
+                            None => {
+                                let mut sig = module_ref.make_signature();
+                                for _ in 0..arity {
+                                    sig.params.push(AbiParam::new(types::F64));
+                                }
+                                sig.returns.push(AbiParam::new(types::F64));
+                                let id = module_ref
+                                    .declare_function(name, Linkage::Import, &sig)
+                                    .expect("math functions are declared once, consistently");
+                                declared_ref.push((name.to_owned(), id));
+                                id
+                            }
+                        };
+                        module_ref.declare_func_in_func(id, func)
+                    };
+                compile::compile_loop(
+                    &cx,
+                    &mut declare_math,
+                    invocation,
+                    &mut context.func,
+                    &mut builder_context,
+                )
+                .map_err(|reason| {
+                    format!("par_loop `{}` is not compiled: {reason}", invocation.name)
+                })?
+            };
+            let id = module
+                .declare_function(&format!("loop{index}"), Linkage::Local, &signature)
+                .map_err(|e| e.to_string())?;
+            module
+                .define_function(id, &mut context)
+                .map_err(|e| format!("par_loop `{}`: {e:?}", invocation.name))?;
+            module.clear_context(&mut context);
+            let set = invocation.set.map_or(0, |s| s.index());
+            let elements = state.set_sizes[set];
+            // What each slot's code may reach.
+            let mut need = vec![0usize; shape.slots.len()];
+            let mut map_bounds = vec![None; shape.slots.len()];
+            let mut globals = Vec::new();
+            let position = |slot: Slot| shape.slots.iter().position(|s| *s == slot);
+            for (_, arg) in invocation.resolved_args() {
+                let dimension = arg.ty.dimension as usize;
+                let bytes = dimension * size_of(arg.ty.scalar);
+                match arg.kind {
+                    ArgKind::DirectDat(dat) => {
+                        if let Some(k) = position(Slot::Dat(dat.index())) {
+                            need[k] = need[k].max(elements * bytes);
+                        }
+                    }
+                    ArgKind::IndirectDat { dat, map, .. } => {
+                        let target = program.maps[map.index()]
+                            .to
+                            .map_or(0, |s| state.set_sizes[s.index()]);
+                        if let Some(k) = position(Slot::Dat(dat.index())) {
+                            need[k] = need[k].max(target * bytes);
+                        }
+                        if let Some(k) = position(Slot::Map(map.index())) {
+                            let arity = program.maps[map.index()].arity as usize;
+                            need[k] = need[k].max(elements * arity * 4);
+                            map_bounds[k] = Some(target);
+                        }
+                    }
+                    ArgKind::Global(global) => {
+                        if let Some(k) = position(Slot::Global(global.index())) {
+                            need[k] = need[k].max(dimension * 8);
+                            if !globals.iter().any(|(g, _)| *g == global.index()) {
+                                globals.push((global.index(), arg.ty.scalar));
+                            }
+                        }
+                    }
+                    ArgKind::Const(_) | ArgKind::Len(_) => {}
+                }
+            }
+            for (k, slot) in shape.slots.iter().enumerate() {
+                if let Slot::Const(c) = *slot {
+                    need[k] = state.consts[c].len() * 8;
+                }
+            }
+            loops.push(Some(Compiled {
+                code: Code::bind(id, shape.slots, need, map_bounds, elements),
+                sites: shape.sites,
+                globals,
+            }));
+        }
+        let code = Code::new(module)?;
+        let bounds = program
+            .maps
+            .iter()
+            .map(|m| m.to.map_or(0, |s| state.set_sizes[s.index()]))
+            .collect();
+        let maps = Maps::new(std::mem::take(&mut state.maps), bounds);
+        let maps = match maps {
+            Ok(maps) => maps,
+            Err((reason, targets)) => {
+                state.maps = targets;
+                return Err(reason);
+            }
+        };
+        let dats = program
+            .dats
+            .iter()
+            .zip(&state.dats)
+            .map(|(dat, values)| Buffer::from_values(dat.ty.scalar, values))
+            .collect();
+        state.dats = Vec::new();
+        Ok(Native {
+            code,
+            loops,
+            dats,
+            maps,
+            consts: state
+                .consts
+                .iter()
+                .map(|values| values.iter().map(|v| to_slot(*v)).collect())
+                .collect(),
+            globals: program.globals.iter().map(|_| Vec::new()).collect(),
+        })
+    }
+
+    /// Runs invocation `id` on `globals` (`main`'s). Returns the kernel
+    /// evaluations, or the fault and the element it happened at (the
+    /// elements before it are applied, as in the interpreter).
+    pub(crate) fn run(
+        &mut self,
+        id: InvocationId,
+        globals: &mut [Vec<Value>],
+    ) -> Result<u64, Stopped> {
+        let Some(compiled) = &self.loops[id.index()] else {
+            return Ok(0);
+        };
+        for &(g, ty) in &compiled.globals {
+            if let Some(bad) = globals[g].iter().find(|v| v.ty() != ty) {
+                return Err(Stopped {
+                    fault: Fault::Host(format!(
+                        "internal error: a global holds {bad} where its type is {ty}; run with `--engine interp`"
+                    )),
+                    element: 0,
+                });
+            }
+            self.globals[g] = globals[g].iter().map(|v| to_slot(*v)).collect();
+        }
+        let mut memory = Memory {
+            dats: &mut self.dats,
+            maps: &self.maps,
+            globals: &mut self.globals,
+            consts: &self.consts,
+        };
+        let elements = compiled.code.elements;
+        let result = self.code.run(&compiled.code, &mut memory, 0, elements);
+        for &(g, ty) in &compiled.globals {
+            globals[g] = self.globals[g].iter().map(|&s| from_slot(s, ty)).collect();
+        }
+        match result {
+            Ok(()) => Ok(elements as u64),
+            Err(stop) => {
+                let site = compiled.sites.get(stop.site.wrapping_sub(1)).copied();
+                let fault = match site {
+                    Some(Site {
+                        kind: SiteKind::Division,
+                        range,
+                    }) => Fault::DivisionByZero(range),
+                    Some(Site {
+                        kind: SiteKind::Index(length),
+                        range,
+                    }) => Fault::IndexOutOfRange {
+                        range,
+                        index: stop.index,
+                        length,
+                    },
+                    Some(Site {
+                        kind: SiteKind::Operands,
+                        range,
+                    }) => Fault::Host(format!("invalid operands at {range:?}")),
+                    None => Fault::Host("internal error: an unknown fault site".into()),
+                };
+                Err(Stopped {
+                    fault,
+                    element: usize::try_from(stop.element).unwrap_or(0),
+                })
+            }
+        }
+    }
+
+    /// Gives the dats and maps back to `state`.
+    pub(crate) fn finish(self, state: &mut State) {
+        state.dats = self.dats.iter().map(Buffer::to_values).collect();
+        state.maps = self.maps.into_inner();
+    }
+}
