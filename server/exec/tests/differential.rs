@@ -291,7 +291,7 @@ impl Gen<'_> {
                 let name = self.params[k].name.clone();
                 let op = if self.params[k].increment {
                     *self.rng.pick(&["+=", "-="])
-                } else if self.params[k].readable {
+                } else if self.params[k].readable && self.params[k].ty != "bool" {
                     *self.rng.pick(&["=", "+=", "*=", "-="])
                 } else {
                     "="
@@ -507,7 +507,6 @@ fn program(seed: u64) -> (String, String) {
             }
         }
         kg.block(&mut body, 2, 4);
-        let _ = kg.params.iter().map(|p| p.ty).count();
         let _ = writeln!(text, "kernel k{l}({}) {{\n{body}}}", signature.join(", "));
         let _ = writeln!(main, "    par_loop k{l} over cells ({});", args.join(", "));
     }
