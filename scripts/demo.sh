@@ -7,6 +7,8 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
+ensure_hdf5
+
 step "building op2 (release)"
 cargo build --release --locked --bin op2
 op2="$ROOT/target/release/op2"

@@ -8,6 +8,8 @@ cd "$ROOT"
 
 "$ROOT/scripts/test-grammar.sh"
 
+ensure_hdf5
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 

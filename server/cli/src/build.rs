@@ -5,7 +5,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Options};
 use op2_codegen::output::{BuildFailure, build};
@@ -48,20 +48,18 @@ pub fn run(
         return Ok(Outcome::Errors);
     }
     let path = output.map_or_else(|| default_output(file), Path::to_path_buf);
-    let json = match instance {
-        Some(instance_path) => Some(crate::source::read_instance(instance_path)?),
-        None => None,
-    };
+    if let Some(instance_path) = instance {
+        crate::source::check_instance(instance_path)?;
+    }
     // The same build the editor runs on save.
     let mut progress = TerminalProgress::stderr();
     let result = build(
         &analysis,
         &op2_codegen::graph_id(file),
-        json.as_deref(),
+        instance,
         &path,
         &mut *progress,
     );
-    drop(json);
     let instance_path = instance.unwrap_or(Path::new(""));
     let summary = match result {
         Ok((summary, warnings)) => {
@@ -89,6 +87,9 @@ pub fn run(
             return Ok(Outcome::Errors);
         }
         Err(BuildFailure::Write(error)) => return Err(error.into()),
+        Err(BuildFailure::Unreadable(path, error)) => {
+            return Err(error).with_context(|| format!("cannot read `{}`", path.display()));
+        }
     };
     let mut stdout = io::stdout().lock();
     writeln!(stdout, "{summary}")?;

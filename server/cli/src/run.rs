@@ -19,10 +19,11 @@ use crate::{ColorChoice, MessageFormat, Outcome};
 pub struct Common {
     /// The `.op2` program.
     pub file: PathBuf,
-    /// Instance data (JSON).
+    /// Instance data: JSON, or OP2's HDF5 layout (told apart by content).
     #[arg(long)]
     pub instance: PathBuf,
-    /// Write the final dats and globals here as JSON.
+    /// Write the final dats and globals here: OP2's HDF5 layout for `.h5`,
+    /// JSON otherwise.
     #[arg(long)]
     pub final_state: Option<PathBuf>,
     /// Stop `main` after this many loop iterations.
@@ -101,9 +102,11 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
         )?;
         return Ok(None);
     }
-    let json = crate::source::read_instance(&common.instance)?;
+    crate::source::check_instance(&common.instance)?;
     let mut progress = instance::TerminalProgress::stderr();
-    let loaded = instance::read(&json, &analysis.program, progress.as_mut());
+    let loaded = instance::read_file(&common.instance, &analysis.program, progress.as_mut())
+        .with_context(|| format!("cannot read `{}`", common.instance.display()))?;
+    drop(progress);
     let mut stderr = io::stderr().lock();
     for problem in &loaded.problems {
         writeln!(stderr, "{}: {problem}", common.instance.display())?;
@@ -122,7 +125,17 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
 }
 
 fn write_final_state(path: Option<&Path>, analysis: &Analysis, state: &State) -> Result<()> {
-    if let Some(path) = path {
+    let Some(path) = path else {
+        return Ok(());
+    };
+    if instance::Format::of_name(path) == instance::Format::Hdf5 {
+        let sizes: Vec<u32> = state.set_sizes.iter().map(|&n| n as u32).collect();
+        let dats: Vec<&[_]> = state.dats.iter().map(Vec::as_slice).collect();
+        let globals: Vec<&[_]> = state.globals.iter().map(Vec::as_slice).collect();
+        let maps: Vec<Option<&[u32]>> = state.maps.iter().map(|m| Some(m.as_slice())).collect();
+        instance::write_state(path, &analysis.program, &sizes, &maps, &dats, &[], &globals)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    } else {
         let json = state.final_state_json(&analysis.program);
         op2_codegen::output::write_file_atomically(path, json.as_bytes())
             .with_context(|| format!("cannot write `{}`", path.display()))?;

@@ -54,9 +54,10 @@ impl SourceFile {
     }
 }
 
-/// Reads instance data (JSON) under the same rules, with its own limit.
-pub fn read_instance(path: &Path) -> Result<Vec<u8>, FileError> {
-    files::read_instance(path).map_err(|error| FileError {
+/// Checks instance data (JSON or HDF5) under the same rules, with its own
+/// limit, before the instance reader opens it.
+pub fn check_instance(path: &Path) -> Result<(), FileError> {
+    files::check_instance(path).map_err(|error| FileError {
         path: path.to_owned(),
         error,
     })

@@ -200,6 +200,24 @@ pub fn read_instance(path: &Path) -> Result<Vec<u8>, ReadError> {
     read_regular(path, INSTANCE_LIMIT)
 }
 
+/// Checks, without reading it, that `path` is instance data op2 may open: a
+/// regular file (after links) of at most [`INSTANCE_LIMIT`] bytes. For
+/// readers that open the file themselves (HDF5 reads by path, in chunks).
+pub fn check_instance(path: &Path) -> Result<(), ReadError> {
+    let file = open(path).map_err(ReadError::Io)?;
+    let metadata = file.metadata().map_err(ReadError::Io)?;
+    if !metadata.is_file() {
+        return Err(ReadError::NotRegular(kind_of(metadata.file_type())));
+    }
+    if metadata.len() > INSTANCE_LIMIT {
+        return Err(ReadError::TooLarge {
+            size: metadata.len(),
+            limit: INSTANCE_LIMIT,
+        });
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -283,6 +283,8 @@ pub enum BuildFailure {
     /// The instance data has errors; every problem found, errors and
     /// warnings.
     InstanceErrors(Vec<op2_instance::InstanceError>),
+    /// The instance data file cannot be read.
+    Unreadable(PathBuf, io::Error),
     /// Writing failed.
     Write(BuildError),
 }
@@ -303,6 +305,9 @@ impl fmt::Display for BuildFailure {
                     if errors == 1 { "" } else { "s" }
                 )
             }
+            BuildFailure::Unreadable(path, error) => {
+                write!(f, "cannot read `{}`: {error}", path.display())
+            }
             BuildFailure::Write(error) => write!(f, "{error}"),
         }
     }
@@ -310,13 +315,13 @@ impl fmt::Display for BuildFailure {
 
 /// The build `op2 build` and the editor's build on save both run: the graph
 /// type of an analysed program, and its instance when instance data is
-/// given, written atomically to `path`. Nothing is written when the program
-/// or the data has errors. Returns the summary and the instance data's
-/// warnings.
+/// given (a file, JSON or OP2's HDF5, read by [`op2_instance::read_file`]),
+/// written atomically to `path`. Nothing is written when the program or the
+/// data has errors. Returns the summary and the instance data's warnings.
 pub fn build(
     analysis: &op2_analysis::Analysis,
     graph_id: &str,
-    instance: Option<&[u8]>,
+    instance: Option<&Path>,
     path: &Path,
     progress: &mut dyn op2_instance::Progress,
 ) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
@@ -337,8 +342,9 @@ pub fn build(
         None => write_graph(path, &graph, None)
             .map(|s| (s, Vec::new()))
             .map_err(BuildFailure::Write),
-        Some(json) => {
-            let loaded = op2_instance::read(json, &analysis.program, progress);
+        Some(instance) => {
+            let loaded = op2_instance::read_file(instance, &analysis.program, progress)
+                .map_err(|error| BuildFailure::Unreadable(instance.to_path_buf(), error))?;
             let Some(data) = loaded.data else {
                 return Err(BuildFailure::InstanceErrors(loaded.problems));
             };

@@ -13,7 +13,7 @@ use op2_syntax::{Code, Location, Related};
 use rustc_hash::FxHashMap;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use super::{Column, InstanceError, Progress};
+use super::{Column, InstanceError, MAX_RESERVE, MAX_SET_SIZE, Progress};
 
 /// Problems shown per entry (`maps.pedge`) and code; the rest are counted
 /// and summarised, so that a mesh numbered from 1 does not print a million
@@ -91,10 +91,32 @@ pub fn path(section: Section, name: &str, indices: &[u64]) -> String {
     out
 }
 
+/// The path of an entry or value in an HDF5 file: the dataset, then the
+/// row and component (`/pedge[5][1]`).
+pub(super) fn dataset_path(name: &str, indices: &[u64]) -> String {
+    let mut out = format!("/{name}");
+    for index in indices {
+        out.push('[');
+        out.push_str(&index.to_string());
+        out.push(']');
+    }
+    out
+}
+
+/// How problems name their place: JSON paths or HDF5 datasets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Notation {
+    /// `maps.pedge[5][1]`
+    Json,
+    /// `/pedge[5][1]`
+    Hdf5,
+}
+
 /// Collects problems, at most [`SHOWN_PER_ENTRY`] per entry and code.
 #[derive(Debug)]
 pub(super) struct Problems<'p> {
     program: &'p Program,
+    notation: Notation,
     list: Vec<InstanceError>,
     /// Per problem: the section's rank and the entry's id, to list them
     /// section by section and entry by entry.
@@ -107,13 +129,23 @@ pub(super) struct Problems<'p> {
 }
 
 impl<'p> Problems<'p> {
-    pub(super) fn new(program: &'p Program) -> Problems<'p> {
+    pub(super) fn new(program: &'p Program, notation: Notation) -> Problems<'p> {
         Problems {
             program,
+            notation,
             list: Vec::new(),
             keys: Vec::new(),
             seen: FxHashMap::default(),
             order: Vec::new(),
+        }
+    }
+
+    /// The place of an entry, or of a value inside it, in the notation of
+    /// the format read.
+    pub(super) fn path(&self, section: Section, name: &str, indices: &[u64]) -> String {
+        match self.notation {
+            Notation::Json => path(section, name, indices),
+            Notation::Hdf5 => dataset_path(name, indices),
         }
     }
 
@@ -186,10 +218,12 @@ impl<'p> Problems<'p> {
         } else {
             location
         };
-        let entry = self.seen.entry(key).or_insert_with(|| {
+        if !self.seen.contains_key(&key) {
+            let entry_path = self.path(section, name, &[]);
             self.order.push(key);
-            (0, path(section, name, &[]), location)
-        });
+            self.seen.insert(key, (0, entry_path, location));
+        }
+        let entry = self.seen.get_mut(&key).expect("inserted above");
         entry.0 += 1;
         if entry.0 > SHOWN_PER_ENTRY {
             return;
@@ -197,7 +231,7 @@ impl<'p> Problems<'p> {
         self.keys.push((section.rank(), id));
         self.list.push(InstanceError {
             code,
-            path: path(section, name, indices),
+            path: self.path(section, name, indices),
             message: message(),
             location,
             related,
@@ -305,6 +339,20 @@ pub(super) struct Raw {
     /// Sections that are not objects (reported): their entries are not
     /// missing, just unreadable.
     pub(super) malformed: Vec<Section>,
+}
+
+impl Raw {
+    /// Nothing given yet.
+    pub(super) fn empty(program: &Program) -> Raw {
+        Raw {
+            sets: vec![None; program.sets.len()],
+            maps: program.maps.iter().map(|_| None).collect(),
+            dats: program.dats.iter().map(|_| None).collect(),
+            consts: vec![None; program.consts.len()],
+            globals: vec![None; program.globals.len()],
+            malformed: Vec::new(),
+        }
+    }
 }
 
 /// One JSON item, with compound items summarised.
@@ -493,14 +541,7 @@ pub(super) fn parse<'p>(
     problems: &mut Problems<'p>,
     progress: &mut dyn Progress,
 ) -> Option<Raw> {
-    let raw = Raw {
-        sets: vec![None; program.sets.len()],
-        maps: program.maps.iter().map(|_| None).collect(),
-        dats: program.dats.iter().map(|_| None).collect(),
-        consts: vec![None; program.consts.len()],
-        globals: vec![None; program.globals.len()],
-        malformed: Vec::new(),
-    };
+    let raw = Raw::empty(program);
     let mut state = State {
         program,
         raw,
@@ -696,7 +737,7 @@ impl<'de> Visitor<'de> for SectionSeed<'_, '_, '_> {
                     let mut raw = RawMap::default();
                     if let Some(Some(n)) = m.from.and_then(|s| state.raw.sets[s.index()]) {
                         raw.targets
-                            .reserve_exact(n as usize * m.arity.max(1) as usize);
+                            .reserve_exact((n as usize * m.arity.max(1) as usize).min(MAX_RESERVE));
                     }
                     map.next_value_seed(MapRows {
                         state: &mut *state,
@@ -710,7 +751,9 @@ impl<'de> Visitor<'de> for SectionSeed<'_, '_, '_> {
                     let d = &program.dats[index];
                     let mut column = Column::new(d.ty.scalar);
                     if let Some(Some(n)) = d.set.and_then(|s| state.raw.sets[s.index()]) {
-                        column.reserve(n as usize * d.ty.dimension.max(1) as usize);
+                        column.reserve(
+                            (n as usize * d.ty.dimension.max(1) as usize).min(MAX_RESERVE),
+                        );
                     }
                     let mut raw = RawDat {
                         column,
@@ -752,19 +795,22 @@ impl<'de> Visitor<'de> for SectionSeed<'_, '_, '_> {
     }
 }
 
-/// A set size: a non-negative integer that fits the graph's `int32_t`
-/// `length_S` property.
+/// A set size: a non-negative integer of at most [`MAX_SET_SIZE`].
 fn set_size(json: Json) -> Result<u32, String> {
     match json {
-        Json::Uint(v) => match u32::try_from(v) {
-            Ok(n) if i32::try_from(n).is_ok() => Ok(n),
-            _ => Err(format!(
-                "set size {v} is more than the {} elements a graph can hold",
-                i32::MAX
-            )),
-        },
+        Json::Uint(v) => checked_set_size(v),
         other => Err(format!(
             "expected a set size (a non-negative integer), found {other}"
+        )),
+    }
+}
+
+/// `size` if it is within [`MAX_SET_SIZE`], else why not.
+pub(super) fn checked_set_size(size: u64) -> Result<u32, String> {
+    match u32::try_from(size) {
+        Ok(n) if n <= MAX_SET_SIZE => Ok(n),
+        _ => Err(format!(
+            "set size {size} is more than the {MAX_SET_SIZE} elements a set may have"
         )),
     }
 }
@@ -1241,9 +1287,16 @@ mod tests {
     }
 
     #[test]
-    fn set_sizes_fit_the_length_property() {
+    fn set_sizes_are_within_the_limit() {
         assert_eq!(set_size(Json::Uint(0)), Ok(0));
-        assert_eq!(set_size(Json::Uint(2_147_483_647)), Ok(2_147_483_647));
-        assert!(set_size(Json::Uint(2_147_483_648)).is_err());
+        assert_eq!(
+            set_size(Json::Uint(u64::from(MAX_SET_SIZE))),
+            Ok(MAX_SET_SIZE)
+        );
+        assert_eq!(
+            set_size(Json::Uint(2_000_000_000)),
+            Err("set size 2000000000 is more than the 16777216 elements a set may have".into())
+        );
+        assert!(set_size(Json::Uint(u64::MAX)).is_err());
     }
 }

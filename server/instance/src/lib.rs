@@ -18,19 +18,34 @@
 //! bars on standard error for large instances, and the graph instance writer
 //! reports to the same trait.
 
+mod h5;
 mod json;
 mod progress;
 mod validate;
 
 use std::fmt;
+use std::io::{self, Read};
+use std::path::Path;
 
 use op2_analysis::model::{ConstId, DatId, GlobalId, MapId, Program, SetId};
 use op2_analysis::value::Value;
 use op2_syntax::ast::ScalarType;
 use op2_syntax::{Code, Diagnostic, Location, Related, Severity};
 
+pub use h5::{WriteError, write_state};
 pub use json::{Section, path};
 pub use progress::{NoProgress, Phase, Progress, TerminalProgress};
+
+/// The most elements a set of instance data may have (2^24 = 16,777,216):
+/// checked before anything is allocated for the set, so that a few bytes
+/// claiming a set of two billion elements cannot make `op2` allocate
+/// gigabytes. Sixteen times the largest airfoil mesh in use, and more
+/// devices than any POETS machine holds.
+pub const MAX_SET_SIZE: u32 = 1 << 24;
+
+/// Values reserved ahead of the data for one map or dat: beyond this the
+/// vectors grow with the rows actually read, so memory follows the input.
+pub(crate) const MAX_RESERVE: usize = 1 << 22;
 
 /// One problem with instance data: its code, the JSON path it concerns
 /// (`maps.pedge[5][1]`; empty for the document as a whole), what is wrong,
@@ -298,14 +313,104 @@ impl Loaded {
     }
 }
 
+/// The formats of instance data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// The JSON of language.md §9.
+    Json,
+    /// OP2's HDF5 layout (`op_dump_to_hdf5`).
+    Hdf5,
+}
+
+impl Format {
+    /// The format of a file, by content: HDF5 when it starts with the HDF5
+    /// signature (at offset 0 or after a 512-byte user block), else JSON.
+    pub fn of_file(path: &Path) -> io::Result<Format> {
+        let mut head = [0u8; 520];
+        let mut file = std::fs::File::open(path)?;
+        let mut filled = 0;
+        while filled < head.len() {
+            match file.read(&mut head[filled..])? {
+                0 => break,
+                n => filled += n,
+            }
+        }
+        Ok(if h5::has_signature(&head[..filled]) {
+            Format::Hdf5
+        } else {
+            Format::Json
+        })
+    }
+
+    /// The format a file name asks for when written: HDF5 for `.h5`,
+    /// `.hdf5` and `.he5`, JSON otherwise.
+    pub fn of_name(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if ["h5", "hdf5", "he5"].contains(&e.to_ascii_lowercase().as_str()) => {
+                Format::Hdf5
+            }
+            _ => Format::Json,
+        }
+    }
+}
+
+/// Reads and validates the instance data in the file at `path`, JSON or
+/// OP2's HDF5 layout (told apart by content, [`Format::of_file`]), for
+/// `program`. Only a file that cannot be opened is an `Err`; everything
+/// wrong inside it is a problem of the [`Loaded`] result, named by its JSON
+/// path or HDF5 dataset (`/pedge[5][1]`).
+pub fn read_file(
+    path: &Path,
+    program: &Program,
+    progress: &mut dyn Progress,
+) -> io::Result<Loaded> {
+    match Format::of_file(path)? {
+        Format::Json => {
+            let bytes = std::fs::read(path)?;
+            if Format::of_name(path) == Format::Hdf5 && !bytes.trim_ascii_start().starts_with(b"{")
+            {
+                let mut problems = json::Problems::new(program, json::Notation::Hdf5);
+                problems.report_unknown(
+                    Code::E701,
+                    String::new(),
+                    "the file is not HDF5 (it does not start with the HDF5 signature) nor JSON"
+                        .to_owned(),
+                );
+                return Ok(Loaded {
+                    data: None,
+                    problems: problems.finish(),
+                });
+            }
+            Ok(read(&bytes, program, progress))
+        }
+        Format::Hdf5 => {
+            let mut problems = json::Problems::new(program, json::Notation::Hdf5);
+            progress.start(Phase::Reading, None);
+            let raw = h5::parse(path, program, &mut problems, progress);
+            progress.finish();
+            Ok(finish(raw, program, problems, progress))
+        }
+    }
+}
+
 /// Reads and validates JSON instance data (language.md §9) for `program`,
 /// which should have no errors. Values given in the data take precedence
 /// over the program's initialisers and const values.
 pub fn read(json: &[u8], program: &Program, progress: &mut dyn Progress) -> Loaded {
-    let mut problems = json::Problems::new(program);
+    let mut problems = json::Problems::new(program, json::Notation::Json);
     progress.start(Phase::Reading, None);
     let raw = json::parse(json, program, &mut problems, progress);
     progress.finish();
+    finish(raw, program, problems, progress)
+}
+
+/// Validates what was read.
+fn finish(
+    raw: Option<json::Raw>,
+    program: &Program,
+    mut problems: json::Problems<'_>,
+    progress: &mut dyn Progress,
+) -> Loaded {
     let data = raw.map(|raw| validate::validate(raw, program, &mut problems, progress));
     let problems = problems.finish();
     let data = if problems.iter().any(InstanceError::is_error) {

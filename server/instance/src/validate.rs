@@ -444,6 +444,7 @@ fn check_races(
 }
 
 fn map_entry(
+    problems: &Problems<'_>,
     program: &Program,
     invocation: &Invocation,
     arg: usize,
@@ -452,7 +453,7 @@ fn map_entry(
     match invocation.args[arg].as_ref().map(|a| a.kind) {
         Some(ArgKind::IndirectDat { map, index, .. }) => (
             map,
-            super::json::path(
+            problems.path(
                 Section::Maps,
                 &program.maps[map.index()].name,
                 &[u64::from(element), u64::from(index)],
@@ -470,8 +471,8 @@ fn report_race(
     target: usize,
     problems: &mut Problems<'_>,
 ) {
-    let (_, first) = map_entry(program, invocation, arg0, e0);
-    let (map, second) = map_entry(program, invocation, arg1, e1);
+    let (_, first) = map_entry(problems, program, invocation, arg0, e0);
+    let (map, second) = map_entry(problems, program, invocation, arg1, e1);
     let Some(a1) = invocation.args[arg1].as_ref() else {
         return;
     };

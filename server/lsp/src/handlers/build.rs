@@ -144,15 +144,16 @@ pub fn on_main_keyword(parse: &op2_syntax::Parse, offset: u32) -> bool {
 
 /// The instance data file of the settings: inside the workspace folder of
 /// `source` (canonical paths), a regular file within the size limit.
-fn read_instance(
+fn instance_path(
     source: &Path,
     settings: &Settings,
     folders: &[PathBuf],
-) -> Result<Vec<u8>, String> {
+) -> Result<PathBuf, String> {
     let folder = workspace_folder_of(source, folders)?;
     let path = folder.join(&settings.build.instance);
     let path = inside(&folder, &path)?;
-    op2_codegen::files::read_instance(&path).map_err(|e| e.describe(&path))
+    op2_codegen::files::check_instance(&path).map_err(|e| e.describe(&path))?;
+    Ok(path)
 }
 
 /// What a build on save is asked for, and the server state it reads.
@@ -227,8 +228,8 @@ pub async fn build_with_progress(client: &Client, analysed: &Analysed, save: Sav
     let instance = if settings.build.instance.is_empty() {
         None
     } else {
-        match read_instance(&source, settings, folders) {
-            Ok(bytes) => Some(bytes),
+        match instance_path(&source, settings, folders) {
+            Ok(path) => Some(path),
             Err(error) => {
                 client
                     .log_message(

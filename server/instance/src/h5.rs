@@ -1,0 +1,954 @@
+//! OP2's HDF5 layout, read into the same [`Raw`] data as JSON and written
+//! for final states.
+//!
+//! The layout is that of OP2's `op_dump_to_hdf5`, `op_write_const_hdf5` and
+//! the readers `op_decl_set_hdf5`, `op_decl_map_hdf5`, `op_decl_dat_hdf5`
+//! and `op_get_const_hdf5`: every name is a dataset at the root of the file.
+//! A set holds its size (one integer); a map or dat has one row per element
+//! (`[size, dim]`, or `[size]` for dimension 1) with the attributes `size`,
+//! `dim` (integers) and `type` (the C type as a fixed-length string); a
+//! const has `dim` values with the attributes `dim` and `type`. Globals,
+//! which OP2 keeps in the program, are written like consts.
+//!
+//! Datasets are looked up by the program's names, so a file may hold more
+//! than the program uses (OP2 files usually do). Rows are read in blocks of
+//! [`BLOCK`] rows (a hyperslab each) straight into the final vectors.
+
+use std::path::Path;
+
+use hdf5::types::{FloatSize, TypeDescriptor};
+use hdf5::{Dataset, File, H5Type};
+use op2_analysis::model::{ElementType, Program};
+use op2_analysis::value::Value;
+use op2_syntax::Code;
+use op2_syntax::ast::ScalarType;
+
+use crate::json::{BAD_TARGET, Problems, Raw, RawDat, RawMap, Section, checked_set_size};
+use crate::{Column, MAX_RESERVE, MAX_SET_SIZE, Progress};
+
+/// Rows read at once.
+const BLOCK: usize = 1 << 16;
+
+/// The signature every HDF5 file starts with (at offset 0, or after a user
+/// block of 512, 1024, 2048... bytes).
+pub(crate) const SIGNATURE: &[u8; 8] = b"\x89HDF\r\n\x1a\n";
+
+/// True when `bytes`, the start of a file, hold the HDF5 signature at
+/// offset 0 or 512.
+pub(crate) fn has_signature(bytes: &[u8]) -> bool {
+    bytes.starts_with(SIGNATURE) || bytes.get(512..520) == Some(&SIGNATURE[..])
+}
+
+/// The OP2 name of a scalar type (`type` attribute): `double`, `float`,
+/// `int`, `unsigned int`, `long long`, `unsigned long long`, `bool`.
+pub(crate) fn op2_type(ty: ScalarType) -> &'static str {
+    match ty {
+        ScalarType::Double => "double",
+        ScalarType::Float => "float",
+        ScalarType::Int => "int",
+        ScalarType::Uint => "unsigned int",
+        ScalarType::Ll => "long long",
+        ScalarType::Ull => "unsigned long long",
+        ScalarType::Bool => "bool",
+    }
+}
+
+/// The names [`from_op2_type`] knows.
+const KNOWN_TYPES: &[&str] = &[
+    "double",
+    "double precision",
+    "real(8)",
+    "float",
+    "real(4)",
+    "real",
+    "int",
+    "int(4)",
+    "integer",
+    "integer(4)",
+    "unsigned int",
+    "uint",
+    "long",
+    "long long",
+    "ll",
+    "unsigned long long",
+    "unsigned long",
+    "ull",
+    "bool",
+];
+
+/// The scalar type an OP2 `type` attribute names, `:soa` and Fortran
+/// spellings included.
+fn from_op2_type(text: &str) -> Option<ScalarType> {
+    let text = text.trim_end_matches('\0').trim();
+    let text = text.strip_suffix(":soa").unwrap_or(text);
+    Some(match text {
+        "double" | "double precision" | "real(8)" => ScalarType::Double,
+        "float" | "real(4)" | "real" => ScalarType::Float,
+        "int" | "int(4)" | "integer" | "integer(4)" => ScalarType::Int,
+        "unsigned int" | "uint" => ScalarType::Uint,
+        "long" | "long long" | "ll" => ScalarType::Ll,
+        "unsigned long long" | "unsigned long" | "ull" => ScalarType::Ull,
+        "bool" => ScalarType::Bool,
+        _ => return None,
+    })
+}
+
+/// What a dataset's storage type holds, in words.
+fn describe(ty: &TypeDescriptor) -> String {
+    match ty {
+        TypeDescriptor::Integer(size) => format!("{}-bit integers", *size as usize * 8),
+        TypeDescriptor::Unsigned(size) => format!("{}-bit unsigned integers", *size as usize * 8),
+        TypeDescriptor::Float(size) => format!("{}-bit floats", *size as usize * 8),
+        TypeDescriptor::Boolean => "booleans".to_owned(),
+        TypeDescriptor::FixedAscii(_)
+        | TypeDescriptor::FixedUnicode(_)
+        | TypeDescriptor::VarLenAscii
+        | TypeDescriptor::VarLenUnicode => "strings".to_owned(),
+        _ => "values of a compound or other non-numeric type".to_owned(),
+    }
+}
+
+/// True when a dataset stored as `stored` holds values of `ty`: the same
+/// kind and no wider (a 32-bit integer file is fine for `long long`).
+fn holds(stored: &TypeDescriptor, ty: ScalarType) -> bool {
+    use TypeDescriptor as T;
+    match (ty, stored) {
+        (ScalarType::Double, T::Float(_)) => true,
+        (ScalarType::Float, T::Float(FloatSize::U4)) => true,
+        (ScalarType::Int, T::Integer(s)) => (*s as usize) <= 4,
+        (ScalarType::Int, T::Unsigned(s)) => (*s as usize) < 4,
+        (ScalarType::Uint, T::Unsigned(s)) => (*s as usize) <= 4,
+        (ScalarType::Ll, T::Integer(_)) => true,
+        (ScalarType::Ll, T::Unsigned(s)) => (*s as usize) < 8,
+        (ScalarType::Ull, T::Unsigned(_)) => true,
+        (ScalarType::Bool, T::Boolean) => true,
+        _ => false,
+    }
+}
+
+/// A dataset's shape as OP2 reads it: rows and values per row.
+fn rows_and_dim(shape: &[usize]) -> Option<(u64, u64)> {
+    match shape {
+        [] => Some((1, 1)),
+        [rows] => Some((*rows as u64, 1)),
+        [rows, dim] => Some((*rows as u64, *dim as u64)),
+        _ => None,
+    }
+}
+
+/// Reads OP2's HDF5 layout at `path` for `program` into [`Raw`]; `None`
+/// when the file cannot be opened (reported).
+pub(crate) fn parse<'p>(
+    file_path: &Path,
+    program: &'p Program,
+    problems: &mut Problems<'p>,
+    progress: &mut dyn Progress,
+) -> Option<Raw> {
+    let file = match File::open(file_path) {
+        Ok(file) => file,
+        Err(error) => {
+            problems.report_unknown(
+                Code::E701,
+                String::new(),
+                format!("the HDF5 file cannot be read (truncated or damaged?): {error}"),
+            );
+            return None;
+        }
+    };
+    let mut reader = Reader {
+        file: &file,
+        program,
+        problems,
+        progress,
+    };
+    let mut raw = Raw::empty(program);
+    reader.unknown_datasets();
+    for (index, _) in program.sets.iter().enumerate() {
+        raw.sets[index] = reader.set(index as u32);
+    }
+    for (index, _) in program.maps.iter().enumerate() {
+        raw.maps[index] = reader.map(index as u32);
+    }
+    for (index, _) in program.dats.iter().enumerate() {
+        raw.dats[index] = reader.dat(index as u32);
+    }
+    for (index, c) in program.consts.iter().enumerate() {
+        raw.consts[index] = reader.values(Section::Consts, index as u32, &c.name, c.ty);
+    }
+    for (index, g) in program.globals.iter().enumerate() {
+        raw.globals[index] = reader.values(Section::Globals, index as u32, &g.name, g.ty);
+    }
+    Some(raw)
+}
+
+struct Reader<'a, 'p, 'g> {
+    file: &'a File,
+    program: &'p Program,
+    problems: &'g mut Problems<'p>,
+    progress: &'g mut dyn Progress,
+}
+
+/// A dataset found for a declaration, with its shape and storage type.
+struct Found {
+    dataset: Dataset,
+    rows: u64,
+    dim: u64,
+    stored: TypeDescriptor,
+}
+
+impl Reader<'_, '_, '_> {
+    /// W705 for datasets at the root that name nothing in the program
+    /// (groups are OP2's own bookkeeping and are passed over).
+    fn unknown_datasets(&mut self) {
+        let Ok(names) = self.file.member_names() else {
+            return;
+        };
+        for name in names {
+            if self.program.lookup(&name).is_some() || self.file.dataset(&name).is_err() {
+                continue;
+            }
+            self.problems.report_unknown(
+                Code::W705,
+                format!("/{name}"),
+                format!("the program declares nothing named `{name}`; the dataset is ignored"),
+            );
+        }
+    }
+
+    fn e701(&mut self, section: Section, id: u32, indices: &[u64], message: String) {
+        self.problems
+            .report(Code::E701, section, id, indices, || message);
+    }
+
+    /// The dataset of a declaration, when the file has one; a group or an
+    /// unreadable dataset is reported.
+    fn find(&mut self, section: Section, id: u32, name: &str) -> Option<Found> {
+        if !self.file.link_exists(name) {
+            return None;
+        }
+        let dataset = match self.file.dataset(name) {
+            Ok(dataset) => dataset,
+            Err(error) => {
+                self.e701(
+                    section,
+                    id,
+                    &[],
+                    format!("`/{name}` is not a readable dataset: {error}"),
+                );
+                return None;
+            }
+        };
+        let stored = match dataset.dtype().and_then(|t| t.to_descriptor()) {
+            Ok(stored) => stored,
+            Err(error) => {
+                self.e701(
+                    section,
+                    id,
+                    &[],
+                    format!("the type of dataset `/{name}` cannot be read: {error}"),
+                );
+                return None;
+            }
+        };
+        let Some((rows, dim)) = rows_and_dim(&dataset.shape()) else {
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "dataset `/{name}` has {} dimensions; OP2's layout has one row per element (at most 2)",
+                    dataset.ndim()
+                ),
+            );
+            return None;
+        };
+        Some(Found {
+            dataset,
+            rows,
+            dim,
+            stored,
+        })
+    }
+
+    /// An integer attribute (`dim`, `size`) when present.
+    fn int_attr(&mut self, section: Section, id: u32, found: &Found, name: &str) -> Option<i64> {
+        let attribute = found.dataset.attr(name).ok()?;
+        match attribute.read_raw::<i64>() {
+            Ok(values) if values.len() == 1 => Some(values[0]),
+            _ => {
+                let dataset = self.program_name(section, id);
+                self.e701(
+                    section,
+                    id,
+                    &[],
+                    format!("attribute `{name}` of dataset `/{dataset}` is not one integer"),
+                );
+                None
+            }
+        }
+    }
+
+    /// The `type` attribute when present, as text.
+    fn type_attr(&mut self, section: Section, id: u32, found: &Found) -> Option<String> {
+        let attribute = found.dataset.attr("type").ok()?;
+        match attribute.read_scalar::<hdf5::types::FixedAscii<64>>() {
+            Ok(text) => {
+                let text = text.as_str().trim_end_matches('\0');
+                // OP2 stores the text in a NUL-terminated string exactly as
+                // long as it, so converting it loses the last character
+                // ("doubl" for "double"): take the known name it begins.
+                let stored = match attribute.dtype().and_then(|t| t.to_descriptor()) {
+                    Ok(TypeDescriptor::FixedAscii(n) | TypeDescriptor::FixedUnicode(n)) => n,
+                    _ => 0,
+                };
+                let whole = KNOWN_TYPES.iter().find(|name| {
+                    name.len() == stored && stored == text.len() + 1 && name.starts_with(text)
+                });
+                Some(whole.map_or_else(|| text.to_owned(), |name| (*name).to_owned()))
+            }
+            Err(_) => match attribute.read_scalar::<hdf5::types::VarLenAscii>() {
+                Ok(text) => Some(text.as_str().to_owned()),
+                Err(_) => {
+                    let dataset = self.program_name(section, id);
+                    self.e701(
+                        section,
+                        id,
+                        &[],
+                        format!("attribute `type` of dataset `/{dataset}` is not a string"),
+                    );
+                    None
+                }
+            },
+        }
+    }
+
+    fn program_name(&self, section: Section, id: u32) -> String {
+        let index = id as usize;
+        let program = self.program;
+        match section {
+            Section::Sets => program.sets[index].name.clone(),
+            Section::Maps => program.maps[index].name.clone(),
+            Section::Dats => program.dats[index].name.clone(),
+            Section::Consts => program.consts[index].name.clone(),
+            Section::Globals => program.globals[index].name.clone(),
+        }
+    }
+
+    /// Checks the `dim`, `size` and `type` attributes against the shape and
+    /// storage; false when one disagrees (reported).
+    fn attributes_agree(&mut self, section: Section, id: u32, found: &Found, rows: bool) -> bool {
+        let name = self.program_name(section, id);
+        let mut ok = true;
+        if let Some(dim) = self.int_attr(section, id, found, "dim")
+            && u64::try_from(dim) != Ok(found.dim)
+            && !(found.rows == 0 || (!rows && u64::try_from(dim) == Ok(found.rows * found.dim)))
+        {
+            ok = false;
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "attribute `dim` of dataset `/{name}` is {dim}, but its rows hold {} value{}",
+                    found.dim,
+                    plural(found.dim)
+                ),
+            );
+        }
+        // OP2 writes a map's `size` as its rows, a dat's as the bytes of
+        // one element (`op_dat::size`); only the first says something here.
+        if rows
+            && section == Section::Maps
+            && let Some(size) = self.int_attr(section, id, found, "size")
+            && u64::try_from(size) != Ok(found.rows)
+        {
+            ok = false;
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "attribute `size` of dataset `/{name}` is {size}, but it has {} row{}",
+                    found.rows,
+                    plural(found.rows)
+                ),
+            );
+        }
+        if let Some(text) = self.type_attr(section, id, found) {
+            match from_op2_type(&text) {
+                Some(ty) if holds(&found.stored, ty) => {}
+                Some(_) | None => {
+                    ok = false;
+                    self.e701(
+                        section,
+                        id,
+                        &[],
+                        format!(
+                            "attribute `type` of dataset `/{name}` is \"{text}\", but it holds {}",
+                            describe(&found.stored)
+                        ),
+                    );
+                }
+            }
+        }
+        ok
+    }
+
+    fn set(&mut self, id: u32) -> Option<Option<u32>> {
+        let name = self.program.sets[id as usize].name.clone();
+        let found = self.find(Section::Sets, id, &name)?;
+        if !matches!(
+            found.stored,
+            TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)
+        ) || found.rows * found.dim != 1
+        {
+            self.e701(
+                Section::Sets,
+                id,
+                &[],
+                format!(
+                    "expected the size of set `{name}` (one integer), found {} value{} of {}",
+                    found.rows * found.dim,
+                    plural(found.rows * found.dim),
+                    describe(&found.stored)
+                ),
+            );
+            return Some(None);
+        }
+        let size = match found.dataset.read_raw::<i64>() {
+            Ok(values) => values[0],
+            Err(error) => {
+                self.e701(
+                    Section::Sets,
+                    id,
+                    &[],
+                    format!("dataset `/{name}` cannot be read: {error}"),
+                );
+                return Some(None);
+            }
+        };
+        let checked = u64::try_from(size)
+            .map_err(|_| format!("set size {size} is negative"))
+            .and_then(checked_set_size);
+        match checked {
+            Ok(size) => Some(Some(size)),
+            Err(message) => {
+                self.e701(Section::Sets, id, &[], message);
+                Some(None)
+            }
+        }
+    }
+
+    /// The rows of a dataset whose shape is known to be right, `BLOCK`
+    /// rows at a time, as values of `T`; `each` gets the first row of a
+    /// block and its values.
+    fn blocks<T: H5Type>(
+        &mut self,
+        section: Section,
+        id: u32,
+        found: &Found,
+        mut each: impl FnMut(&mut Self, u64, &[T]),
+    ) -> bool {
+        let rows = found.rows as usize;
+        let mut start = 0usize;
+        while start < rows {
+            let end = (start + BLOCK).min(rows);
+            let block = if found.dataset.ndim() == 2 {
+                found
+                    .dataset
+                    .read_slice_2d::<T, _>((start..end, ..))
+                    .map(|a| a.into_raw_vec_and_offset().0)
+            } else {
+                found
+                    .dataset
+                    .read_slice_1d::<T, _>(start..end)
+                    .map(|a| a.into_raw_vec_and_offset().0)
+            };
+            match block {
+                Ok(values) => each(self, start as u64, &values),
+                Err(error) => {
+                    self.e701(
+                        section,
+                        id,
+                        &[start as u64],
+                        format!("rows {start} to {} cannot be read: {error}", end - 1),
+                    );
+                    return false;
+                }
+            }
+            self.progress.advance((end - start) as u64);
+            start = end;
+        }
+        true
+    }
+
+    /// Checks that a map's or dat's shape fits its declaration before
+    /// anything is allocated: rows within [`MAX_SET_SIZE`], `dim` equal to
+    /// the declared arity or dimension.
+    fn shape_fits(
+        &mut self,
+        section: Section,
+        id: u32,
+        found: &Found,
+        dim: u32,
+        what: &str,
+    ) -> bool {
+        let name = self.program_name(section, id);
+        if found.rows > u64::from(MAX_SET_SIZE) {
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "{} rows is more than the {MAX_SET_SIZE} elements a set may have",
+                    found.rows
+                ),
+            );
+            return false;
+        }
+        if found.dim != u64::from(dim.max(1)) {
+            self.problems.report(Code::E703, section, id, &[], || {
+                format!(
+                    "rows of {} value{}, but {what} `{name}` has {} {dim}",
+                    found.dim,
+                    plural(found.dim),
+                    if section == Section::Maps {
+                        "arity"
+                    } else {
+                        "dimension"
+                    }
+                )
+            });
+            return false;
+        }
+        true
+    }
+
+    fn map(&mut self, id: u32) -> Option<RawMap> {
+        let m = &self.program.maps[id as usize];
+        let (name, arity) = (m.name.clone(), m.arity);
+        let found = self.find(Section::Maps, id, &name)?;
+        let mut raw = RawMap {
+            malformed: true,
+            ..RawMap::default()
+        };
+        if !matches!(
+            found.stored,
+            TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)
+        ) {
+            self.e701(
+                Section::Maps,
+                id,
+                &[],
+                format!(
+                    "dataset `/{name}` holds {}, but map targets are integers",
+                    describe(&found.stored)
+                ),
+            );
+            return Some(raw);
+        }
+        if !self.attributes_agree(Section::Maps, id, &found, true)
+            || !self.shape_fits(Section::Maps, id, &found, arity, "map")
+        {
+            return Some(raw);
+        }
+        let arity = u64::from(arity.max(1));
+        raw.targets
+            .reserve_exact(((found.rows * arity) as usize).min(MAX_RESERVE));
+        let read = self.blocks::<i64>(Section::Maps, id, &found, |_, first, values| {
+            for (k, &target) in values.iter().enumerate() {
+                match u32::try_from(target) {
+                    Ok(t) if t != BAD_TARGET => raw.targets.push(t),
+                    _ => {
+                        let k = k as u64;
+                        raw.bad
+                            .push((first + k / arity, k % arity, target.to_string()));
+                        raw.targets.push(BAD_TARGET);
+                    }
+                }
+            }
+        });
+        raw.rows = found.rows;
+        raw.malformed = !read;
+        Some(raw)
+    }
+
+    fn dat(&mut self, id: u32) -> Option<RawDat> {
+        let d = &self.program.dats[id as usize];
+        let (name, ty) = (d.name.clone(), d.ty);
+        let found = self.find(Section::Dats, id, &name)?;
+        let mut raw = RawDat {
+            column: Column::new(ty.scalar),
+            rows: 0,
+            malformed: true,
+        };
+        if !holds(&found.stored, ty.scalar) {
+            self.e701(
+                Section::Dats,
+                id,
+                &[],
+                format!(
+                    "dataset `/{name}` holds {}, but dat `{name}` is `{}`",
+                    describe(&found.stored),
+                    ty.scalar
+                ),
+            );
+            return Some(raw);
+        }
+        if !self.attributes_agree(Section::Dats, id, &found, true)
+            || !self.shape_fits(Section::Dats, id, &found, ty.dimension, "dat")
+        {
+            return Some(raw);
+        }
+        let dim = u64::from(ty.dimension.max(1));
+        raw.column
+            .reserve(((found.rows * dim) as usize).min(MAX_RESERVE));
+        let read = self.read_column(Section::Dats, id, &found, dim, &mut raw.column);
+        raw.rows = found.rows;
+        raw.malformed = !read;
+        Some(raw)
+    }
+
+    /// Reads every row into `column` (of the dataset's declared type),
+    /// reporting values that are not finite with their row and component.
+    fn read_column(
+        &mut self,
+        section: Section,
+        id: u32,
+        found: &Found,
+        dim: u64,
+        column: &mut Column,
+    ) -> bool {
+        let not_finite = |reader: &mut Self, first: u64, k: usize, value: f64| {
+            let k = k as u64;
+            reader.e701(
+                section,
+                id,
+                &[first + k / dim, k % dim],
+                format!("{value} is not a finite number"),
+            );
+        };
+        match column {
+            Column::Double(v) => self.blocks::<f64>(section, id, found, |r, first, values| {
+                for (k, &x) in values.iter().enumerate() {
+                    if !x.is_finite() {
+                        not_finite(r, first, k, x);
+                    }
+                }
+                v.extend_from_slice(values);
+            }),
+            Column::Float(v) => self.blocks::<f32>(section, id, found, |r, first, values| {
+                for (k, &x) in values.iter().enumerate() {
+                    if !x.is_finite() {
+                        not_finite(r, first, k, f64::from(x));
+                    }
+                }
+                v.extend_from_slice(values);
+            }),
+            Column::Int(v) => self.blocks::<i32>(section, id, found, |_, _, values| {
+                v.extend_from_slice(values);
+            }),
+            Column::Uint(v) => self.blocks::<u32>(section, id, found, |_, _, values| {
+                v.extend_from_slice(values);
+            }),
+            Column::Ll(v) => self.blocks::<i64>(section, id, found, |_, _, values| {
+                v.extend_from_slice(values);
+            }),
+            Column::Ull(v) => self.blocks::<u64>(section, id, found, |_, _, values| {
+                v.extend_from_slice(values);
+            }),
+            Column::Bool(v) => self.blocks::<bool>(section, id, found, |_, _, values| {
+                v.extend_from_slice(values);
+            }),
+        }
+    }
+
+    /// The values of a const or global.
+    fn values(
+        &mut self,
+        section: Section,
+        id: u32,
+        name: &str,
+        ty: ElementType,
+    ) -> Option<Vec<Value>> {
+        let found = self.find(section, id, name)?;
+        let kind = if section == Section::Consts {
+            "const"
+        } else {
+            "global"
+        };
+        if !holds(&found.stored, ty.scalar) {
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "dataset `/{name}` holds {}, but {kind} `{name}` is `{}`",
+                    describe(&found.stored),
+                    ty.scalar
+                ),
+            );
+            return Some(Vec::new());
+        }
+        if !self.attributes_agree(section, id, &found, false) {
+            return Some(Vec::new());
+        }
+        let count = found.rows * found.dim;
+        if count != u64::from(ty.dimension) {
+            self.problems.report(Code::E703, section, id, &[], || {
+                format!(
+                    "{count} value{}, but {kind} `{name}` has dimension {}",
+                    plural(count),
+                    ty.dimension
+                )
+            });
+            return Some(Vec::new());
+        }
+        // A handful of values (the program bounds the dimension): read whole.
+        let read = match ty.scalar {
+            ScalarType::Double => read_all::<f64>(&found.dataset, Value::Double),
+            ScalarType::Float => read_all::<f32>(&found.dataset, Value::Float),
+            ScalarType::Int => read_all::<i32>(&found.dataset, Value::Int),
+            ScalarType::Uint => read_all::<u32>(&found.dataset, Value::Uint),
+            ScalarType::Ll => read_all::<i64>(&found.dataset, Value::Ll),
+            ScalarType::Ull => read_all::<u64>(&found.dataset, Value::Ull),
+            ScalarType::Bool => read_all::<bool>(&found.dataset, Value::Bool),
+        };
+        match read {
+            Ok(values) => {
+                for (k, value) in values.iter().enumerate() {
+                    if let Value::Double(x) = value.convert(ScalarType::Double)
+                        && !x.is_finite()
+                    {
+                        self.e701(
+                            section,
+                            id,
+                            &[k as u64],
+                            format!("{x} is not a finite number"),
+                        );
+                    }
+                }
+                Some(values)
+            }
+            Err(error) => {
+                self.e701(
+                    section,
+                    id,
+                    &[],
+                    format!("dataset `/{name}` cannot be read: {error}"),
+                );
+                Some(Vec::new())
+            }
+        }
+    }
+}
+
+/// Every value of a small dataset.
+fn read_all<T: H5Type>(dataset: &Dataset, value: fn(T) -> Value) -> hdf5::Result<Vec<Value>> {
+    Ok(dataset.read_raw::<T>()?.into_iter().map(value).collect())
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Why a final state could not be written.
+#[derive(Debug)]
+pub struct WriteError(String);
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for WriteError {}
+
+impl From<hdf5::Error> for WriteError {
+    fn from(error: hdf5::Error) -> WriteError {
+        WriteError(error.to_string())
+    }
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(error: std::io::Error) -> WriteError {
+        WriteError(error.to_string())
+    }
+}
+
+/// Writes the state of a run in OP2's layout to `path`, atomically (a
+/// temporary file beside it, renamed over it when complete): a dataset per
+/// set holding its size, a dataset `[size, arity]` of `int` per map given
+/// (`size`, `dim` and `type` attributes), a dataset `[size, dim]` per dat with the
+/// attributes `size`, `dim` and `type`, and a dataset `[dim]` per global
+/// (and per const when `consts` are given) with `dim` and `type`, as
+/// `op_dump_to_hdf5` and `op_write_const_hdf5` write them. `dats[i]` holds
+/// dat `i`'s values flattened element-major; globals and consts hold their
+/// components.
+pub fn write_state(
+    path: &Path,
+    program: &Program,
+    set_sizes: &[u32],
+    maps: &[Option<&[u32]>],
+    dats: &[&[Value]],
+    consts: &[&[Value]],
+    globals: &[&[Value]],
+) -> Result<(), WriteError> {
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let temporary = tempfile::Builder::new()
+        .prefix(".op2-")
+        .suffix(".h5.tmp")
+        .tempfile_in(&directory)?;
+    let file = File::create(temporary.path())?;
+    for (set, &size) in program.sets.iter().zip(set_sizes) {
+        let size = i32::try_from(size)
+            .map_err(|_| WriteError(format!("set `{}` is too large", set.name)))?;
+        file.new_dataset::<i32>()
+            .shape([1])
+            .create(set.name.as_str())?
+            .write_raw(&[size])?;
+    }
+    for (map, targets) in program.maps.iter().zip(maps) {
+        let Some(targets) = targets else { continue };
+        let arity = map.arity.max(1) as usize;
+        let rows = targets.len() / arity;
+        let dataset = file
+            .new_dataset::<i32>()
+            .shape([rows, arity])
+            .create(map.name.as_str())?;
+        let mut row = 0usize;
+        for block in targets.chunks(BLOCK * arity) {
+            let typed: Vec<i32> = block.iter().map(|&t| t as i32).collect();
+            let n = block.len() / arity;
+            let array = ndarray::ArrayView2::from_shape((n, arity), &typed)
+                .map_err(|e| WriteError(e.to_string()))?;
+            dataset.write_slice(array, (row..row + n, ..))?;
+            row += n;
+        }
+        int_attr(&dataset, "size", rows)?;
+        int_attr(&dataset, "dim", arity)?;
+        type_attr(&dataset, "int")?;
+    }
+    for (dat, values) in program.dats.iter().zip(dats) {
+        let dim = dat.ty.dimension.max(1) as usize;
+        let rows = values.len() / dim;
+        let dataset = write_values(&file, &dat.name, &[rows, dim], dat.ty.scalar, values)?;
+        // As OP2's `op_dat::size`: the bytes of one element.
+        int_attr(&dataset, "size", dim * scalar_bytes(dat.ty.scalar))?;
+        int_attr(&dataset, "dim", dim)?;
+        type_attr(&dataset, op2_type(dat.ty.scalar))?;
+    }
+    let small = program
+        .consts
+        .iter()
+        .map(|c| (&c.name, c.ty))
+        .zip(consts)
+        .chain(program.globals.iter().map(|g| (&g.name, g.ty)).zip(globals));
+    for ((name, ty), values) in small {
+        let dataset = write_values(&file, name, &[values.len()], ty.scalar, values)?;
+        int_attr(&dataset, "dim", values.len())?;
+        type_attr(&dataset, op2_type(ty.scalar))?;
+    }
+    file.close()?;
+    temporary.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// The bytes of one value of `ty` in C.
+fn scalar_bytes(ty: ScalarType) -> usize {
+    match ty {
+        ScalarType::Double | ScalarType::Ll | ScalarType::Ull => 8,
+        ScalarType::Float | ScalarType::Int | ScalarType::Uint => 4,
+        ScalarType::Bool => 1,
+    }
+}
+
+/// A dataset of `shape` holding `values` as `ty`, written `BLOCK` rows at
+/// a time.
+fn write_values(
+    file: &File,
+    name: &str,
+    shape: &[usize],
+    ty: ScalarType,
+    values: &[Value],
+) -> Result<Dataset, WriteError> {
+    fn typed<T: H5Type>(
+        file: &File,
+        name: &str,
+        shape: &[usize],
+        values: &[Value],
+        convert: impl Fn(Value) -> T,
+    ) -> Result<Dataset, WriteError> {
+        let dataset = file.new_dataset::<T>().shape(shape).create(name)?;
+        let width = shape.get(1).copied().unwrap_or(1).max(1);
+        let mut row = 0usize;
+        for block in values.chunks(BLOCK * width) {
+            let typed: Vec<T> = block.iter().map(|&v| convert(v)).collect();
+            let rows = block.len() / width;
+            if shape.len() == 2 {
+                let array = ndarray::ArrayView2::from_shape((rows, width), &typed)
+                    .map_err(|e| WriteError(e.to_string()))?;
+                dataset.write_slice(array, (row..row + rows, ..))?;
+            } else {
+                dataset.write_slice(&typed, row..row + rows)?;
+            }
+            row += rows;
+        }
+        Ok(dataset)
+    }
+    macro_rules! as_type {
+        ($t:ty, $variant:ident) => {
+            typed::<$t>(file, name, shape, values, |v| match v.convert(ty) {
+                Value::$variant(x) => x,
+                _ => unreachable!("Value::convert returns the requested type"),
+            })
+        };
+    }
+    match ty {
+        ScalarType::Double => as_type!(f64, Double),
+        ScalarType::Float => as_type!(f32, Float),
+        ScalarType::Int => as_type!(i32, Int),
+        ScalarType::Uint => as_type!(u32, Uint),
+        ScalarType::Ll => as_type!(i64, Ll),
+        ScalarType::Ull => as_type!(u64, Ull),
+        ScalarType::Bool => as_type!(bool, Bool),
+    }
+}
+
+/// An integer attribute of one value, as OP2 writes `size` and `dim`.
+fn int_attr(dataset: &Dataset, name: &str, value: usize) -> Result<(), WriteError> {
+    let value = i32::try_from(value)
+        .map_err(|_| WriteError(format!("`{name}` {value} does not fit an int")))?;
+    dataset
+        .new_attr::<i32>()
+        .shape([1])
+        .create(name)?
+        .write_raw(&[value])?;
+    Ok(())
+}
+
+/// The `type` attribute: a scalar fixed-length string as long as the
+/// text, as OP2 writes it.
+fn type_attr(dataset: &Dataset, text: &str) -> Result<(), WriteError> {
+    use hdf5::types::FixedAscii;
+    macro_rules! fixed {
+        ($($n:literal)*) => {
+            match text.len() {
+                $($n => {
+                    let value = FixedAscii::<$n>::from_ascii(text.as_bytes())
+                        .map_err(|e| WriteError(e.to_string()))?;
+                    dataset
+                        .new_attr::<FixedAscii<$n>>()
+                        .create("type")?
+                        .write_scalar(&value)?;
+                })*
+                _ => return Err(WriteError(format!("no type attribute for `{text}`"))),
+            }
+        };
+    }
+    fixed!(3 4 5 6 9 12 18);
+    Ok(())
+}
