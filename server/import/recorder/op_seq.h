@@ -9,6 +9,7 @@
 #ifndef OP2_IMPORT_RECORDING_OP_SEQ_H
 #define OP2_IMPORT_RECORDING_OP_SEQ_H
 
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -25,6 +26,12 @@ typedef op_dat_core *op_dat;
 struct op_arg { int unused; };
 
 #define OP_ID ((op_map)0)
+#ifndef MIN
+#define MIN(a, b) ((a < b) ? (a) : (b))
+#endif
+#ifndef MAX
+#define MAX(a, b) ((a > b) ? (a) : (b))
+#endif
 #define OP_GBL ((op_map)0)
 
 static FILE *op2_import_file() {
@@ -67,6 +74,8 @@ inline void op_timers(double *cpu, double *wall) { *cpu = 0; *wall = 0; }
 inline void op_timers_core(double *cpu, double *wall) { *cpu = 0; *wall = 0; }
 inline void op_timing_output() {}
 inline void op_diagnostic_output() {}
+inline void op_partition(const char *, const char *, op_set, op_map, op_dat) {}
+inline void op_renumber(op_map) {}
 #define op_printf printf
 
 inline op_set op_decl_set(int size, char const *) {

@@ -170,7 +170,9 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
         std::fs::write(dir.path().join(name), text).map_err(io("cannot write a temporary file"))
     };
     write("op_seq.h", RECORDING_OP_SEQ)?;
-    write("op_lib_cpp.h", "#include \"op_seq.h\"\n")?;
+    for header in ["op_lib_cpp.h", "op_lib_c.h", "op_lib_core.h"] {
+        write(header, "#include \"op_seq.h\"\n")?;
+    }
     write("op_profile.h", RECORDING_OP_PROFILE)?;
     write(
         "op_hdf5.h",

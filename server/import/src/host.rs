@@ -59,6 +59,8 @@ const DROPPED: &[(&str, &str)] = &[
     ("op_profile_exit", "profiling"),
     ("op_profile_output", "profiling output"),
     ("op_exit", "OP2's shutdown"),
+    ("free", "freeing host memory"),
+    ("op_free", "freeing host memory"),
 ];
 
 const FILE_OUTPUT: &[&str] = &[
@@ -297,7 +299,10 @@ fn call(
     edits: &mut Edits,
     report: &mut Report,
 ) -> bool {
-    let name = c::called_name(source, node).unwrap_or("");
+    let name = c::called_name(source, node).unwrap_or_else(|| {
+        node.child_by_field_name("function")
+            .map_or("", |f| source.text(f))
+    });
     let location = source.location(node);
     let args = c::call_arguments(node);
     let whole_statement = node.parent().filter(|p| p.kind() == "expression_statement");

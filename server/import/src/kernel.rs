@@ -222,7 +222,10 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
                 return false;
             }
             "call_expression" => {
-                let callee = c::called_name(source, node).unwrap_or("");
+                let callee = c::called_name(source, node).unwrap_or_else(|| {
+                    node.child_by_field_name("function")
+                        .map_or("", |f| source.text(f))
+                });
                 if !BUILTINS.contains(&callee) {
                     faithful = false;
                     let (message, help) = if callee == "printf" || callee == "op_printf" {
