@@ -175,6 +175,25 @@ fn free_name(
         .unwrap_or_else(|| base.to_owned())
 }
 
+/// The fix that changes argument `k` of `args` to `mode`, unless the new
+/// mode would conflict with another argument of the same par_loop (E401):
+/// a fix must leave fewer errors, not trade one for another.
+fn safe_mode_fix(args: &[Option<Arg>], k: usize, mode: AccessMode) -> Option<Fix> {
+    let arg = args.get(k)?.as_ref()?;
+    let changed = Arg {
+        mode,
+        ..arg.clone()
+    };
+    let data = changed.kind.data();
+    let conflicts = args.iter().enumerate().any(|(j, other)| {
+        j != k
+            && other.as_ref().is_some_and(|other| {
+                data.is_some() && other.kind.data() == data && conflict(other, &changed).is_some()
+            })
+    });
+    if conflicts { None } else { mode_fix(arg, mode) }
+}
+
 fn mode_fix(arg: &Arg, mode: AccessMode) -> Option<Fix> {
     let location = arg.mode_location?;
     Some(Fix {
@@ -334,24 +353,42 @@ pub(crate) fn check_invocations(
                             format!("`{}` is bound to the `READ` argument `{arg_name}` but the kernel writes it", param.name),
                         )
                         .with_label("written here");
-                        if let Some(fix) = mode_fix(arg, AccessMode::Rw) {
+                        if let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw) {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
                     }
                 }
                 AccessMode::Inc => {
-                    for range in usage.non_increment_uses() {
+                    // One error per argument, at the first use, with the
+                    // others as related locations.
+                    let uses = usage.non_increment_uses();
+                    if let Some((first, others)) = uses.split_first() {
                         let mut diagnostic = body_diagnostic(
                             Code::E502,
-                            range,
+                            *first,
                             format!(
                                 "`{}` is bound to the `INC` argument `{arg_name}`; it may only be added to with `+=`, `-=`, `++` or `--`",
                                 param.name
                             ),
                         )
                         .with_label("not an increment");
-                        if let Some(fix) = mode_fix(arg, AccessMode::Rw) {
+                        for range in others {
+                            diagnostic = diagnostic.with_related(
+                                Location {
+                                    file: param.location.file,
+                                    range: *range,
+                                },
+                                "not an increment either",
+                            );
+                        }
+                        // A direct dat may become `RW` when the kernel needs
+                        // its value; through a map, or on a global, `RW`
+                        // would overwrite where INC sums: the kernel must
+                        // add instead.
+                        if matches!(arg.kind, ArgKind::DirectDat(_))
+                            && let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw)
+                        {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
@@ -365,7 +402,7 @@ pub(crate) fn check_invocations(
                             format!("`{}` is read before it is written, but `{arg_name}` is `WRITE`: its incoming value is undefined", param.name),
                         )
                         .with_label("read here before any write");
-                        if let Some(fix) = mode_fix(arg, AccessMode::Rw) {
+                        if let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw) {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
@@ -397,7 +434,7 @@ pub(crate) fn check_invocations(
                         )
                         .with_label(format!("`{weaker}` drops {saved}"))
                         .with_related(param.location, "parameter declared here");
-                        if let Some(fix) = mode_fix(arg, weaker) {
+                        if let Some(fix) = safe_mode_fix(&invocation.args, k, weaker) {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);

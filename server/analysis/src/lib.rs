@@ -344,6 +344,20 @@ fn tidy(mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
                     last.related.push(related);
                 }
             }
+            // The same fix found through another par_loop (changing that
+            // loop's mode too) becomes one fix with every edit.
+            for fix in diagnostic.fixes {
+                match last.fixes.iter_mut().find(|f| f.title == fix.title) {
+                    Some(same) => {
+                        for edit in fix.edits {
+                            if !same.edits.contains(&edit) {
+                                same.edits.push(edit);
+                            }
+                        }
+                    }
+                    None => last.fixes.push(fix),
+                }
+            }
             continue;
         }
         out.push(diagnostic);
