@@ -23,6 +23,12 @@ describe('manifest', () => {
     assert.ok(manifest.activationEvents.includes('onLanguage:op2'));
   });
 
+  it('lets inlay hints run to their end in op2 files (VS Code cuts them at 43 characters)', () => {
+    // Pin hints such as `⇐ dat_p_res_inc_recv_pecell_1` on the RW and INC
+    // arguments late in a par_loop would otherwise lose their names.
+    assert.equal(manifest.contributes.configurationDefaults['[op2]']['editor.inlayHints.maximumLength'], 0);
+  });
+
   it('has a language configuration whose comments, brackets and regexes work', () => {
     const config = json('language-configuration.json');
     assert.equal(config.comments.lineComment, '//');

@@ -1,5 +1,6 @@
 //! Inlay hints (compilation.md §8): after each par_loop's kernel name the
-//! invocation name (`op2.inlayHints.invocationNames`), and at the end of
+//! invocation name when it is not the kernel's own (`sum_1` for the second
+//! par_loop of `sum`; `op2.inlayHints.invocationNames`), and at the end of
 //! each argument a short label of the pins, buffer, state member or
 //! property it generates, with the full summary as tooltip
 //! (`op2.inlayHints.generatedPins`, only when the graph exists).
@@ -102,10 +103,15 @@ pub fn inlay_hints_with(
         }
         let id = InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
         let name_end = invocation.name_location.range.end;
-        // A name given with `as` is already in the text.
+        // A name given with `as` is already in the text, and one equal to
+        // the kernel's name (its first par_loop) would repeat it.
+        let kernel_name = invocation
+            .kernel
+            .map(|kernel| program.kernels[kernel.index()].name.as_str());
         if settings.invocation_names
             && !invocation.named_explicitly
             && !invocation.name.is_empty()
+            && kernel_name != Some(invocation.name.as_str())
             && (start..=end).contains(&name_end)
         {
             let mut hint = InlayHint {
