@@ -189,6 +189,7 @@ assert server["command"] == "op2" and server["args"] == ["lsp"], server
 assert language["name"] == "op2" and language["file-types"] == ["op2"], language
 assert language["language-servers"] == ["op2"] and language["grammar"] == "op2", language
 assert language["scope"] == "source.op2", language
+assert config.get("use-grammars") == {"only": ["op2"]}, "use-grammars keeps `hx --grammar build` to op2"
 [grammar] = config["grammar"]
 assert grammar["name"] == "op2" and "path" in grammar["source"], grammar
 # Every key of the server section is one the server reads.
@@ -203,7 +204,22 @@ unknown = set(walk(server.get("config", {}))) - keys
 assert not unknown, f"docs/editors.md sends keys the server does not read: {sorted(unknown)}"
 print("languages.toml parses; server, language and grammar agree; its config keys are server settings")
 PY
-echo "(Helix itself is not run: no build of it is available from the package registries.)"
+if command -v hx >/dev/null 2>&1; then
+  step "Helix: the documented steps in a clean configuration"
+  helix_config="$scratch/helix-xdg/helix"
+  mkdir -p "$helix_config"
+  awk '/^```toml[[:space:]]*$/ { inside = 1; next } /^```/ && inside { exit } inside { print }' \
+    "$ROOT/docs/editors.md" | sed "s|/path/to/op2|$ROOT|" >"$helix_config/languages.toml"
+  awk '/^mkdir -p ~\/.config\/helix\/runtime\/grammars/ { inside = 1 } inside && /^```/ { exit } inside { print }' \
+    "$ROOT/docs/editors.md" | sed -e "s|~/.config|$scratch/helix-xdg|g" -e "s|/path/to/op2|$ROOT|g" >"$scratch/helix-steps.sh"
+  grep -q "hx --grammar build" "$scratch/helix-steps.sh" || fail "no Helix steps found in docs/editors.md"
+  (export XDG_CONFIG_HOME="$scratch/helix-xdg" PATH="$(dirname "$OP2_BIN"):$PATH" && cd "$scratch" && bash -e "$scratch/helix-steps.sh") ||
+    fail "the Helix steps of docs/editors.md failed in a clean configuration"
+else
+  echo "SKIPPED LOUDLY: Helix (hx) is not installed, and none of the package registries this"
+  echo "project may use (Debian, PyPI, npm, crates.io) offers a build of it, so the documented"
+  echo "Helix steps are not run; only their languages.toml is checked above."
+fi
 
 emacs_result="skipped (no Emacs with eglot)"
 if command -v emacs >/dev/null 2>&1 && emacs --batch -q --eval "(require 'eglot)" >/dev/null 2>&1; then
