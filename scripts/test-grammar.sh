@@ -5,6 +5,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
+command -v node >/dev/null || fail "node is needed (tree-sitter generate runs grammar.js with it)"
 "$ROOT/scripts/install-tree-sitter.sh"
 cd "$ROOT/grammar"
 

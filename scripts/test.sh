@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # The project's whole test suite: grammar, Rust crates (unit, integration,
 # end-to-end), documentation freshness. Installs what it needs on a fresh
-# machine from the package registries.
+# machine from the package registries. Prints how long each phase took.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
-"$ROOT/scripts/test-grammar.sh"
+times=()
+timed() {
+  local name="$1" start=$SECONDS
+  shift
+  "$@"
+  times+=("$(printf '%5ds  %s' $((SECONDS - start)) "$name")")
+}
+
+timed "grammar (tree-sitter CLI install, generate, corpus)" "$ROOT/scripts/test-grammar.sh"
 
 ensure_hdf5
 
 step "cargo fmt --check"
-cargo fmt --all -- --check
+timed "cargo fmt --check" cargo fmt --all -- --check
 
 step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
+timed "cargo clippy" cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # op2 import's tests compile OP2-style applications (they skip, loudly,
 # without a C++ compiler).
@@ -25,8 +33,15 @@ if ! command -v c++ >/dev/null && ! command -v g++ >/dev/null && [ -z "${CXX:-}"
 fi
 
 step "cargo test (workspace)"
-cargo test --workspace --locked
+timed "cargo test" cargo test --workspace --locked
 
-"$ROOT/scripts/test-editors.sh"
+# The editors test the `op2` that `cargo test` just built (the CLI's
+# end-to-end tests need it), rather than building it once more.
+export OP2_BIN="$ROOT/target/debug/op2"
+timed "editors" "$ROOT/scripts/test-editors.sh"
+
 echo
+echo "time by phase:"
+printf '%s\n' "${times[@]}"
+printf '%5ds  total\n' "$SECONDS"
 echo "all tests passed"
