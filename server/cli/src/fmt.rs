@@ -1,10 +1,11 @@
 //! `op2 fmt FILE... [--check]`: rewrites files in the canonical layout, the
 //! same the editor's "format document" produces. With `--check` nothing is
-//! written; the files that would change are listed and the exit code is 1.
+//! written; a unified diff of every file that would change is printed and
+//! the exit code is 1. `-` is standard input, formatted to standard output.
 //! A file with syntax errors is left alone and its errors are printed.
 
-use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, StandardStream};
@@ -14,15 +15,48 @@ use crate::Outcome;
 use crate::render::{SourceMap, write_human};
 use crate::source::SourceFile;
 
+/// The text of standard input, named `<stdin>` in messages.
+fn read_stdin() -> Result<SourceFile> {
+    let mut bytes = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut bytes)
+        .context("cannot read standard input")?;
+    let text = String::from_utf8(bytes).map_err(|error| {
+        anyhow::anyhow!(
+            "standard input is not UTF-8 (byte {})",
+            error.utf8_error().valid_up_to()
+        )
+    })?;
+    Ok(SourceFile::from_text(PathBuf::from("<stdin>"), text))
+}
+
+/// A unified diff from `old` to `new`, with `path` in its header.
+fn unified_diff(path: &Path, old: &str, new: &str) -> String {
+    let name = path.display().to_string();
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&name, &name)
+        .to_string()
+}
+
 pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
     let mut out = io::stdout().lock();
     let mut failed = false;
     for path in paths {
-        let source = SourceFile::read(path)?;
+        let stdin = path.as_os_str() == "-";
+        let source = if stdin {
+            read_stdin()?
+        } else {
+            SourceFile::read(path)?
+        };
+        let path = &source.path.clone();
         match format(&source.text) {
+            Ok(formatted) if stdin && !check => out.write_all(formatted.as_bytes())?,
             Ok(formatted) if formatted == source.text => {}
-            Ok(_) if check => {
-                writeln!(out, "{}", path.display())?;
+            Ok(formatted) if check => {
+                write!(out, "{}", unified_diff(path, &source.text, &formatted))?;
                 failed = true;
             }
             Ok(formatted) => op2_codegen::output::write_file_atomically(path, formatted.as_bytes())

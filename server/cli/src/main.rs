@@ -10,6 +10,7 @@ mod completions;
 mod explain;
 mod fmt;
 mod import;
+mod markdown;
 mod parse_tree;
 mod render;
 mod run;
@@ -77,13 +78,15 @@ enum Command {
         #[command(flatten)]
         options: run::SimulateOptions,
     },
-    /// Rewrite files in the canonical layout; with `--check`, list the files
-    /// that would change and exit 1.
+    /// Rewrite files in the canonical layout; with `--check`, print a unified
+    /// diff of each file that would change and exit 1. `op2 fmt -` formats
+    /// standard input to standard output.
     Fmt {
-        /// The `.op2` files.
+        /// The `.op2` files; `-` for standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Write nothing; exit 1 when a file is not formatted.
+        /// Write nothing; print what would change as a diff, and exit 1 when
+        /// a file is not formatted.
         #[arg(long)]
         check: bool,
     },
@@ -94,6 +97,10 @@ enum Command {
     Explain {
         /// The code, such as `E401`.
         code: Option<String>,
+        /// Render the Markdown (headings, code, wrapping) on a terminal;
+        /// `never` prints the Markdown source, as when piped.
+        #[arg(long, value_enum, default_value_t = ColorChoice::Auto)]
+        color: ColorChoice,
     },
     /// Print the shell completion script for `op2` (`op2 completions bash >
     /// ~/.local/share/bash-completion/completions/op2`).
@@ -170,7 +177,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Parse { file } => parse_tree::run(&file),
         Command::Check { files, options } => check::run(&files, &options),
-        Command::Explain { code } => explain::run(code.as_deref()),
+        Command::Explain { code, color } => explain::run(code.as_deref(), color),
         Command::Completions { shell } => completions::completions(shell),
         Command::Man { out_dir } => completions::man(out_dir.as_deref()),
         Command::Fmt { files, check } => fmt::run(&files, check),

@@ -159,6 +159,27 @@ struct JsonRelated {
     column: u32,
 }
 
+/// One replacement of a fix: the range it replaces (1-based lines and
+/// columns in characters, and UTF-8 byte offsets) and the new text.
+#[derive(Serialize)]
+struct JsonEdit {
+    file: String,
+    line: u32,
+    column: u32,
+    end_line: u32,
+    end_column: u32,
+    byte_start: u32,
+    byte_end: u32,
+    replacement: String,
+}
+
+/// A machine-applicable fix: its title (the `help:` line) and its edits.
+#[derive(Serialize)]
+struct JsonFix {
+    title: String,
+    edits: Vec<JsonEdit>,
+}
+
 #[derive(Serialize)]
 struct JsonDiagnostic<'a> {
     code: &'static str,
@@ -169,7 +190,11 @@ struct JsonDiagnostic<'a> {
     column: u32,
     end_line: u32,
     end_column: u32,
+    /// The short label under the primary range (empty when the message
+    /// says it all).
+    label: &'a str,
     related: Vec<JsonRelated>,
+    fixes: Vec<JsonFix>,
 }
 
 /// Writes one JSON object per diagnostic, one per line.
@@ -194,6 +219,35 @@ pub fn write_json(
                 }
             })
             .collect();
+        let fixes = diagnostic
+            .fixes
+            .iter()
+            .map(|fix| JsonFix {
+                title: fix.title.clone(),
+                edits: fix
+                    .edits
+                    .iter()
+                    .map(|edit| {
+                        let location = Location {
+                            file: edit.file,
+                            range: edit.range,
+                        };
+                        let (file, line, column) = sources.position(location, false);
+                        let (_, end_line, end_column) = sources.position(location, true);
+                        JsonEdit {
+                            file,
+                            line,
+                            column,
+                            end_line,
+                            end_column,
+                            byte_start: edit.range.start,
+                            byte_end: edit.range.end,
+                            replacement: edit.replacement.clone(),
+                        }
+                    })
+                    .collect(),
+            })
+            .collect();
         let record = JsonDiagnostic {
             code: diagnostic.code.as_str(),
             severity: diagnostic.severity.as_str(),
@@ -203,7 +257,9 @@ pub fn write_json(
             column,
             end_line,
             end_column,
+            label: &diagnostic.label,
             related,
+            fixes,
         };
         serde_json::to_writer(&mut *out, &record)?;
         writeln!(out)?;

@@ -85,6 +85,8 @@ fn json_has_the_documented_keys_and_counts_columns_in_characters() {
                 "end_column",
                 "end_line",
                 "file",
+                "fixes",
+                "label",
                 "line",
                 "message",
                 "related",
@@ -119,9 +121,19 @@ fn json_has_the_documented_keys_and_counts_columns_in_characters() {
                 "column": 20,
                 "end_line": 2,
                 "end_column": 20,
+                "label": "",
                 "related": [
                     {"message": "unexpected token", "file": "unicode.op2", "line": 3, "column": 1}
                 ],
+                // The fix as rustc gives it: the range (here empty, an
+                // insertion) in lines and columns and in bytes (24 + 10).
+                "fixes": [{
+                    "title": "insert `;`",
+                    "edits": [{
+                        "file": "unicode.op2", "line": 2, "column": 20, "end_line": 2,
+                        "end_column": 20, "byte_start": 34, "byte_end": 34, "replacement": ";"
+                    }]
+                }],
             }),
             // `😀` is one column wide, though two UTF-16 units.
             &json!({
@@ -133,7 +145,9 @@ fn json_has_the_documented_keys_and_counts_columns_in_characters() {
                 "column": 38,
                 "end_line": 4,
                 "end_column": 39,
+                "label": "",
                 "related": [],
+                "fixes": [],
             }),
         ]
     );

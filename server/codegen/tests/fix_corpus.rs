@@ -36,7 +36,10 @@ fn apply(text: &str, fix: &Fix) -> Option<String> {
 }
 
 fn count(diagnostics: &[Diagnostic], severity: Severity) -> usize {
-    diagnostics.iter().filter(|d| d.severity == severity).count()
+    diagnostics
+        .iter()
+        .filter(|d| d.severity == severity)
+        .count()
 }
 
 /// Every `.op2` of the analysis fixtures and the examples, and every
@@ -65,7 +68,10 @@ fn corpus() -> Vec<(String, String)> {
         let text = std::fs::read_to_string(&path).expect("readable");
         for (n, block) in text.split("```op2\n").skip(1).enumerate() {
             if let Some((body, _)) = block.split_once("```") {
-                found.push((format!("{} block {}", path.display(), n + 1), body.to_owned()));
+                found.push((
+                    format!("{} block {}", path.display(), n + 1),
+                    body.to_owned(),
+                ));
             }
         }
     }
@@ -86,10 +92,14 @@ fn every_quick_fix_leaves_fewer_problems() {
                 };
                 applied += 1;
                 let after = diagnostics(&fixed);
-                let (errors_before, errors_after) =
-                    (count(&before, Severity::Error), count(&after, Severity::Error));
-                let (warnings_before, warnings_after) =
-                    (count(&before, Severity::Warning), count(&after, Severity::Warning));
+                let (errors_before, errors_after) = (
+                    count(&before, Severity::Error),
+                    count(&after, Severity::Error),
+                );
+                let (warnings_before, warnings_after) = (
+                    count(&before, Severity::Warning),
+                    count(&after, Severity::Warning),
+                );
                 let better = match diagnostic.severity {
                     Severity::Error => errors_after < errors_before,
                     Severity::Warning => {
