@@ -144,7 +144,9 @@ echo "4 queries up to date"
 
 step "headless Neovim: plugin, tree-sitter, diagnostics, inlay hints, build on save"
 site="$scratch/site"
-mkdir -p "$site/parser" "$scratch/workspace" "$scratch/xdg"
+# A project root (Neovim finds it by .git): the server builds on save only
+# inside a workspace folder.
+mkdir -p "$site/parser" "$scratch/workspace/.git" "$scratch/xdg"
 parser_sources=("$ROOT/grammar/src/parser.c")
 [ -f "$ROOT/grammar/src/scanner.c" ] && parser_sources+=("$ROOT/grammar/src/scanner.c")
 cc -shared -fPIC -O2 -I"$ROOT/grammar/src" "${parser_sources[@]}" -o "$site/parser/op2.so"
