@@ -62,6 +62,18 @@ impl ConstValues {
                 (Some(a), Some(b)) => value::binary(*op, a, b)?,
                 _ => return Ok(None),
             },
+            ExprKind::Chain(first, links) => {
+                let Some(mut acc) = self.try_eval(first)? else {
+                    return Ok(None);
+                };
+                for link in links {
+                    let Some(right) = self.try_eval(&link.right)? else {
+                        return Ok(None);
+                    };
+                    acc = value::binary(link.op, acc.convert(link.operand), right)?;
+                }
+                acc
+            }
             ExprKind::Conditional(c, a, b) => match self.try_eval(c)? {
                 Some(c) if c.is_true() => return self.try_eval(a),
                 Some(_) => return self.try_eval(b),

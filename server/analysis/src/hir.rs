@@ -220,6 +220,13 @@ pub enum ExprKind {
     Unary(UnaryOp, Box<Expr>),
     /// A binary operator; operands already converted to the operation type.
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
+    /// A long left-associated chain of binary operators, `first op₁ r₁ op₂
+    /// r₂ …`, which means `((first op₁ r₁) op₂ r₂) …`. It is kept flat so
+    /// that no pass over a body recurses once per operator: `x + x + … + x`
+    /// with 100,000 terms is one chain. Lowering makes a chain of a left
+    /// operand spine of more than [`CHAIN_MIN`] operators and nested
+    /// [`ExprKind::Binary`] of a shorter one; both mean the same.
+    Chain(Box<Expr>, Vec<Link>),
     /// `c ? a : b`; `a` and `b` converted to the result type.
     Conditional(Box<Expr>, Box<Expr>, Box<Expr>),
     /// A conversion: written as a cast when `explicit`, else inserted by
@@ -234,6 +241,28 @@ pub enum ExprKind {
     Call(Builtin, Vec<Expr>),
     /// Something that could not be lowered (already reported).
     Error,
+}
+
+/// Left-associated operator chains longer than this are lowered to
+/// [`ExprKind::Chain`].
+pub const CHAIN_MIN: usize = 16;
+
+/// One step of an [`ExprKind::Chain`]: the running value, converted to
+/// `operand` when its type differs (as [`ExprKind::Binary`]'s left operand
+/// is), combined by `op` with `right`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Link {
+    /// The operator.
+    pub op: BinaryOp,
+    /// The type the running value is converted to before `op` (for `&&`
+    /// and `||`, its own type: they convert nothing).
+    pub operand: ScalarType,
+    /// The right operand, converted as [`ExprKind::Binary`]'s is.
+    pub right: Expr,
+    /// The type of this step's result.
+    pub ty: ScalarType,
+    /// Where this step is written: from the chain's start to `right`'s end.
+    pub range: TextRange,
 }
 
 /// An initialiser of a local.
@@ -406,6 +435,10 @@ pub fn walk_expr<'a>(expr: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
         ExprKind::Binary(_, a, b) => {
             walk_expr(a, f);
             walk_expr(b, f);
+        }
+        ExprKind::Chain(first, links) => {
+            walk_expr(first, f);
+            links.iter().for_each(|link| walk_expr(&link.right, f));
         }
         ExprKind::Conditional(c, a, b) => {
             walk_expr(c, f);

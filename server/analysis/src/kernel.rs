@@ -234,6 +234,22 @@ impl Flow {
         }
     }
 
+    /// The right operand of `op`, after the left one: `&&` and `||` may not
+    /// run it.
+    fn right_operand(&mut self, op: op2_syntax::ast::BinaryOp, right: &Expr, state: &mut State) {
+        if matches!(
+            op,
+            op2_syntax::ast::BinaryOp::And | op2_syntax::ast::BinaryOp::Or
+        ) {
+            let mut taken = state.clone();
+            self.expr(right, &mut taken);
+            *state = State::join(Some(state.clone()), Some(taken))
+                .unwrap_or_else(|| State::entry(self.params));
+        } else {
+            self.expr(right, state);
+        }
+    }
+
     /// Evaluates an expression for its reads and writes, in C's order for
     /// the forms where it is defined.
     fn expr(&mut self, expr: &Expr, state: &mut State) {
@@ -265,17 +281,12 @@ impl Flow {
             ExprKind::Unary(_, a) | ExprKind::Convert { value: a, .. } => self.expr(a, state),
             ExprKind::Binary(op, a, b) => {
                 self.expr(a, state);
-                if matches!(
-                    op,
-                    op2_syntax::ast::BinaryOp::And | op2_syntax::ast::BinaryOp::Or
-                ) {
-                    // The right operand may not run.
-                    let mut right = state.clone();
-                    self.expr(b, &mut right);
-                    *state = State::join(Some(state.clone()), Some(right))
-                        .unwrap_or_else(|| State::entry(self.params));
-                } else {
-                    self.expr(b, state);
+                self.right_operand(*op, b, state);
+            }
+            ExprKind::Chain(first, links) => {
+                self.expr(first, state);
+                for link in links {
+                    self.right_operand(link.op, &link.right, state);
                 }
             }
             ExprKind::Conditional(c, a, b) => {

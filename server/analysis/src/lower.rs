@@ -9,7 +9,8 @@ use op2_syntax::{Code, Diagnostic, FileId, Location, TextRange};
 use rustc_hash::FxHashMap;
 
 use crate::hir::{
-    Body, Builtin, Expr, ExprKind, Local, LocalId, LocalInit, Place, Stmt, StmtKind, Var,
+    Body, Builtin, CHAIN_MIN, Expr, ExprKind, Link, Local, LocalId, LocalInit, Place, Stmt,
+    StmtKind, Var,
 };
 use crate::model::{ConstId, ElementType, InvocationId, Param, SetId, Symbol};
 use crate::value::{self, Value};
@@ -905,19 +906,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     }
                 }
             },
-            ast::Expr::Binary(binary) => {
-                let (Some(op), Some(left), Some(right)) =
-                    (binary.op(), binary.left(), binary.right())
-                else {
-                    return Self::error_expr(range);
-                };
-                let left = self.lower_expr(left);
-                let right = self.lower_expr(right);
-                if left.kind == ExprKind::Error || right.kind == ExprKind::Error {
-                    return Self::error_expr(range);
-                }
-                self.binary(op, left, right, range)
-            }
+            ast::Expr::Binary(binary) => self.lower_binary(binary),
             ast::Expr::Assign(assign) => {
                 let (Some(op), Some(left), Some(right)) =
                     (assign.op(), assign.left(), assign.right())
@@ -1042,6 +1031,85 @@ impl<'a, 't> Lowerer<'a, 't> {
         }
     }
 
+    /// A binary expression with the binary expressions down its left operand
+    /// spine, walked without recursion: `x + x + … + x` is a spine as long as
+    /// the sum, which is not nesting. Operands are lowered left to right. A
+    /// spine of more than [`CHAIN_MIN`] operators becomes an
+    /// [`ExprKind::Chain`].
+    fn lower_binary(&mut self, outermost: ast::BinaryExpr<'t>) -> Expr {
+        // The complete operators of the spine, outermost first; an
+        // incomplete one (a syntax error) is an error with nothing inside
+        // it lowered.
+        let mut spine = Vec::new();
+        let mut current = outermost;
+        let bottom = loop {
+            let (Some(op), Some(left), Some(right)) =
+                (current.op(), current.left(), current.right())
+            else {
+                break None;
+            };
+            spine.push((op, right, current.text_range()));
+            match left {
+                ast::Expr::Binary(inner) => current = inner,
+                other => break Some(other),
+            }
+        };
+        let first = match bottom {
+            Some(bottom) => self.lower_expr(bottom),
+            None => Self::error_expr(current.text_range()),
+        };
+        let mut acc = Partial::Expr(first);
+        let as_chain = spine.len() > CHAIN_MIN;
+        for (op, right, range) in spine.into_iter().rev() {
+            let right = self.lower_expr(right);
+            acc = match acc {
+                _ if right.kind == ExprKind::Error => Partial::Expr(Self::error_expr(range)),
+                Partial::Expr(left) if left.kind == ExprKind::Error => {
+                    Partial::Expr(Self::error_expr(range))
+                }
+                Partial::Expr(left) if !as_chain => {
+                    Partial::Expr(self.binary(op, left, right, range))
+                }
+                Partial::Expr(first) => {
+                    let ty = first.ty;
+                    self.link(Partial::Chain(first, Vec::new(), ty), op, right, range)
+                }
+                chain @ Partial::Chain(..) => self.link(chain, op, right, range),
+            };
+        }
+        match acc {
+            Partial::Expr(expr) => expr,
+            Partial::Chain(first, links, ty) => Expr {
+                kind: ExprKind::Chain(Box::new(first), links),
+                ty,
+                range: outermost.text_range(),
+            },
+        }
+    }
+
+    /// One more step of a chain: the operator's types and conversions are
+    /// those [`Lowerer::binary`] gives, with the running value in place of
+    /// the left operand.
+    fn link(&mut self, chain: Partial, op: BinaryOp, right: Expr, range: TextRange) -> Partial {
+        let Partial::Chain(first, mut links, ty) = chain else {
+            return chain;
+        };
+        let running = literal_expr(Value::Int(0), range);
+        let running = Expr { ty, ..running };
+        let step = self.binary(op, running, right, range);
+        let ExprKind::Binary(op, left, right) = step.kind else {
+            return Partial::Expr(step);
+        };
+        links.push(Link {
+            op,
+            operand: left.ty,
+            right: *right,
+            ty: step.ty,
+            range,
+        });
+        Partial::Chain(first, links, step.ty)
+    }
+
     fn binary(&mut self, op: BinaryOp, left: Expr, right: Expr, range: TextRange) -> Expr {
         let integral_only = matches!(
             op,
@@ -1125,6 +1193,13 @@ impl<'a, 't> Lowerer<'a, 't> {
             range,
         }
     }
+}
+
+/// A binary operator spine being lowered: an expression so far, or a chain's
+/// first operand, its links and its type.
+enum Partial {
+    Expr(Expr),
+    Chain(Expr, Vec<Link>, ScalarType),
 }
 
 fn literal_expr(value: Value, range: TextRange) -> Expr {

@@ -148,6 +148,13 @@ impl Shift for Expr {
                 a.shift(delta);
                 b.shift(delta);
             }
+            ExprKind::Chain(first, links) => {
+                first.shift(delta);
+                for link in links {
+                    link.range.shift(delta);
+                    link.right.shift(delta);
+                }
+            }
             ExprKind::Conditional(c, a, b) => {
                 c.shift(delta);
                 a.shift(delta);

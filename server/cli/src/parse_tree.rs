@@ -24,6 +24,12 @@ pub fn run(path: &Path) -> Result<Outcome> {
     })
 }
 
+/// Deepest indentation written, in levels: a node deeper than this is
+/// written at this indentation with its depth in front, `[depth 5000] `, so
+/// the output stays linear in the tree's size (a chain of 100,000 operators
+/// is a tree 100,000 levels deep).
+const MAX_INDENT: usize = 64;
+
 /// Writes the named nodes of the tree, indented by depth. Leaves show their
 /// text; missing nodes are marked `MISSING`.
 pub fn write_tree(out: &mut impl Write, parse: &Parse) -> io::Result<()> {
@@ -35,7 +41,10 @@ pub fn write_tree(out: &mut impl Write, parse: &Parse) -> io::Result<()> {
         if node.is_named() || node.is_missing() {
             let start = node.start_position();
             let end = node.end_position();
-            write!(out, "{:indent$}", "", indent = depth * 2)?;
+            write!(out, "{:indent$}", "", indent = depth.min(MAX_INDENT) * 2)?;
+            if depth > MAX_INDENT {
+                write!(out, "[depth {depth}] ")?;
+            }
             if let Some(field) = cursor.field_name() {
                 write!(out, "{field}: ")?;
             }

@@ -5,7 +5,9 @@
 
 use std::fmt::Write;
 
-use op2_analysis::hir::{Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use op2_analysis::hir::{
+    Body, Builtin, Expr, ExprKind, Link, LocalInit, Place, Stmt, StmtKind, Var,
+};
 use op2_analysis::value::Value;
 use op2_syntax::ast::{ScalarType, UnaryOp};
 
@@ -190,6 +192,7 @@ impl Printer<'_> {
             ExprKind::Binary(op, left, right) => {
                 format!("({} {} {})", self.expr(left), op.token(), self.expr(right))
             }
+            ExprKind::Chain(first, links) => self.chain(first, links),
             ExprKind::Conditional(c, a, b) => {
                 format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
             }
@@ -230,6 +233,43 @@ impl Printer<'_> {
             // Never printed: a program with errors is not compiled.
             ExprKind::Error => "0".into(),
         }
+    }
+
+    /// A chain, printed as the nested [`ExprKind::Binary`] it stands for
+    /// would be, in one pass: the opening brackets of every step (the
+    /// outermost first), the first operand, then each step's operator, right
+    /// operand and closing bracket.
+    fn chain(&self, first: &Expr, links: &[Link]) -> String {
+        let mut out = String::new();
+        let mut running = first.ty;
+        // Whether each step converts the running value to bool, which is
+        // printed (as a `Convert` to bool is).
+        let to_bool: Vec<bool> = links
+            .iter()
+            .map(|link| {
+                let converts = link.operand != running && link.operand == ScalarType::Bool;
+                running = link.ty;
+                converts
+            })
+            .collect();
+        for &converts in to_bool.iter().rev() {
+            out.push('(');
+            if converts {
+                out.push_str("((bool) ");
+            }
+        }
+        out.push_str(&self.expr(first));
+        for (link, converts) in links.iter().zip(to_bool) {
+            if converts {
+                out.push(')');
+            }
+            out.push(' ');
+            out.push_str(link.op.token());
+            out.push(' ');
+            out.push_str(&self.expr(&link.right));
+            out.push(')');
+        }
+        out
     }
 
     /// Prints a kernel body statement, declaring locals as C++ locals.

@@ -8,7 +8,7 @@
 //! silently ignored; an enum variant added falls to "different", which only
 //! costs a rebuild.
 
-use op2_analysis::hir::{Body, Expr, ExprKind, Local, LocalInit, Place, Stmt, StmtKind};
+use op2_analysis::hir::{Body, Expr, ExprKind, Link, Local, LocalInit, Place, Stmt, StmtKind};
 use op2_analysis::model::{
     Arg, Const, Dat, Global, InitialValue, Invocation, Kernel, Map, Param, Program, Set,
 };
@@ -352,6 +352,20 @@ fn expr(a: &Expr, b: &Expr) -> bool {
         (ExprKind::Unary(op, x), ExprKind::Unary(other_op, y)) => op == other_op && expr(x, y),
         (ExprKind::Binary(op, l, r), ExprKind::Binary(other_op, other_l, other_r)) => {
             op == other_op && expr(l, other_l) && expr(r, other_r)
+        }
+        (ExprKind::Chain(first, links), ExprKind::Chain(other_first, other_links)) => {
+            expr(first, other_first)
+                && links.len() == other_links.len()
+                && links.iter().zip(other_links).all(|(a, b)| {
+                    let Link {
+                        op,
+                        operand,
+                        right,
+                        ty,
+                        range: _,
+                    } = a;
+                    *op == b.op && *operand == b.operand && *ty == b.ty && expr(right, &b.right)
+                })
         }
         (ExprKind::Conditional(c, x, y), ExprKind::Conditional(other_c, other_x, other_y)) => {
             expr(c, other_c) && expr(x, other_x) && expr(y, other_y)

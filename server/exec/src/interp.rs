@@ -4,7 +4,7 @@
 //! `op2_analysis::value`: the same arithmetic the constant evaluator uses.
 
 use op2_analysis::consts::call_builtin;
-use op2_analysis::hir::{Body, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use op2_analysis::hir::{Body, Expr, ExprKind, Link, LocalInit, Place, Stmt, StmtKind, Var};
 use op2_analysis::model::InvocationId;
 use op2_analysis::value::{self, EvalError, Value};
 use op2_syntax::TextRange;
@@ -382,6 +382,37 @@ impl Compiler<'_> {
                         })
                     }
                 }
+            }
+            ExprKind::Chain(first, links) => {
+                let first = self.expr(first);
+                let links: Vec<(BinaryOp, ScalarType, Ex, TextRange)> = links
+                    .iter()
+                    .map(
+                        |Link {
+                             op,
+                             operand,
+                             right,
+                             range,
+                             ..
+                         }| { (*op, *operand, self.expr(right), *range) },
+                    )
+                    .collect();
+                Box::new(move |frame| {
+                    let mut acc = first(frame)?;
+                    for (op, operand, right, range) in &links {
+                        acc = match op {
+                            BinaryOp::And => {
+                                Value::Int(i32::from(acc.is_true() && right(frame)?.is_true()))
+                            }
+                            BinaryOp::Or => {
+                                Value::Int(i32::from(acc.is_true() || right(frame)?.is_true()))
+                            }
+                            _ => value::binary(*op, acc.convert(*operand), right(frame)?)
+                                .map_err(|e| fault(e, *range))?,
+                        };
+                    }
+                    Ok(acc)
+                })
             }
             ExprKind::Conditional(c, a, b) => {
                 let (c, a, b) = (self.expr(c), self.expr(a), self.expr(b));

@@ -1248,27 +1248,33 @@ fn tokens(node: Node<'_>) -> Vec<Node<'_>> {
 }
 
 fn first_token(node: Node<'_>) -> Option<Node<'_>> {
-    if is_token(node) {
-        return Some(node);
-    }
-    if is_comment(node) {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    children.into_iter().find_map(first_token)
+    edge_token(node, false)
 }
 
 fn last_token(node: Node<'_>) -> Option<Node<'_>> {
-    if is_token(node) {
-        return Some(node);
+    edge_token(node, true)
+}
+
+/// The first (or last) token inside `node`, found with a stack rather than
+/// recursion: the tree is as deep as the longest operator chain.
+fn edge_token(node: Node<'_>, last: bool) -> Option<Node<'_>> {
+    let mut stack = vec![node];
+    while let Some(node) = stack.pop() {
+        if is_token(node) {
+            return Some(node);
+        }
+        if is_comment(node) {
+            continue;
+        }
+        let mut cursor = node.walk();
+        let start = stack.len();
+        stack.extend(node.children(&mut cursor));
+        // The child to look at first is popped first.
+        if !last {
+            stack[start..].reverse();
+        }
     }
-    if is_comment(node) {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-    children.into_iter().rev().find_map(last_token)
+    None
 }
 
 /// The node that ends just before `node` starts, comments skipped: its

@@ -30,9 +30,12 @@ use crate::{Diagnostic, FileId, Parse};
 /// The column limit a list must fit in to stay on one line.
 pub const MAX_WIDTH: usize = 100;
 
-/// Deepest syntax tree formatted: the printer recurses along the tree, and
-/// a thread's stack must hold it (the analysis stops at 200 levels of
-/// statements and expressions, a little over 200 tree levels).
+/// Deepest nesting formatted, in levels of the syntax tree: the printer
+/// recurses along the tree, and a thread's stack must hold it (the analysis
+/// stops at 200 levels of statements and expressions, a little over 200 tree
+/// levels). A binary expression that is the left operand of another is not a
+/// level: `x + x + … + x` is a chain, laid out without recursion, however
+/// long.
 pub const MAX_DEPTH: usize = 500;
 
 /// One level of indentation.
@@ -85,7 +88,7 @@ pub fn format(text: &str) -> Result<String, FormatError> {
     if !errors.is_empty() || parse.tree().root_node().has_error() {
         return Err(FormatError::Syntax(errors));
     }
-    if depth(parse.tree().root_node()) > MAX_DEPTH {
+    if nesting(parse.tree().root_node()) > MAX_DEPTH {
         return Err(FormatError::TooDeep);
     }
     let formatted = Printer::new(text, parse.tree().root_node()).run(parse.tree().root_node());
@@ -93,22 +96,39 @@ pub fn format(text: &str) -> Result<String, FormatError> {
     Ok(formatted)
 }
 
-/// The depth of the deepest node under `root`.
-fn depth(root: Node<'_>) -> usize {
+/// The deepest nesting under `root`: the depth of its deepest node, where
+/// the left operand of a binary expression, when it is a binary expression
+/// too, adds no level (see [`MAX_DEPTH`]).
+fn nesting(root: Node<'_>) -> usize {
     let mut cursor = root.walk();
+    // For each node from the root to the cursor: whether it is a binary
+    // expression, and the level it adds.
+    let mut path: Vec<(bool, usize)> = vec![(false, 0)];
     let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut descended = false;
     loop {
-        if cursor.goto_first_child() {
-            depth += 1;
-            deepest = deepest.max(depth);
-            continue;
-        }
-        while !cursor.goto_next_sibling() {
-            if !cursor.goto_parent() {
-                return deepest;
+        if !descended && cursor.goto_first_child() {
+            // Entered below.
+        } else {
+            let (_, level) = path.pop().unwrap_or_default();
+            depth -= level;
+            if !cursor.goto_next_sibling() {
+                if !cursor.goto_parent() {
+                    return deepest;
+                }
+                descended = true;
+                continue;
             }
-            depth -= 1;
         }
+        descended = false;
+        let binary = cursor.node().kind() == "binary_expression";
+        let chained = binary
+            && cursor.field_name() == Some("left")
+            && path.last().is_some_and(|&(parent, _)| parent);
+        let level = usize::from(!chained);
+        path.push((binary, level));
+        depth += level;
+        deepest = deepest.max(depth);
     }
 }
 
@@ -476,6 +496,10 @@ impl<'a> Printer<'a> {
 
     /// Children on one line, separated as [`inline_sep`] says.
     fn inline(&mut self, node: Node<'a>) {
+        if node.kind() == "binary_expression" {
+            self.binary_chain(node);
+            return;
+        }
         let parent = node.kind();
         let mut previous: Option<Node<'a>> = None;
         for child in kids(node) {
@@ -484,6 +508,32 @@ impl<'a> Printer<'a> {
             }
             self.node(child);
             previous = Some(child);
+        }
+    }
+
+    /// A binary expression and the binary expressions down its left operand
+    /// spine, laid out as [`Printer::inline`] would, without recursing along
+    /// the spine.
+    fn binary_chain(&mut self, outermost: Node<'a>) {
+        let mut spine = vec![kids(outermost)];
+        while let Some(&left) = spine.last().and_then(|k| k.first()) {
+            if left.kind() != "binary_expression" {
+                break;
+            }
+            spine.push(kids(left));
+        }
+        let mut first = true;
+        for children in spine.iter().rev() {
+            // The first child of every node but the innermost is the node
+            // below, already written.
+            let skip = usize::from(!first);
+            first = false;
+            for (i, &child) in children.iter().enumerate().skip(skip) {
+                if i > 0 {
+                    self.sep(inline_sep("binary_expression", children[i - 1], child));
+                }
+                self.node(child);
+            }
         }
     }
 
