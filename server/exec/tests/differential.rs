@@ -204,7 +204,7 @@ impl Gen<'_> {
             return self.operand(0);
         }
         let d = depth - 1;
-        match self.rng.below(16) {
+        match self.rng.below(17) {
             0..=4 => {
                 let op = *self.rng.pick(&["+", "-", "*", "/", "+", "*"]);
                 format!("{} {op} {}", self.operand(d), self.operand(d))
@@ -259,8 +259,33 @@ impl Gen<'_> {
             }
             13 => format!("-{}", self.operand(d)),
             14 => format!("!{}", self.operand(d)),
+            15 => self.chain(d),
             _ => format!("~(int)({})", self.operand(d)),
         }
+    }
+
+    /// A flat left-associated chain of 17 to 24 operators (more than
+    /// `hir::CHAIN_MIN`, so that it lowers to one `Chain`), its operators in
+    /// falling precedence so that every one is on the chain's left spine,
+    /// over operands of mixed types.
+    fn chain(&mut self, depth: u32) -> String {
+        const OPS: [&str; 12] = [
+            "*", "/", "+", "-", "<", ">=", "==", "!=", "&&", "||", "+", "*",
+        ];
+        let links = 17 + self.rng.below(8);
+        let mut ops: Vec<usize> = (0..links).map(|_| self.rng.below(OPS.len())).collect();
+        // `+` and `*` are twice as likely; sort by precedence (table order).
+        let rank = |k: usize| match k {
+            10 => 2,
+            11 => 0,
+            k => k,
+        };
+        ops.sort_by_key(|&k| rank(k));
+        let mut text = self.operand(depth);
+        for k in ops {
+            let _ = write!(text, " {} {}", OPS[k], self.operand(depth));
+        }
+        text
     }
 
     fn statement(&mut self, out: &mut String, depth: u32, indent: usize) {
@@ -575,6 +600,7 @@ fn generated_programs_run_identically_under_both_engines() {
         .unwrap_or(150);
     let mut accepted = 0;
     let mut faulted = 0;
+    let mut chains = 0;
     let mut rejected = Vec::new();
     for seed in 0..count {
         let (text, json) = program(seed);
@@ -588,6 +614,15 @@ fn generated_programs_run_identically_under_both_engines() {
             continue;
         }
         let case = load("generated.op2", &text, json.as_bytes());
+        chains += usize::from(case.analysis.program.kernels.iter().any(|k| {
+            let mut found = false;
+            for stmt in &k.body.statements {
+                op2_analysis::hir::walk_stmt_exprs(stmt, &mut |e| {
+                    found |= matches!(e.kind, op2_analysis::hir::ExprKind::Chain(..));
+                });
+            }
+            found
+        }));
         let interpreted = case.run_with(op2_exec::Engine::Interp, 10_000);
         let compiled = case.run_with(op2_exec::Engine::Compiled, 10_000);
         let result = std::panic::catch_unwind(|| assert_same_run(&interpreted, &compiled));
@@ -598,7 +633,7 @@ fn generated_programs_run_identically_under_both_engines() {
         faulted += usize::from(interpreted.is_err());
     }
     eprintln!(
-        "{count} generated, {accepted} valid and run by both engines, {faulted} of them fault alike; rejections: {:?}",
+        "{count} generated, {accepted} valid and run by both engines, {faulted} of them fault alike, {chains} with a flat operator chain; rejections: {:?}",
         &rejected[..rejected.len().min(3)]
     );
     // The generator must mostly produce valid programs, or this test would
@@ -611,5 +646,10 @@ fn generated_programs_run_identically_under_both_engines() {
     assert!(
         (accepted - faulted) * 2 >= accepted,
         "most generated programs fault ({faulted} of {accepted})"
+    );
+    // Long flat chains (`hir::ExprKind::Chain`) are compiled too.
+    assert!(
+        chains * 10 >= accepted,
+        "only {chains} of {accepted} programs have a flat operator chain"
     );
 }

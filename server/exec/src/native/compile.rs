@@ -882,33 +882,33 @@ impl Gen<'_, '_> {
             }
             ExprKind::Binary(op @ (BinaryOp::And | BinaryOp::Or), left, right) => {
                 let l = self.expr(left)?;
-                let l = self.truth(l);
-                let result = self.b.declare_var(types::I32);
-                let l32 = self.b.ins().uextend(types::I32, l);
-                self.b.def_var(result, l32);
-                let rhs = self.b.create_block();
-                let join = self.b.create_block();
-                if *op == BinaryOp::And {
-                    self.b.ins().brif(l, rhs, &[], join, &[]);
-                } else {
-                    self.b.ins().brif(l, join, &[], rhs, &[]);
-                }
-                self.switch(rhs);
-                let r = self.expr(right)?;
-                let r = self.truth(r);
-                let r32 = self.b.ins().uextend(types::I32, r);
-                self.b.def_var(result, r32);
-                self.b.ins().jump(join, &[]);
-                self.switch(join);
-                Typed {
-                    value: self.b.use_var(result),
-                    ty: ScalarType::Int,
-                }
+                self.logical(*op, l, right)?
             }
             ExprKind::Binary(op, left, right) => {
                 let l = self.expr(left)?;
                 let r = self.expr(right)?;
                 self.binary(*op, l, r, range)?
+            }
+            ExprKind::Chain(first, links) => {
+                // One pass over the links, never a recursion per operator:
+                // the running value is converted to the link's operand type
+                // and combined with its right operand, as the nested
+                // `Binary` the chain stands for would be.
+                let mut acc = self.expr(first)?;
+                for link in links {
+                    acc = match link.op {
+                        op @ (BinaryOp::And | BinaryOp::Or) => {
+                            self.logical(op, acc, &link.right)?
+                        }
+                        op => {
+                            let l = self.convert(acc, link.operand);
+                            let r = self.expr(&link.right)?;
+                            self.binary(op, l, r, link.range)?
+                        }
+                    };
+                    Self::check(acc.ty, link.ty)?;
+                }
+                acc
             }
             ExprKind::Conditional(c, a, b) => {
                 let c = self.expr(c)?;
@@ -943,6 +943,33 @@ impl Gen<'_, '_> {
                 self.call(*builtin, &values, ty)?
             }
             ExprKind::Error => return Err("an expression that did not lower".into()),
+        })
+    }
+
+    /// `l && right` or `l || right`: `right` is evaluated only when `l`
+    /// does not decide the result, which is an `int` 0 or 1.
+    fn logical(&mut self, op: BinaryOp, l: Typed, right: &Expr) -> Result<Typed, Unsupported> {
+        let l = self.truth(l);
+        let result = self.b.declare_var(types::I32);
+        let l32 = self.b.ins().uextend(types::I32, l);
+        self.b.def_var(result, l32);
+        let rhs = self.b.create_block();
+        let join = self.b.create_block();
+        if op == BinaryOp::And {
+            self.b.ins().brif(l, rhs, &[], join, &[]);
+        } else {
+            self.b.ins().brif(l, join, &[], rhs, &[]);
+        }
+        self.switch(rhs);
+        let r = self.expr(right)?;
+        let r = self.truth(r);
+        let r32 = self.b.ins().uextend(types::I32, r);
+        self.b.def_var(result, r32);
+        self.b.ins().jump(join, &[]);
+        self.switch(join);
+        Ok(Typed {
+            value: self.b.use_var(result),
+            ty: ScalarType::Int,
         })
     }
 
