@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Options};
-use op2_codegen::output::{BuildFailure, build};
+use op2_codegen::output::{BuildFailure, build_with_fan_limit};
 use op2_instance::{InstanceError, TerminalProgress};
 use op2_syntax::{Encoding, Severity};
 
@@ -29,6 +29,7 @@ pub fn run(
     output: Option<&Path>,
     color: ColorChoice,
     lints: &Lints,
+    fan_limit: u32,
 ) -> Result<Outcome> {
     let mut analyser = Analyser::new();
     let (analysis, mut report) = check_file(&mut analyser, file, &Options { require_main: true })?;
@@ -53,9 +54,10 @@ pub fn run(
     }
     // The same build the editor runs on save.
     let mut progress = TerminalProgress::stderr();
-    let result = build(
+    let result = build_with_fan_limit(
         &analysis,
         &op2_codegen::graph_id(file),
+        fan_limit,
         instance,
         &path,
         &mut *progress,

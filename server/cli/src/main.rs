@@ -60,6 +60,8 @@ enum Command {
         color: ColorChoice,
         #[command(flatten)]
         lints: check::Lints,
+        #[command(flatten)]
+        fan: FanLimit,
     },
     /// Start the language server on standard input and output (editors run
     /// this).
@@ -116,6 +118,24 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
     },
+}
+
+/// The fan limit of the generated graph.
+#[derive(Debug, clap::Args)]
+pub struct FanLimit {
+    /// Most edges any device has on a begin or end pin: completion and
+    /// start travel through trees of aggregator devices (0: one flat
+    /// controller talks to every device, as the strategy without trees).
+    #[arg(long, default_value_t = op2_codegen::DEFAULT_FAN_LIMIT, value_parser = fan_limit)]
+    pub fan_limit: u32,
+}
+
+fn fan_limit(text: &str) -> Result<u32, String> {
+    match text.parse::<u32>() {
+        Ok(1) => Err("a tree needs at least 2 children per device; 0 means no trees".into()),
+        Ok(n) => Ok(n),
+        Err(error) => Err(error.to_string()),
+    }
 }
 
 /// Output format of diagnostics.
@@ -191,7 +211,15 @@ fn main() -> ExitCode {
             output,
             color,
             lints,
-        } => build::run(&file, instance.as_deref(), output.as_deref(), color, &lints),
+            fan,
+        } => build::run(
+            &file,
+            instance.as_deref(),
+            output.as_deref(),
+            color,
+            &lints,
+            fan.fan_limit,
+        ),
     };
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,

@@ -71,6 +71,8 @@ pub struct SimulateOptions {
     /// about zero.
     #[arg(long, default_value = "1e-12")]
     pub atol: f64,
+    #[command(flatten)]
+    pub fan: crate::FanLimit,
 }
 
 struct Loaded {
@@ -232,7 +234,11 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     let Some(loaded) = load(common)? else {
         return Ok(Outcome::Errors);
     };
-    let graph = op2_codegen::graph_type(&loaded.analysis, &op2_codegen::graph_id(&common.file));
+    let graph = op2_codegen::graph_type_with_fan_limit(
+        &loaded.analysis,
+        &op2_codegen::graph_id(&common.file),
+        options.fan.fan_limit,
+    );
     let stdout = io::stdout();
     let mut out = stdout.lock();
     let mut print = |text: &str| {

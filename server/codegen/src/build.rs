@@ -47,12 +47,29 @@ inline int32_t op2_isinf(double x) { return x == x && (x - x) != (x - x); }
 /// line, which builds once, and the language server, which keeps a
 /// generator between versions, share this one implementation.
 pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
-    build(&analysis.program, graph_id, &mut KernelCache::default())
+    graph_type_with_fan_limit(analysis, graph_id, crate::model::DEFAULT_FAN_LIMIT)
+}
+
+/// [`graph_type`] with completion and broadcast trees of at most
+/// `fan_limit` edges per pin (compilation.md §11); 0 builds the flat
+/// controller of §6.
+pub fn graph_type_with_fan_limit(analysis: &Analysis, graph_id: &str, fan_limit: u32) -> GraphType {
+    build(
+        &analysis.program,
+        graph_id,
+        fan_limit,
+        &mut KernelCache::default(),
+    )
 }
 
 /// Builds the graph type of `program` from scratch but for the kernel
 /// functions that `kernels` holds.
-pub(crate) fn build(program: &Program, graph_id: &str, kernels: &mut KernelCache) -> GraphType {
+pub(crate) fn build(
+    program: &Program,
+    graph_id: &str,
+    fan_limit: u32,
+    kernels: &mut KernelCache,
+) -> GraphType {
     let invocations = invocation_plans(program);
     let message_types = message_types(program, &invocations);
     let controller = controller(program);
@@ -65,6 +82,11 @@ pub(crate) fn build(program: &Program, graph_id: &str, kernels: &mut KernelCache
             .any(|i| i.involved_sets.contains(&set_id))
         {
             device_types.push(set_device(program, &data, set_id, &set.name, &invocations));
+        }
+    }
+    if fan_limit > 0 {
+        for plan in &invocations {
+            device_types.push(tree_device(program, plan));
         }
     }
     let mut properties = Vec::with_capacity(program.consts.len() + program.sets.len());
@@ -97,6 +119,7 @@ pub(crate) fn build(program: &Program, graph_id: &str, kernels: &mut KernelCache
         device_types,
         invocations,
         controller,
+        fan_limit,
     }
 }
 
@@ -1013,19 +1036,10 @@ fn controller_device(
         let mut end = String::new();
         for (global, mode) in &plan.end_globals {
             let member = global_member(program, *global);
+            let target = format!("deviceState->{}", member.name);
+            let source = format!("message->{}", member.name);
             copy_loop(&mut end, member.components(), |out, c| {
-                let m = &member.name;
-                let _ = match mode {
-                    AccessMode::Min => write!(
-                        out,
-                        "if (message->{m}[{c}] < deviceState->{m}[{c}]) deviceState->{m}[{c}] = message->{m}[{c}];"
-                    ),
-                    AccessMode::Max => write!(
-                        out,
-                        "if (message->{m}[{c}] > deviceState->{m}[{c}]) deviceState->{m}[{c}] = message->{m}[{c}];"
-                    ),
-                    _ => write!(out, "deviceState->{m}[{c}] += message->{m}[{c}];"),
-                };
+                combine(out, *mode, &target, &source, c);
             });
         }
         let _ = writeln!(end, "deviceState->{}++;", names::END_COUNT);
@@ -1057,6 +1071,148 @@ fn controller_device(
             names::PROGRAM_COUNTER,
             names::RUNNING
         ),
+        plans: Vec::new(),
+    }
+}
+
+/// One component of a reduction: `target[c]` combined with `source[c]` by
+/// `mode` (`+=` for INC, the smaller for MIN, the larger for MAX).
+fn combine(out: &mut String, mode: AccessMode, target: &str, source: &str, c: &str) {
+    let _ = match mode {
+        AccessMode::Min => write!(
+            out,
+            "if ({source}[{c}] < {target}[{c}]) {target}[{c}] = {source}[{c}];"
+        ),
+        AccessMode::Max => write!(
+            out,
+            "if ({source}[{c}] > {target}[{c}]) {target}[{c}] = {source}[{c}];"
+        ),
+        _ => write!(out, "{target}[{c}] += {source}[{c}];"),
+    };
+}
+
+/// The aggregator device type of one invocation's tree (compilation.md
+/// §11): it passes `{inv}_begin` from its parent on to its children, and
+/// combines its children's `{inv}_end` partials into one `{inv}_end` for its
+/// parent once all `{inv}_end_total` of them arrived.
+fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
+    let inv = plan.name.as_str();
+    let end_total = names::end_total(inv);
+    let mut state: Vec<Member> = plan
+        .begin_globals
+        .iter()
+        .map(|g| global_member(program, *g))
+        .collect();
+    let partials: Vec<(Member, Member, AccessMode, ScalarType)> = plan
+        .end_globals
+        .iter()
+        .map(|(g, mode)| {
+            let message = global_member(program, *g);
+            let global = &program.globals[g.index()];
+            let partial = Member::array(
+                names::partial_state(&global.name),
+                message.ty,
+                global.ty.dimension,
+            );
+            (partial, message, *mode, global.ty.scalar)
+        })
+        .collect();
+    state.extend(partials.iter().map(|(partial, ..)| partial.clone()));
+    state.push(Member::scalar(names::BEGIN_PENDING, CType::U8));
+    state.push(Member::scalar(names::END_COUNT, CType::U32));
+
+    let mut begin = String::new();
+    for global in &plan.begin_globals {
+        let member = global_member(program, *global);
+        copy_loop(&mut begin, member.components(), |out, c| {
+            let _ = write!(
+                out,
+                "deviceState->{0}[{c}] = message->{0}[{c}];",
+                member.name
+            );
+        });
+    }
+    for (partial, _, mode, ty) in &partials {
+        let value = identity(*ty, *mode);
+        copy_loop(&mut begin, partial.components(), |out, c| {
+            let _ = write!(out, "deviceState->{}[{c}] = {value};", partial.name);
+        });
+    }
+    let _ = writeln!(begin, "deviceState->{} = 1;", names::BEGIN_PENDING);
+
+    let mut forward = String::new();
+    for global in &plan.begin_globals {
+        let member = global_member(program, *global);
+        copy_loop(&mut forward, member.components(), |out, c| {
+            let _ = write!(
+                out,
+                "message->{0}[{c}] = deviceState->{0}[{c}];",
+                member.name
+            );
+        });
+    }
+    let _ = writeln!(forward, "deviceState->{} = 0;", names::BEGIN_PENDING);
+
+    let mut end = String::new();
+    let mut end_forward = String::new();
+    for (partial, message, mode, _) in &partials {
+        let target = format!("deviceState->{}", partial.name);
+        let source = format!("message->{}", message.name);
+        copy_loop(&mut end, partial.components(), |out, c| {
+            combine(out, *mode, &target, &source, c);
+        });
+        copy_loop(&mut end_forward, partial.components(), |out, c| {
+            let _ = write!(out, "{source}[{c}] = {target}[{c}];");
+        });
+    }
+    let _ = writeln!(end, "deviceState->{}++;", names::END_COUNT);
+    let _ = writeln!(end_forward, "deviceState->{} = 0;", names::END_COUNT);
+
+    let begin_name = names::begin(inv);
+    let end_name = names::end(inv);
+    let begin_forward = names::begin_forward(inv);
+    let end_forward_name = names::end_forward(inv);
+    let ready = format!(
+        "if (deviceState->{pending}) *readyToSend |= RTS_FLAG_{begin_forward};\nif (deviceState->{count} != 0 && deviceState->{count} == deviceProperties->{end_total}) *readyToSend |= RTS_FLAG_{end_forward_name};\n",
+        pending = names::BEGIN_PENDING,
+        count = names::END_COUNT,
+    );
+    DeviceType {
+        id: names::tree_device_type(inv),
+        kind: DeviceKind::Aggregator(plan.id),
+        properties: vec![Member::scalar(end_total, CType::U32)],
+        state,
+        shared_code: String::new(),
+        inputs: vec![
+            Pin {
+                name: begin_name.clone(),
+                message_type: begin_name.clone(),
+                role: PinRole::TreeBegin(plan.id),
+                handler: begin,
+            },
+            Pin {
+                name: end_name.clone(),
+                message_type: end_name.clone(),
+                role: PinRole::TreeEnd(plan.id),
+                handler: end,
+            },
+        ],
+        outputs: vec![
+            Pin {
+                name: begin_forward,
+                message_type: begin_name,
+                role: PinRole::TreeBeginForward(plan.id),
+                handler: forward,
+            },
+            Pin {
+                name: end_forward_name,
+                message_type: end_name,
+                role: PinRole::TreeEndForward(plan.id),
+                handler: end_forward,
+            },
+        ],
+        ready_to_send: ready,
+        on_init: String::new(),
         plans: Vec::new(),
     }
 }

@@ -31,12 +31,25 @@ use crate::same;
 /// It holds at most one program's worth of each. Whatever it kept, its
 /// result equals that of [`crate::graph_type`] on the same analysis, which
 /// is the build of a generator that has kept nothing.
-#[derive(Default)]
 pub struct Generator {
     kernels: KernelCache,
     last: Option<LastBuild>,
     graphs_reused: usize,
     graphs_built: usize,
+    /// The fan limit of the graphs it builds.
+    fan_limit: u32,
+}
+
+impl Default for Generator {
+    fn default() -> Generator {
+        Generator {
+            kernels: KernelCache::default(),
+            last: None,
+            graphs_reused: 0,
+            graphs_built: 0,
+            fan_limit: crate::model::DEFAULT_FAN_LIMIT,
+        }
+    }
 }
 
 /// What a [`Generator`] reused over its life, for tests and benchmarks of
@@ -76,12 +89,22 @@ impl Generator {
         Generator::default()
     }
 
+    /// A generator whose graphs have trees of at most `fan_limit` edges per
+    /// begin and end pin (0: the flat controller).
+    pub fn with_fan_limit(fan_limit: u32) -> Generator {
+        Generator {
+            fan_limit,
+            ..Generator::default()
+        }
+    }
+
     /// Builds the graph type of an analysed program that has no errors,
     /// reusing what earlier builds made where it still holds.
     pub fn graph_type(&mut self, analysis: &Analysis, graph_id: &str) -> GraphType {
         let program = &analysis.program;
         if let Some(last) = &mut self.last
             && last.graph_id == graph_id
+            && last.graph.fan_limit == self.fan_limit
             && (Arc::ptr_eq(&last.program, program)
                 || same::program_but_kernel_bodies(&last.program, program))
         {
@@ -94,7 +117,7 @@ impl Generator {
                 build::shared_code(program, &last.graph.invocations, &mut self.kernels);
             return with_parts(&last.graph, shared_code, controller);
         }
-        let graph = build::build(program, graph_id, &mut self.kernels);
+        let graph = build::build(program, graph_id, self.fan_limit, &mut self.kernels);
         self.graphs_built += 1;
         self.last = Some(LastBuild {
             program: Arc::clone(program),
@@ -126,6 +149,7 @@ fn with_parts(graph: &GraphType, shared_code: String, controller: Controller) ->
         device_types,
         invocations,
         controller: _,
+        fan_limit,
     } = graph;
     GraphType {
         id: id.clone(),
@@ -135,5 +159,6 @@ fn with_parts(graph: &GraphType, shared_code: String, controller: Controller) ->
         device_types: device_types.clone(),
         invocations: invocations.clone(),
         controller,
+        fan_limit: *fan_limit,
     }
 }

@@ -32,9 +32,9 @@ use std::path::Path;
 use op2_analysis::Analysis;
 use op2_syntax::Diagnostic;
 
-pub use build::graph_type;
+pub use build::{graph_type, graph_type_with_fan_limit};
 pub use generator::{Generator, GeneratorStats};
-pub use model::GraphType;
+pub use model::{DEFAULT_FAN_LIMIT, GraphType};
 
 /// The diagnostics of code generation for an analysed program: empty when
 /// the program has errors (nothing would be generated).

@@ -9,6 +9,7 @@ use op2_syntax::{Code, Diagnostic, Location};
 use rustc_hash::FxHashMap;
 
 use crate::model::{DeviceKind, GraphType, MessageRole, PinRole};
+use crate::names;
 
 /// The hardware's message payload in bytes (poets-v4.md §6).
 pub const MAX_MESSAGE_BYTES: u32 = 56;
@@ -67,7 +68,9 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
                 | PinRole::Execute(id)
                 | PinRole::ArgWriteSend(id, _)
                 | PinRole::End(id)
-                | PinRole::ControllerBegin(id) => id,
+                | PinRole::ControllerBegin(id)
+                | PinRole::TreeBeginForward(id)
+                | PinRole::TreeEndForward(id) => id,
                 _ => continue,
             };
             match slots.entry(id) {
@@ -78,10 +81,7 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
                 }
             }
         }
-        let location = match device.kind {
-            DeviceKind::Set(set) => program.sets[set.index()].location,
-            DeviceKind::Controller => main_location(program),
-        };
+        let location = device_location(program, device.kind);
         let mut diagnostic = Diagnostic::new(
             Code::E802,
             location,
@@ -110,6 +110,16 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
     diagnostics
 }
 
+/// Where a device type comes from: its set, `main` for the controller, the
+/// par_loop for an aggregator.
+fn device_location(program: &Program, kind: DeviceKind) -> Location {
+    match kind {
+        DeviceKind::Set(set) => program.sets[set.index()].location,
+        DeviceKind::Controller => main_location(program),
+        DeviceKind::Aggregator(id) => program.invocations[id.index()].name_location,
+    }
+}
+
 /// Where a generated name comes from, for the message that reports a clash.
 fn origin_of_message(program: &Program, role: MessageRole) -> Location {
     match role {
@@ -129,10 +139,7 @@ fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagno
         Default::default(),
     );
     for device in &graph.device_types {
-        let location = match device.kind {
-            DeviceKind::Set(set) => program.sets[set.index()].location,
-            DeviceKind::Controller => main_location(program),
-        };
+        let location = device_location(program, device.kind);
         report_clash(&mut ids, &device.id, location, "type id", diagnostics);
     }
     for message in &graph.message_types {
@@ -144,15 +151,47 @@ fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagno
             diagnostics,
         );
     }
+    // Device instance ids: `S_i` of a set and `tree_{inv}_i` of an
+    // aggregator meet when a set is named `tree_{inv}`.
+    let mut prefixes: FxHashMap<&str, Location> = FxHashMap::default();
+    let tree_prefixes: Vec<(String, Location)> = graph
+        .device_types
+        .iter()
+        .filter_map(|d| match d.kind {
+            DeviceKind::Aggregator(id) => Some((
+                names::tree_device_type(&program.invocations[id.index()].name),
+                program.invocations[id.index()].name_location,
+            )),
+            _ => None,
+        })
+        .collect();
+    for device in &graph.device_types {
+        if let DeviceKind::Set(set) = device.kind {
+            let set = &program.sets[set.index()];
+            report_clash(
+                &mut prefixes,
+                &set.name,
+                set.location,
+                "device id prefix",
+                diagnostics,
+            );
+        }
+    }
+    for (prefix, location) in &tree_prefixes {
+        report_clash(
+            &mut prefixes,
+            prefix,
+            *location,
+            "device id prefix",
+            diagnostics,
+        );
+    }
     // Names are unique per device type: one map each for pins and members,
     // emptied between device types (keeping their room).
     let mut pins: FxHashMap<&str, Location> = FxHashMap::default();
     let mut members: FxHashMap<&str, Location> = FxHashMap::default();
     for device in &graph.device_types {
-        let device_location = match device.kind {
-            DeviceKind::Set(set) => program.sets[set.index()].location,
-            DeviceKind::Controller => main_location(program),
-        };
+        let device_location = device_location(program, device.kind);
         pins.clear();
         pins.reserve(device.inputs.len() + device.outputs.len());
         for pin in device.inputs.iter().chain(&device.outputs) {
@@ -165,7 +204,11 @@ fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagno
                 | PinRole::DatWriteRecv { invocation: id, .. }
                 | PinRole::End(id)
                 | PinRole::ControllerBegin(id)
-                | PinRole::ControllerEnd(id) => program.invocations[id.index()].name_location,
+                | PinRole::ControllerEnd(id)
+                | PinRole::TreeBegin(id)
+                | PinRole::TreeBeginForward(id)
+                | PinRole::TreeEnd(id)
+                | PinRole::TreeEndForward(id) => program.invocations[id.index()].name_location,
                 PinRole::Step => device_location,
             };
             report_clash(&mut pins, &pin.name, location, "pin name", diagnostics);

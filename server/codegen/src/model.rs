@@ -168,6 +168,15 @@ pub enum PinRole {
     ControllerEnd(InvocationId),
     /// Controller output without edges: run `main` until the next par_loop.
     Step,
+    /// Aggregator input: `{inv}_begin` from its parent.
+    TreeBegin(InvocationId),
+    /// Aggregator output: `{inv}_begin` on to its children.
+    TreeBeginForward(InvocationId),
+    /// Aggregator input: `{inv}_end` from a child, combined into the
+    /// partials.
+    TreeEnd(InvocationId),
+    /// Aggregator output: the combined `{inv}_end` to its parent.
+    TreeEndForward(InvocationId),
 }
 
 /// An input or output pin with its handler.
@@ -210,6 +219,8 @@ pub enum DeviceKind {
     Controller,
     /// The elements of a set.
     Set(SetId),
+    /// The aggregators of an invocation's completion and broadcast tree.
+    Aggregator(InvocationId),
 }
 
 /// A device type.
@@ -299,6 +310,11 @@ pub struct Controller {
     pub locals: Vec<String>,
 }
 
+/// The fan limit of `op2 build` and `op2 simulate` unless told otherwise:
+/// no device has more than 16 edges on a begin or end pin (compilation.md
+/// §11 says why 16).
+pub const DEFAULT_FAN_LIMIT: u32 = 16;
+
 /// A POETS graph type for one program.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GraphType {
@@ -316,6 +332,9 @@ pub struct GraphType {
     pub invocations: Vec<InvocationPlan>,
     /// `main`'s state machine.
     pub controller: Controller,
+    /// The most edges any device may have on a pin for the begin and end
+    /// messages (compilation.md §11); 0 for the flat controller of §6-§7.
+    pub fan_limit: u32,
 }
 
 impl GraphType {
@@ -329,6 +348,14 @@ impl GraphType {
     /// The plan of an invocation.
     pub fn invocation(&self, id: InvocationId) -> Option<&InvocationPlan> {
         self.invocations.iter().find(|i| i.id == id)
+    }
+
+    /// The aggregator device type of an invocation's tree, if the graph
+    /// has trees.
+    pub fn tree_device_type(&self, id: InvocationId) -> Option<&DeviceType> {
+        self.device_types
+            .iter()
+            .find(|d| d.kind == DeviceKind::Aggregator(id))
     }
 
     /// The message type with `id`.

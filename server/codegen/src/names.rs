@@ -137,6 +137,36 @@ pub fn dat_message(dat: &str) -> String {
     format!("dat_{dat}")
 }
 
+/// Device type of the aggregators of invocation `{inv}`'s completion and
+/// broadcast tree: `tree_{inv}`.
+pub fn tree_device_type(inv: &str) -> String {
+    format!("tree_{inv}")
+}
+
+/// Device instance of aggregator `i` of `{inv}`'s tree (numbered from the
+/// top level down): `tree_{inv}_{i}`.
+pub fn tree_device(inv: &str, index: usize) -> String {
+    format!("tree_{inv}_{index}")
+}
+
+/// Aggregator output pin that passes `{inv}_begin` on to its children:
+/// `{inv}_begin_forward`.
+pub fn begin_forward(inv: &str) -> String {
+    format!("{inv}_begin_forward")
+}
+
+/// Aggregator output pin that sends the combined `{inv}_end` to its
+/// parent: `{inv}_end_forward`.
+pub fn end_forward(inv: &str) -> String {
+    format!("{inv}_end_forward")
+}
+
+/// Aggregator state: the partial reduction of global `G` over its
+/// children: `partial_G`.
+pub fn partial_state(global: &str) -> String {
+    format!("partial_{global}")
+}
+
 /// The member of `dat_{D}` messages, and of begin/end messages per global.
 pub const VALUE: &str = "value";
 
@@ -154,10 +184,11 @@ pub const PROGRAM_COUNTER: &str = "pc";
 pub const RUNNING: &str = "running";
 
 /// Controller state: 1 + the invocation whose begin is to be sent, else 0.
+/// Aggregator state: 1 while the begin is to be forwarded.
 pub const BEGIN_PENDING: &str = "begin_pending";
 
-/// Controller state: `{inv}_end` messages received for the current
-/// invocation.
+/// Controller and aggregator state: `{inv}_end` messages received for the
+/// current invocation.
 pub const END_COUNT: &str = "end_count";
 
 /// Controller state of a local variable of `main`: `local_{name}` (with the

@@ -325,12 +325,32 @@ pub fn build(
     path: &Path,
     progress: &mut dyn op2_instance::Progress,
 ) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
+    build_with_fan_limit(
+        analysis,
+        graph_id,
+        crate::model::DEFAULT_FAN_LIMIT,
+        instance,
+        path,
+        progress,
+    )
+}
+
+/// [`build`] with trees of at most `fan_limit` edges per begin and end pin
+/// (0: the flat controller).
+pub fn build_with_fan_limit(
+    analysis: &op2_analysis::Analysis,
+    graph_id: &str,
+    fan_limit: u32,
+    instance: Option<&Path>,
+    path: &Path,
+    progress: &mut dyn op2_instance::Progress,
+) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
     let mut errors = analysis
         .diagnostics
         .iter()
         .filter(|d| d.severity == op2_syntax::Severity::Error)
         .count();
-    let graph = crate::graph_type(analysis, graph_id);
+    let graph = crate::graph_type_with_fan_limit(analysis, graph_id, fan_limit);
     errors += crate::limits::check(&analysis.program, &graph)
         .iter()
         .filter(|d| d.severity == op2_syntax::Severity::Error)

@@ -6,11 +6,21 @@
 
 mod graph_type_support;
 
-use graph_type_support::graph_of_source;
+use std::path::PathBuf;
 
+use graph_type_support::{analyse_source, xml};
+
+/// The XML of the flat controller (`--fan-limit 0`): these snapshots are
+/// the strategy without trees, byte for byte.
 fn snapshot_xml(id: &str, text: &str) -> String {
-    let (_, _, xml) = graph_of_source(id, text);
-    xml
+    snapshot_xml_with(id, text, 0)
+}
+
+fn snapshot_xml_with(id: &str, text: &str, fan_limit: u32) -> String {
+    let analysis = analyse_source(&PathBuf::from(format!("{id}.op2")), text);
+    xml(&op2_codegen::graph_type_with_fan_limit(
+        &analysis, id, fan_limit,
+    ))
 }
 
 /// One direct READ and one direct WRITE over a single set: no messages but
@@ -81,9 +91,11 @@ main {
 /// and report identities in their end messages.
 #[test]
 fn global_reductions() {
-    let xml = snapshot_xml(
-        "reductions",
-        r#"
+    let xml = snapshot_xml("reductions", REDUCTIONS);
+    insta::assert_snapshot!(xml);
+}
+
+const REDUCTIONS: &str = r#"
 set nodes;
 set edges;
 
@@ -119,9 +131,25 @@ main {
     );
     print("%g %d %d %d", g_lo, g_hi[0], g_hi[1], g_count);
 }
-"#,
-    );
-    insta::assert_snapshot!(xml);
+"#;
+
+/// With trees, the graph type is the flat one plus one aggregator device
+/// type per invocation, which forwards the begin (READ, MIN and MAX
+/// globals) and combines the ends' partials: MIN and MAX from the type's
+/// extremes, INC from zero.
+#[test]
+fn global_reductions_with_trees() {
+    let flat = snapshot_xml("reductions", REDUCTIONS);
+    let trees = snapshot_xml_with("reductions", REDUCTIONS, 4);
+    let start = trees
+        .find("      <DeviceType id=\"tree_span\">")
+        .expect("an aggregator device type");
+    let end = trees[start..].find("</DeviceType>\n").expect("its end") + start + 14;
+    let aggregator = &trees[start..end];
+    let mut rest = trees[..start].to_owned();
+    rest.push_str(&trees[end..]);
+    assert_eq!(rest, flat, "trees add the aggregator device type only");
+    insta::assert_snapshot!(aggregator);
 }
 
 /// `main` with locals, an array, `if`/`else`, `for`, `while`, `do`,

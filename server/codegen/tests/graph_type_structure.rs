@@ -647,6 +647,36 @@ fn problems(program: &Program, graph: &GraphType, text: &str) -> Vec<String> {
             }
             continue;
         }
+        // The aggregators of an invocation's tree (compilation.md, trees):
+        // the begin and end in, and both forwarded.
+        if let Some(plan) = graph
+            .invocations
+            .iter()
+            .find(|p| id == op2_codegen::names::tree_device_type(&p.name))
+        {
+            let pins: Vec<(String, String)> = device
+                .children()
+                .filter(|n| n.is_element() && n.tag_name().name().ends_with("Pin"))
+                .map(|n| {
+                    (
+                        n.tag_name().name().to_owned(),
+                        n.attribute("name").unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect();
+            let inv = &plan.name;
+            let wanted = [
+                ("InputPin", op2_codegen::names::begin(inv)),
+                ("InputPin", op2_codegen::names::end(inv)),
+                ("OutputPin", op2_codegen::names::begin_forward(inv)),
+                ("OutputPin", op2_codegen::names::end_forward(inv)),
+            ]
+            .map(|(k, n)| (k.to_owned(), n));
+            if pins != wanted {
+                problems.push(format!("{what} has pins {pins:?}, not {wanted:?}"));
+            }
+            continue;
+        }
         let Some(set) = id.strip_prefix("set_") else {
             problems.push(format!(
                 "device type `{id}` is neither `global` nor `set_<set>`"

@@ -304,6 +304,7 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
     // Edges: endpoints, pins, message types; what arrives where.
     let edges = child(instance, "EdgeInstances").expect("EdgeInstances");
     let mut arrivals: HashMap<(String, String), u32> = HashMap::new();
+    let mut departures: HashMap<(String, String), u32> = HashMap::new();
     let mut count = 0;
     for edge in edges.children() {
         assert!(!edge.is_comment(), "no comments inside EdgeInstances");
@@ -339,7 +340,19 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
         *arrivals
             .entry((dst.to_owned(), dst_pin.to_owned()))
             .or_default() += 1;
+        *departures
+            .entry((src.to_owned(), src_pin.to_owned()))
+            .or_default() += 1;
         count += 1;
+    }
+    // With trees, no pin of any device has more than K begin or end edges.
+    if graph.fan_limit > 0 {
+        let k = graph.fan_limit;
+        for ((device, pin), n) in arrivals.iter().chain(&departures) {
+            if pin.ends_with("_begin") || pin.ends_with("_end") || pin.ends_with("_forward") {
+                assert!(*n <= k, "`{device}:{pin}` has {n} edges, more than {k}");
+            }
+        }
     }
 
     // Counts against arrivals, through the model's pin roles.
@@ -353,6 +366,8 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
             let mut read: HashMap<String, u32> = HashMap::new();
             let mut write: HashMap<String, u32> = HashMap::new();
             let mut end: HashMap<String, u32> = HashMap::new();
+            let mut began: HashMap<String, u32> = HashMap::new();
+            let mut reached: HashMap<String, u32> = HashMap::new();
             for pin in &device_type.inputs {
                 let arrived = arrivals
                     .get(&(device.clone(), pin.name.clone()))
@@ -360,24 +375,47 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
                     .unwrap_or(0);
                 match pin.role {
                     PinRole::Begin(id) => {
-                        assert_eq!(arrived, 1, "`{device}` gets one `{}`", pin.name);
-                        read.entry(inv_name(id)).or_insert(1);
+                        assert!(arrived <= 1, "`{device}` gets one `{}`", pin.name);
+                        began.insert(inv_name(id), arrived);
+                        *read.entry(inv_name(id)).or_insert(0) += arrived;
                     }
                     PinRole::ArgReadRecv(id, _) => {
                         assert!(arrived <= 1, "`{device}:{}`", pin.name);
-                        *read.entry(inv_name(id)).or_insert(1) += arrived;
+                        *read.entry(inv_name(id)).or_insert(0) += arrived;
+                        *reached.entry(inv_name(id)).or_default() += arrived;
                     }
                     PinRole::DatWriteRecv { invocation, .. } => {
                         *write.entry(inv_name(invocation)).or_insert(1) += arrived;
+                        *reached.entry(inv_name(invocation)).or_default() += arrived;
                     }
-                    PinRole::ControllerEnd(id) => {
+                    PinRole::ControllerEnd(id) | PinRole::TreeEnd(id) => {
                         end.insert(inv_name(id), arrived);
+                    }
+                    PinRole::TreeBegin(_) => {
+                        assert_eq!(arrived, 1, "`{device}` gets one `{}`", pin.name);
                     }
                     _ => {}
                 }
             }
             for plan in &device_type.plans {
                 let inv = &plan.name;
+                // A device left out of an invocation's tree has nothing to
+                // do in it: it is not on the iteration set, nothing reaches
+                // it, and (the read pins' edges) it sends nothing.
+                if began[inv] == 0 {
+                    assert!(graph.fan_limit > 0, "`{device}` gets no `{inv}_begin`");
+                    assert!(!plan.iterates, "`{device}` iterates in `{inv}`");
+                    assert_eq!(reached.get(inv).copied().unwrap_or(0), 0, "`{device}`");
+                    for pin in &device_type.outputs {
+                        if ide_invocation_of(pin.role) == Some(plan.invocation) {
+                            assert!(
+                                !departures.contains_key(&(device.clone(), pin.name.clone())),
+                                "`{device}:{}` sends but gets no begin",
+                                pin.name
+                            );
+                        }
+                    }
+                }
                 write.entry(inv.clone()).or_insert(1);
                 let expect = |name: String, value: u32| {
                     assert_eq!(p[&name], vec![value.to_string()], "`{device}`: `{name}`");
@@ -391,6 +429,12 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
                     assert_eq!(total, &vec![end[&plan.name].to_string()], "`{}`", plan.name);
                 }
             }
+            if let DeviceKind::Aggregator(id) = device_type.kind {
+                let inv = inv_name(id);
+                let total = &p[&names::end_total(&inv)];
+                assert_eq!(total, &vec![end[&inv].to_string()], "`{device}`");
+                assert!(end[&inv] >= 1, "`{device}` has children");
+            }
         }
     }
     Seen {
@@ -403,10 +447,29 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
 
 /// Builds `program` with `json`, checks the structure, and compares the
 /// dats, consts and set sizes of the JSON with what the devices hold.
+/// The invocation of a set device's output pin.
+fn ide_invocation_of(role: PinRole) -> Option<op2_analysis::model::InvocationId> {
+    match role {
+        PinRole::DatReadSend(id, _)
+        | PinRole::Execute(id)
+        | PinRole::ArgWriteSend(id, _)
+        | PinRole::End(id) => Some(id),
+        _ => None,
+    }
+}
+
+/// [`build_and_check_with`] for the flat controller, the default trees and
+/// the deepest trees (two children per device).
 fn build_and_check(program: &Path, json_path: &Path) {
+    for fan_limit in [0, op2_codegen::DEFAULT_FAN_LIMIT, 2] {
+        build_and_check_with(program, json_path, fan_limit);
+    }
+}
+
+fn build_and_check_with(program: &Path, json_path: &Path, fan_limit: u32) {
     let analysis = analyse(program);
     let graph_id = op2_codegen::graph_id(program);
-    let graph = op2_codegen::graph_type(&analysis, &graph_id);
+    let graph = op2_codegen::graph_type_with_fan_limit(&analysis, &graph_id, fan_limit);
     let bytes = std::fs::read(json_path).unwrap();
     let loaded = instance::read(&bytes, &analysis.program, &mut NoProgress);
     assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
@@ -421,14 +484,20 @@ fn build_and_check(program: &Path, json_path: &Path) {
     let seen = check_structure(&xml, &graph);
     assert_eq!(summary.devices, seen.devices as u64);
     assert_eq!(summary.edges, seen.edges as u64);
-    let expected_devices: u64 = 1 + graph
-        .device_types
-        .iter()
-        .filter_map(|d| match d.kind {
-            DeviceKind::Set(s) => Some(u64::from(data.set_size(s))),
-            DeviceKind::Controller => None,
-        })
-        .sum::<u64>();
+    let expected_devices: u64 = 1
+        + graph
+            .device_types
+            .iter()
+            .filter_map(|d| match d.kind {
+                DeviceKind::Set(s) => Some(u64::from(data.set_size(s))),
+                DeviceKind::Controller | DeviceKind::Aggregator(_) => None,
+            })
+            .sum::<u64>()
+        + op2_codegen::topology::Counts::new(&analysis.program, &graph, &data)
+            .trees
+            .iter()
+            .map(|t| u64::from(t.aggregators()))
+            .sum::<u64>();
     assert_eq!(summary.devices, expected_devices);
 
     // The JSON's values arrive where they belong.
@@ -718,10 +787,14 @@ fn written_edges_are_the_topology_the_simulator_runs() {
     } else {
         eprintln!("SKIPPED the airfoil case: {} is absent", mesh.display());
     }
-    for (program_path, json_path) in cases {
+    // Flat, the default, and the deepest trees.
+    let cases = cases.into_iter().flat_map(|(p, j)| {
+        [0, op2_codegen::DEFAULT_FAN_LIMIT, 2].map(|k| (p.clone(), j.clone(), k))
+    });
+    for (program_path, json_path, fan_limit) in cases {
         let analysis = analyse(&program_path);
         let program = &analysis.program;
-        let graph = op2_codegen::graph_type(&analysis, "g");
+        let graph = op2_codegen::graph_type_with_fan_limit(&analysis, "g", fan_limit);
         let json = std::fs::read(&json_path).unwrap();
         let data = instance::read(&json, program, &mut NoProgress)
             .data
@@ -754,6 +827,13 @@ fn written_edges_are_the_topology_the_simulator_runs() {
                 DeviceRef::Element { set, index } => (
                     names::set_device(&program.sets[set.index()].name, index as usize),
                     graph.set_device_type(set).unwrap(),
+                ),
+                DeviceRef::Aggregator { invocation, index } => (
+                    names::tree_device(
+                        &program.invocations[invocation.index()].name,
+                        index as usize,
+                    ),
+                    graph.tree_device_type(invocation).unwrap(),
                 ),
             };
             let pins = if input {

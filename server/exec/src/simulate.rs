@@ -93,6 +93,58 @@ pub struct Traffic {
     pub delivered: u64,
 }
 
+/// The cost model's record of one invocation (one par_loop statement).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InvocationCost {
+    /// Times it ran.
+    pub runs: u64,
+    /// Steps from the controller's begin to its last end, over all runs.
+    pub total: u64,
+    /// The longest run.
+    pub longest: u64,
+    /// Levels of aggregators in its tree (0: the controller reaches every
+    /// device itself).
+    pub depth: usize,
+    /// Step at which its first begin was sent.
+    pub first_begin: Option<u64>,
+    /// Step at which its last begin was sent.
+    pub last_begin: u64,
+}
+
+impl InvocationCost {
+    /// Mean steps per run.
+    pub fn mean(&self) -> f64 {
+        #[allow(clippy::cast_precision_loss)]
+        if self.runs == 0 {
+            0.0
+        } else {
+            self.total as f64 / self.runs as f64
+        }
+    }
+}
+
+/// The makespan of the run under the unit-cost model of `op2 simulate`
+/// (docs/simulation.md): a device handles one message per step; a send
+/// takes one step per edge of its pin (at least one), and each packet can
+/// be handled from the step after it left; running a kernel takes one step
+/// plus one per argument; the controller's step between invocations takes
+/// one. Each device handles its work in the order the seeded simulation
+/// chose, as early as its inputs and its own previous work allow.
+#[derive(Clone, Debug, Default)]
+pub struct Cost {
+    /// The fan limit of the graph (0: flat controller).
+    pub fan_limit: u32,
+    /// Steps until the last device finished.
+    pub makespan: u64,
+    /// Per invocation, in graph order (names as in `Statistics::invocations`).
+    pub invocations: Vec<InvocationCost>,
+    /// An iteration of `main`: the first par_loop that runs more than once,
+    /// and the mean steps between two of its begins.
+    pub iteration: Option<(String, f64)>,
+    /// The device that was busy longest, and its busy steps.
+    pub critical: Option<(String, u64)>,
+}
+
 /// What a simulation did.
 #[derive(Clone, Debug, Default)]
 pub struct Statistics {
@@ -110,6 +162,8 @@ pub struct Statistics {
     pub elapsed: Duration,
     /// Kernel evaluations.
     pub evaluations: u64,
+    /// The cost model.
+    pub cost: Cost,
 }
 
 impl Statistics {
@@ -149,7 +203,55 @@ impl fmt::Display for Statistics {
             self.evaluations,
             self.elapsed,
             self.messages_per_second()
-        )
+        )?;
+        write!(f, "\n{}", self.cost_report())
+    }
+}
+
+impl Statistics {
+    /// The cost model's part of the report.
+    pub fn cost_report(&self) -> String {
+        let cost = &self.cost;
+        let mut out = String::new();
+        let limit = if cost.fan_limit == 0 {
+            "flat controller".to_owned()
+        } else {
+            format!("fan limit {}", cost.fan_limit)
+        };
+        let _ = write!(
+            out,
+            "  cost model ({limit}): makespan {} steps",
+            cost.makespan
+        );
+        if let Some((name, period)) = &cost.iteration {
+            let _ = write!(
+                out,
+                ", {period:.1} steps per iteration of `main` (between begins of `{name}`)"
+            );
+        }
+        if let Some((device, busy)) = &cost.critical {
+            #[allow(clippy::cast_precision_loss)]
+            let share = if cost.makespan == 0 {
+                0.0
+            } else {
+                100.0 * *busy as f64 / cost.makespan as f64
+            };
+            let _ = write!(
+                out,
+                "\n  critical device `{device}`: busy {busy} steps ({share:.0}% of the makespan)"
+            );
+        }
+        for ((name, _), invocation) in self.invocations.iter().zip(&cost.invocations) {
+            let _ = write!(
+                out,
+                "\n  {name:<24} runs {:>8}  steps/run {:>10.1}  longest {:>8}  tree depth {}",
+                invocation.runs,
+                invocation.mean(),
+                invocation.longest,
+                invocation.depth
+            );
+        }
+        out
     }
 }
 
@@ -265,6 +367,25 @@ struct InFlight {
     pin: usize,
     plan: usize,
     payload: Arc<Vec<Value>>,
+    /// The step of the cost model from which it can be handled.
+    arrival: u64,
+}
+
+/// An aggregator of an invocation's tree (compilation.md §11).
+#[derive(Clone)]
+struct Aggregator {
+    /// Position of the invocation in the graph.
+    plan: usize,
+    /// Its number in the tree.
+    index: u32,
+    /// `{inv}_end_total`.
+    end_total: u32,
+    /// The globals of the begin message, to forward.
+    begin: Vec<Value>,
+    /// The partial reductions of its children.
+    partials: Vec<Value>,
+    begin_pending: bool,
+    end_count: u32,
 }
 
 /// `main` compiled for the controller.
@@ -306,6 +427,19 @@ struct Simulator<'a> {
     /// Destinations: (device, input pin).
     edges: Vec<(usize, usize)>,
     controller: Controller,
+    /// Device index of the first aggregator; aggregators follow the set
+    /// devices, invocation by invocation.
+    first_aggregator: usize,
+    aggregators: Vec<Aggregator>,
+    /// The cost model's clock of each device: the step at which it is next
+    /// free.
+    clocks: Vec<u64>,
+    /// Steps each device spent handling messages and sends.
+    busy: Vec<u64>,
+    /// The cost model's record per invocation.
+    costs: Vec<InvocationCost>,
+    /// When the controller started the current invocation.
+    invocation_start: u64,
     kernels: Vec<Option<crate::reference::PreparedInvocation>>,
     in_flight: Vec<InFlight>,
     ready: Vec<usize>,
@@ -357,6 +491,7 @@ pub fn simulate_with_progress(
     let mut simulator = Simulator::new(analysis, graph, data, options, out, progress);
     simulator.run()?;
     simulator.statistics.elapsed = start.elapsed();
+    simulator.statistics.cost = simulator.cost();
     Ok((simulator.state, simulator.statistics))
 }
 
@@ -584,16 +719,51 @@ impl<'a> Simulator<'a> {
             ));
         }
 
+        // The aggregators of each invocation's tree, after the set devices.
+        let first_aggregator = device_count;
+        let mut tree_bases = Vec::with_capacity(graph.invocations.len());
+        let mut aggregators = Vec::new();
+        for (plan_index, plan) in graph.invocations.iter().enumerate() {
+            tree_bases.push(first_aggregator + aggregators.len());
+            let width = |globals: &mut dyn Iterator<Item = GlobalId>| -> usize {
+                globals
+                    .map(|g| program.globals[g.index()].ty.dimension as usize)
+                    .sum()
+            };
+            let begin_width = width(&mut plan.begin_globals.iter().copied());
+            let end_width = width(&mut plan.end_globals.iter().map(|(g, _)| *g));
+            for (index, &end_total) in counts.tree_end_total[plan_index].iter().enumerate() {
+                aggregators.push(Aggregator {
+                    plan: plan_index,
+                    index: u32::try_from(index).unwrap_or(u32::MAX),
+                    end_total,
+                    begin: vec![Value::Int(0); begin_width],
+                    partials: vec![Value::Int(0); end_width],
+                    begin_pending: false,
+                    end_count: 0,
+                });
+            }
+        }
+        let device_count = first_aggregator + aggregators.len();
+
         // Edges, from the topology the XML writer streams.
         let device_index = |device: DeviceRef| match device {
             DeviceRef::Global => 0,
             DeviceRef::Element { set, index } => set_base
                 .get(&set)
                 .map_or(usize::MAX, |(base, _)| base + index as usize),
+            DeviceRef::Aggregator { invocation, index } => {
+                tree_bases[plan_position(invocation)] + index as usize
+            }
         };
         let device_type_of = |index: usize| -> &DeviceType {
             if index == 0 {
                 &graph.device_types[0]
+            } else if index >= first_aggregator {
+                let plan = &graph.invocations[aggregators[index - first_aggregator].plan];
+                graph
+                    .tree_device_type(plan.id)
+                    .unwrap_or(&graph.device_types[0])
             } else {
                 let set = types[owners[index]].set;
                 graph.set_device_type(set).unwrap_or(&graph.device_types[0])
@@ -668,6 +838,12 @@ impl<'a> Simulator<'a> {
             fanout,
             edges,
             controller,
+            first_aggregator,
+            aggregators,
+            clocks: vec![0; device_count],
+            busy: vec![0; device_count],
+            costs: vec![InvocationCost::default(); graph.invocations.len()],
+            invocation_start: 0,
             kernels,
             in_flight: Vec::new(),
             ready: Vec::new(),
@@ -701,6 +877,12 @@ impl<'a> Simulator<'a> {
     }
 
     fn device_name(&self, device: usize) -> String {
+        if let Some(aggregator) = self.aggregator(device) {
+            return op2_codegen::names::tree_device(
+                &self.graph.invocations[aggregator.plan].name,
+                aggregator.index as usize,
+            );
+        }
         match self.device_location(device) {
             None => op2_codegen::names::GLOBAL_DEVICE.to_owned(),
             Some((_, set, index)) => {
@@ -709,9 +891,22 @@ impl<'a> Simulator<'a> {
         }
     }
 
+    /// The aggregator at device index `device`, if it is one.
+    fn aggregator(&self, device: usize) -> Option<&Aggregator> {
+        device
+            .checked_sub(self.first_aggregator)
+            .and_then(|a| self.aggregators.get(a))
+    }
+
     /// The output pins of `device` that are ready, as a bit mask by pin
     /// index.
     fn ready_pins(&self, device: usize) -> u64 {
+        if let Some(a) = self.aggregator(device) {
+            // Output 0 forwards the begin, output 1 sends the end
+            // (`op2_codegen::build::tree_device`).
+            return u64::from(a.begin_pending)
+                | (u64::from(a.end_count != 0 && a.end_count == a.end_total) << 1);
+        }
         if device == 0 {
             let c = &self.controller;
             if c.finished {
@@ -812,9 +1007,14 @@ impl<'a> Simulator<'a> {
             .take(8)
             .map(|d| self.device_report(d))
             .collect();
-        if !pending.is_empty() || !self.in_flight.is_empty() {
+        let aggregators_pending = self
+            .aggregators
+            .iter()
+            .filter(|a| a.begin_pending || a.end_count != 0)
+            .count();
+        if !pending.is_empty() || !self.in_flight.is_empty() || aggregators_pending > 0 {
             return Err(SimulationError::Deadlock(format!(
-                "`main` ended with {} message(s) in flight and devices still inside an invocation:\n{}",
+                "`main` ended with {} message(s) in flight, {aggregators_pending} aggregator(s) and these devices still inside an invocation:\n{}",
                 self.in_flight.len(),
                 pending.join("\n")
             )));
@@ -822,7 +1022,50 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
+    /// The cost model's summary of the run.
+    fn cost(&self) -> Cost {
+        let mut invocations = self.costs.clone();
+        for (invocation, tree) in invocations.iter_mut().zip(&self.counts.trees) {
+            invocation.depth = tree.depth();
+        }
+        let iteration = self
+            .graph
+            .invocations
+            .iter()
+            .zip(&invocations)
+            .filter(|(_, c)| c.runs > 1)
+            .min_by_key(|(_, c)| c.first_begin)
+            .map(|(plan, c)| {
+                #[allow(clippy::cast_precision_loss)]
+                let period =
+                    (c.last_begin - c.first_begin.unwrap_or(0)) as f64 / (c.runs - 1) as f64;
+                (plan.name.clone(), period)
+            });
+        let critical = self
+            .busy
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, busy)| **busy)
+            .map(|(device, busy)| (self.device_name(device), *busy));
+        Cost {
+            fan_limit: self.graph.fan_limit,
+            makespan: self.clocks.iter().copied().max().unwrap_or(0),
+            invocations,
+            iteration,
+            critical,
+        }
+    }
+
     fn device_report(&self, device: usize) -> String {
+        if let Some(a) = self.aggregator(device) {
+            return format!(
+                "  {}: begin_pending {}, end_count {}/{}",
+                self.device_name(device),
+                u8::from(a.begin_pending),
+                a.end_count,
+                a.end_total
+            );
+        }
         let Some((t, set, index)) = self.device_location(device) else {
             let c = &self.controller;
             return format!(
@@ -868,6 +1111,15 @@ impl<'a> Simulator<'a> {
         let total_stuck = (1..self.elements.len() + 1)
             .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
             .count();
+        stuck.extend(
+            (self.first_aggregator..self.first_aggregator + self.aggregators.len())
+                .filter(|&d| {
+                    let a = &self.aggregators[d - self.first_aggregator];
+                    a.begin_pending || a.end_count != 0
+                })
+                .take(4)
+                .map(|d| self.device_report(d)),
+        );
         if total_stuck > stuck.len() {
             stuck.push(format!("  … and {} more", total_stuck - stuck.len()));
         }
@@ -909,8 +1161,26 @@ impl<'a> Simulator<'a> {
             })
     }
 
+    /// The cost model: handling a message takes the device one step, from
+    /// the step it arrives or the device is free, whichever is later.
+    fn charge_receive(&mut self, device: usize, arrival: u64) {
+        let clock = &mut self.clocks[device];
+        *clock = (*clock).max(arrival) + 1;
+        self.busy[device] += 1;
+    }
+
+    /// The cost model: a handler that takes `steps` steps of the device.
+    fn charge(&mut self, device: usize, steps: u64) {
+        self.clocks[device] += steps;
+        self.busy[device] += steps;
+    }
+
     fn deliver(&mut self, device: usize, pin: usize, plan: usize, mut payload: Vec<Value>) {
         let (start, end) = self.fanout[device][pin];
+        // One step per edge: the sender emits a packet per destination, and
+        // packet i can be handled one step after it left.
+        let sent_at = self.clocks[device];
+        self.charge(device, ((end - start) as u64).max(1));
         if start == end {
             return;
         }
@@ -934,12 +1204,13 @@ impl<'a> Simulator<'a> {
         let delivered = (end - start) as u64;
         self.statistics.total.delivered += delivered;
         self.statistics.invocations[plan].1.delivered += delivered;
-        for &(destination, input) in &self.edges[start..end] {
+        for (i, &(destination, input)) in self.edges[start..end].iter().enumerate() {
             self.in_flight.push(InFlight {
                 device: destination,
                 pin: input,
                 plan,
                 payload: Arc::clone(&payload),
+                arrival: sent_at + i as u64 + 1,
             });
         }
     }
@@ -948,6 +1219,20 @@ impl<'a> Simulator<'a> {
         if device == 0 {
             self.controller_send(pin)?;
             self.update_ready(0);
+            return Ok(());
+        }
+        if device >= self.first_aggregator {
+            let a = &mut self.aggregators[device - self.first_aggregator];
+            let plan = a.plan;
+            let payload = if pin == 0 {
+                a.begin_pending = false;
+                a.begin.clone()
+            } else {
+                a.end_count = 0;
+                a.partials.clone()
+            };
+            self.deliver(device, pin, plan, payload);
+            self.update_ready(device);
             return Ok(());
         }
         let Some((t, _, index)) = self.device_location(device) else {
@@ -1025,6 +1310,10 @@ impl<'a> Simulator<'a> {
         if self.types[t].plans[p].iterates {
             let id = self.types[t].plans[p].invocation;
             self.run_kernel(device, t, p, id, index as usize)?;
+            let arguments = self.program.invocations[id.index()].args.len() as u64;
+            self.charge(device, 1 + arguments);
+        } else {
+            self.charge(device, 1);
         }
         let write_mask = {
             let bits = self.types[t].plans[p].write_sends.len();
@@ -1173,9 +1462,15 @@ impl<'a> Simulator<'a> {
 
     fn receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
         let device = message.device;
+        self.charge_receive(device, message.arrival);
         if device == 0 {
             self.controller_receive(message)?;
             self.update_ready(0);
+            return Ok(());
+        }
+        if device >= self.first_aggregator {
+            self.aggregator_receive(message)?;
+            self.update_ready(device);
             return Ok(());
         }
         let Some((t, set, index)) = self.device_location(device) else {
@@ -1255,12 +1550,62 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
+    /// An aggregator's inputs: input 0 takes the begin from its parent,
+    /// input 1 an end from a child (`op2_codegen::build::tree_device`).
+    fn aggregator_receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
+        let device = message.device;
+        let a = &self.aggregators[device - self.first_aggregator];
+        if message.plan != a.plan {
+            return Err(
+                self.assertion(device, "a message arrived on the pin of another invocation")
+            );
+        }
+        let plan = &self.graph.invocations[a.plan];
+        let a = &mut self.aggregators[device - self.first_aggregator];
+        if message.pin == 0 {
+            a.begin.clone_from(&message.payload);
+            let mut offset = 0;
+            for (global, mode) in &plan.end_globals {
+                let g = &self.program.globals[global.index()];
+                let dimension = g.ty.dimension as usize;
+                a.partials[offset..offset + dimension].fill(identity(g.ty.scalar, *mode));
+                offset += dimension;
+            }
+            a.begin_pending = true;
+            return Ok(());
+        }
+        let mut offset = 0;
+        for (global, mode) in &plan.end_globals {
+            let dimension = self.program.globals[global.index()].ty.dimension as usize;
+            let partial = &message.payload[offset..offset + dimension];
+            let target = &mut a.partials[offset..offset + dimension];
+            match mode {
+                AccessMode::Inc => add_into(target, partial),
+                mode => combine(target, partial, *mode),
+            }
+            offset += dimension;
+        }
+        a.end_count += 1;
+        if a.end_count > a.end_total {
+            return Err(self.assertion(
+                device,
+                "more end messages arrived than the aggregator has children",
+            ));
+        }
+        Ok(())
+    }
+
     fn controller_send(&mut self, pin: usize) -> Result<(), SimulationError> {
         if pin == 0 {
+            self.charge(0, 1);
             return self.step();
         }
         // Begin of the invocation at graph position pin - 1.
         let plan_index = pin - 1;
+        self.invocation_start = self.clocks[0];
+        let cost = &mut self.costs[plan_index];
+        cost.first_begin.get_or_insert(self.invocation_start);
+        cost.last_begin = self.invocation_start;
         let plan = &self.graph.invocations[plan_index];
         let mut payload = Vec::new();
         for global in &plan.begin_globals {
@@ -1268,10 +1613,11 @@ impl<'a> Simulator<'a> {
         }
         self.controller.begin_pending = 0;
         self.controller.end_count = 0;
+        self.deliver(0, pin, plan_index, payload);
         if self.counts.end_total[plan_index] == 0 {
             self.controller.running = true;
+            self.invocation_done(plan_index);
         }
-        self.deliver(0, pin, plan_index, payload);
         Ok(())
     }
 
@@ -1304,8 +1650,18 @@ impl<'a> Simulator<'a> {
         if self.controller.end_count == self.counts.end_total[plan_index] {
             self.controller.end_count = 0;
             self.controller.running = true;
+            self.invocation_done(plan_index);
         }
         Ok(())
+    }
+
+    /// The cost model: the invocation at `plan_index` ended now.
+    fn invocation_done(&mut self, plan_index: usize) {
+        let span = self.clocks[0] - self.invocation_start;
+        let cost = &mut self.costs[plan_index];
+        cost.runs += 1;
+        cost.total += span;
+        cost.longest = cost.longest.max(span);
     }
 
     /// The step pin: run `main`'s blocks until a par_loop or the end.

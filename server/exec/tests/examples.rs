@@ -41,6 +41,32 @@ fn jacobi() {
     }
 }
 
+/// Every example agrees with the reference with the flat controller and
+/// with the deepest trees (two children per device), as with the default.
+#[test]
+fn examples_agree_flat_and_with_deep_trees() {
+    for stem in ["dot_product", "scatter", "jacobi"] {
+        for fan_limit in [0, 2, 3] {
+            let case = example(stem).with_fan_limit(fan_limit);
+            for seed in [1, 42] {
+                let statistics = case.assert_agree(seed, TOLERANCE);
+                let depth = statistics
+                    .cost
+                    .invocations
+                    .iter()
+                    .map(|i| i.depth)
+                    .max()
+                    .unwrap_or(0);
+                assert_eq!(
+                    depth == 0,
+                    fan_limit == 0,
+                    "{stem} {fan_limit}: {statistics}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn different_seeds_deliver_in_different_orders() {
     // The same program with two seeds must not take the same path: the

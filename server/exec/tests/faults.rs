@@ -18,7 +18,15 @@ fn edge_count(case: &support::Case) -> usize {
 
 #[test]
 fn every_removed_edge_is_caught() {
-    let case = example("dot_product");
+    for fan_limit in [0, op2_codegen::DEFAULT_FAN_LIMIT, 2] {
+        every_removed_edge_is_caught_with(fan_limit);
+    }
+}
+
+/// With trees, a lost edge into or out of an aggregator stops the
+/// invocation as surely as one of the controller's.
+fn every_removed_edge_is_caught_with(fan_limit: u32) {
+    let case = example("dot_product").with_fan_limit(fan_limit);
     let edges = edge_count(&case);
     assert!(edges > 50);
     for edge in 0..edges {

@@ -592,7 +592,11 @@ fn serves(role: PinRole, id: InvocationId) -> bool {
         | PinRole::ArgWriteSend(i, _)
         | PinRole::End(i)
         | PinRole::ControllerBegin(i)
-        | PinRole::ControllerEnd(i) => i == id,
+        | PinRole::ControllerEnd(i)
+        | PinRole::TreeBegin(i)
+        | PinRole::TreeBeginForward(i)
+        | PinRole::TreeEnd(i)
+        | PinRole::TreeEndForward(i) => i == id,
         PinRole::DatWriteRecv { invocation, .. } => invocation == id,
         PinRole::Step => false,
     }
@@ -623,7 +627,8 @@ fn airfoil_lenses_count_what_the_graph_contains() {
             .iter()
             .flat_map(|d| &d.state)
             .filter(|m| m.name.starts_with(&format!("{inv}_")))
-            .count();
+            .count()
+            + graph.tree_device_type(id).map_or(0, |t| t.state.len());
         let iteration = graph
             .set_device_type(invocation.set.expect("resolved"))
             .expect("a device type");
@@ -658,12 +663,15 @@ fn airfoil_lenses_count_what_the_graph_contains() {
     }
     // res_calc, by hand: 2 controller pins; set_edges: begin, 6 read_recv,
     // execute, 2 write_send, end; set_nodes: begin, read_send, execute, end;
-    // set_cells: begin, 2 read_send, write_recv, execute, end. State: 8
-    // buffers and 5 counters on edges, 5 counters each on nodes and cells.
+    // set_cells: begin, 2 read_send, write_recv, execute, end; tree_res_calc
+    // (the default trees): begin, end, and both forwarded. State: 8
+    // buffers and 5 counters on edges, 5 counters each on nodes and cells,
+    // begin_pending and end_count on the aggregators (res_calc has no
+    // globals).
     let res_calc = invocation(program, "res_calc").index();
     assert_eq!(
         lenses[res_calc].command.as_ref().map(|c| c.title.as_str()),
-        Some("23 pins · 23 state · 10 messages/element")
+        Some("27 pins · 25 state · 10 messages/element")
     );
     let all = generated::all_invocation_counts(program, graph);
     for (index, counts) in all.iter().enumerate() {
@@ -691,6 +699,7 @@ fn airfoil_lenses_count_what_the_graph_contains() {
             ("set_edges", 7, 4, 13, 2),
             ("set_nodes", 1, 3, 5, 2),
             ("set_cells", 2, 4, 5, 2),
+            ("tree_res_calc", 2, 2, 2, 1),
         ]
     );
 }

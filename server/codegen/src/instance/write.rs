@@ -25,6 +25,7 @@ use super::instance_id;
 use crate::model::{CType, DeviceKind, DeviceType, GraphType, Member};
 use crate::names;
 use crate::output::{BuildError, InstanceWriter};
+use crate::topology::{Parent, Tree};
 use crate::xml;
 
 /// Bytes gathered before a write to the output: as much as the buffered
@@ -229,8 +230,17 @@ struct DeviceId {
 
 impl DeviceId {
     fn of(set: &str) -> DeviceId {
-        let zero = names::set_device(set, 0);
-        let one = names::set_device(set, 1);
+        DeviceId::split(|index| names::set_device(set, index))
+    }
+
+    /// The ids of the aggregators of invocation `inv`'s tree.
+    fn tree(inv: &str) -> DeviceId {
+        DeviceId::split(|index| names::tree_device(inv, index))
+    }
+
+    fn split(make: impl Fn(usize) -> String) -> DeviceId {
+        let zero = make(0);
+        let one = make(1);
         let at = zero
             .bytes()
             .zip(one.bytes())
@@ -240,7 +250,7 @@ impl DeviceId {
             prefix: zero[..at].to_owned(),
             suffix: zero.get(at + 1..).unwrap_or("").to_owned(),
         };
-        debug_assert_eq!(id.with(12345), names::set_device(set, 12345));
+        debug_assert_eq!(id.with(12345), make(12345));
         id
     }
 
@@ -258,6 +268,10 @@ enum Counter {
     Write(usize),
     /// The controller's `{inv}_end_total` of invocation `.0`.
     End(usize),
+    /// An aggregator's `{inv}_end_total` in the tree of invocation `.0`.
+    TreeEnd(usize),
+    /// Nothing (a begin edge into an aggregator).
+    None,
 }
 
 /// One kind of edge of one invocation, as text around the two element
@@ -343,8 +357,15 @@ struct Through<'d> {
 struct InvocationEdges<'d> {
     /// Elements of the iteration set.
     elements: u32,
-    /// Per involved set: its size, the begin and the end template.
-    involved: Vec<(u32, Template, Template)>,
+    /// The devices taking part and the tree of its begin and end.
+    tree: Tree,
+    /// Each aggregator's parent, by number.
+    parents: Vec<Parent>,
+    /// Begin and end templates between an aggregator and its parent: the
+    /// controller, or another aggregator.
+    tree_templates: [(Template, Template); 2],
+    /// Per involved set: the begin and the end template of its leaves.
+    involved: Vec<(Template, Template)>,
     /// Indirect arguments in argument order, a read before a write for
     /// RW: `true` for a read (dst iteration element, src target), `false`
     /// for a write (dst target, src iteration element).
@@ -368,6 +389,8 @@ struct Counts {
     write: Vec<Vec<u32>>,
     /// Per invocation: `{inv}_end_total`.
     end: Vec<u64>,
+    /// Per invocation: each aggregator's `{inv}_end_total`.
+    tree: Vec<Vec<u32>>,
     /// Edges in all.
     edges: u64,
 }
@@ -441,37 +464,78 @@ impl<'d> Edges<'d> {
         for (number, plan) in graph.invocations.iter().enumerate() {
             let inv = plan.name.as_str();
             let invocation = &program.invocations[plan.id.index()];
+            let tree = Tree::new(program, graph, data, plan);
+            let parents = tree.aggregator_parents();
+            let begin = names::begin(inv);
+            let end = names::end(inv);
+            if !has_pin(controller, &begin, false) || !has_pin(controller, &end, true) {
+                return Err(inconsistent(format!("missing begin/end pins of `{inv}`")));
+            }
+            let tree_id = DeviceId::tree(inv);
+            let begin_forward = names::begin_forward(inv);
+            let end_forward = names::end_forward(inv);
+            if tree.aggregators() > 0 && graph.tree_device_type(plan.id).is_none() {
+                return Err(inconsistent(format!("no tree device type for `{inv}`")));
+            }
+            let aggregator = Endpoint::Set(&tree_id);
+            // The parent of the leaves: the controller, or aggregators.
+            let (parent, parent_begin, parent_end, leaf_end) = if tree.aggregators() > 0 {
+                (&aggregator, &begin_forward, &end, Counter::TreeEnd(number))
+            } else {
+                (&Endpoint::Controller, &begin, &end, Counter::End(number))
+            };
+            let tree_templates = [
+                (
+                    Template::new(
+                        &aggregator,
+                        &begin,
+                        &Endpoint::Controller,
+                        &begin,
+                        Counter::None,
+                    ),
+                    Template::new(
+                        &Endpoint::Controller,
+                        &end,
+                        &aggregator,
+                        &end_forward,
+                        Counter::End(number),
+                    ),
+                ),
+                (
+                    Template::new(
+                        &aggregator,
+                        &begin,
+                        &aggregator,
+                        &begin_forward,
+                        Counter::None,
+                    ),
+                    Template::new(
+                        &aggregator,
+                        &end,
+                        &aggregator,
+                        &end_forward,
+                        Counter::TreeEnd(number),
+                    ),
+                ),
+            ];
             let mut involved = Vec::new();
             for &set in &plan.involved_sets {
                 let (slot, device, _) = slot(set, plan.id)?;
                 let id = device_ids[set.index()]
                     .as_ref()
                     .expect("set device types have ids");
-                let begin = names::begin(inv);
-                let end = names::end(inv);
-                if !has_pin(device, &begin, true)
-                    || !has_pin(device, &end, false)
-                    || !has_pin(controller, &begin, false)
-                    || !has_pin(controller, &end, true)
-                {
+                if !has_pin(device, &begin, true) || !has_pin(device, &end, false) {
                     return Err(inconsistent(format!("missing begin/end pins of `{inv}`")));
                 }
                 involved.push((
-                    data.set_size(set),
                     Template::new(
                         &Endpoint::Set(id),
                         &begin,
-                        &Endpoint::Controller,
-                        &begin,
+                        parent,
+                        parent_begin,
                         Counter::Read(slot),
                     ),
-                    Template::new(
-                        &Endpoint::Controller,
-                        &end,
-                        &Endpoint::Set(id),
-                        &end,
-                        Counter::End(number),
-                    ),
+                    Template::new(parent, parent_end, &Endpoint::Set(id), &end, leaf_end),
                 ));
             }
             let (iter_slot, iter_device, p) = slot(plan.set, plan.id)?;
@@ -578,6 +642,9 @@ impl<'d> Edges<'d> {
             }
             invocations.push(InvocationEdges {
                 elements,
+                tree,
+                parents,
+                tree_templates,
                 involved,
                 indirect,
             });
@@ -600,14 +667,34 @@ impl<'d> Edges<'d> {
         mut f: impl FnMut(&Template, u32, u32) -> Result<(), E>,
     ) -> Result<(), E> {
         let invocation = &self.invocations[number];
-        for (size, begin, _) in &invocation.involved {
-            for i in 0..*size {
-                f(begin, i, 0)?;
+        let tree = &invocation.tree;
+        let parent_index = |parent: Parent| match parent {
+            Parent::Controller => (0, 0),
+            Parent::Aggregator(index) => (1, index),
+        };
+        for begin in [true, false] {
+            for (index, parent) in invocation.parents.iter().enumerate() {
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
+                let (kind, up) = parent_index(*parent);
+                let (to, from) = &invocation.tree_templates[kind];
+                if begin {
+                    f(to, index, up)?;
+                } else {
+                    f(from, up, index)?;
+                }
             }
-        }
-        for (size, _, end) in &invocation.involved {
-            for i in 0..*size {
-                f(end, 0, i)?;
+            let mut k = 0u64;
+            for ((_, leaves), (to, from)) in tree.sets.iter().zip(&invocation.involved) {
+                for position in 0..leaves.len() {
+                    let (_, up) = parent_index(tree.leaf_parent(k));
+                    k += 1;
+                    let element = leaves.get(position);
+                    if begin {
+                        f(to, element, up)?;
+                    } else {
+                        f(from, up, element)?;
+                    }
+                }
             }
         }
         if invocation.indirect.is_empty() {
@@ -631,7 +718,7 @@ impl<'d> Edges<'d> {
         self.invocations
             .iter()
             .map(|i| {
-                let devices: u64 = i.involved.iter().map(|(n, _, _)| u64::from(*n)).sum();
+                let devices = i.tree.leaves() + u64::from(i.tree.aggregators());
                 2 * devices + u64::from(i.elements) * i.indirect.len() as u64
             })
             .sum()
@@ -645,6 +732,11 @@ impl<'d> Edges<'d> {
             // The execute step counts as one write (compilation.md §5).
             write: self.slots.iter().map(|&n| vec![1; n as usize]).collect(),
             end: vec![0; self.invocations.len()],
+            tree: self
+                .invocations
+                .iter()
+                .map(|i| vec![0; i.tree.aggregators() as usize])
+                .collect(),
             edges: 0,
         };
         for number in 0..self.invocations.len() {
@@ -654,6 +746,8 @@ impl<'d> Edges<'d> {
                     Counter::Read(slot) => counts.read[slot][dst as usize] += 1,
                     Counter::Write(slot) => counts.write[slot][dst as usize] += 1,
                     Counter::End(inv) => counts.end[inv] += 1,
+                    Counter::TreeEnd(inv) => counts.tree[inv][dst as usize] += 1,
+                    Counter::None => {}
                 }
                 counts.edges += 1;
                 ticks += 1;
@@ -793,9 +887,8 @@ fn set_pieces(
     members: &[Member],
     properties: bool,
 ) -> Result<Pieces, BuildError> {
-    let set = match device.kind {
-        DeviceKind::Set(set) => set,
-        DeviceKind::Controller => unreachable!("set devices only"),
+    let DeviceKind::Set(set) = device.kind else {
+        unreachable!("set devices only")
     };
     let mut pieces = Pieces::default();
     pieces.text(b"{");
@@ -939,14 +1032,20 @@ fn write_instance(
         .as_bytes(),
     );
 
-    let device_total: u64 = 1 + graph
-        .device_types
-        .iter()
-        .filter_map(|d| match d.kind {
-            DeviceKind::Set(set) => Some(u64::from(data.set_size(set))),
-            DeviceKind::Controller => None,
-        })
-        .sum::<u64>();
+    let device_total: u64 = 1
+        + graph
+            .device_types
+            .iter()
+            .filter_map(|d| match d.kind {
+                DeviceKind::Set(set) => Some(u64::from(data.set_size(set))),
+                DeviceKind::Controller | DeviceKind::Aggregator(_) => None,
+            })
+            .sum::<u64>()
+        + edges
+            .invocations
+            .iter()
+            .map(|i| u64::from(i.tree.aggregators()))
+            .sum::<u64>();
     progress.start(Phase::WritingDevices, Some(device_total));
     let mut devices = 0u64;
 
@@ -1047,6 +1146,33 @@ fn write_instance(
         }
         progress.advance(ticks);
         devices += u64::from(data.set_size(set));
+    }
+    // The aggregators of each invocation's tree: `{inv}_end_total` from
+    // the edges, state zero.
+    for (number, plan) in graph.invocations.iter().enumerate() {
+        let aggregators = edges.invocations[number].tree.aggregators();
+        let Some(device) = graph.tree_device_type(plan.id) else {
+            continue;
+        };
+        let id = DeviceId::tree(&plan.name);
+        let s = initialiser(&device.state, zero_member)?;
+        let head = format!("      <DevI id=\"{}", xml::attribute(&id.prefix));
+        let middle = format!(
+            "{}\" type=\"{}\" P=\"{{",
+            xml::attribute(&id.suffix),
+            xml::attribute(&device.id)
+        );
+        let tail = format!("}}\"{}/>\n", attribute_text("S", &device.state, &s));
+        for index in 0..aggregators {
+            sink.bytes(head.as_bytes());
+            sink.number(index);
+            sink.bytes(middle.as_bytes());
+            sink.number(counts.tree[number][index as usize]);
+            sink.bytes(tail.as_bytes());
+            sink.spill()?;
+        }
+        progress.advance(u64::from(aggregators));
+        devices += u64::from(aggregators);
     }
     sink.bytes(b"    </DeviceInstances>\n    <EdgeInstances>\n");
     progress.finish();

@@ -51,6 +51,13 @@ pub fn example(stem: &str) -> Case {
 }
 
 impl Case {
+    /// The same case with the graph built for `fan_limit` (0: the flat
+    /// controller; 2: the deepest trees).
+    pub fn with_fan_limit(mut self, fan_limit: u32) -> Case {
+        self.graph = op2_codegen::graph_type_with_fan_limit(&self.analysis, "test", fan_limit);
+        self
+    }
+
     /// Runs the reference semantics with the interpreter and with the
     /// compiled engine, asserts that both print the same text and end in
     /// bit-identical states (or fail with the same message), and returns

@@ -70,7 +70,7 @@ pub fn code_lenses(context: &Context<'_>) -> Option<Vec<CodeLens>> {
 
 /// The generated device type of the set named `set` as text (`global`: the
 /// controller). Without a name, every device type of the graph, controller
-/// first. `None` without a graph or for a set no invocation involves.
+/// first, the aggregators of the trees last. `None` without a graph or for a set no invocation involves.
 pub fn device_type_text(context: &Context<'_>, set: Option<&str>) -> Option<String> {
     let program = &context.analysed.analysis.program;
     let graph = context.analysed.graph.as_ref()?;
@@ -87,6 +87,7 @@ pub fn device_type_text(context: &Context<'_>, set: Option<&str>) -> Option<Stri
                 let id = SetId(u32::try_from(index).unwrap_or(u32::MAX));
                 texts.extend(generated::device_type_text(program, graph, id));
             }
+            texts.extend(generated::tree_texts(program, graph));
             Some(texts.join("\n"))
         }
     }

@@ -297,6 +297,17 @@ pub fn controller_text(program: &Program, graph: &GraphType) -> Option<String> {
     Some(render_device(program, graph, device, usize::MAX).text)
 }
 
+/// The aggregator device types of the invocations' trees as readable text,
+/// in invocation order (none with the flat controller).
+pub fn tree_texts(program: &Program, graph: &GraphType) -> Vec<String> {
+    graph
+        .device_types
+        .iter()
+        .filter(|d| matches!(d.kind, DeviceKind::Aggregator(_)))
+        .map(|d| render_device(program, graph, d, usize::MAX).text)
+        .collect()
+}
+
 /// What one invocation adds to one device type.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceCounts {
@@ -455,6 +466,24 @@ fn counts_with(
             properties: plan_property_names(device_plan).len(),
         });
     }
+    // The aggregators of its tree, when the graph has trees: every member
+    // of their device type serves this invocation.
+    if let Some((index, tree)) = graph
+        .device_types
+        .iter()
+        .enumerate()
+        .find(|(_, d)| d.kind == DeviceKind::Aggregator(invocation))
+    {
+        let (inputs, outputs) = pins(index, invocation);
+        devices.push(DeviceCounts {
+            device_type: tree.id.clone(),
+            iterates: false,
+            inputs,
+            outputs,
+            state: tree.state.len(),
+            properties: tree.properties.len(),
+        });
+    }
     Some(InvocationCounts {
         invocation,
         name: plan.name.clone(),
@@ -475,7 +504,11 @@ pub fn pin_invocation(role: PinRole) -> Option<InvocationId> {
         | PinRole::DatWriteRecv { invocation: i, .. }
         | PinRole::End(i)
         | PinRole::ControllerBegin(i)
-        | PinRole::ControllerEnd(i) => Some(i),
+        | PinRole::ControllerEnd(i)
+        | PinRole::TreeBegin(i)
+        | PinRole::TreeBeginForward(i)
+        | PinRole::TreeEnd(i)
+        | PinRole::TreeEndForward(i) => Some(i),
         PinRole::Step => None,
     }
 }
@@ -575,6 +608,14 @@ fn member_owners(device: &DeviceType, graph: &GraphType) -> Owners {
         DeviceKind::Controller => {
             for plan in &graph.invocations {
                 properties.insert(names::end_total(&plan.name), plan.id);
+            }
+        }
+        DeviceKind::Aggregator(id) => {
+            for member in &device.state {
+                state.insert(member.name.clone(), id);
+            }
+            for member in &device.properties {
+                properties.insert(member.name.clone(), id);
             }
         }
     }
@@ -686,6 +727,12 @@ fn render_device(
                 "  the controller: runs `main` and starts every invocation"
             ));
         }
+        DeviceKind::Aggregator(_) => {
+            out.line(format_args!(
+                "  an aggregator: passes the begin on to at most {} children and combines their ends",
+                graph.fan_limit
+            ));
+        }
     }
     out.line(format_args!(
         "  {}, {} (limit {MAX_OUTPUT_PINS})",
@@ -717,6 +764,7 @@ fn render_device(
     let invocations: Vec<InvocationId> = match device.kind {
         DeviceKind::Set(_) => device.plans.iter().map(|p| p.invocation).collect(),
         DeviceKind::Controller => graph.invocations.iter().map(|p| p.id).collect(),
+        DeviceKind::Aggregator(id) => vec![id],
     };
     for id in invocations {
         let Some(plan) = plans.get(&id).copied() else {
@@ -728,7 +776,9 @@ fn render_device(
                 "over `{}`; this set holds dats it reaches",
                 set_name(program, plan.set)
             ),
-            DeviceKind::Controller => format!("over `{}`", set_name(program, plan.set)),
+            DeviceKind::Controller | DeviceKind::Aggregator(_) => {
+                format!("over `{}`", set_name(program, plan.set))
+            }
         };
         out.line(format_args!(""));
         out.line(format_args!("invocation {} ({role})", plan.name));
