@@ -1,0 +1,402 @@
+//! One program through every command, in process, with the properties each
+//! must keep: `parse` (and its tree printed), `check` (analysis and the code
+//! generator's diagnostics, every range inside its file), `fmt` (idempotent,
+//! and the formatted program gives the same diagnostics and graph), `build`
+//! (graph type and instance written to memory), `run` and `simulate` with an
+//! iteration limit, which must agree. A panic anywhere is caught by the
+//! caller and reported with the stage it happened in.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use op2_analysis::{Analyser, Analysis, Loader, Options};
+use op2_codegen::instance::GraphInstance;
+use op2_codegen::output::InstanceWriter;
+use op2_exec::simulate::{self, SimulationError};
+use op2_exec::{Reference, State, Tolerance};
+use op2_instance::{self as instance, NoProgress};
+use op2_syntax::format::{FormatError, format};
+use op2_syntax::{Diagnostic, Parse, Severity};
+
+use crate::Finding;
+
+/// Where the root file of every case is (a folder that does not exist:
+/// imports are served from memory).
+pub const ROOT: &str = "/op2-fuzz/main.op2";
+
+/// A program and what comes with it.
+#[derive(Clone, Debug, Default)]
+pub struct Program {
+    /// The root file's bytes (not necessarily UTF-8).
+    pub text: Vec<u8>,
+    /// Files it may import, by name relative to the root's folder.
+    pub imports: Vec<(String, String)>,
+    /// Instance data, when the case has some.
+    pub instance: Option<Vec<u8>>,
+    /// Loop iterations `run` and `simulate` may do.
+    pub max_iterations: u64,
+    /// The delivery order seed of `simulate`.
+    pub seed: u64,
+    /// Whether to run and simulate it (tame campaigns run only generated
+    /// programs, whose kernel loops are bounded: a mutated kernel may loop
+    /// forever, which `run` and `simulate` do as C would).
+    pub execute: bool,
+}
+
+/// Reads imports from the case's files.
+struct Memory(HashMap<PathBuf, Arc<str>>);
+
+impl Loader for Memory {
+    fn load(&self, path: &Path) -> Result<Arc<str>, String> {
+        self.0
+            .get(path)
+            .cloned()
+            .ok_or_else(|| "no such file or directory (os error 2)".to_string())
+    }
+}
+
+/// What one pass did, for the campaign's counts.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Reached {
+    /// The program had no errors and was built.
+    pub built: bool,
+    /// It was run (and simulated).
+    pub ran: bool,
+}
+
+/// Output of `print` kept per run; more is counted, not kept.
+const OUTPUT_LIMIT: usize = 1 << 20;
+
+/// Runs the program through every command. `instance` makes one when the
+/// case has none and the program builds.
+pub fn check(
+    program: &Program,
+    make_instance: &mut dyn FnMut(&op2_analysis::model::Program) -> Option<Vec<u8>>,
+) -> Result<Reached, Finding> {
+    let mut reached = Reached::default();
+    let text = String::from_utf8_lossy(&program.text).into_owned();
+    let root = Path::new(ROOT);
+    let folder = root.parent().unwrap_or(Path::new("/"));
+    let mut files: HashMap<PathBuf, Arc<str>> = HashMap::new();
+    for (name, body) in &program.imports {
+        files.insert(folder.join(name), Arc::from(body.as_str()));
+    }
+    files.insert(root.to_path_buf(), Arc::from(text.as_str()));
+    let loader = Memory(files);
+
+    // parse
+    crate::enter("parse");
+    let parse = Parse::new(text.as_str());
+    let mut tree = Vec::new();
+    write_tree(&mut tree, &parse);
+    let syntax = parse.errors(op2_syntax::FileId::MAIN);
+    check_diagnostics("parse", &syntax, &[text.as_str()])?;
+
+    // check
+    crate::enter("check");
+    let options = Options { require_main: true };
+    let analysis = Analyser::new().analyse(root, &parse, &loader, &options);
+    let mut diagnostics = analysis.diagnostics.clone();
+    diagnostics.extend(op2_codegen::diagnostics(
+        &analysis,
+        &op2_codegen::graph_id(root),
+    ));
+    let texts: Vec<&str> = analysis.program.files.iter().map(|f| &*f.text).collect();
+    check_diagnostics("check", &diagnostics, &texts)?;
+    let has_errors = diagnostics.iter().any(|d| d.severity == Severity::Error);
+
+    // fmt
+    crate::enter("fmt");
+    let graph_xml = (!has_errors).then(|| graph_xml(&analysis));
+    match format(&text) {
+        Ok(formatted) => {
+            match format(&formatted) {
+                Ok(again) if again == formatted => {}
+                Ok(_) => return Err(Finding::property("fmt", "formatting is not idempotent")),
+                Err(error) => {
+                    return Err(Finding::property(
+                        "fmt",
+                        format!("the formatted program does not format again: {error}"),
+                    ));
+                }
+            }
+            let reformatted = Parse::new(formatted.as_str());
+            let again = Analyser::new().analyse(root, &reformatted, &loader, &options);
+            let codes = |a: &Analysis| {
+                let mut codes: Vec<&str> = a.diagnostics.iter().map(|d| d.code.as_str()).collect();
+                codes.sort_unstable();
+                codes
+            };
+            if codes(&again) != codes(&analysis) {
+                return Err(Finding::property(
+                    "fmt",
+                    format!(
+                        "the formatted program has other diagnostics: {:?} before, {:?} after",
+                        codes(&analysis),
+                        codes(&again)
+                    ),
+                ));
+            }
+            if let Some(before) = &graph_xml
+                && graph_xml_of(&again) != *before
+            {
+                return Err(Finding::property(
+                    "fmt",
+                    "the formatted program gives another graph",
+                ));
+            }
+        }
+        Err(FormatError::Internal(message)) => {
+            return Err(Finding::property(
+                "fmt",
+                format!("internal error: {message}"),
+            ));
+        }
+        Err(FormatError::Syntax(_) | FormatError::TooDeep) => {}
+    }
+
+    // build
+    crate::enter("build");
+    if has_errors || analysis.program.main.is_none() {
+        return Ok(reached);
+    }
+    let graph = op2_codegen::graph_type(&analysis, &op2_codegen::graph_id(root));
+    if op2_codegen::limits::check(&analysis.program, &graph)
+        .iter()
+        .any(|d| d.severity == Severity::Error)
+    {
+        return Ok(reached);
+    }
+    reached.built = true;
+    let mut sink = Counting::default();
+    op2_codegen::xml::write_graph_type(&mut sink, &graph)
+        .map_err(|e| Finding::property("build", format!("writing to memory failed: {e}")))?;
+    let json = match &program.instance {
+        Some(json) => json.clone(),
+        None => match make_instance(&analysis.program) {
+            Some(json) => json,
+            None => return Ok(reached),
+        },
+    };
+    let loaded = instance::read(&json, &analysis.program, &mut NoProgress);
+    let Some(data) = loaded.data else {
+        return Ok(reached);
+    };
+    if !program.execute {
+        return Ok(reached);
+    }
+    let mut progress = NoProgress;
+    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    if let Err(error) = writer.write(&mut sink, &graph) {
+        // An instance the limits refuse is an answer, not a failure.
+        let _ = error;
+    }
+
+    // run
+    crate::enter("run");
+    reached.ran = true;
+    let mut output = Output::default();
+    let state = State::new(&analysis.program, &data);
+    let mut print = |s: &str| output.push(s);
+    let expected = Reference::new(&analysis, state, &mut print).run(program.max_iterations);
+
+    // simulate
+    crate::enter("simulate");
+    let mut output = Output::default();
+    let mut print = |s: &str| output.push(s);
+    let options = simulate::Options {
+        seed: program.seed,
+        max_iterations: program.max_iterations,
+        injection: None,
+    };
+    let simulated = simulate::simulate(&analysis, &graph, &data, options, &mut print);
+    match (&expected, &simulated) {
+        (_, Err(error @ (SimulationError::Deadlock(_) | SimulationError::Assertion(_)))) => {
+            return Err(Finding::property("simulate", error.to_string()));
+        }
+        (Ok(expected), Ok((actual, _))) => {
+            let tolerance = Tolerance {
+                relative: 1e-6,
+                absolute: 1e-9,
+            };
+            let differences = op2_exec::compare(&analysis.program, expected, actual, tolerance);
+            if let Some(first) = differences.first() {
+                return Err(Finding::property(
+                    "simulate",
+                    format!(
+                        "the simulation differs from the reference run in {} value(s), first {}: run {:?} simulate {:?}",
+                        differences.len(),
+                        first.path,
+                        first.expected,
+                        first.actual
+                    ),
+                ));
+            }
+        }
+        (Ok(_), Err(SimulationError::Runtime(error))) => {
+            return Err(Finding::property(
+                "simulate",
+                format!("the simulation failed where the reference run did not: {error}"),
+            ));
+        }
+        (Err(error), Ok(_)) => {
+            return Err(Finding::property(
+                "simulate",
+                format!("the reference run failed where the simulation did not: {error}"),
+            ));
+        }
+        (Err(_), Err(SimulationError::Runtime(_))) => {}
+    }
+    Ok(reached)
+}
+
+/// The graph type's XML, for comparing two analyses of one program.
+fn graph_xml(analysis: &Analysis) -> Vec<u8> {
+    graph_xml_of(analysis)
+}
+
+fn graph_xml_of(analysis: &Analysis) -> Vec<u8> {
+    let graph = op2_codegen::graph_type(analysis, &op2_codegen::graph_id(Path::new(ROOT)));
+    let mut out = Vec::new();
+    let _ = op2_codegen::xml::write_graph_type(&mut out, &graph);
+    out
+}
+
+/// Every diagnostic points inside its file, on character boundaries, and
+/// its message follows the style (not empty, no trailing period).
+fn check_diagnostics(
+    stage: &'static str,
+    diagnostics: &[Diagnostic],
+    texts: &[&str],
+) -> Result<(), Finding> {
+    for d in diagnostics {
+        let mut locations = vec![(d.location, "primary")];
+        locations.extend(d.related.iter().map(|r| (r.location, "related")));
+        for (location, what) in locations {
+            let Some(text) = texts.get(location.file.0 as usize) else {
+                return Err(Finding::property(
+                    stage,
+                    format!(
+                        "{} {what} location in file {} of {}",
+                        d.code.as_str(),
+                        location.file.0,
+                        texts.len()
+                    ),
+                ));
+            };
+            let (start, end) = (location.range.start as usize, location.range.end as usize);
+            if !is_range(text, start, end) {
+                return Err(Finding::property(
+                    stage,
+                    format!(
+                        "{} {what} range {start}..{end} is not a range of its file ({} bytes): {}",
+                        d.code.as_str(),
+                        text.len(),
+                        d.message
+                    ),
+                ));
+            }
+        }
+        for fix in &d.fixes {
+            for edit in &fix.edits {
+                let Some(text) = texts.get(edit.file.0 as usize) else {
+                    continue;
+                };
+                let (start, end) = (edit.range.start as usize, edit.range.end as usize);
+                if !is_range(text, start, end) {
+                    return Err(Finding::property(
+                        stage,
+                        format!(
+                            "{} fix edit {start}..{end} is outside its file",
+                            d.code.as_str()
+                        ),
+                    ));
+                }
+            }
+        }
+        if d.message.is_empty() || (d.message.ends_with('.') && !d.message.ends_with("..")) {
+            return Err(Finding::property(
+                stage,
+                format!(
+                    "{} message breaks the style: {:?}",
+                    d.code.as_str(),
+                    d.message
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `start..end` is a range of `text` between characters.
+fn is_range(text: &str, start: usize, end: usize) -> bool {
+    start <= end && end <= text.len() && text.is_char_boundary(start) && text.is_char_boundary(end)
+}
+
+/// The tree as `op2 parse` prints it (iteratively, like the CLI).
+fn write_tree(out: &mut Vec<u8>, parse: &Parse) {
+    let mut cursor = parse.tree().walk();
+    let mut depth = 0usize;
+    loop {
+        let node = cursor.node();
+        if node.is_named() || node.is_missing() {
+            let _ = writeln!(
+                out,
+                "{:indent$}{}",
+                "",
+                node.kind(),
+                indent = (depth * 2).min(64)
+            );
+        }
+        if cursor.goto_first_child() {
+            depth += 1;
+            continue;
+        }
+        loop {
+            if cursor.goto_next_sibling() {
+                break;
+            }
+            if !cursor.goto_parent() {
+                return;
+            }
+            depth -= 1;
+        }
+    }
+}
+
+#[derive(Default)]
+struct Counting {
+    bytes: u64,
+}
+
+impl std::io::Write for Counting {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes += buf.len() as u64;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// What `print` wrote: counted, and kept up to [`OUTPUT_LIMIT`].
+#[derive(Default)]
+struct Output {
+    kept: String,
+}
+
+impl Output {
+    fn push(&mut self, text: &str) {
+        if self.kept.len() < OUTPUT_LIMIT {
+            let room = OUTPUT_LIMIT - self.kept.len();
+            let mut end = text.len().min(room);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.kept.push_str(&text[..end]);
+        }
+    }
+}
