@@ -245,6 +245,11 @@ fn lsp() -> anyhow::Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    runtime.block_on(op2_lsp::serve_stdio());
-    Ok(Outcome::Success)
+    let end = runtime.block_on(op2_lsp::serve_stdio());
+    // The protocol: 0 when `shutdown` came before `exit`, otherwise 1.
+    Ok(if end.status() == 0 {
+        Outcome::Success
+    } else {
+        Outcome::Errors
+    })
 }

@@ -14,12 +14,15 @@
 //! 4. Analysis runs on the blocking pool, never on the async threads.
 //! 5. Positions are converted at the edge, in the negotiated encoding.
 //! 6. A panic in one request is caught and logged; the session goes on.
+//! 7. No message ends the session but `exit`: `transport` answers malformed
+//!    input with the JSON-RPC error the specification names.
 
 pub mod config;
 pub mod documents;
 pub mod handlers;
 pub mod ide;
 mod server;
+pub mod transport;
 pub mod world;
 
 pub use server::{Backend, serve, serve_stdio};

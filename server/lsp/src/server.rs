@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::jsonrpc::{Error, Result};
 use tower_lsp_server::lsp_types::*;
-use tower_lsp_server::{Client, LanguageServer, LspService, Server};
+use tower_lsp_server::{Client, LanguageServer, LspService};
+
+use crate::transport::SessionEnd;
 
 use crate::config::Settings;
 use crate::documents::{Document, PositionEncoding};
@@ -41,13 +43,16 @@ pub mod commands {
     pub const TEST_PANIC: &str = "op2.test.panic";
 }
 
-/// Serves on standard input and output (what `op2 lsp` runs).
-pub async fn serve_stdio() {
-    serve(tokio::io::stdin(), tokio::io::stdout()).await;
+/// Serves on standard input and output (what `op2 lsp` runs); returns how
+/// the session ended (its exit status).
+pub async fn serve_stdio() -> SessionEnd {
+    serve(tokio::io::stdin(), tokio::io::stdout()).await
 }
 
-/// Serves on any transport (tests use an in-memory duplex).
-pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) {
+/// Serves on any transport (tests use an in-memory duplex), through the
+/// checking transport (`transport`): malformed messages are answered, not
+/// fatal.
+pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> SessionEnd {
     let allow_test_panic = std::env::var("OP2_LSP_TEST_PANIC").is_ok_and(|v| v == "1");
     let (service, socket) = LspService::build(|client| Backend {
         client,
@@ -56,7 +61,30 @@ pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) {
         allow_test_panic,
     })
     .finish();
-    Server::new(input, output, socket).serve(service).await;
+    crate::transport::serve_checked(input, output, service, socket).await
+}
+
+/// A document whose text starts with this is analysed for 30 s (only with
+/// `OP2_LSP_TEST_PANIC=1`): how the watchdog is tested.
+const TEST_HANG: &str = "// op2.test.hang";
+
+/// How long one analysis may run before the watchdog abandons it: 20 s, or
+/// `OP2_LSP_ANALYSIS_LIMIT_MS`.
+fn analysis_limit() -> std::time::Duration {
+    let millis = std::env::var("OP2_LSP_ANALYSIS_LIMIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    std::time::Duration::from_millis(millis)
+}
+
+/// The answer to a request on a document whose analysis ran away.
+fn runaway_error() -> Error {
+    Error {
+        code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
+        message: "the analysis of this document did not finish; edit it to try again".into(),
+        data: None,
+    }
 }
 
 fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
@@ -112,6 +140,10 @@ impl Backend {
             let next = {
                 let world = lock(&self.world);
                 let entry = world.documents.get(uri)?;
+                if entry.runaway == Some(entry.generation()) {
+                    // Abandoned by the watchdog: not again for this text.
+                    return None;
+                }
                 match entry.current() {
                     Some(analysed) => Next::Ready(Arc::clone(analysed)),
                     None if asker == Asker::Request && entry.analysing => {
@@ -154,13 +186,24 @@ impl Backend {
             )
         };
         let worker = asker == Asker::Worker;
-        let result = tokio::task::spawn_blocking(move || {
+        let hang = self.allow_test_panic && document.text().starts_with(TEST_HANG);
+        let task = tokio::task::spawn_blocking(move || {
+            if hang {
+                std::thread::sleep(std::time::Duration::from_secs(30));
+            }
             // Only the worker's runs are cancelled: a request answers for
             // the text it was sent after, whatever came next.
             let cancelled = || worker && counter.load(Ordering::SeqCst) != generation;
             analyse_cancellable(document, generation, path, &engine, &overlay, &cancelled)
-        })
-        .await;
+        });
+        // The watchdog: a run that does not finish in time is left behind
+        // (a thread cannot be stopped), the document gets a fresh engine
+        // (the old one stays locked by that run) and a diagnostic saying
+        // so, and it is not analysed again until it changes.
+        let Ok(result) = tokio::time::timeout(analysis_limit(), task).await else {
+            self.runaway(uri, generation).await;
+            return None;
+        };
         let analysed = match result {
             Ok(Some(analysed)) => Arc::new(analysed),
             Ok(None) => {
@@ -196,6 +239,43 @@ impl Backend {
             self.publish_current(uri, &analysed).await;
         }
         Some(analysed)
+    }
+
+    /// Records that the analysis of `generation` of `uri` ran away, and
+    /// tells the user on the document.
+    async fn runaway(&self, uri: &Uri, generation: u64) {
+        let _publishing = self.publishing.lock().await;
+        let version = {
+            let mut world = lock(&self.world);
+            let Some(entry) = world.documents.get_mut(uri) else {
+                return;
+            };
+            if entry.runaway == Some(generation) || entry.generation() != generation {
+                return;
+            }
+            entry.runaway = Some(generation);
+            entry.engine = Arc::default();
+            entry.published = Some(generation);
+            entry.document.version
+        };
+        let message = format!(
+            "the analysis of this document did not finish within {} s and was abandoned; \
+             it starts again when the document changes (please report the program)",
+            analysis_limit().as_secs_f64()
+        );
+        let diagnostic = Diagnostic {
+            range: Range::default(),
+            severity: Some(DiagnosticSeverity::ERROR),
+            source: Some("op2".into()),
+            message: message.clone(),
+            ..Diagnostic::default()
+        };
+        self.client
+            .publish_diagnostics(uri.clone(), vec![diagnostic], Some(version))
+            .await;
+        self.client
+            .log_message(MessageType::ERROR, format!("{}: {message}", uri.as_str()))
+            .await;
     }
 
     /// Publishes an analysis that is current, unless its generation was
@@ -271,6 +351,58 @@ impl Backend {
         }
     }
 
+    /// The analysis of the generation of `uri` current when the request
+    /// arrived: the worker's when it finishes that generation, or one run
+    /// here. When the document (or a file it imports) changes before that
+    /// analysis exists, the answer is `ContentModified`: an answer always
+    /// belongs to the version it was asked about. `Ok(None)`: the document
+    /// is not open.
+    async fn analysed_as_asked(&self, uri: &Uri) -> Result<Option<Arc<Analysed>>> {
+        let mut asked = None;
+        loop {
+            let next = {
+                let world = lock(&self.world);
+                let Some(entry) = world.documents.get(uri) else {
+                    return Ok(None);
+                };
+                let generation = entry.generation();
+                let asked = *asked.get_or_insert(generation);
+                if generation != asked {
+                    return Err(Error::content_modified());
+                }
+                if entry.runaway == Some(generation) {
+                    return Err(runaway_error());
+                }
+                match entry.current() {
+                    Some(analysed) => Next::Ready(Arc::clone(analysed)),
+                    None if entry.analysing => Next::Wait(entry.finished.subscribe(), generation),
+                    None => Next::Analyse,
+                }
+            };
+            match next {
+                Next::Ready(analysed) => return Ok(Some(analysed)),
+                Next::Wait(mut finished, generation) => {
+                    let _ = finished.wait_for(|done| *done > generation).await;
+                }
+                Next::Analyse => {
+                    if let Some(analysed) = self.analyse_now(uri, Asker::Request).await {
+                        if Some(analysed.generation) == asked {
+                            return Ok(Some(analysed));
+                        }
+                    }
+                    // Not analysed, or moved on: look again (a change
+                    // answers ContentModified, a runaway its error).
+                    let world = lock(&self.world);
+                    match world.documents.get(uri) {
+                        None => return Ok(None),
+                        Some(entry) if entry.runaway == asked => return Err(runaway_error()),
+                        Some(_) => return Err(Error::content_modified()),
+                    }
+                }
+            }
+        }
+    }
+
     /// Runs a request handler over the current analysis, on the blocking
     /// pool. A panic in it is logged and answered with an internal error.
     async fn request<T, F>(&self, name: &str, uri: &Uri, handler: F) -> Result<Option<T>>
@@ -278,7 +410,7 @@ impl Backend {
         T: Send + 'static,
         F: FnOnce(&Context<'_>) -> Option<T> + Send + 'static,
     {
-        let Some(analysed) = self.analysed(uri, Asker::Request).await else {
+        let Some(analysed) = self.analysed_as_asked(uri).await? else {
             return Ok(None);
         };
         let (encoding, settings) = {

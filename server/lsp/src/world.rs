@@ -83,6 +83,9 @@ pub struct Entry {
     pub runs: u64,
     /// Analyses stopped because the text moved on.
     pub cancelled_runs: u64,
+    /// The generation whose analysis the watchdog abandoned: not analysed
+    /// again until the generation moves on.
+    pub runaway: Option<u64>,
 }
 
 impl Entry {
@@ -99,6 +102,7 @@ impl Entry {
             finished: tokio::sync::watch::Sender::new(0),
             runs: 0,
             cancelled_runs: 0,
+            runaway: None,
         }
     }
 

@@ -30,10 +30,17 @@ pub use text::Encoding;
 /// fails instead of blocking the suite.
 pub const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What the client writes: a message, framed on the way out, or raw bytes.
+#[derive(Debug)]
+enum Outgoing {
+    Message(Value),
+    Raw(Vec<u8>),
+}
+
 /// One client session with a server.
 #[derive(Debug)]
 pub struct Session {
-    outgoing: mpsc::UnboundedSender<Value>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
     incoming: mpsc::UnboundedReceiver<(Instant, Value)>,
     next_id: i64,
     /// Every notification and request from the server, in arrival order.
@@ -68,7 +75,9 @@ impl Session {
     pub fn in_process() -> Session {
         let (client_end, server_end) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server_end);
-        let server = tokio::spawn(op2_lsp::serve(server_read, server_write));
+        let server = tokio::spawn(async move {
+            op2_lsp::serve(server_read, server_write).await;
+        });
         let (read, write) = tokio::io::split(client_end);
         let mut session = Session::over(read, write);
         session.server = Some(server);
@@ -114,18 +123,24 @@ impl Session {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (outgoing, mut to_write) = mpsc::unbounded_channel::<Value>();
+        let (outgoing, mut to_write) = mpsc::unbounded_channel::<Outgoing>();
         let (deliver, incoming) = mpsc::unbounded_channel::<(Instant, Value)>();
         let answer_requests = Arc::new(AtomicBool::new(true));
 
         let writer = tokio::spawn(async move {
             let mut write = write;
             while let Some(message) = to_write.recv().await {
-                let body = serde_json::to_vec(&message).expect("serialisable message");
-                let header = format!("Content-Length: {}\r\n\r\n", body.len());
-                if write.write_all(header.as_bytes()).await.is_err()
-                    || write.write_all(&body).await.is_err()
-                {
+                let bytes = match message {
+                    Outgoing::Message(message) => {
+                        let body = serde_json::to_vec(&message).expect("serialisable message");
+                        let mut bytes =
+                            format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
+                        bytes.extend_from_slice(&body);
+                        bytes
+                    }
+                    Outgoing::Raw(bytes) => bytes,
+                };
+                if write.write_all(&bytes).await.is_err() {
                     return;
                 }
                 if write.flush().await.is_err() {
@@ -149,7 +164,9 @@ impl Session {
                 if let (Some(_), Some(id)) = (message.get("method"), message.get("id"))
                     && answer.load(Ordering::SeqCst)
                 {
-                    let _ = reply.send(json!({"jsonrpc": "2.0", "id": id, "result": null}));
+                    let _ = reply.send(Outgoing::Message(
+                        json!({"jsonrpc": "2.0", "id": id, "result": null}),
+                    ));
                 }
                 if deliver.send((Instant::now(), message)).is_err() {
                     return;
@@ -193,7 +210,15 @@ impl Session {
 
     fn send(&mut self, message: Value) {
         self.outgoing
-            .send(message)
+            .send(Outgoing::Message(message))
+            .expect("the client's writer is running");
+    }
+
+    /// Sends bytes as they are (headers included), in order with the
+    /// messages sent before and after.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.outgoing
+            .send(Outgoing::Raw(bytes.to_vec()))
             .expect("the client's writer is running");
     }
 
