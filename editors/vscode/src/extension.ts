@@ -51,6 +51,7 @@ export class Op2Extension implements vscode.Disposable {
   private readonly deviceTypeChanged = new vscode.EventEmitter<vscode.Uri>();
   private readonly disposables: vscode.Disposable[] = [];
   private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -60,7 +61,9 @@ export class Op2Extension implements vscode.Disposable {
     this.status = vscode.languages.createLanguageStatusItem('op2.status', { language: 'op2' });
     this.status.name = 'OP2 language server';
     this.status.command = { title: 'Show Output', command: COMMANDS.showServerOutput };
-    this.disposables.push(this.output, this.status, this.deviceTypeChanged);
+    // The output channel and the status item are not among these: they
+    // close only after the client has stopped (see `dispose`).
+    this.disposables.push(this.deviceTypeChanged);
     this.updateStatus();
   }
 
@@ -204,18 +207,26 @@ export class Op2Extension implements vscode.Disposable {
     }
   }
 
-  async stop(): Promise<void> {
+  /** Stops the server; a second call while it stops waits for the first. */
+  stop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     if (client) {
-      try {
-        await client.stop(5000);
-      } catch {
-        // Already stopped, or never started.
-      }
-      await client.dispose().catch(() => undefined);
+      const previous = this.stopping ?? Promise.resolve();
+      this.stopping = previous.then(async () => {
+        try {
+          await client.stop(5000);
+        } catch {
+          // Already stopped, or never started.
+        }
+        await client.dispose().catch(() => undefined);
+      });
     }
-    this.setState('stopped');
+    const stopping = this.stopping ?? Promise.resolve();
+    return stopping.then(() => {
+      if (this.stopping === stopping) this.stopping = undefined;
+      this.setState('stopped');
+    });
   }
 
   async restart(): Promise<void> {
@@ -338,8 +349,20 @@ export class Op2Extension implements vscode.Disposable {
     await vscode.window.showTextDocument(document, { preview: false });
   }
 
+  /**
+   * VS Code disposes an extension's subscriptions right after it calls
+   * `deactivate`, without waiting for the promise `deactivate` returns. The
+   * client is then still stopping and writes its last log and trace lines
+   * (`op2.trace.server`) to the output channel, so the channel and the
+   * status item close only once the client has stopped; closing them
+   * earlier makes VS Code log `Channel has been closed`.
+   */
   dispose(): void {
     for (const disposable of this.disposables.splice(0)) disposable.dispose();
+    void this.stop().finally(() => {
+      this.output.dispose();
+      this.status.dispose();
+    });
   }
 }
 

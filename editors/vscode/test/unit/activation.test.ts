@@ -262,6 +262,23 @@ describe('activation', () => {
     assert.equal(clients()[1].clientOptions.outputChannel, mock.outputChannels[0], 'one output channel across restarts');
   });
 
+  it('closes its output channel only after the server has stopped, as VS Code shuts down', async () => {
+    const ctx = context();
+    extension = await activate(ctx, host(['/usr/bin/op2']));
+    // VS Code calls deactivate, then disposes the subscriptions at once,
+    // without waiting for deactivate's promise.
+    const deactivating = deactivate();
+    for (const subscription of ctx.subscriptions) subscription.dispose();
+    await deactivating;
+    await flush();
+    const channel = mock.outputChannels[0];
+    assert.equal(clients()[0].stopped, 1);
+    assert.ok(channel.lines.some((line: string) => line.includes("Sending notification 'exit'")), 'the last trace line was written');
+    assert.equal(channel.disposed, true, 'the channel is closed afterwards');
+    assert.equal(mock.statusItems[0].disposed, true);
+    extension = undefined;
+  });
+
   it('stops the server on deactivate', async () => {
     extension = await activate(context(), host(['/usr/bin/op2']));
     await deactivate();

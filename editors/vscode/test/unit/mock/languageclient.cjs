@@ -48,6 +48,10 @@ class LanguageClient {
   }
   async stop() {
     this.stopped += 1;
+    // Like the real client with tracing on: the shutdown is traced to the
+    // output channel after a turn of the event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+    this.outputChannel?.appendLine('[Trace] Sending notification \'exit\'.');
     this.setState(State.Stopped);
   }
   async dispose() {

@@ -159,10 +159,14 @@ const vscode = {
         name,
         lines: [],
         shown: 0,
+        disposed: false,
+        // VS Code's channels throw once disposed.
         append(text) {
+          if (this.disposed) throw new Error('Channel has been closed');
           this.lines.push(text);
         },
         appendLine(text) {
+          if (this.disposed) throw new Error('Channel has been closed');
           this.lines.push(text);
         },
         replace() {},
@@ -173,7 +177,9 @@ const vscode = {
           this.shown += 1;
         },
         hide() {},
-        dispose() {},
+        dispose() {
+          this.disposed = true;
+        },
       };
       mock.outputChannels.push(channel);
       return channel;
@@ -201,7 +207,7 @@ const vscode = {
   },
   languages: {
     createLanguageStatusItem(id, selector) {
-      const item = { id, selector, text: '', detail: '', busy: false, severity: 0, dispose() {} };
+      const item = { id, selector, text: '', detail: '', busy: false, severity: 0, disposed: false, dispose() { this.disposed = true; } };
       mock.statusItems.push(item);
       return item;
     },
