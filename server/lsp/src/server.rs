@@ -64,7 +64,7 @@ pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> 
     crate::transport::serve_checked(input, output, service, socket).await
 }
 
-/// A document whose text starts with this is analysed for 30 s (only with
+/// A document whose text starts with this is analysed for 10 s (only with
 /// `OP2_LSP_TEST_PANIC=1`): how the watchdog is tested.
 const TEST_HANG: &str = "// op2.test.hang";
 
@@ -189,7 +189,7 @@ impl Backend {
         let hang = self.allow_test_panic && document.text().starts_with(TEST_HANG);
         let task = tokio::task::spawn_blocking(move || {
             if hang {
-                std::thread::sleep(std::time::Duration::from_secs(30));
+                std::thread::sleep(std::time::Duration::from_secs(10));
             }
             // Only the worker's runs are cancelled: a request answers for
             // the text it was sent after, whatever came next.
@@ -385,10 +385,10 @@ impl Backend {
                     let _ = finished.wait_for(|done| *done > generation).await;
                 }
                 Next::Analyse => {
-                    if let Some(analysed) = self.analyse_now(uri, Asker::Request).await {
-                        if Some(analysed.generation) == asked {
-                            return Ok(Some(analysed));
-                        }
+                    if let Some(analysed) = self.analyse_now(uri, Asker::Request).await
+                        && Some(analysed.generation) == asked
+                    {
+                        return Ok(Some(analysed));
                     }
                     // Not analysed, or moved on: look again (a change
                     // answers ContentModified, a runaway its error).

@@ -1,0 +1,136 @@
+//! The watchdog: an analysis that runs away is abandoned after the limit,
+//! the document gets a diagnostic saying so, requests on it answer with an
+//! error instead of waiting, other documents are answered meanwhile, and an
+//! edit starts a fresh analysis. The server makes a document hang only with
+//! `OP2_LSP_TEST_PANIC=1`, and reads its limit from
+//! `OP2_LSP_ANALYSIS_LIMIT_MS`, so this file is its own test binary: every
+//! server it starts sees both variables.
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::Session;
+
+const HANGING: &str = "file:///nonexistent/op2-tests/hanging.op2";
+const OTHER: &str = "file:///nonexistent/op2-tests/airfoil.op2";
+
+/// The limit the servers of this binary use.
+const LIMIT_MS: u64 = 1500;
+
+fn enable_test_hooks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the environment is only read through `std::env` here
+        // (which locks it) and by the servers, which start after this `Once`
+        // completes; no C code reads it concurrently in these tests.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::env::set_var("OP2_LSP_TEST_PANIC", "1");
+            std::env::set_var("OP2_LSP_ANALYSIS_LIMIT_MS", LIMIT_MS.to_string());
+        }
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runaway_analysis_is_abandoned_and_other_documents_go_on() {
+    enable_test_hooks();
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+
+    // The hook makes this document's analysis sleep for 10 s.
+    let hanging = "// op2.test.hang\nset cells;\nmain {}\n";
+    let opened = Instant::now();
+    session.did_open(HANGING, hanging, 1);
+
+    // Another document is analysed and answered while that one hangs.
+    let other = support::example("airfoil.op2");
+    session.did_open(OTHER, &other, 1);
+    let diagnostics = session.diagnostics(OTHER, 1).await;
+    assert!(
+        diagnostics.iter().all(|d| d["severity"] != 1),
+        "the airfoil checks clean: {diagnostics:?}"
+    );
+    let hover = session
+        .request(
+            "textDocument/hover",
+            json!({"textDocument": {"uri": OTHER}, "position": support::position_of(&other, "p_q", 0, 1, session.encoding)}),
+        )
+        .await;
+    assert!(
+        hover.is_ok_and(|h| !h.is_null()),
+        "a hover on the other document"
+    );
+    assert!(
+        opened.elapsed() < Duration::from_secs(8),
+        "the other document waited for the hanging one"
+    );
+
+    // The hanging document gets the watchdog's diagnostic after the limit,
+    // long before its analysis would have finished.
+    let diagnostics = session.diagnostics(HANGING, 1).await;
+    let waited = opened.elapsed();
+    assert!(
+        waited >= Duration::from_millis(LIMIT_MS) && waited < Duration::from_secs(8),
+        "the watchdog fired after {waited:?}"
+    );
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    let message = diagnostics[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not finish") && message.contains("abandoned"),
+        "{message}"
+    );
+    session
+        .wait_for("the runaway logged", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|s| s.contains(HANGING) && s.contains("did not finish"))
+        })
+        .await;
+
+    // A request on that text answers at once with an error, not after 10 s.
+    let asked = Instant::now();
+    let symbols = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": HANGING}}),
+        )
+        .await;
+    let error = symbols.expect_err("a request on an abandoned text is an error");
+    assert_eq!(error["code"], -32803, "{error}");
+    assert!(asked.elapsed() < Duration::from_secs(5));
+
+    // An edit that removes the hook is analysed afresh.
+    session.did_change(
+        HANGING,
+        2,
+        vec![json!({"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 16}}, "text": "// fixed"})],
+    );
+    let diagnostics = session.diagnostics(HANGING, 2).await;
+    assert!(
+        diagnostics.iter().all(|d| !d["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not finish")),
+        "{diagnostics:?}"
+    );
+    let symbols = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": HANGING}}),
+        )
+        .await;
+    assert!(symbols.is_ok(), "{symbols:?}");
+
+    // The other document still answers.
+    let symbols = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": OTHER}}),
+        )
+        .await;
+    assert!(symbols.is_ok(), "{symbols:?}");
+    session.shutdown().await;
+}
