@@ -38,6 +38,7 @@ use rustc_hash::FxHashSet;
 pub use checks::type_keyword_prefix;
 pub use consts::ConstValues;
 pub use deps::{Dependencies, Reader};
+pub use lower::{MAX_DIMENSION, MAX_LOCAL_VALUES};
 pub use model::Program;
 
 /// Reads the files a program imports.

@@ -20,6 +20,67 @@ use crate::value::{self, Value};
 /// over the lowered body (a fuzzer finds stack overflows otherwise).
 const MAX_DEPTH: u32 = 200;
 
+/// The largest map arity, and the largest dimension of a dat, const, global,
+/// kernel parameter or local array. Sizes are checked against it before
+/// anything is allocated: a dat initialiser is expanded to its dimension, and
+/// the run allocates dimension × set size values.
+pub const MAX_DIMENSION: u32 = 1 << 16;
+
+/// The most values the locals of one kernel or of `main` may hold together
+/// (a frame of the interpreter, the compiled engine and the simulation
+/// holds them all).
+pub const MAX_LOCAL_VALUES: u64 = 1 << 20;
+
+/// A written arity or dimension, checked (E201).
+pub(crate) enum WrittenSize {
+    /// Within `1..=MAX_DIMENSION`.
+    Valid(u32),
+    /// `0`.
+    Zero,
+    /// Above [`MAX_DIMENSION`], or too large to read at all.
+    TooLarge,
+}
+
+impl WrittenSize {
+    pub(crate) fn read(literal: &ast::IntLit<'_>, source: &str) -> WrittenSize {
+        match literal.value(source).map(|v| v.value) {
+            Some(0) => WrittenSize::Zero,
+            Some(v) if v <= u64::from(MAX_DIMENSION) => {
+                WrittenSize::Valid(u32::try_from(v).unwrap_or(MAX_DIMENSION))
+            }
+            _ => WrittenSize::TooLarge,
+        }
+    }
+
+    /// E201 for a size that is not valid: `zero` (message and label) for
+    /// `0`, `large` (the message) for one above [`MAX_DIMENSION`].
+    pub(crate) fn diagnostic(
+        &self,
+        location: Location,
+        zero: (String, &str),
+        large: impl FnOnce() -> String,
+    ) -> Option<Diagnostic> {
+        match self {
+            WrittenSize::Valid(_) => None,
+            WrittenSize::Zero => {
+                Some(Diagnostic::new(Code::E201, location, zero.0).with_label(zero.1))
+            }
+            WrittenSize::TooLarge => Some(
+                Diagnostic::new(Code::E201, location, large())
+                    .with_label(format!("more than {MAX_DIMENSION}")),
+            ),
+        }
+    }
+
+    /// The size to go on with after a problem has been reported: 1.
+    pub(crate) fn or_one(&self) -> u32 {
+        match self {
+            WrittenSize::Valid(v) => *v,
+            WrittenSize::Zero | WrittenSize::TooLarge => 1,
+        }
+    }
+}
+
 /// What the lowering needs to know of the top-level items.
 pub(crate) struct Env<'a> {
     pub names: &'a FxHashMap<String, Symbol>,
@@ -71,6 +132,8 @@ pub(crate) struct Lowerer<'a, 't> {
     loop_depth: u32,
     depth: u32,
     too_deep_reported: bool,
+    /// Values held by the locals declared so far (see [`MAX_LOCAL_VALUES`]).
+    local_values: u64,
     pub diagnostics: Vec<Diagnostic>,
     /// Consts read, in order of first use.
     pub consts_used: Vec<ConstId>,
@@ -95,6 +158,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             loop_depth: 0,
             depth: 0,
             too_deep_reported: false,
+            local_values: 0,
             diagnostics: Vec::new(),
             consts_used: Vec::new(),
             lookups: Lookups::default(),
@@ -353,18 +417,42 @@ impl<'a, 't> Lowerer<'a, 't> {
             }
             let name = self.text(&name_node);
             let dimension = declarator.dimension().map(|d| {
-                let value = d
-                    .value(self.source)
-                    .map_or(0, |v| u32::try_from(v.value).unwrap_or(u32::MAX));
-                if value == 0 {
-                    self.report(
+                let size = WrittenSize::read(&d, self.source);
+                match size {
+                    WrittenSize::Valid(_) => {}
+                    WrittenSize::Zero => self.report(
                         Code::E201,
                         d.text_range(),
                         format!("array `{name}` needs a length of at least 1"),
-                    );
+                    ),
+                    WrittenSize::TooLarge => self.report(
+                        Code::E201,
+                        d.text_range(),
+                        format!(
+                            "array `{name}` has length {}; a length may be at most {MAX_DIMENSION}",
+                            self.text(&d)
+                        ),
+                    ),
                 }
-                value.max(1)
+                size.or_one()
             });
+            let values = u64::from(dimension.unwrap_or(1));
+            let dimension = if self.local_values + values > MAX_LOCAL_VALUES {
+                let range = declarator
+                    .dimension()
+                    .map_or(name_node.text_range(), |d| d.text_range());
+                self.report(
+                    Code::E201,
+                    range,
+                    format!(
+                        "the locals of this body would hold more than {MAX_LOCAL_VALUES} values with `{name}`"
+                    ),
+                );
+                dimension.map(|_| 1)
+            } else {
+                self.local_values += values;
+                dimension
+            };
             let init = declarator
                 .value()
                 .map(|value| self.lower_local_init(value, ty, dimension, name));
@@ -1252,7 +1340,8 @@ pub(crate) fn convert(expr: Expr, ty: ScalarType, explicit: bool) -> Expr {
     }
 }
 
-/// The element type of a declaration, with E201 for a dimension below 1.
+/// The element type of a declaration, with E201 for a dimension below 1 or
+/// above [`MAX_DIMENSION`].
 pub(crate) fn element_type(
     node: Option<ast::ElementTypeNode<'_>>,
     source: &str,
@@ -1265,23 +1354,25 @@ pub(crate) fn element_type(
     let dimension = match node.dimension() {
         None => 1,
         Some(d) => {
-            let value = d
-                .value(source)
-                .map_or(0, |v| u32::try_from(v.value).unwrap_or(u32::MAX));
-            if value == 0 {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::E201,
-                        Location {
-                            file,
-                            range: d.text_range(),
-                        },
-                        format!("`{name}` has dimension 0; a dimension must be at least 1"),
+            let size = WrittenSize::read(&d, source);
+            let location = Location {
+                file,
+                range: d.text_range(),
+            };
+            diagnostics.extend(size.diagnostic(
+                location,
+                (
+                    format!("`{name}` has dimension 0; a dimension must be at least 1"),
+                    "dimension 0",
+                ),
+                || {
+                    format!(
+                        "`{name}` has dimension {}; a dimension may be at most {MAX_DIMENSION}",
+                        d.text(source)
                     )
-                    .with_label("dimension 0"),
-                );
-            }
-            value.max(1)
+                },
+            ));
+            size.or_one()
         }
     };
     Some(ElementType { scalar, dimension })

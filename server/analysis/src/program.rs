@@ -17,7 +17,7 @@ use crate::consts::{ConstValues, fits};
 use crate::hir::{Body, ExprKind};
 use crate::invocation::{InvocationSyntax, ParLoopSyntax, Written};
 use crate::kernel::{KernelSummary, summarise};
-use crate::lower::{Context, Env, Lowered, Lowerer, element_type};
+use crate::lower::{Context, Env, Lowered, Lowerer, MAX_DIMENSION, WrittenSize, element_type};
 use crate::model::{
     Const, ConstId, Dat, DatId, ElementType, File, Global, GlobalId, InitialValue, InvocationId,
     Kernel, KernelId, Map, MapId, Param, Program, Set, SetId, Symbol,
@@ -641,20 +641,23 @@ impl<'f> Resolver<'_, 'f> {
             let name = self.program.maps[index].name.clone();
             let arity = match decl.arity() {
                 Some(arity) => {
-                    let value = arity
-                        .value(self.source(*file))
-                        .map_or(0, |v| u32::try_from(v.value).unwrap_or(u32::MAX));
-                    if value == 0 {
-                        self.report(
-                            Diagnostic::new(
-                                Code::E201,
-                                Location { file: *file, range: arity.text_range() },
-                                format!("map `{name}` has arity 0; every element must name at least one target"),
-                            )
-                            .with_label("arity 0"),
-                        );
+                    let size = WrittenSize::read(&arity, self.source(*file));
+                    let location = Location {
+                        file: *file,
+                        range: arity.text_range(),
+                    };
+                    let text = arity.text(self.source(*file)).to_owned();
+                    if let Some(diagnostic) = size.diagnostic(
+                        location,
+                        (
+                            format!("map `{name}` has arity 0; every element must name at least one target"),
+                            "arity 0",
+                        ),
+                        || format!("map `{name}` has arity {text}; an arity may be at most {MAX_DIMENSION}"),
+                    ) {
+                        self.report(diagnostic);
                     }
-                    value.max(1)
+                    size.or_one()
                 }
                 None => 1,
             };
@@ -1180,23 +1183,25 @@ fn lower_kernel(
         };
         let name_text = name.text(source).to_owned();
         let dimension = param.dimension().map(|d| {
-            let value = d
-                .value(source)
-                .map_or(0, |v| u32::try_from(v.value).unwrap_or(u32::MAX));
-            if value == 0 {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::E201,
-                        Location {
-                            file,
-                            range: d.text_range(),
-                        },
-                        format!("parameter `{name_text}` has dimension 0"),
+            let size = WrittenSize::read(&d, source);
+            let location = Location {
+                file,
+                range: d.text_range(),
+            };
+            diagnostics.extend(size.diagnostic(
+                location,
+                (
+                    format!("parameter `{name_text}` has dimension 0"),
+                    "a dimension must be at least 1",
+                ),
+                || {
+                    format!(
+                        "parameter `{name_text}` has dimension {}; a dimension may be at most {MAX_DIMENSION}",
+                        d.text(source)
                     )
-                    .with_label("a dimension must be at least 1"),
-                );
-            }
-            value.max(1)
+                },
+            ));
+            size.or_one()
         });
         if let Some(previous) = params.iter().find(|p| p.name == name_text) {
             diagnostics.push(

@@ -43,6 +43,12 @@ pub use progress::{NoProgress, Phase, Progress, TerminalProgress};
 /// devices than any POETS machine holds.
 pub const MAX_SET_SIZE: u32 = 1 << 24;
 
+/// The most values all dats of a run may hold together (2^27, two gigabytes
+/// as the interpreter stores them): set sizes times dimensions, checked
+/// before a run or simulation allocates its state. Ten times what the
+/// largest airfoil mesh in use needs.
+pub const MAX_DAT_VALUES: u64 = 1 << 27;
+
 /// Values reserved ahead of the data for one map or dat: beyond this the
 /// vectors grow with the rows actually read, so memory follows the input.
 pub(crate) const MAX_RESERVE: usize = 1 << 22;

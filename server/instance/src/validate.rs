@@ -10,7 +10,7 @@ use op2_syntax::ast::AccessMode;
 use op2_syntax::{Code, Related};
 
 use super::json::{BAD_TARGET, Problems, Raw, RawMap, Section};
-use super::{DatValues, InstanceData, Phase, Progress};
+use super::{DatValues, InstanceData, MAX_DAT_VALUES, Phase, Progress};
 
 /// Steps between progress reports.
 const TICK: u64 = 1 << 16;
@@ -242,6 +242,26 @@ pub(super) fn validate(
                 }
                 dat_values.push(DatValues::Uniform(values));
             }
+        }
+    }
+
+    // The values every dat holds in a run, checked before a run allocates
+    // them (a dat without data is expanded from the program's value).
+    let mut dat_total = 0u64;
+    for (index, d) in program.dats.iter().enumerate() {
+        let Some(size) = d.set.and_then(|s| sizes[s.index()]) else {
+            continue;
+        };
+        let values = u64::from(size) * u64::from(d.ty.dimension);
+        dat_total += values;
+        if dat_total > MAX_DAT_VALUES {
+            problems.report(Code::E701, Section::Dats, index as u32, &[], || {
+                format!(
+                    "dat `{}` needs {values} values ({size} elements of dimension {}), which brings the dats to more than the {MAX_DAT_VALUES} values a run may hold",
+                    d.name, d.ty.dimension
+                )
+            });
+            break;
         }
     }
 

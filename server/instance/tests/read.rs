@@ -632,3 +632,23 @@ main { par_loop k over cells (p_q READ, g INC); }",
     );
     assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
 }
+
+#[test]
+fn e701_dats_too_large_for_a_run_are_refused_before_allocation() {
+    // 2,048 elements of dimension 65,536 are 2^27 values: the limit. One
+    // more dat of dimension 1 crosses it.
+    let program = "set cells;\n\
+                   dat p_wide: double[65536] on cells = 1.0;\n\
+                   dat p_one: double on cells;\n\
+                   main { print(\"%d\", len(cells)); }\n";
+    let analysis = analyse(program);
+    let loaded = read(&analysis, r#"{"sets": {"cells": 2048}}"#);
+    assert_problem(
+        &loaded,
+        Code::E701,
+        "dats.p_one",
+        "dat `p_one` needs 2048 values (2048 elements of dimension 1), which brings the dats to more than the 134217728 values a run may hold",
+    );
+    let loaded = read(&analysis, r#"{"sets": {"cells": 2047}}"#);
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+}
