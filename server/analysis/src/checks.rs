@@ -161,18 +161,25 @@ fn free_name(
     taken: &FxHashMap<String, Location>,
     reserved: &FxHashMap<String, Location>,
 ) -> String {
-    let free = |name: &str| {
-        !taken.contains_key(name)
-            && !reserved.contains_key(name)
-            && type_keyword_prefix(name).is_none()
+    // A name that starts with a type keyword is never a good suggestion
+    // (E312), whatever suffix follows: start from one that does not, or the
+    // search below could never succeed.
+    let base = if type_keyword_prefix(base).is_some() {
+        format!("run_{base}")
+    } else {
+        base.to_owned()
     };
-    if free(base) {
-        return base.to_owned();
+    let free = |name: &str| !taken.contains_key(name) && !reserved.contains_key(name);
+    if free(&base) {
+        return base;
     }
-    (1..)
+    // Of these many distinct candidates at least one is neither taken nor
+    // reserved, so the search ends.
+    let candidates = taken.len() + reserved.len() + 1;
+    (1..=candidates)
         .map(|n| format!("{base}_{n}"))
         .find(|n| free(n))
-        .unwrap_or_else(|| base.to_owned())
+        .unwrap_or(base)
 }
 
 /// The fix that changes argument `k` of `args` to `mode`, unless the new

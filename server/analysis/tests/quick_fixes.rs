@@ -200,6 +200,25 @@ fn e311_duplicate_as_name_is_renamed() {
 }
 
 #[test]
+fn e311_as_name_of_a_set_named_like_a_type_is_renamed_without_the_keyword() {
+    // `intx_loop`, `intx_loop_1`, … all start with `int` (E312): the search
+    // for a free name used to never end.
+    let prelude = format!("{PRELUDE}set intx;\ndat p_x: double on intx;\n");
+    let kernels = "kernel k(const double *r, double *t) { *t += r[0]; }";
+    let text = |name: &str| {
+        format!(
+            "{prelude}{kernels}\nmain {{\n    par_loop k as {name} over intx (p_x READ, total INC);\n    print(\"%g\", total);\n}}\n"
+        )
+    };
+    check_fix(
+        Code::E311,
+        "rename the invocation to `run_intx_loop`",
+        &text("intx"),
+        &text("run_intx_loop"),
+    );
+}
+
+#[test]
 fn e311_as_name_of_a_dat_is_renamed() {
     let kernels = "kernel k(const double *r, double *t) { *t += r[0]; }";
     check_fix(
