@@ -101,7 +101,7 @@ pub fn run(
 /// Prints each problem with the instance file and JSON path first, rustc
 /// style: `error[E702]: mesh.json: maps.pedge[5][1]: target 900 is …`,
 /// then where the program declares what the path names.
-fn print_problems(
+pub(crate) fn print_problems(
     instance_path: &Path,
     report: &Report,
     problems: &[InstanceError],

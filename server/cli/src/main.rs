@@ -10,6 +10,7 @@ mod completions;
 mod explain;
 mod fmt;
 mod import;
+mod instance;
 mod markdown;
 mod parse_tree;
 mod render;
@@ -49,7 +50,8 @@ enum Command {
     Build {
         /// The `.op2` file.
         file: PathBuf,
-        /// Instance data (JSON): write the graph instance too.
+        /// Instance data (JSON or OP2's HDF5 layout, told apart by
+        /// content): write the graph instance too.
         #[arg(long)]
         instance: Option<PathBuf>,
         /// Where to write the graph (default: `<stem>.graph.xml` beside the source).
@@ -95,6 +97,12 @@ enum Command {
     /// Translate an OP2 C/C++ application into `.op2` and capture its mesh
     /// as instance data; exits 1 when the result is not faithful.
     Import(import::Args),
+    /// Check instance data against a program, or convert it between JSON
+    /// and OP2's HDF5 layout.
+    Instance {
+        #[command(subcommand)]
+        command: instance::Command,
+    },
     /// Explain a diagnostic code (`op2 explain E401`); without a code, list them all.
     Explain {
         /// The code, such as `E401`.
@@ -203,6 +211,7 @@ fn main() -> ExitCode {
         Command::Fmt { files, check } => fmt::run(&files, check),
         Command::Run { common, options } => run::run(&common, &options),
         Command::Import(args) => import::run(&args),
+        Command::Instance { command } => instance::run(&command),
         Command::Lsp => lsp(),
         Command::Simulate { common, options } => run::simulate(&common, &options),
         Command::Build {

@@ -752,9 +752,15 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// Why a final state could not be written.
+/// Why instance data or a final state could not be written.
 #[derive(Debug)]
 pub struct WriteError(String);
+
+impl WriteError {
+    pub(crate) fn new(message: String) -> WriteError {
+        WriteError(message)
+    }
+}
 
 impl std::fmt::Display for WriteError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -794,67 +800,126 @@ pub fn write_state(
     consts: &[&[Value]],
     globals: &[&[Value]],
 ) -> Result<(), WriteError> {
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let temporary = tempfile::Builder::new()
-        .prefix(".op2-")
-        .suffix(".h5.tmp")
-        .tempfile_in(&directory)?;
-    let file = File::create(temporary.path())?;
-    for (set, &size) in program.sets.iter().zip(set_sizes) {
-        let size = i32::try_from(size)
-            .map_err(|_| WriteError(format!("set `{}` is too large", set.name)))?;
-        file.new_dataset::<i32>()
-            .shape([1])
-            .create(set.name.as_str())?
-            .write_raw(&[size])?;
-    }
-    for (map, targets) in program.maps.iter().zip(maps) {
-        let Some(targets) = targets else { continue };
-        let arity = map.arity.max(1) as usize;
-        let rows = targets.len() / arity;
-        let dataset = file
-            .new_dataset::<i32>()
-            .shape([rows, arity])
-            .create(map.name.as_str())?;
-        let mut row = 0usize;
-        for block in targets.chunks(BLOCK * arity) {
-            let typed: Vec<i32> = block.iter().map(|&t| t as i32).collect();
-            let n = block.len() / arity;
-            let array = ndarray::ArrayView2::from_shape((n, arity), &typed)
-                .map_err(|e| WriteError(e.to_string()))?;
-            dataset.write_slice(array, (row..row + n, ..))?;
-            row += n;
+    crate::write::atomically(path, |temporary| {
+        let out = Out(File::create(temporary)?);
+        for (set, &size) in program.sets.iter().zip(set_sizes) {
+            out.set(&set.name, size)?;
         }
+        for (map, targets) in program.maps.iter().zip(maps) {
+            if let Some(targets) = targets {
+                out.map(&map.name, map.arity, targets)?;
+            }
+        }
+        for (dat, values) in program.dats.iter().zip(dats) {
+            let dim = dat.ty.dimension.max(1) as usize;
+            out.dat(&dat.name, dim, dat.ty.scalar, values.len(), |k| values[k])?;
+        }
+        let small = program
+            .consts
+            .iter()
+            .map(|c| (&c.name, c.ty))
+            .zip(consts)
+            .chain(program.globals.iter().map(|g| (&g.name, g.ty)).zip(globals));
+        for ((name, ty), values) in small {
+            out.values(name, ty.scalar, values)?;
+        }
+        out.0.close()?;
+        Ok(())
+    })
+}
+
+/// Writes what `data` was read with (see [`crate::write_file`]) in OP2's
+/// layout to the file at `path`, replacing it.
+pub(crate) fn write_data(
+    path: &Path,
+    program: &Program,
+    data: &crate::InstanceData,
+) -> Result<(), WriteError> {
+    let out = Out(File::create(path)?);
+    let given = &data.given;
+    for (index, set) in program.sets.iter().enumerate() {
+        if given.sets.get(index) == Some(&true) {
+            out.set(&set.name, data.set_sizes[index])?;
+        }
+    }
+    for (map, targets) in program.maps.iter().zip(&data.maps) {
+        if let Some(targets) = targets {
+            out.map(&map.name, map.arity, targets)?;
+        }
+    }
+    for (dat, values) in program.dats.iter().zip(&data.dats) {
+        if let crate::DatValues::Given(column) = values {
+            let dim = dat.ty.dimension.max(1) as usize;
+            out.dat(&dat.name, dim, dat.ty.scalar, column.len(), |k| {
+                column.get(k)
+            })?;
+        }
+    }
+    let consts = program.consts.iter().map(|c| (&c.name, c.ty.scalar));
+    let globals = program.globals.iter().map(|g| (&g.name, g.ty.scalar));
+    let small = consts
+        .zip(data.consts.iter().zip(&given.consts))
+        .chain(globals.zip(data.globals.iter().zip(&given.globals)));
+    for ((name, ty), (values, &given)) in small {
+        if given {
+            out.values(name, ty, values)?;
+        }
+    }
+    out.0.close()?;
+    Ok(())
+}
+
+/// A file being written in OP2's layout.
+struct Out(File);
+
+impl Out {
+    /// A set: one `int`, its size.
+    fn set(&self, name: &str, size: u32) -> Result<(), WriteError> {
+        let size =
+            i32::try_from(size).map_err(|_| WriteError(format!("set `{name}` is too large")))?;
+        self.0
+            .new_dataset::<i32>()
+            .shape([1])
+            .create(name)?
+            .write_raw(&[size])?;
+        Ok(())
+    }
+
+    /// A map: `[rows, arity]` of `int`, with `size` (rows), `dim` and `type`.
+    fn map(&self, name: &str, arity: u32, targets: &[u32]) -> Result<(), WriteError> {
+        let arity = arity.max(1) as usize;
+        let rows = targets.len() / arity;
+        let dataset = rows_of::<i32>(&self.0, name, rows, arity, true, |k| targets[k] as i32)?;
         int_attr(&dataset, "size", rows)?;
         int_attr(&dataset, "dim", arity)?;
         type_attr(&dataset, "int")?;
+        Ok(())
     }
-    for (dat, values) in program.dats.iter().zip(dats) {
-        let dim = dat.ty.dimension.max(1) as usize;
-        let rows = values.len() / dim;
-        let dataset = write_values(&file, &dat.name, &[rows, dim], dat.ty.scalar, values)?;
-        // As OP2's `op_dat::size`: the bytes of one element.
-        int_attr(&dataset, "size", dim * scalar_bytes(dat.ty.scalar))?;
+
+    /// A dat: `[rows, dim]` of its type, with `size` (as OP2's
+    /// `op_dat::size`, the bytes of one element), `dim` and `type`.
+    fn dat(
+        &self,
+        name: &str,
+        dim: usize,
+        ty: ScalarType,
+        count: usize,
+        value: impl Fn(usize) -> Value,
+    ) -> Result<(), WriteError> {
+        let dataset = typed_rows(&self.0, name, count / dim, dim, true, ty, value)?;
+        int_attr(&dataset, "size", dim * scalar_bytes(ty))?;
         int_attr(&dataset, "dim", dim)?;
-        type_attr(&dataset, op2_type(dat.ty.scalar))?;
+        type_attr(&dataset, op2_type(ty))?;
+        Ok(())
     }
-    let small = program
-        .consts
-        .iter()
-        .map(|c| (&c.name, c.ty))
-        .zip(consts)
-        .chain(program.globals.iter().map(|g| (&g.name, g.ty)).zip(globals));
-    for ((name, ty), values) in small {
-        let dataset = write_values(&file, name, &[values.len()], ty.scalar, values)?;
+
+    /// A const or global: `[dim]` values with `dim` and `type`.
+    fn values(&self, name: &str, ty: ScalarType, values: &[Value]) -> Result<(), WriteError> {
+        let dataset = typed_rows(&self.0, name, values.len(), 1, false, ty, |k| values[k])?;
         int_attr(&dataset, "dim", values.len())?;
-        type_attr(&dataset, op2_type(ty.scalar))?;
+        type_attr(&dataset, op2_type(ty))?;
+        Ok(())
     }
-    file.close()?;
-    temporary.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// The bytes of one value of `ty` in C.
@@ -866,44 +931,25 @@ fn scalar_bytes(ty: ScalarType) -> usize {
     }
 }
 
-/// A dataset of `shape` holding `values` as `ty`, written `BLOCK` rows at
-/// a time.
-fn write_values(
+/// A dataset of `rows` rows of `width` values (`[rows, width]` when
+/// `two_d`, else `[rows]`) of `ty`, value `k` (element-major) converted from
+/// `value(k)`.
+fn typed_rows(
     file: &File,
     name: &str,
-    shape: &[usize],
+    rows: usize,
+    width: usize,
+    two_d: bool,
     ty: ScalarType,
-    values: &[Value],
+    value: impl Fn(usize) -> Value,
 ) -> Result<Dataset, WriteError> {
-    fn typed<T: H5Type>(
-        file: &File,
-        name: &str,
-        shape: &[usize],
-        values: &[Value],
-        convert: impl Fn(Value) -> T,
-    ) -> Result<Dataset, WriteError> {
-        let dataset = file.new_dataset::<T>().shape(shape).create(name)?;
-        let width = shape.get(1).copied().unwrap_or(1).max(1);
-        let mut row = 0usize;
-        for block in values.chunks(BLOCK * width) {
-            let typed: Vec<T> = block.iter().map(|&v| convert(v)).collect();
-            let rows = block.len() / width;
-            if shape.len() == 2 {
-                let array = ndarray::ArrayView2::from_shape((rows, width), &typed)
-                    .map_err(|e| WriteError(e.to_string()))?;
-                dataset.write_slice(array, (row..row + rows, ..))?;
-            } else {
-                dataset.write_slice(&typed, row..row + rows)?;
-            }
-            row += rows;
-        }
-        Ok(dataset)
-    }
     macro_rules! as_type {
         ($t:ty, $variant:ident) => {
-            typed::<$t>(file, name, shape, values, |v| match v.convert(ty) {
-                Value::$variant(x) => x,
-                _ => unreachable!("Value::convert returns the requested type"),
+            rows_of::<$t>(file, name, rows, width, two_d, |k| {
+                match value(k).convert(ty) {
+                    Value::$variant(x) => x,
+                    _ => unreachable!("Value::convert returns the requested type"),
+                }
             })
         };
     }
@@ -916,6 +962,37 @@ fn write_values(
         ScalarType::Ull => as_type!(u64, Ull),
         ScalarType::Bool => as_type!(bool, Bool),
     }
+}
+
+/// A dataset of `rows` rows of `width` values of `T`, written [`BLOCK`]
+/// rows at a time (a hyperslab each).
+fn rows_of<T: H5Type>(
+    file: &File,
+    name: &str,
+    rows: usize,
+    width: usize,
+    two_d: bool,
+    value: impl Fn(usize) -> T,
+) -> Result<Dataset, WriteError> {
+    let dataset = if two_d {
+        file.new_dataset::<T>().shape([rows, width]).create(name)?
+    } else {
+        file.new_dataset::<T>().shape([rows * width]).create(name)?
+    };
+    let mut row = 0usize;
+    while row < rows {
+        let n = BLOCK.min(rows - row);
+        let block: Vec<T> = (row * width..(row + n) * width).map(&value).collect();
+        if two_d {
+            let array = ndarray::ArrayView2::from_shape((n, width), &block)
+                .map_err(|e| WriteError(e.to_string()))?;
+            dataset.write_slice(array, (row..row + n, ..))?;
+        } else {
+            dataset.write_slice(&block, row * width..(row + n) * width)?;
+        }
+        row += n;
+    }
+    Ok(dataset)
 }
 
 /// An integer attribute of one value, as OP2 writes `size` and `dim`.

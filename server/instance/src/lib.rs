@@ -22,6 +22,7 @@ mod h5;
 mod json;
 mod progress;
 mod validate;
+mod write;
 
 use std::fmt;
 use std::io::{self, Read};
@@ -35,6 +36,7 @@ use op2_syntax::{Code, Diagnostic, Location, Related, Severity};
 pub use h5::{WriteError, write_state};
 pub use json::{Section, path};
 pub use progress::{NoProgress, Phase, Progress, TerminalProgress};
+pub use write::{write_file, write_json};
 
 /// The most elements a set of instance data may have (2^24 = 16,777,216):
 /// checked before anything is allocated for the set, so that a few bytes
@@ -254,6 +256,22 @@ pub struct InstanceData {
     pub consts: Vec<Vec<Value>>,
     /// Initial values per mutable global, one per component.
     pub globals: Vec<Vec<Value>>,
+    /// Which sets, consts and globals the data itself gave (the others
+    /// come from the program); maps and dats say it by `Some` and
+    /// [`DatValues::Given`].
+    pub given: Given,
+}
+
+/// Which sets, consts and globals instance data gave, indexed by the
+/// program's ids: what a conversion writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Given {
+    /// Per set.
+    pub sets: Vec<bool>,
+    /// Per const.
+    pub consts: Vec<bool>,
+    /// Per global.
+    pub globals: Vec<bool>,
 }
 
 impl InstanceData {
@@ -291,6 +309,31 @@ impl InstanceData {
     /// Elements over all sets.
     pub fn elements(&self) -> u64 {
         self.set_sizes.iter().map(|&n| u64::from(n)).sum()
+    }
+
+    /// The dats, consts and globals of `program` (the one the data was
+    /// read for) that the data did not give, so that they take the
+    /// program's values, in the program's order.
+    pub fn from_program<'p>(&self, program: &'p Program) -> Vec<(Section, &'p str)> {
+        let dats = program
+            .dats
+            .iter()
+            .zip(&self.dats)
+            .filter(|(_, values)| matches!(values, DatValues::Uniform(_)))
+            .map(|(d, _)| (Section::Dats, d.name.as_str()));
+        let consts = program
+            .consts
+            .iter()
+            .zip(&self.given.consts)
+            .filter(|(_, given)| !**given)
+            .map(|(c, _)| (Section::Consts, c.name.as_str()));
+        let globals = program
+            .globals
+            .iter()
+            .zip(&self.given.globals)
+            .filter(|(_, given)| !**given)
+            .map(|(g, _)| (Section::Globals, g.name.as_str()));
+        dats.chain(consts).chain(globals).collect()
     }
 }
 

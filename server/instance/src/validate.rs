@@ -10,7 +10,7 @@ use op2_syntax::ast::AccessMode;
 use op2_syntax::{Code, Related};
 
 use super::json::{BAD_TARGET, Problems, Raw, RawMap, Section};
-use super::{DatValues, InstanceData, MAX_DAT_VALUES, Phase, Progress};
+use super::{DatValues, Given, InstanceData, MAX_DAT_VALUES, Phase, Progress};
 
 /// Steps between progress reports.
 const TICK: u64 = 1 << 16;
@@ -318,12 +318,18 @@ pub(super) fn validate(
         map_targets.push(Some(raw.targets));
     }
 
+    let given = Given {
+        sets: sets.iter().map(Option::is_some).collect(),
+        consts: consts.iter().map(Option::is_some).collect(),
+        globals: globals.iter().map(Option::is_some).collect(),
+    };
     let mut data = InstanceData {
         set_sizes,
         maps: map_targets,
         dats: dat_values,
         consts: const_values,
         globals: global_values,
+        given,
     };
     check_races(program, &data, &map_ok, problems, progress);
     progress.advance(ticks);

@@ -1,0 +1,282 @@
+//! OP2's HDF5 meshes end to end: `op2 instance convert` and `check`, `op2
+//! run` giving the same output from the JSON and the HDF5 form of a mesh
+//! (converted here, and written by h5py in OP2's layout), and `--final-state
+//! X.h5` read back with OP2's names and shapes.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use op2_analysis::{Options, analyse_text};
+use op2_instance::{DatValues, NoProgress, read_file};
+use support::Scratch;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example(name: &str) -> String {
+    root()
+        .join("docs/examples")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+fn airfoil_mesh() -> String {
+    let mesh = root().join("../shared/data/airfoil_I10_J15.json");
+    assert!(
+        mesh.exists(),
+        "the shared mesh data is missing at {}",
+        mesh.display()
+    );
+    mesh.display().to_string()
+}
+
+/// `op2 ARGS…` in `scratch`, which must succeed; its standard output.
+fn ok(scratch: &Scratch, args: &[&str]) -> String {
+    let output = scratch.op2(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "op2 {args:?}:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// `op2 run PROGRAM --instance MESH --final-state FINAL`; its output.
+fn run_to(scratch: &Scratch, program: &str, mesh: &str, fin: &str) -> String {
+    ok(
+        scratch,
+        &["run", program, "--instance", mesh, "--final-state", fin],
+    )
+}
+
+/// `op2 run` of `program` on the JSON mesh and on its HDF5 conversion give
+/// the same output and the same final state.
+fn same_run(program: &str, json: &str) {
+    let scratch = Scratch::new();
+    let converted = ok(
+        &scratch,
+        &["instance", "convert", json, "mesh.h5", "--program", program],
+    );
+    assert!(converted.contains("OP2's HDF5 layout"), "{converted}");
+    let from_json = run_to(&scratch, program, json, "json.json");
+    let from_h5 = run_to(&scratch, program, "mesh.h5", "h5.json");
+    assert!(!from_json.trim().is_empty(), "{program} printed nothing");
+    assert_eq!(from_json, from_h5, "{program}: output");
+    let read = |name: &str| std::fs::read(scratch.path(name)).unwrap();
+    assert_eq!(read("json.json"), read("h5.json"), "{program}: final state");
+}
+
+#[test]
+fn run_gives_the_same_output_from_json_and_converted_hdf5() {
+    same_run(&example("jacobi.op2"), &example("jacobi.instance.json"));
+    same_run(&example("airfoil.op2"), &airfoil_mesh());
+}
+
+#[test]
+fn run_gives_the_same_output_from_an_h5py_file_in_op2_layout() {
+    let scratch = Scratch::new();
+    let program = example("jacobi.op2");
+    let fixture = root().join("server/instance/tests/fixtures/jacobi.h5");
+    let fixture = fixture.display().to_string();
+    let from_json = ok(
+        &scratch,
+        &[
+            "run",
+            &program,
+            "--instance",
+            &example("jacobi.instance.json"),
+        ],
+    );
+    let from_h5 = ok(&scratch, &["run", &program, "--instance", &fixture]);
+    assert_eq!(from_json, from_h5);
+}
+
+#[test]
+fn a_final_state_in_hdf5_has_op2s_names_and_shapes() {
+    let scratch = Scratch::new();
+    let program = example("airfoil.op2");
+    let mesh = airfoil_mesh();
+    run_to(&scratch, &program, &mesh, "final.h5");
+    let file = hdf5::File::open(scratch.path("final.h5")).unwrap();
+    let shape = |name: &str| file.dataset(name).unwrap().shape();
+    // Sets hold their sizes, maps and dats a row per element.
+    for (set, size) in [
+        ("nodes", 496),
+        ("edges", 865),
+        ("bedges", 70),
+        ("cells", 450),
+    ] {
+        assert_eq!(shape(set), [1], "{set}");
+        let value = file.dataset(set).unwrap().read_raw::<i32>().unwrap();
+        assert_eq!(value, [size], "{set}");
+    }
+    for (name, rows, dim) in [
+        ("pedge", 865, 2),
+        ("pecell", 865, 2),
+        ("pcell", 450, 4),
+        ("p_x", 496, 2),
+        ("p_q", 450, 4),
+        ("p_adt", 450, 1),
+        ("p_bound", 70, 1),
+    ] {
+        assert_eq!(shape(name), [rows, dim], "{name}");
+        let dataset = file.dataset(name).unwrap();
+        let attr = |a: &str| dataset.attr(a).unwrap().read_raw::<i32>().unwrap();
+        assert_eq!(attr("dim"), [dim as i32], "{name}");
+    }
+    let type_of = |name: &str| {
+        let attr = file.dataset(name).unwrap().attr("type").unwrap();
+        let text = attr.read_scalar::<hdf5::types::FixedAscii<32>>().unwrap();
+        text.as_str().trim_end_matches('\0').to_owned()
+    };
+    assert_eq!(type_of("p_q"), "double");
+    assert_eq!(type_of("pedge"), "int");
+    assert_eq!(shape("rms"), [1]);
+
+    // And it reads back as instance data whose dats are those of the run's
+    // JSON final state.
+    run_to(&scratch, &program, &mesh, "final.json");
+    let path = Path::new(&program);
+    let analysis = analyse_text(
+        path,
+        &std::fs::read_to_string(path).unwrap(),
+        &Options::default(),
+    );
+    let loaded = read_file(
+        &scratch.path("final.h5"),
+        &analysis.program,
+        &mut NoProgress,
+    )
+    .unwrap();
+    assert!(!loaded.has_errors(), "{:#?}", loaded.problems);
+    let data = loaded.data.unwrap();
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(scratch.path("final.json")).unwrap()).unwrap();
+    for (index, dat) in analysis.program.dats.iter().enumerate() {
+        let DatValues::Given(column) = &data.dats[index] else {
+            panic!("dat `{}` is in the final state", dat.name);
+        };
+        let flat: Vec<f64> = match &json["dats"][&dat.name] {
+            serde_json::Value::Array(rows) => rows
+                .iter()
+                .flat_map(|row| match row {
+                    serde_json::Value::Array(values) => values.clone(),
+                    value => vec![value.clone()],
+                })
+                .map(|v| v.as_f64().unwrap())
+                .collect(),
+            other => panic!("dat `{}` in final.json: {other}", dat.name),
+        };
+        assert_eq!(column.len(), flat.len(), "{}", dat.name);
+        for (k, &expected) in flat.iter().enumerate() {
+            let op2_analysis::value::Value::Double(got) =
+                column.get(k).convert(op2_syntax::ast::ScalarType::Double)
+            else {
+                unreachable!()
+            };
+            assert_eq!(got.to_bits(), expected.to_bits(), "{}[{k}]", dat.name);
+        }
+    }
+}
+
+#[test]
+fn check_names_every_missing_or_mismatched_entry() {
+    let scratch = Scratch::new();
+    let program = example("airfoil.op2");
+    ok(
+        &scratch,
+        &[
+            "instance",
+            "convert",
+            &airfoil_mesh(),
+            "mesh.h5",
+            "--program",
+            &program,
+        ],
+    );
+    let fits = ok(&scratch, &["instance", "check", &program, "mesh.h5"]);
+    assert!(fits.contains("`mesh.h5` fits"), "{fits}");
+    assert!(fits.contains("4 sets, 5 maps"), "{fits}");
+
+    // A JSON mesh of another program: every set and map the program needs
+    // is named, and what it does not declare is warned about.
+    let output = scratch
+        .op2(&[
+            "instance",
+            "check",
+            &program,
+            &example("jacobi.instance.json"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "error[E701]",
+        "sets.cells: the size of set `cells` is missing",
+        "maps.pedge: the targets of map `pedge` are missing",
+        "maps.pcell: the targets of map `pcell` are missing",
+        "warning[W705]",
+        "dats.p_w: the program declares no dat `p_w`",
+        "does not fit",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} in:\n{stderr}");
+    }
+
+    // The h5py fixture with a wrong dim names the dataset.
+    let wrong = root().join("server/instance/tests/fixtures/wrong_dim.h5");
+    let output = scratch
+        .op2(&[
+            "instance",
+            "check",
+            &example("jacobi.op2"),
+            &wrong.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(": /ends: "), "{stderr}");
+}
+
+#[test]
+fn convert_writes_nothing_when_the_data_has_errors_or_the_directory_is_missing() {
+    let scratch = Scratch::new();
+    let airfoil = example("airfoil.op2");
+    let output = scratch
+        .op2(&[
+            "instance",
+            "convert",
+            &example("jacobi.instance.json"),
+            "out.h5",
+            "--program",
+            &airfoil,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("nothing written to `out.h5`"), "{stderr}");
+    assert!(!scratch.path("out.h5").exists());
+
+    let output = scratch
+        .op2(&[
+            "instance",
+            "convert",
+            &example("jacobi.instance.json"),
+            "missing/out.h5",
+            "--program",
+            &example("jacobi.op2"),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot write `missing/out.h5`: the directory `missing` does not exist"),
+        "{stderr}"
+    );
+}
