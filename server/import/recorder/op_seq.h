@@ -154,4 +154,10 @@ inline void op2_import_stop() {
   exit(0);
 }
 
+// OP2's HDF5 API, when op2 import found the application using it (it then
+// compiles against the HDF5 C library).
+#ifdef OP2_IMPORT_HDF5
+#include "op2_import_hdf5.h"
+#endif
+
 #endif

@@ -10,12 +10,16 @@ use std::process::{Command, Stdio};
 /// op2's recording implementation of OP2's API.
 const RECORDING_OP_SEQ: &str = include_str!("../recorder/op_seq.h");
 const RECORDING_OP_PROFILE: &str = include_str!("../recorder/op_profile.h");
+const RECORDING_HDF5: &str = include_str!("../recorder/op2_import_hdf5.h");
 
 /// Why the capture failed.
 #[derive(Debug)]
 pub enum CaptureError {
     /// No C++ compiler: `CXX` is unset and none of c++, g++, clang++ runs.
     NoCompiler,
+    /// The application calls OP2's HDF5 functions and the HDF5 C library
+    /// is not found (`pkg-config hdf5`); why.
+    NoHdf5(String),
     /// The compiler refused the application; its messages.
     CompileFailed { command: String, messages: String },
     /// The application ended before its first par_loop.
@@ -31,6 +35,10 @@ impl fmt::Display for CaptureError {
         match self {
             CaptureError::NoCompiler => f.write_str(
                 "no C++ compiler found: set `CXX`, or install one of `c++`, `g++`, `clang++`",
+            ),
+            CaptureError::NoHdf5(why) => write!(
+                f,
+                "the application reads OP2's HDF5 files (`op_decl_*_hdf5`), and running its set-up needs the HDF5 C library, which was not found ({why}): install it (Debian: `apt-get install libhdf5-dev pkg-config`)"
             ),
             CaptureError::CompileFailed { command, messages } => {
                 write!(
@@ -154,6 +162,44 @@ pub fn compiler() -> Option<String> {
         .map(str::to_owned)
 }
 
+/// Whether the application calls OP2's HDF5 API (`op_decl_set_hdf5`,
+/// `op_get_const_hdf5`, `op_dump_to_hdf5`, ...).
+pub fn uses_hdf5(source: &str) -> bool {
+    source.contains("_hdf5")
+}
+
+/// The compiler and linker flags of the HDF5 C library.
+struct Hdf5Flags {
+    compile: Vec<String>,
+    link: Vec<String>,
+}
+
+/// Asks `pkg-config` for HDF5's flags (Debian installs the serial library
+/// under `hdf5/serial`, so a bare `-lhdf5` is not enough).
+fn hdf5_flags() -> Result<Hdf5Flags, String> {
+    let ask = |what: &str| -> Result<Vec<String>, String> {
+        let output = Command::new("pkg-config")
+            .args([what, "hdf5"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run `pkg-config`: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "`pkg-config {what} hdf5` failed: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&output.stdout)
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect())
+    };
+    Ok(Hdf5Flags {
+        compile: ask("--cflags")?,
+        link: ask("--libs")?,
+    })
+}
+
 fn io(what: &str) -> impl Fn(std::io::Error) -> CaptureError + '_ {
     move |e| CaptureError::Io(format!("{what}: {e}"))
 }
@@ -174,10 +220,13 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
         write(header, "#include \"op_seq.h\"\n")?;
     }
     write("op_profile.h", RECORDING_OP_PROFILE)?;
-    write(
-        "op_hdf5.h",
-        "#error \"op2 import does not read OP2's HDF5 files yet (op_decl_*_hdf5): declare the mesh with op_decl_set/op_decl_map/op_decl_dat\"\n",
-    )?;
+    write("op_hdf5.h", "#include \"op_seq.h\"\n")?;
+    write("op2_import_hdf5.h", RECORDING_HDF5)?;
+    let hdf5 = if uses_hdf5(&run.instrumented) {
+        Some(hdf5_flags().map_err(CaptureError::NoHdf5)?)
+    } else {
+        None
+    };
     let main = std::path::absolute(run.main).unwrap_or_else(|_| run.main.to_owned());
     let main_display = main
         .display()
@@ -201,11 +250,17 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     for define in run.defines {
         command.arg(format!("-D{define}"));
     }
+    if let Some(flags) = &hdf5 {
+        command.arg("-DOP2_IMPORT_HDF5").args(&flags.compile);
+    }
     command
         .arg(dir.path().join("op2_import_main.cpp"))
         .arg("-o")
-        .arg(&binary)
-        .arg("-lm");
+        .arg(&binary);
+    if let Some(flags) = &hdf5 {
+        command.args(&flags.link);
+    }
+    command.arg("-lm");
     let shown = format!("{command:?}").replace('"', "");
     progress(&format!("compiling {} with {cxx}", run.main.display()));
     let output = command.output().map_err(|e| CaptureError::CompileFailed {

@@ -68,6 +68,9 @@ const FILE_OUTPUT: &[&str] = &[
     "op_print_dat_to_binfile",
     "op_write_hdf5",
     "op_dump_to_hdf5",
+    "op_write_const_hdf5",
+    "op_fetch_data_hdf5_file",
+    "op_fetch_data_hdf5_file_path",
 ];
 
 const FETCHES: &[&str] = &["op_fetch_data", "op_fetch_data_idx", "free", "op_free"];
@@ -386,7 +389,7 @@ fn call(
                         Some(location),
                         format!("`{name}`: the file it writes is not written by `op2 run`"),
                         Some(
-                            "`op2 run --final-state FILE` writes every dat's final values as JSON",
+                            "`op2 run --final-state FILE` writes every dat's final values (OP2's HDF5 layout for `.h5`, JSON otherwise)",
                         ),
                     );
                 }

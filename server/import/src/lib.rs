@@ -37,12 +37,23 @@ use crate::capture::{Capture, Value};
 use crate::host::{Context, index_dat};
 pub use crate::report::{Entry, Kind, Report};
 
+/// OP2's calls that write HDF5 files; the recorder makes them do nothing.
+const SETUP_FILE_OUTPUT: &[&str] = &[
+    "op_dump_to_hdf5",
+    "op_write_hdf5",
+    "op_write_const_hdf5",
+    "op_fetch_data_hdf5_file",
+    "op_fetch_data_hdf5_file_path",
+];
+
 /// What to import.
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     /// The C/C++ file with `main`.
     pub main: PathBuf,
-    /// Where to write `<stem>.op2` and `<stem>.json`.
+    /// Where to write `<stem>.op2` and the instance: `<stem>.h5` (OP2's HDF5
+    /// layout) when the application reads its mesh with OP2's HDF5 API and
+    /// the program checks, `<stem>.json` otherwise.
     pub out: PathBuf,
     /// `-I` directories for the compiler and for finding kernel headers.
     pub include_dirs: Vec<PathBuf>,
@@ -234,12 +245,26 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                 }
                 if name.ends_with("_hdf5") {
                     report.add(
-                        Kind::NotTranslated,
+                        Kind::Captured,
                         Some(main_source.location(node)),
-                        format!("`{name}` (OP2's HDF5 files) is not yet supported by op2 import"),
-                        Some("declare the mesh with op_decl_set/op_decl_map/op_decl_dat"),
+                        format!("`{name}`: read from OP2's HDF5 file during the set-up"),
+                        None,
                     );
                 }
+            } else if name == "op_get_const_hdf5" {
+                report.add(
+                    Kind::Captured,
+                    Some(main_source.location(node)),
+                    "`op_get_const_hdf5`: read from OP2's HDF5 file during the set-up",
+                    None,
+                );
+            } else if SETUP_FILE_OUTPUT.contains(&name) {
+                report.add(
+                    Kind::Dropped,
+                    Some(main_source.location(node)),
+                    format!("`{name}` in the set-up: op2 import does not write the file it writes"),
+                    Some("`op2 instance convert` writes an instance in OP2's HDF5 layout"),
+                );
             }
             true
         });
@@ -354,7 +379,10 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         |s| s.to_string_lossy().into_owned(),
     );
     let program_path = options.out.join(format!("{stem}.op2"));
-    let instance_path = options.out.join(format!("{stem}.json"));
+    // A mesh that came from OP2's HDF5 files goes back to HDF5 (it is
+    // large, and OP2's tools read it); any other as JSON.
+    let hdf5 = capture::uses_hdf5(&main_source.text);
+    let mut instance_path = options.out.join(format!("{stem}.json"));
     let text = program_text(
         &main_source,
         &captured,
@@ -374,6 +402,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     };
     let analysis = check_program(&program_path, &text, &mut report);
     let instance = instance_json(&captured, &names, &host, &mut report);
+    let mut instance_h5 = None;
     if let Some(analysis) = analysis {
         // The instance must be what `op2 run` and `op2 build` accept.
         let loaded = op2_instance::read(
@@ -395,17 +424,25 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                 None,
             );
         }
+        if hdf5 && let Some(data) = loaded.data {
+            instance_path = options.out.join(format!("{stem}.h5"));
+            instance_h5 = Some((analysis, data));
+        }
     }
 
     std::fs::create_dir_all(&options.out).map_err(|e| {
         ImportError::Write(format!("cannot create `{}`: {e}", options.out.display()))
     })?;
-    for (path, bytes) in [
-        (&program_path, text.as_bytes()),
-        (&instance_path, instance.as_bytes()),
-    ] {
-        op2_codegen::output::write_file_atomically(path, bytes)
-            .map_err(|e| ImportError::Write(format!("cannot write `{}`: {e}", path.display())))?;
+    let write_error = |path: &Path, e: &dyn fmt::Display| {
+        ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
+    };
+    op2_codegen::output::write_file_atomically(&program_path, text.as_bytes())
+        .map_err(|e| write_error(&program_path, &e))?;
+    match &instance_h5 {
+        Some((analysis, data)) => op2_instance::write_file(&instance_path, &analysis.program, data)
+            .map_err(|e| write_error(&instance_path, &e))?,
+        None => op2_codegen::output::write_file_atomically(&instance_path, instance.as_bytes())
+            .map_err(|e| write_error(&instance_path, &e))?,
     }
     Ok(Imported {
         program: program_path,

@@ -76,8 +76,12 @@ fn run_imported(imported: &Imported) -> String {
         .map(|d| format!("{} {}", d.code.as_str(), d.message))
         .collect();
     assert!(errors.is_empty(), "{errors:?}\n{text}");
-    let json = std::fs::read(&imported.instance).expect("instance written");
-    let loaded = op2_instance::read(&json, &analysis.program, &mut op2_instance::NoProgress);
+    let loaded = op2_instance::read_file(
+        &imported.instance,
+        &analysis.program,
+        &mut op2_instance::NoProgress,
+    )
+    .expect("instance written");
     let data = loaded
         .data
         .unwrap_or_else(|| panic!("{:?}", loaded.problems));
@@ -253,4 +257,104 @@ fn a_declaration_after_the_first_par_loop_is_refused() {
         "{message}"
     );
     assert!(message.contains("late.cpp:10:3)"), "{message}");
+}
+
+/// Analyses an `.op2` text that must have no errors.
+fn analyse(path: &Path, text: &str) -> op2_analysis::Analysis {
+    let parse = op2_syntax::Parse::new(text);
+    let analysis = Analyser::new().analyse(
+        path,
+        &parse,
+        &NoImports,
+        &AnalysisOptions { require_main: true },
+    );
+    assert!(
+        !analysis
+            .diagnostics
+            .iter()
+            .any(|d| d.severity == op2_syntax::Severity::Error),
+        "{:?}",
+        analysis.diagnostics
+    );
+    analysis
+}
+
+#[test]
+fn grid_read_from_op2s_hdf5_layout_prints_what_the_native_build_prints() {
+    let Some(cxx) = compiler("grid_hdf5") else {
+        return;
+    };
+    let work = tempfile::tempdir().expect("temporary directory");
+    // The mesh: the plain grid's, captured from grid.dat, with `scale` as
+    // an instance const, written in OP2's HDF5 layout where the HDF5
+    // application reads it.
+    let plain = import_app("grid", "grid.cpp", &work.path().join("plain")).expect("imports");
+    let text = std::fs::read_to_string(&plain.program)
+        .unwrap()
+        .replace("const scale: float = 1.5f;", "const scale: float;");
+    assert!(text.contains("const scale: float;"), "{text}");
+    let analysis = analyse(&plain.program, &text);
+    let mut json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&plain.instance).unwrap()).unwrap();
+    json["consts"] = serde_json::json!({ "scale": 1.5 });
+    let loaded = op2_instance::read(
+        json.to_string().as_bytes(),
+        &analysis.program,
+        &mut op2_instance::NoProgress,
+    );
+    let data = loaded
+        .data
+        .unwrap_or_else(|| panic!("{:?}", loaded.problems));
+    let run_dir = work.path().join("run");
+    std::fs::create_dir(&run_dir).unwrap();
+    op2_instance::write_file(&run_dir.join("grid.h5"), &analysis.program, &data)
+        .expect("grid.h5 written");
+
+    let imported = import(
+        &Options {
+            main: apps().join("grid_hdf5/grid_hdf5.cpp"),
+            out: work.path().join("ported"),
+            include_dirs: vec![apps().join("grid")],
+            working_dir: Some(run_dir.clone()),
+            ..Options::default()
+        },
+        &mut |_| {},
+    )
+    .expect("imports");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    assert_eq!(
+        imported.instance.extension().and_then(|e| e.to_str()),
+        Some("h5"),
+        "a mesh read from HDF5 is written as HDF5"
+    );
+    assert!(
+        imported.setup_output.contains("no_such_map not found"),
+        "a map the file lacks is NULL, as in OP2: {}",
+        imported.setup_output
+    );
+    let captured = imported
+        .report
+        .of(Kind::Captured)
+        .filter(|e| e.message.contains("_hdf5`"))
+        .count();
+    assert_eq!(captured, 7, "{}", imported.report);
+    assert!(
+        imported
+            .report
+            .of(Kind::Dropped)
+            .any(|e| e.message.starts_with("`op_dump_to_hdf5` in the set-up")),
+        "{}",
+        imported.report
+    );
+
+    // The instance written is HDF5 that `op2 run` reads, and it prints
+    // every number the native plain grid prints from grid.dat.
+    let ported = run_imported(&imported);
+    let native = native(&cxx, "grid", "grid.cpp", work.path());
+    assert_eq!(
+        numbers(&native),
+        numbers(&ported),
+        "native:\n{native}\nported:\n{ported}"
+    );
+    assert!(numbers(&native).len() > 5, "{native}");
 }
