@@ -13,7 +13,8 @@ use crate::Outcome;
 pub struct Args {
     /// The application's main C/C++ file (the one with `main`).
     pub main: PathBuf,
-    /// Where to write `<stem>.op2` and `<stem>.json`.
+    /// Where to write `<stem>.op2` and the instance (`<stem>.json`, or `<stem>.h5` when the
+    /// application reads its mesh with OP2's HDF5 API).
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
     /// An include directory for compiling the application.
