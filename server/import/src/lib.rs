@@ -15,7 +15,8 @@
 //!
 //! The result is written as `<out>/<stem>.op2` (formatted, every item with a
 //! comment naming the C file and line it came from) and `<out>/<stem>.json`
-//! (the instance), with a [`Report`] of what was translated, captured,
+//! (the instance; `<out>/<stem>.h5`, OP2's HDF5 layout, when the application
+//! reads its mesh with OP2's HDF5 API), with a [`Report`] of what was translated, captured,
 //! dropped and not translated.
 
 pub mod c;
