@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
-use op2_analysis::{Analyser, Options};
+use op2_analysis::{Analyser, Loader, Options};
 use op2_codegen::output::{BuildFailure, build_with_fan_limit};
 use op2_instance::{InstanceError, TerminalProgress};
 use op2_syntax::{Encoding, Severity};
 
-use crate::check::{Lints, Report, check_file, render};
+use crate::check::{DiskLoader, Lints, Report, check_file_with, render};
 use crate::{ColorChoice, MessageFormat, Outcome};
 
 /// `<stem>.graph.xml` beside the source.
@@ -30,9 +30,30 @@ pub fn run(
     color: ColorChoice,
     lints: &Lints,
     fan_limit: u32,
+    watch: bool,
+) -> Result<Outcome> {
+    let once = |loader: &dyn Loader| build(file, instance, output, color, lints, fan_limit, loader);
+    if watch {
+        let roots = [file.to_owned()];
+        let data: Vec<PathBuf> = instance.into_iter().map(Path::to_owned).collect();
+        return crate::watch::watch("build", &roots, &data, once);
+    }
+    once(&DiskLoader)
+}
+
+/// One build, imports read through `loader`.
+fn build(
+    file: &Path,
+    instance: Option<&Path>,
+    output: Option<&Path>,
+    color: ColorChoice,
+    lints: &Lints,
+    fan_limit: u32,
+    loader: &dyn Loader,
 ) -> Result<Outcome> {
     let mut analyser = Analyser::new();
-    let (analysis, mut report) = check_file(&mut analyser, file, &Options { require_main: true })?;
+    let options = Options { require_main: true };
+    let (analysis, mut report) = check_file_with(&mut analyser, file, &options, loader)?;
     lints.apply(&mut report.diagnostics);
     render(std::slice::from_ref(&report), MessageFormat::Human, color)?;
     if report

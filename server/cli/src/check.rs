@@ -41,9 +41,20 @@ pub fn check_file(
     path: &Path,
     options: &Options,
 ) -> Result<(Analysis, Report), FileError> {
+    check_file_with(analyser, path, options, &DiskLoader)
+}
+
+/// [`check_file`] with imports read through `loader` (`--watch` records
+/// which files they were).
+pub fn check_file_with(
+    analyser: &mut Analyser,
+    path: &Path,
+    options: &Options,
+    loader: &dyn Loader,
+) -> Result<(Analysis, Report), FileError> {
     let source = SourceFile::read(path)?;
     let parse = Parse::new(source.text.as_str());
-    let analysis = analyser.analyse(path, &parse, &DiskLoader, options);
+    let analysis = analyser.analyse(path, &parse, loader, options);
     let mut sources = SourceMap::default();
     sources.add(source);
     for file in analysis.program.files.iter().skip(1) {
@@ -108,9 +119,21 @@ pub struct CheckOptions {
     pub quiet: bool,
     #[command(flatten)]
     pub lints: Lints,
+    #[command(flatten)]
+    pub watch: crate::watch::WatchFlag,
 }
 
 pub fn run(paths: &[PathBuf], options: &CheckOptions) -> Result<Outcome> {
+    if options.watch.watch {
+        return crate::watch::watch("check", paths, &[], |loader| {
+            run_with(paths, options, loader)
+        });
+    }
+    run_with(paths, options, &DiskLoader)
+}
+
+/// One check of `paths`, imports read through `loader`.
+pub fn run_with(paths: &[PathBuf], options: &CheckOptions, loader: &dyn Loader) -> Result<Outcome> {
     let (format, color) = (options.message_format, options.color);
     let mut analyser = Analyser::new();
     let mut files: HashSet<PathBuf> = HashSet::new();
@@ -119,7 +142,8 @@ pub fn run(paths: &[PathBuf], options: &CheckOptions) -> Result<Outcome> {
     let mut reports = Vec::new();
     let mut unreadable = false;
     for path in paths {
-        let (analysis, mut report) = match check_file(&mut analyser, path, &Options::default()) {
+        let checked = check_file_with(&mut analyser, path, &Options::default(), loader);
+        let (analysis, mut report) = match checked {
             Ok(checked) => checked,
             Err(error) => {
                 // Reported in the chosen format; the other files are

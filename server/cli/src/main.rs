@@ -16,6 +16,7 @@ mod parse_tree;
 mod render;
 mod run;
 mod source;
+mod watch;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ enum Command {
         lints: check::Lints,
         #[command(flatten)]
         fan: FanLimit,
+        #[command(flatten)]
+        watch: watch::WatchFlag,
     },
     /// Start the language server on standard input and output (editors run
     /// this).
@@ -221,6 +224,7 @@ fn main() -> ExitCode {
             color,
             lints,
             fan,
+            watch,
         } => build::run(
             &file,
             instance.as_deref(),
@@ -228,6 +232,7 @@ fn main() -> ExitCode {
             color,
             &lints,
             fan.fan_limit,
+            watch.watch,
         ),
     };
     match result {
