@@ -51,6 +51,9 @@ fn build(
     fan_limit: u32,
     loader: &dyn Loader,
 ) -> Result<Outcome> {
+    if let Some(output) = output {
+        crate::output::file_in_existing_directory(output)?;
+    }
     let mut analyser = Analyser::new();
     let options = Options { require_main: true };
     let (analysis, mut report) = check_file_with(&mut analyser, file, &options, loader)?;

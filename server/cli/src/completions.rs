@@ -30,12 +30,7 @@ pub fn man(directory: Option<&Path>) -> Result<Outcome> {
         out.flush()?;
         return Ok(Outcome::Success);
     };
-    if !directory.is_dir() {
-        anyhow::bail!(
-            "`{}` is not a directory (create it first)",
-            directory.display()
-        );
-    }
+    crate::output::existing_directory("--out-dir", directory)?;
     let mut pages = vec![("op2".to_owned(), command.clone())];
     for sub in command.get_subcommands() {
         if sub.get_name() == "help" {

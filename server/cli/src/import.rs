@@ -13,8 +13,9 @@ use crate::Outcome;
 pub struct Args {
     /// The application's main C/C++ file (the one with `main`).
     pub main: PathBuf,
-    /// Where to write `<stem>.op2` and the instance (`<stem>.json`, or `<stem>.h5` when the
-    /// application reads its mesh with OP2's HDF5 API).
+    /// The existing directory to write `<stem>.op2` and the instance into
+    /// (`<stem>.json`, or `<stem>.h5` when the application reads its mesh with
+    /// OP2's HDF5 API).
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
     /// An include directory for compiling the application.
@@ -29,6 +30,7 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<Outcome> {
+    crate::output::existing_directory("--out", &args.out)?;
     let options = op2_import::Options {
         main: args.main.clone(),
         out: args.out.clone(),

@@ -149,6 +149,7 @@ fn check(program: &Path, file: &Path, color: ColorChoice) -> Result<Outcome> {
 }
 
 fn convert(input: &Path, output: &Path, program: &Path, color: ColorChoice) -> Result<Outcome> {
+    crate::output::file_in_existing_directory(output)?;
     let Some((analysis, data)) = load(program, input, color)? else {
         writeln!(
             io::stderr().lock(),

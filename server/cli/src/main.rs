@@ -12,6 +12,7 @@ mod fmt;
 mod import;
 mod instance;
 mod markdown;
+mod output;
 mod parse_tree;
 mod render;
 mod run;

@@ -82,6 +82,9 @@ struct Loaded {
 
 /// Checks the program (refusing one with errors) and reads its instance.
 fn load(common: &Common) -> Result<Option<Loaded>> {
+    if let Some(path) = &common.final_state {
+        crate::output::file_in_existing_directory(path)?;
+    }
     let mut analyser = Analyser::new();
     let (analysis, report) =
         check_file(&mut analyser, &common.file, &Options { require_main: true })?;

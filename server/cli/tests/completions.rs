@@ -78,5 +78,5 @@ fn man_prints_the_page_or_writes_one_per_command() {
         .op2(&["man", "--out-dir", "missing"])
         .assert()
         .code(2)
-        .stderr(contains("`missing` is not a directory"));
+        .stderr(contains("the directory `missing` does not exist"));
 }

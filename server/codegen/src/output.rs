@@ -119,6 +119,12 @@ pub fn write_target(path: &Path) -> io::Result<PathBuf> {
             format!("not a regular file (it is {what})"),
         )
     };
+    if let Some(directory) = missing_directory(path) {
+        return Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("the directory `{}` does not exist", directory.display()),
+        ));
+    }
     let metadata = match std::fs::symlink_metadata(path) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(path.to_owned()),
@@ -221,8 +227,6 @@ pub fn write_graph(
     };
     let path = &write_target(path).map_err(io_error)?;
     let directory = directory_of(path);
-    // A configured output directory may not exist yet.
-    std::fs::create_dir_all(&directory).map_err(io_error)?;
     let temporary = Temporary::new(&directory, ".op2-build-").map_err(io_error)?;
     let mut out = Counting {
         inner: BufWriter::with_capacity(1 << 20, temporary.file.as_file()),
@@ -265,6 +269,14 @@ pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     temporary.file.as_file().sync_all()?;
     readable(temporary.file.as_file())?;
     temporary.persist(path)
+}
+
+/// The directory a file at `path` would be written in, when it is not an
+/// existing directory. Nothing here creates directories: a missing one is
+/// the caller's error to report (`op2` says so before it starts the work).
+pub fn missing_directory(path: &Path) -> Option<PathBuf> {
+    let directory = directory_of(path);
+    (!directory.is_dir()).then_some(directory)
 }
 
 /// The directory a file is written in.
@@ -374,5 +386,32 @@ pub fn build_with_fan_limit(
                 .map_err(BuildFailure::Write)?;
             Ok((summary, loaded.problems))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_is_written_into_a_directory_that_does_not_exist_and_none_is_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing");
+        let error = write_file_atomically(&missing.join("a.json"), b"{}").unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
+        let message = error.to_string();
+        assert!(
+            message.contains("the directory `") && message.contains("missing` does not exist"),
+            "{message}"
+        );
+        assert!(!missing.exists());
+        assert_eq!(missing_directory(&missing.join("a.json")), Some(missing));
+        assert_eq!(missing_directory(&dir.path().join("a.json")), None);
+        assert_eq!(missing_directory(Path::new("a.json")), None);
+        // A file where a directory should be is no directory either.
+        let file = dir.path().join("file");
+        write_file_atomically(&file, b"x").unwrap();
+        assert!(write_file_atomically(&file.join("a.json"), b"{}").is_err());
+        assert_eq!(missing_directory(&file.join("a.json")), Some(file));
     }
 }

@@ -52,9 +52,10 @@ const SETUP_FILE_OUTPUT: &[&str] = &[
 pub struct Options {
     /// The C/C++ file with `main`.
     pub main: PathBuf,
-    /// Where to write `<stem>.op2` and the instance: `<stem>.h5` (OP2's HDF5
-    /// layout) when the application reads its mesh with OP2's HDF5 API and
-    /// the program checks, `<stem>.json` otherwise.
+    /// The existing directory to write `<stem>.op2` and the instance into
+    /// (empty: the working directory; it is not created): `<stem>.h5` (OP2's
+    /// HDF5 layout) when the application reads its mesh with OP2's HDF5 API
+    /// and the program checks, `<stem>.json` otherwise.
     pub out: PathBuf,
     /// `-I` directories for the compiler and for finding kernel headers.
     pub include_dirs: Vec<PathBuf>,
@@ -136,6 +137,13 @@ struct Declared {
 
 /// Imports `options.main`, telling `progress` what it is doing.
 pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Imported, ImportError> {
+    // Nothing creates it: a missing one is said before the work starts.
+    if !(options.out.as_os_str().is_empty() || options.out.is_dir()) {
+        return Err(ImportError::Write(format!(
+            "the output directory `{}` does not exist",
+            options.out.display()
+        )));
+    }
     let read = |path: &Path| -> Result<Source, ImportError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ImportError::Read(format!("cannot read `{}`: {e}", path.display())))?;
@@ -431,9 +439,6 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         }
     }
 
-    std::fs::create_dir_all(&options.out).map_err(|e| {
-        ImportError::Write(format!("cannot create `{}`: {e}", options.out.display()))
-    })?;
     let write_error = |path: &Path, e: &dyn fmt::Display| {
         ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
     };

@@ -288,6 +288,10 @@ fn grid_read_from_op2s_hdf5_layout_prints_what_the_native_build_prints() {
     // The mesh: the plain grid's, captured from grid.dat, with `scale` as
     // an instance const, written in OP2's HDF5 layout where the HDF5
     // application reads it.
+    // `import` creates no directories.
+    for dir in ["plain", "ported"] {
+        std::fs::create_dir(work.path().join(dir)).unwrap();
+    }
     let plain = import_app("grid", "grid.cpp", &work.path().join("plain")).expect("imports");
     let text = std::fs::read_to_string(&plain.program)
         .unwrap()
