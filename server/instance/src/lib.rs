@@ -21,6 +21,7 @@
 mod h5;
 mod json;
 mod progress;
+pub mod synth;
 mod validate;
 mod write;
 

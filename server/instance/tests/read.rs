@@ -652,3 +652,28 @@ fn e701_dats_too_large_for_a_run_are_refused_before_allocation() {
     let loaded = read(&analysis, r#"{"sets": {"cells": 2047}}"#);
     assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
 }
+
+#[test]
+fn the_synthetic_airfoil_mesh_fits_the_airfoil_example_with_the_sizes_it_promises() {
+    let analysis = instance::synth::airfoil_example();
+    assert!(!analysis.has_errors(), "{:?}", analysis.diagnostics);
+    let side = 7;
+    let json = instance::synth::airfoil_like(side);
+    let loaded = instance::read(json.as_bytes(), &analysis.program, &mut NoProgress);
+    assert!(loaded.problems.is_empty(), "{:?}", loaded.problems);
+    let data = loaded.data.unwrap();
+    let size = |name: &str| {
+        let id = analysis
+            .program
+            .sets
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap();
+        data.set_size(SetId(id as u32))
+    };
+    let side = side as u32;
+    assert_eq!(size("cells"), side * side);
+    assert_eq!(size("nodes"), (side + 1) * (side + 1));
+    assert_eq!(size("edges"), 2 * side * (side - 1));
+    assert_eq!(size("bedges"), 4 * side);
+}
