@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Optional, for working on the grammar by hand (`tree-sitter parse`, `generate`,
+# `test`): no test needs it (grammar/tests/grammar.rs does the checks).
 # Installs the pinned tree-sitter CLI from crates.io into .tools/ unless that
 # exact version is already on PATH. Idempotent.
 #

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The project's whole test suite: grammar, Rust crates (unit, integration,
-# end-to-end), documentation freshness. Installs what it needs on a fresh
-# machine from the package registries. Prints how long each phase took.
+# The project's whole test suite: Rust crates (unit, integration, end-to-end,
+# and the grammar's generate, corpus, highlight and tags checks), documentation
+# freshness, editors. Installs what it needs on a fresh machine from the
+# package registries. Prints how long each phase took.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
@@ -14,7 +15,10 @@ timed() {
   times+=("$(printf '%5ds  %s' $((SECONDS - start)) "$name")")
 }
 
-timed "grammar (tree-sitter CLI install, generate, corpus)" "$ROOT/scripts/test-grammar.sh"
+# The grammar's checks (generate, corpus, highlight, tags, examples) are Rust
+# tests of the grammar crate, run by `cargo test` below: no tree-sitter CLI.
+# They run grammar.js with node, so CI must have it.
+command -v node >/dev/null || fail "node is needed (the grammar tests run grammar.js with it)"
 
 ensure_hdf5
 
