@@ -139,7 +139,7 @@ impl MessageType {
 }
 
 /// What a pin does in the strategy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PinRole {
     /// Set device input: start of an invocation.
     Begin(InvocationId),
@@ -177,6 +177,28 @@ pub enum PinRole {
     TreeEnd(InvocationId),
     /// Aggregator output: the combined `{inv}_end` to its parent.
     TreeEndForward(InvocationId),
+}
+
+impl PinRole {
+    /// The invocation the pin serves; `None` for the controller's step.
+    pub fn invocation(self) -> Option<InvocationId> {
+        match self {
+            PinRole::Begin(i)
+            | PinRole::DatReadSend(i, _)
+            | PinRole::ArgReadRecv(i, _)
+            | PinRole::Execute(i)
+            | PinRole::ArgWriteSend(i, _)
+            | PinRole::DatWriteRecv { invocation: i, .. }
+            | PinRole::End(i)
+            | PinRole::ControllerBegin(i)
+            | PinRole::ControllerEnd(i)
+            | PinRole::TreeBegin(i)
+            | PinRole::TreeBeginForward(i)
+            | PinRole::TreeEnd(i)
+            | PinRole::TreeEndForward(i) => Some(i),
+            PinRole::Step => None,
+        }
+    }
 }
 
 /// An input or output pin with its handler.

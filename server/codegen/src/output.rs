@@ -329,7 +329,9 @@ impl fmt::Display for BuildFailure {
 /// type of an analysed program, and its instance when instance data is
 /// given (a file, JSON or OP2's HDF5, read by [`op2_instance::read_file`]),
 /// written atomically to `path`. Nothing is written when the program or the
-/// data has errors. Returns the summary and the instance data's warnings.
+/// data has errors. Returns the summary and the instance data's warnings,
+/// with those of the fan check (W801 and E802 on pins with too many edges,
+/// [`crate::limits::check_instance`]).
 pub fn build(
     analysis: &op2_analysis::Analysis,
     graph_id: &str,
@@ -380,11 +382,22 @@ pub fn build_with_fan_limit(
             let Some(data) = loaded.data else {
                 return Err(BuildFailure::InstanceErrors(loaded.problems));
             };
+            // Fan-in and fan-out depend on the mesh: checked here, before
+            // anything is written.
+            let mut problems = loaded.problems;
+            problems.extend(crate::limits::check_instance(
+                &analysis.program,
+                &graph,
+                &data,
+            ));
+            if problems.iter().any(op2_instance::InstanceError::is_error) {
+                return Err(BuildFailure::InstanceErrors(problems));
+            }
             let mut writer =
                 crate::instance::GraphInstance::new(&analysis.program, &data, progress);
             let summary = write_graph(path, &graph, Some(&mut writer as &mut dyn InstanceWriter))
                 .map_err(BuildFailure::Write)?;
-            Ok((summary, loaded.problems))
+            Ok((summary, problems))
         }
     }
 }

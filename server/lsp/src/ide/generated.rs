@@ -495,22 +495,7 @@ fn counts_with(
 
 /// The invocation a pin serves, if any.
 pub fn pin_invocation(role: PinRole) -> Option<InvocationId> {
-    match role {
-        PinRole::Begin(i)
-        | PinRole::DatReadSend(i, _)
-        | PinRole::ArgReadRecv(i, _)
-        | PinRole::Execute(i)
-        | PinRole::ArgWriteSend(i, _)
-        | PinRole::DatWriteRecv { invocation: i, .. }
-        | PinRole::End(i)
-        | PinRole::ControllerBegin(i)
-        | PinRole::ControllerEnd(i)
-        | PinRole::TreeBegin(i)
-        | PinRole::TreeBeginForward(i)
-        | PinRole::TreeEnd(i)
-        | PinRole::TreeEndForward(i) => Some(i),
-        PinRole::Step => None,
-    }
+    role.invocation()
 }
 
 fn count_pins(pins: &[Pin], invocation: InvocationId) -> usize {
