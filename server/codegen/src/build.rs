@@ -12,7 +12,7 @@ use op2_analysis::model::{
     ArgKind, DatId, GlobalId, Invocation, InvocationId, KernelId, Program, SetId,
 };
 use op2_syntax::ast::{AccessMode, ScalarType};
-use rustc_hash::{FxBuildHasher, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::controller;
 use crate::cpp::{Printer, Spelling, double_literal, scalar_type_decl};
@@ -780,8 +780,15 @@ fn buffer(buffers: &[Option<String>], arg: usize) -> &str {
 }
 
 /// The body of the execute handler on the iteration set's devices: zero the
-/// INC accumulators, copy the consts and lengths passed as arguments, and
-/// call the kernel function.
+/// INC accumulators, copy the consts and lengths passed as arguments, call
+/// the kernel function, and add the INC temporaries into their targets.
+///
+/// Every INC argument sees its own zeroed copy (language.md §8): an
+/// indirect one its landing pad, the first INC argument of a global the
+/// global's state (its partial), and a direct dat or a repeated global a
+/// local `op2_arg{i}` added to the dat or the partial after the kernel. The
+/// kernel never adds to the dat in place, which would round an integer dat
+/// differently (`*d += 1.5` on `int` truncates the sum, not the increment).
 fn execute_kernel(
     handler: &mut String,
     program: &Program,
@@ -791,8 +798,20 @@ fn execute_kernel(
     buffers: &[Option<String>],
 ) {
     let buffer = |arg: usize| buffer(buffers, arg);
+    let temporaries = inc_temporaries(program, data, invocation);
     for (index, arg) in invocation.resolved_args() {
         if arg.mode != AccessMode::Inc {
+            continue;
+        }
+        if let Some((_, length)) = temporaries.get(&index) {
+            let _ = writeln!(
+                handler,
+                "{} op2_arg{index}[{length}];",
+                scalar_type_decl(arg.ty.scalar)
+            );
+            copy_loop(handler, *length, |out, c| {
+                let _ = write!(out, "op2_arg{index}[{c}] = 0;");
+            });
             continue;
         }
         let (name, length) = match arg.kind {
@@ -839,6 +858,7 @@ fn execute_kernel(
             handler.push_str(", ");
         }
         let _ = match arg.kind {
+            _ if temporaries.contains_key(&index) => write!(handler, "op2_arg{index}"),
             ArgKind::DirectDat(dat) => write!(handler, "deviceState->{}", data.state[dat.index()]),
             ArgKind::IndirectDat { .. } => write!(handler, "deviceState->{}", buffer(index)),
             ArgKind::Global(global) => write!(
@@ -863,6 +883,43 @@ fn execute_kernel(
         );
     }
     handler.push_str(");\n");
+    let mut added: Vec<(&usize, &(String, u32))> = temporaries.iter().collect();
+    added.sort_by_key(|(index, _)| **index);
+    for (index, (target, length)) in added {
+        copy_loop(handler, *length, |out, c| {
+            let _ = write!(out, "deviceState->{target}[{c}] += op2_arg{index}[{c}];");
+        });
+    }
+}
+
+/// The INC arguments that get a local temporary in the execute handler, by
+/// argument index: the state member the temporary is added to after the
+/// kernel, and its length. Direct dats always; globals from their second
+/// INC argument on (the first uses the global's state, zeroed).
+fn inc_temporaries(
+    program: &Program,
+    data: &DataNames,
+    invocation: &Invocation,
+) -> FxHashMap<usize, (String, u32)> {
+    let mut temporaries = FxHashMap::default();
+    let mut globals_seen: FxHashSet<GlobalId> = FxHashSet::default();
+    for (index, arg) in invocation.resolved_args() {
+        if arg.mode != AccessMode::Inc {
+            continue;
+        }
+        match arg.kind {
+            ArgKind::DirectDat(dat) => {
+                temporaries.insert(index, (data.state[dat.index()].clone(), arg.ty.dimension));
+            }
+            ArgKind::Global(global) if !globals_seen.insert(global) => {
+                let member = global_member(program, global);
+                let length = member.components();
+                temporaries.insert(index, (member.name, length));
+            }
+            _ => {}
+        }
+    }
+    temporaries
 }
 
 /// How the controller spells the names of `main`.

@@ -389,6 +389,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_param_bound_to_const_and_rw",
     "cpp_print_integer_widths",
     "cpp_print_question_marks",
+    "cpp_repeated_inc",
 ];
 
 #[test]
@@ -459,6 +460,11 @@ fn program_builtin_names_as_variables() {
 #[test]
 fn program_print_integer_widths() {
     check(&program("cpp_print_integer_widths"));
+}
+
+#[test]
+fn program_repeated_inc() {
+    check(&program("cpp_repeated_inc"));
 }
 
 #[test]

@@ -450,6 +450,8 @@ struct Simulator<'a> {
     lengths: Vec<i32>,
     /// Reused kernel frame.
     scratch: Vec<Value>,
+    /// The globals one kernel run has already added to, reused.
+    incremented: Vec<GlobalId>,
     random: Random,
     statistics: Statistics,
     out: &'a mut dyn FnMut(&str),
@@ -851,6 +853,7 @@ impl<'a> Simulator<'a> {
             ready_masks: vec![0; device_count],
             lengths: Vec::new(),
             scratch: Vec::new(),
+            incremented: Vec::new(),
             random: Random(options.seed),
             statistics,
             out,
@@ -1356,6 +1359,9 @@ impl<'a> Simulator<'a> {
             let zero = Value::zero(arg.ty.scalar);
             let target = &mut slots[base..base + length];
             match arg.kind {
+                // An INC argument of a direct dat is a zeroed temporary,
+                // added to the dat after the kernel.
+                ArgKind::DirectDat(_) if arg.mode == AccessMode::Inc => target.fill(zero),
                 ArgKind::DirectDat(dat) => {
                     target.copy_from_slice(
                         &self.state.dats[dat.index()][element * length..(element + 1) * length],
@@ -1381,9 +1387,13 @@ impl<'a> Simulator<'a> {
                         .unwrap_or(0);
                     let values = &mut self.elements[device - 1].pads[pad];
                     if arg.mode == AccessMode::Inc {
+                        // Each INC argument its own zeroed copy, however
+                        // often the global is passed.
                         values.fill(zero);
+                        target.fill(zero);
+                    } else {
+                        target.copy_from_slice(values);
                     }
-                    target.copy_from_slice(values);
                 }
                 ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
                 ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),
@@ -1418,11 +1428,20 @@ impl<'a> Simulator<'a> {
             )));
         }
         self.statistics.evaluations += 1;
-        // The kernel wrote through its pointers: copy everything back.
+        // The kernel wrote through its pointers: copy everything back, and
+        // add each INC temporary into its dat or global partial, as the
+        // generated C++ does (the first INC argument of a global is its
+        // partial itself, zeroed: copying equals adding to zero).
+        let mut incremented = std::mem::take(&mut self.incremented);
+        incremented.clear();
         for (position, (k, arg)) in invocation.resolved_args().enumerate() {
             let (base, length) = layout.params[position];
             let values = &slots[base..base + length];
             match arg.kind {
+                ArgKind::DirectDat(dat) if arg.mode == AccessMode::Inc => add_into(
+                    &mut self.state.dats[dat.index()][element * length..(element + 1) * length],
+                    values,
+                ),
                 ArgKind::DirectDat(dat) => {
                     if arg.mode != AccessMode::Read {
                         self.state.dats[dat.index()][element * length..(element + 1) * length]
@@ -1443,11 +1462,24 @@ impl<'a> Simulator<'a> {
                         .iter()
                         .position(|g| *g == global)
                         .unwrap_or(0);
-                    self.elements[device - 1].pads[pad].copy_from_slice(values);
+                    let partial = &mut self.elements[device - 1].pads[pad];
+                    if matches!(arg.mode, AccessMode::Min | AccessMode::Max) {
+                        // Each MIN or MAX copy combines into the partial,
+                        // as the reference combines each into the global.
+                        combine(partial, values, arg.mode);
+                    } else if arg.mode != AccessMode::Inc {
+                        partial.copy_from_slice(values);
+                    } else if incremented.contains(&global) {
+                        add_into(partial, values);
+                    } else {
+                        incremented.push(global);
+                        partial.copy_from_slice(values);
+                    }
                 }
                 ArgKind::Const(_) | ArgKind::Len(_) => {}
             }
         }
+        self.incremented = incremented;
         self.scratch = slots;
         Ok(())
     }
