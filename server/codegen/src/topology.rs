@@ -121,16 +121,7 @@ impl Tree {
             reached(program, data, plan)
         };
         let leaves: u64 = sets.iter().map(|(_, l)| u64::from(l.len())).sum();
-        let mut levels = Vec::new();
-        if fan_limit > 0 {
-            // A fan limit of 1 could not shrink a level: it is taken as 2.
-            let k = u64::from(fan_limit.max(2));
-            let mut n = leaves;
-            while n > k {
-                n = n.div_ceil(k);
-                levels.push(u32::try_from(n).unwrap_or(u32::MAX));
-            }
-        }
+        let levels = levels(fan_limit, leaves);
         Tree {
             invocation: plan.id,
             sets,
@@ -188,6 +179,35 @@ impl Tree {
         }
         parents
     }
+}
+
+/// Aggregators per level, from the parents of the leaves up, of a tree over
+/// `leaves` devices with at most `fan_limit` children each (none for the
+/// flat controller, `fan_limit` 0). A fan limit of 1 could not shrink a
+/// level: it is taken as 2.
+pub fn levels(fan_limit: u32, leaves: u64) -> Vec<u32> {
+    let mut levels = Vec::new();
+    if fan_limit > 0 {
+        let k = u64::from(fan_limit.max(2));
+        let mut n = leaves;
+        while n > k {
+            n = n.div_ceil(k);
+            levels.push(u32::try_from(n).unwrap_or(u32::MAX));
+        }
+    }
+    levels
+}
+
+/// The most devices a tree of `depth` levels of aggregators holds with at
+/// most `fan_limit` children each: K^(depth+1), saturating; unbounded
+/// (`u64::MAX`) for the flat controller.
+pub fn most_leaves(fan_limit: u32, depth: u32) -> u64 {
+    if fan_limit == 0 {
+        return u64::MAX;
+    }
+    u64::from(fan_limit.max(2))
+        .checked_pow(depth + 1)
+        .unwrap_or(u64::MAX)
 }
 
 /// Per involved set of `plan`, its elements that take part when pruning:

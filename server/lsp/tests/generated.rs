@@ -643,7 +643,10 @@ fn airfoil_lenses_count_what_the_graph_contains() {
         let command = lens.command.as_ref().expect("a command");
         assert_eq!(
             command.title,
-            format!("{pins} pins · {state} state · {per_element} messages/element"),
+            format!(
+                "{pins} pins · {state} state · {per_element} messages/element · \
+                 tree depth 1 from 17 devices, 2 from 257"
+            ),
             "{inv}"
         );
         assert_eq!(command.command, "op2.showDeviceType");
@@ -671,7 +674,7 @@ fn airfoil_lenses_count_what_the_graph_contains() {
     let res_calc = invocation(program, "res_calc").index();
     assert_eq!(
         lenses[res_calc].command.as_ref().map(|c| c.title.as_str()),
-        Some("27 pins · 25 state · 10 messages/element")
+        Some("27 pins · 25 state · 10 messages/element · tree depth 1 from 17 devices, 2 from 257")
     );
     let all = generated::all_invocation_counts(program, graph);
     for (index, counts) in all.iter().enumerate() {
@@ -848,4 +851,73 @@ fn device_type_text_of_cells() {
             device.id
         );
     }
+}
+
+/// The trees of each airfoil loop as the lens and hover show them: the
+/// begin passes controller → aggregator → every involved set, the end the
+/// other way, each pin exists with its role, and the depths agree with the
+/// trees `op2 build` and `op2 simulate` build (`topology::levels`).
+#[test]
+fn airfoil_trees_show_their_pins_and_depths() {
+    let (_, analysed) = airfoil();
+    let (program, graph) = (program(&analysed), graph(&analysed));
+    let name_of = |device: &str, pin: &str| format!("{device}.{pin}");
+    for (index, invocation) in program.invocations.iter().enumerate() {
+        let id = InvocationId(u32::try_from(index).expect("few"));
+        let tree = generated::tree_summary(graph, id).expect("a tree");
+        let inv = invocation.name.as_str();
+        let plan = graph.invocation(id).expect("a plan");
+        let sets: Vec<String> = plan
+            .involved_sets
+            .iter()
+            .map(|s| format!("set_{}", program.sets[s.index()].name))
+            .collect();
+        let aggregator = format!("tree_{inv}");
+        assert_eq!(
+            tree.begin,
+            vec![
+                vec![name_of("global", &format!("{inv}_begin"))],
+                vec![name_of(&aggregator, &format!("{inv}_begin"))],
+                vec![name_of(&aggregator, &format!("{inv}_begin_forward"))],
+                sets.iter()
+                    .map(|s| name_of(s, &format!("{inv}_begin")))
+                    .collect(),
+            ]
+        );
+        assert_eq!(
+            tree.end,
+            vec![
+                sets.iter()
+                    .map(|s| name_of(s, &format!("{inv}_end")))
+                    .collect(),
+                vec![name_of(&aggregator, &format!("{inv}_end"))],
+                vec![name_of(&aggregator, &format!("{inv}_end_forward"))],
+                vec![name_of("global", &format!("{inv}_end"))],
+            ]
+        );
+        assert_eq!(tree.fan_limit, op2_codegen::DEFAULT_FAN_LIMIT);
+        for (depth, most) in &tree.depths {
+            let levels = |n: u64| op2_codegen::topology::levels(tree.fan_limit, n).len();
+            assert_eq!(levels(*most), *depth as usize, "{most} devices");
+            assert_eq!(
+                levels(most + 1),
+                *depth as usize + 1,
+                "{} devices",
+                most + 1
+            );
+        }
+        assert_eq!(
+            tree.depth_text(),
+            "0 up to 16, 1 up to 256, 2 up to 4,096, 3 up to 65,536"
+        );
+    }
+    // The flat controller: begin straight to the devices, no depths.
+    let flat = op2_codegen::graph_type_with_fan_limit(&analysed.analysis, "airfoil", 0);
+    let update = invocation(program, "update");
+    let tree = generated::tree_summary(&flat, update).expect("a tree");
+    assert_eq!(
+        generated::TreeSummary::path_text(&tree.begin),
+        "`global.update_begin` → `set_cells.update_begin`"
+    );
+    assert!(tree.depths.is_empty());
 }

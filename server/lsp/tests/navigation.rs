@@ -1449,6 +1449,15 @@ fn hover_on_a_kernel_and_its_par_loop() {
             "named after its kernel",
             "const double *w, // ← p_w READ",
             "double *r1 // ← p_r[ends[1]] INC",
+            "Begin and end trees (at most 16 edges per pin):",
+            "- begin: `global.residual_begin` → `tree_residual.residual_begin` → \
+             `tree_residual.residual_begin_forward` → `set_edges.residual_begin`, \
+             `set_nodes.residual_begin`",
+            "- end: `set_edges.residual_end`, `set_nodes.residual_end` → \
+             `tree_residual.residual_end` → `tree_residual.residual_end_forward` → \
+             `global.residual_end`",
+            "- depth (levels of aggregators) by the devices taking part: 0 up to 16, \
+             1 up to 256, 2 up to 4,096, 3 up to 65,536",
         ],
     );
 }

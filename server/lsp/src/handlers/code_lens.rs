@@ -1,5 +1,6 @@
 //! Code lenses over each par_loop (compilation.md §8): the pins, state
-//! members and messages per iteration element the invocation costs, with
+//! members and messages per iteration element the invocation costs and
+//! when its begin and end trees grow a level, with
 //! the command `op2.showDeviceType` that opens the generated device type of
 //! its iteration set; and that device type as text.
 
@@ -30,12 +31,15 @@ pub fn code_lenses(context: &Context<'_>) -> Option<Vec<CodeLens>> {
             .as_ref()
             .and_then(|c| c.get(index))
             .and_then(Option::as_ref);
+        let id = op2_analysis::model::InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
+        let tree = graph.and_then(|g| generated::tree_summary(g, id));
         let title = match &counts {
             Some(counts) => format!(
-                "{} pins · {} state · {} messages/element",
+                "{} pins · {} state · {} messages/element · {}",
                 counts.pins(),
                 counts.state(),
-                counts.messages_per_element()
+                counts.messages_per_element(),
+                tree.as_ref().map_or_else(String::new, tree_title)
             ),
             None => "no graph while the program has errors".to_owned(),
         };
@@ -66,6 +70,19 @@ pub fn code_lenses(context: &Context<'_>) -> Option<Vec<CodeLens>> {
         });
     }
     Some(lenses)
+}
+
+/// `tree depth 1 from 17 devices, 2 from 257` (or `flat controller`): when
+/// the invocation's begin and end trees gain levels.
+fn tree_title(tree: &generated::TreeSummary) -> String {
+    match tree.depths.as_slice() {
+        [(_, one), (_, two), ..] => format!(
+            "tree depth 1 from {} devices, 2 from {}",
+            one.saturating_add(1),
+            two.saturating_add(1)
+        ),
+        _ => "flat controller".to_owned(),
+    }
 }
 
 /// The generated device type of the set named `set` as text (`global`: the

@@ -535,6 +535,32 @@ fn invocation_hover(analysed: &Analysed, id: InvocationId) -> String {
         if !generated_lines.is_empty() {
             let _ = write!(text, "\n\nWhat each argument generates:\n{generated_lines}");
         }
+        if let Some(tree) = generated::tree_summary(graph, id) {
+            let arrows = generated::TreeSummary::path_text;
+            if tree.fan_limit == 0 {
+                text.push_str("\n\nBegin and end: the flat controller (`--fan-limit 0`)");
+            } else {
+                let _ = write!(
+                    text,
+                    "\n\nBegin and end trees (at most {} edges per pin):",
+                    tree.fan_limit
+                );
+            }
+            let _ = write!(
+                text,
+                "\n- begin: {}\n- end: {}",
+                arrows(&tree.begin),
+                arrows(&tree.end)
+            );
+            if !tree.depths.is_empty() {
+                let _ = write!(
+                    text,
+                    "\n- depth (levels of aggregators) by the devices taking part: {}; \
+                     `op2 simulate` reports each loop's on an instance",
+                    tree.depth_text()
+                );
+            }
+        }
     }
     text
 }

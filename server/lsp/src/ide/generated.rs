@@ -872,3 +872,148 @@ fn pin_note(role: PinRole) -> &'static str {
         _ => "",
     }
 }
+
+/// The begin and end trees of an invocation (compilation.md, "Trees"):
+/// the pins a begin passes from the controller down to the devices, and an
+/// end up from them, and how deep the trees grow with the devices that
+/// take part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TreeSummary {
+    /// Children per device at most; 0 for the flat controller.
+    pub fan_limit: u32,
+    /// The pins a begin passes, as `device_type.pin`, stage by stage
+    /// from the controller's to the devices' (the last stage has one pin
+    /// per involved set).
+    pub begin: Vec<Vec<String>>,
+    /// The pins an end passes, stage by stage from the devices' (one per
+    /// involved set) to the controller's.
+    pub end: Vec<Vec<String>>,
+    /// Depth (levels of aggregators) and the most devices it holds, for
+    /// depths 0 to 3; empty for the flat controller.
+    pub depths: Vec<(u32, u64)>,
+}
+
+impl TreeSummary {
+    /// Stages joined by arrows, the pins of a stage by commas, each pin
+    /// in backticks: `` `global.inv_begin` → `set_a.inv_begin`, `set_b.inv_begin` ``.
+    pub fn path_text(stages: &[Vec<String>]) -> String {
+        stages
+            .iter()
+            .map(|stage| {
+                stage
+                    .iter()
+                    .map(|p| format!("`{p}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .collect::<Vec<_>>()
+            .join(" → ")
+    }
+
+    /// The depth by devices, `0 up to 16, 1 up to 256, …`.
+    pub fn depth_text(&self) -> String {
+        self.depths
+            .iter()
+            .map(|(depth, most)| format!("{depth} up to {}", thousands(*most)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `65536` as `65,536`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The [`TreeSummary`] of `invocation` in `graph`; `None` when the
+/// invocation is not in the graph. The depths come from
+/// `op2_codegen::topology`, which builds the trees of `op2 build` and
+/// `op2 simulate`.
+pub fn tree_summary(graph: &GraphType, invocation: InvocationId) -> Option<TreeSummary> {
+    let plan = graph.invocation(invocation)?;
+    let pin = |device: &DeviceType, role: PinRole, output: bool| {
+        let pins = if output {
+            &device.outputs
+        } else {
+            &device.inputs
+        };
+        pins.iter()
+            .find(|p| p.role == role)
+            .map(|p| format!("{}.{}", device.id, p.name))
+    };
+    let controller = graph
+        .device_types
+        .iter()
+        .find(|d| d.kind == DeviceKind::Controller)?;
+    let tree = graph.tree_device_type(invocation);
+    let sets: Vec<&DeviceType> = plan
+        .involved_sets
+        .iter()
+        .filter_map(|s| graph.set_device_type(*s))
+        .collect();
+    let set_pins = |role: fn(InvocationId) -> PinRole, output: bool| -> Vec<String> {
+        sets.iter()
+            .filter_map(|d| pin(d, role(invocation), output))
+            .collect()
+    };
+    let mut begin: Vec<Vec<String>> = vec![
+        pin(controller, PinRole::ControllerBegin(invocation), true)
+            .into_iter()
+            .collect(),
+    ];
+    let mut end = vec![set_pins(PinRole::End, true)];
+    if let Some(tree) = tree {
+        begin.push(
+            pin(tree, PinRole::TreeBegin(invocation), false)
+                .into_iter()
+                .collect(),
+        );
+        begin.push(
+            pin(tree, PinRole::TreeBeginForward(invocation), true)
+                .into_iter()
+                .collect(),
+        );
+        end.push(
+            pin(tree, PinRole::TreeEnd(invocation), false)
+                .into_iter()
+                .collect(),
+        );
+        end.push(
+            pin(tree, PinRole::TreeEndForward(invocation), true)
+                .into_iter()
+                .collect(),
+        );
+    }
+    begin.push(set_pins(PinRole::Begin, false));
+    end.push(
+        pin(controller, PinRole::ControllerEnd(invocation), false)
+            .into_iter()
+            .collect(),
+    );
+    let depths = if graph.fan_limit == 0 {
+        Vec::new()
+    } else {
+        (0..4)
+            .map(|depth| {
+                (
+                    depth,
+                    op2_codegen::topology::most_leaves(graph.fan_limit, depth),
+                )
+            })
+            .collect()
+    };
+    Some(TreeSummary {
+        fan_limit: graph.fan_limit,
+        begin,
+        end,
+        depths,
+    })
+}
