@@ -118,6 +118,20 @@ fn instance(c: &mut Criterion) {
             });
         },
     );
+    // The fan check `op2 build` runs before writing (W801/E802 per pin):
+    // one more pass over the same edges, side by side with the build.
+    let data = instance::read(json.as_bytes(), &analysis.program, &mut NoProgress)
+        .data
+        .expect("the generated instance is valid");
+    group.bench_function(format!("airfoil {side}x{side} fan check"), |b| {
+        b.iter(|| {
+            black_box(op2_codegen::limits::check_instance(
+                &analysis.program,
+                &graph,
+                black_box(&data),
+            ))
+        });
+    });
     group.finish();
 }
 

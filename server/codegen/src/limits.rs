@@ -305,18 +305,29 @@ pub fn pin_fans(program: &Program, graph: &GraphType, data: &InstanceData) -> Ve
     for plan in &graph.invocations {
         let tree = Tree::new(program, graph, data, plan);
         let aggregators = tree.aggregators() as usize;
-        let mut tables: FxHashMap<(Population, PinRole, bool), Vec<u32>> = FxHashMap::default();
+        // A few dozen tables per invocation, found by a linear search that
+        // starts at the last one used (edges come in runs of one pin): a
+        // hash per edge end would cost more than the search.
+        let mut keys: Vec<(Population, PinRole, bool)> = Vec::new();
+        let mut tables: Vec<Vec<u32>> = Vec::new();
+        let mut last = [0usize; 2];
         let mut count = |device: DeviceRef, role: PinRole, output: bool| {
             let (who, index) = population(device);
-            let table = tables.entry((who, role, output)).or_insert_with(|| {
-                let size = match who {
-                    Population::Controller => 1,
-                    Population::Set(set) => data.set_size(set) as usize,
-                    Population::Aggregators => aggregators,
-                };
-                vec![0; size]
-            });
-            if let Some(slot) = table.get_mut(index) {
+            let key = (who, role, output);
+            let hint = &mut last[usize::from(output)];
+            if keys.get(*hint) != Some(&key) {
+                *hint = keys.iter().position(|k| *k == key).unwrap_or_else(|| {
+                    let size = match who {
+                        Population::Controller => 1,
+                        Population::Set(set) => data.set_size(set) as usize,
+                        Population::Aggregators => aggregators,
+                    };
+                    keys.push(key);
+                    tables.push(vec![0; size]);
+                    keys.len() - 1
+                });
+            }
+            if let Some(slot) = tables[*hint].get_mut(index) {
                 *slot = slot.saturating_add(1);
             }
         };
@@ -325,7 +336,7 @@ pub fn pin_fans(program: &Program, graph: &GraphType, data: &InstanceData) -> Ve
             count(edge.destination.0, edge.destination.1, false);
         });
         let mut widest: Vec<PinFan> = Vec::with_capacity(tables.len());
-        for ((who, role, output), table) in tables {
+        for ((who, role, output), table) in keys.into_iter().zip(tables) {
             let Some((index, &edges)) = table
                 .iter()
                 .enumerate()
@@ -371,7 +382,7 @@ pub fn pin_fans(program: &Program, graph: &GraphType, data: &InstanceData) -> Ve
                 edges: u64::from(edges),
             });
         }
-        // The order of the device types and pins, not of the hash map.
+        // The order of the device types and pins, not of the edges.
         widest.sort_by(|a, b| {
             (&a.device_type, a.output, &a.pin).cmp(&(&b.device_type, b.output, &b.pin))
         });
