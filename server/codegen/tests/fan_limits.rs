@@ -391,3 +391,30 @@ fn more_than_256_input_pins_is_an_error() {
     assert_eq!(e802[0].related.len(), 1);
     assert!(e802[0].related[0].message.contains("`k` adds"));
 }
+
+/// `op2 build` (and the editor's build on save) returns the fan warnings
+/// with the instance data's and still writes the graph; with the default
+/// trees it has none.
+#[test]
+fn the_build_reports_fan_warnings_and_writes_the_graph() {
+    let analysis = analyse(GRID);
+    let directory = tempfile::tempdir().unwrap();
+    let mesh = directory.path().join("grid.json");
+    std::fs::write(&mesh, grid_json(6, 5)).unwrap();
+    for (fan_limit, warnings) in [(0, 4), (op2_codegen::DEFAULT_FAN_LIMIT, 0)] {
+        let out = directory.path().join(format!("grid{fan_limit}.graph.xml"));
+        let (summary, problems) = op2_codegen::output::build_with_fan_limit(
+            &analysis,
+            "grid",
+            fan_limit,
+            Some(&mesh),
+            &out,
+            &mut NoProgress,
+        )
+        .unwrap_or_else(|e| panic!("fan limit {fan_limit}: {e}"));
+        assert!(out.is_file());
+        assert!(summary.edges > 0);
+        assert_eq!(problems.len(), warnings, "{problems:#?}");
+        assert!(problems.iter().all(|p| p.code == Code::W801));
+    }
+}
