@@ -42,6 +42,12 @@ pub struct RunOptions {
     /// interpreter); both give bit-identical results.
     #[arg(long, value_enum, default_value_t = EngineChoice::Compiled)]
     pub engine: EngineChoice,
+    /// Threads the compiled engine runs par_loops on (0: one per available
+    /// core). Above 1, loops run in blocks coloured as OP2 colours them:
+    /// the same results for every thread count above 1, which differ from
+    /// one thread's only in the order of floating sums (docs/benchmarks.md).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
 }
 
 /// `--engine`
@@ -153,15 +159,24 @@ fn reference(
     loaded: &Loaded,
     max_iterations: u64,
     engine: Engine,
+    threads: usize,
     out: &mut dyn FnMut(&str),
 ) -> Result<State, op2_exec::RuntimeError> {
     let state = State::new(&loaded.analysis.program, &loaded.data);
     let bar = spinner();
-    let reference = Reference::new(&loaded.analysis, state, out).with_engine(engine);
+    let reference = Reference::new(&loaded.analysis, state, out)
+        .with_engine(engine)
+        .with_threads(threads);
     if let Some(reason) = reference.fallback() {
         let _ = writeln!(
             io::stderr().lock(),
             "note: running the interpreter: {reason}"
+        );
+    }
+    if threads != 1 && reference.engine() == Engine::Interp {
+        let _ = writeln!(
+            io::stderr().lock(),
+            "note: the interpreter runs par_loops on one thread; `--threads` applies to the compiled engine"
         );
     }
     let result = reference
@@ -215,6 +230,7 @@ pub fn run(common: &Common, options: &RunOptions) -> Result<Outcome> {
         &loaded,
         common.max_iterations.unwrap_or(u64::MAX),
         engine,
+        options.threads,
         &mut print,
     );
     if let Some(error) = failed_write {
@@ -299,6 +315,7 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         &loaded,
         common.max_iterations.unwrap_or(u64::MAX),
         Engine::Compiled,
+        1,
         &mut sink,
     ) {
         Ok(state) => state,

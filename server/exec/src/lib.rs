@@ -16,5 +16,5 @@ pub mod simulate;
 pub mod state;
 
 pub use compare::{Difference, Passing, Tolerance, compare, passing};
-pub use reference::{Engine, Reference, RuntimeError};
+pub use reference::{Engine, LoopPlan, Reference, RuntimeError};
 pub use state::State;

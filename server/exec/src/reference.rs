@@ -31,6 +31,18 @@ pub enum Engine {
     Compiled,
 }
 
+/// How one par_loop runs on several threads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopPlan {
+    /// Blocks of 256 contiguous elements.
+    pub blocks: usize,
+    /// Colours: blocks of one colour run at the same time, colours one
+    /// after the other (0 when the loop runs in element order).
+    pub colours: usize,
+    /// Why the loop runs on one thread in element order, when it does.
+    pub sequential: Option<&'static str>,
+}
+
 /// A runtime error, named by kernel, element and line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct RuntimeError {
@@ -123,6 +135,10 @@ pub struct Reference<'a> {
     progress: Option<Box<dyn FnMut(u64, u64) + 'a>>,
     native: Option<Native>,
     fallback: Option<String>,
+    /// Threads asked for (0: one per core).
+    threads_asked: usize,
+    /// Threads the compiled engine runs loops on.
+    threads_used: usize,
 }
 
 impl fmt::Debug for Reference<'_> {
@@ -148,6 +164,8 @@ impl<'a> Reference<'a> {
             progress: None,
             native: None,
             fallback: None,
+            threads_asked: 1,
+            threads_used: 1,
         }
     }
 
@@ -164,7 +182,37 @@ impl<'a> Reference<'a> {
                 Err(reason) => self.fallback = Some(reason),
             }
         }
+        let threads = self.threads_asked;
+        self.with_threads(threads)
+    }
+
+    /// Runs par_loops on `threads` threads (0: one per available core;
+    /// 1, the default: in element order, bit-identical to the
+    /// interpreter). Only the compiled engine uses threads. A loop runs on
+    /// several threads in blocks coloured as OP2's plans colour them when
+    /// no order of its elements can change its result beyond the rounding
+    /// of sums (see `native::plan`); the results are the same for every
+    /// thread count above one, and differ from one thread's only in the
+    /// order of floating sums through maps and into globals.
+    #[must_use]
+    pub fn with_threads(mut self, threads: usize) -> Reference<'a> {
+        self.threads_asked = threads;
+        self.threads_used = match self.native.as_mut() {
+            Some(native) => native.set_threads(&self.program, threads),
+            None => 1,
+        };
         self
+    }
+
+    /// The threads par_loops run on.
+    pub fn threads(&self) -> usize {
+        self.threads_used
+    }
+
+    /// How each invocation (in the program's order) runs on several
+    /// threads; `None` on one thread.
+    pub fn plans(&self) -> Option<Vec<LoopPlan>> {
+        self.native.as_ref()?.plans()
     }
 
     /// Why the compiled engine was asked for and the interpreter runs.

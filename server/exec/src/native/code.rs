@@ -1,7 +1,7 @@
 //! The one place with `unsafe` code: owning the machine code Cranelift
 //! produced and calling it.
 //!
-//! Safety rests on three facts, each checked here before a call:
+//! Safety rests on four facts, each checked here before a call:
 //!
 //! - the code of a loop reads and writes only through the pointers of its
 //!   table, at offsets below the byte lengths recorded with the loop
@@ -17,7 +17,11 @@
 //! - the function pointer comes from the module this value owns, with the
 //!   signature `extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32`
 //!   it was declared with, and the module lives (and its memory stays
-//!   mapped) as long as this value.
+//!   mapped) as long as this value;
+//! - calls that run at the same time on several threads ([`Bound::call`])
+//!   never touch the same bytes where one of them writes: the caller runs
+//!   at once only blocks that `super::plan` coloured apart, and each block
+//!   reduces globals into a buffer of its own.
 
 #![allow(unsafe_code)]
 
@@ -156,6 +160,11 @@ impl Maps {
         Ok(Maps { targets, bounds })
     }
 
+    /// Map `m`'s targets and the size of its target set.
+    pub(crate) fn targets(&self, m: usize) -> (&[u32], usize) {
+        (&self.targets[m], self.bounds[m])
+    }
+
     /// Gives the targets back.
     pub(crate) fn into_inner(self) -> Vec<Vec<u32>> {
         self.targets
@@ -239,6 +248,18 @@ impl Code {
         start: usize,
         end: usize,
     ) -> Result<(), Stop> {
+        let bound = self.bind_memory(lp, memory)?;
+        // SAFETY: one call at a time on this table.
+        unsafe { bound.call(start, end) }
+    }
+
+    /// `lp`'s code with its table of pointers into `memory`, each checked
+    /// to reach at least what the code may reach.
+    pub(crate) fn bind_memory<'m>(
+        &'m self,
+        lp: &Loop,
+        memory: &'m mut Memory<'_>,
+    ) -> Result<Bound<'m>, Stop> {
         let Some(module) = &self.module else {
             return Err(Stop {
                 site: 0,
@@ -246,7 +267,6 @@ impl Code {
                 index: 0,
             });
         };
-        assert!(start <= end && end <= lp.elements, "element range");
         assert_eq!(lp.slots.len(), lp.need.len());
         // Check every slot's length and take its pointer. A slot appears
         // once per loop (the compiler deduplicates), so mutable pointers
@@ -280,23 +300,100 @@ impl Code {
             };
             table.push(pointer);
         }
-        let mut out = [0i64; 2];
         let entry = module.get_finalized_function(lp.function);
-        type Entry = extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32;
-        // SAFETY: see the module's documentation: `entry` is a function of
-        // the live `module` with this signature; the table's pointers are
-        // valid for the lengths the code reaches (checked above), the map
-        // targets were checked against the bounds the dats' lengths were
-        // computed from, and the element range is within the set.
-        let code = unsafe {
-            let entry: Entry = std::mem::transmute::<*const u8, Entry>(entry);
-            entry(
-                table.as_ptr(),
-                i64::try_from(start).unwrap_or(i64::MAX),
-                i64::try_from(end).unwrap_or(i64::MAX),
-                out.as_mut_ptr(),
-            )
-        };
+        // SAFETY: `entry` is a function of the live module with this
+        // signature (see the module's documentation); `Bound` borrows
+        // `self`, so the module outlives it.
+        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(entry) };
+        Ok(Bound {
+            entry,
+            table,
+            slots: lp.slots.clone(),
+            need: lp.need.clone(),
+            elements: lp.elements,
+            _memory: std::marker::PhantomData,
+        })
+    }
+}
+
+type Entry = extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32;
+
+/// A loop's code bound to the memory it works on: its table of checked
+/// pointers. It borrows the memory (and the code) for as long as it lives.
+pub(crate) struct Bound<'m> {
+    entry: Entry,
+    table: Vec<*mut u8>,
+    slots: Vec<Slot>,
+    need: Vec<usize>,
+    elements: usize,
+    _memory: std::marker::PhantomData<&'m mut ()>,
+}
+
+// SAFETY: a `Bound` shared between threads only gives access to `call`,
+// whose contract covers calls running at the same time.
+unsafe impl Sync for Bound<'_> {}
+// SAFETY: the pointers stay valid wherever the value goes (it borrows the
+// memory they point into).
+unsafe impl Send for Bound<'_> {}
+
+impl<'m> Bound<'m> {
+    /// The same loop with each global `globals[i]`'s slot pointing at
+    /// `partials[i]` instead (a block's partial reductions).
+    pub(crate) fn with_globals<'p>(
+        &self,
+        globals: &[usize],
+        partials: &'p mut [Vec<u64>],
+    ) -> Bound<'p>
+    where
+        'm: 'p,
+    {
+        assert_eq!(globals.len(), partials.len(), "one partial per global");
+        let mut table = self.table.clone();
+        for (&global, values) in globals.iter().zip(partials.iter_mut()) {
+            let k = self
+                .slots
+                .iter()
+                .position(|s| *s == Slot::Global(global))
+                .expect("a reduced global has a slot in its loop's table");
+            assert!(
+                values.len() * 8 >= self.need[k],
+                "partial {global} too short"
+            );
+            table[k] = values.as_mut_ptr().cast();
+        }
+        Bound {
+            entry: self.entry,
+            table,
+            slots: self.slots.clone(),
+            need: self.need.clone(),
+            elements: self.elements,
+            _memory: std::marker::PhantomData,
+        }
+    }
+
+    /// Runs the loop over elements `start..end`.
+    ///
+    /// # Safety
+    ///
+    /// Calls running at the same time (on this value, or on values sharing
+    /// a buffer, as [`Bound::with_global`] makes) must not touch the same
+    /// bytes where one of them writes: their element ranges are disjoint,
+    /// and no dat row written by one is read or written by another (the
+    /// colouring of `super::plan` ensures it).
+    pub(crate) unsafe fn call(&self, start: usize, end: usize) -> Result<(), Stop> {
+        assert!(start <= end && end <= self.elements, "element range");
+        let mut out = [0i64; 2];
+        // SAFETY: the table's pointers are valid for the lengths the code
+        // reaches (checked when binding), the map targets were checked
+        // against the bounds the dats' lengths were computed from, the
+        // element range is within the set, and the caller keeps calls at
+        // the same time apart.
+        let code = (self.entry)(
+            self.table.as_ptr(),
+            i64::try_from(start).unwrap_or(i64::MAX),
+            i64::try_from(end).unwrap_or(i64::MAX),
+            out.as_mut_ptr(),
+        );
         if code == 0 {
             Ok(())
         } else {

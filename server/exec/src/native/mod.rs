@@ -8,6 +8,8 @@
 mod code;
 pub(crate) mod compile;
 pub(crate) mod flat;
+mod parallel;
+mod plan;
 
 use cranelift_codegen::ir::{AbiParam, types};
 use cranelift_frontend::FunctionBuilderContext;
@@ -20,6 +22,7 @@ use crate::state::State;
 use code::{Code, Loop, Maps, Memory};
 use compile::{Context, Site, SiteKind, Slot};
 use flat::{Buffer, from_slot, size_of, to_slot};
+use plan::Plan;
 
 /// A compiled loop with what it needs to report a fault.
 #[derive(Debug)]
@@ -39,6 +42,15 @@ pub(crate) struct Native {
     maps: Maps,
     consts: Vec<Vec<u64>>,
     globals: Vec<Vec<u64>>,
+    /// With more than one thread: the pool and every loop's plan.
+    threads: Option<Threads>,
+}
+
+/// Running loops on several threads.
+#[derive(Debug)]
+struct Threads {
+    pool: rayon::ThreadPool,
+    plans: Vec<Option<Plan>>,
 }
 
 /// Why a loop stopped: a fault at an element.
@@ -200,7 +212,82 @@ impl Native {
                 .map(|values| values.iter().map(|v| to_slot(*v)).collect())
                 .collect(),
             globals: program.globals.iter().map(|_| Vec::new()).collect(),
+            threads: None,
         })
+    }
+
+    /// Runs loops on `threads` threads from now on (0: one per available
+    /// core): the loops whose plan allows it ([`plan`]) in coloured blocks,
+    /// the others in element order. Returns the number of threads, 1 when
+    /// no pool could be made.
+    pub(crate) fn set_threads(&mut self, program: &Program, threads: usize) -> usize {
+        let threads = if threads == 0 {
+            std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+        } else {
+            threads
+        };
+        self.threads = None;
+        if threads < 2 {
+            return 1;
+        }
+        let Ok(pool) = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|k| format!("op2-run-{k}"))
+            .build()
+        else {
+            return 1;
+        };
+        let maps = &self.maps;
+        let lookup = |m: usize| {
+            let (targets, rows) = maps.targets(m);
+            let arity = program.maps[m].arity as usize;
+            (targets, arity, rows)
+        };
+        let plans = program
+            .invocations
+            .iter()
+            .zip(&self.loops)
+            .map(|(invocation, compiled)| {
+                let compiled = compiled.as_ref()?;
+                Some(plan::plan(invocation, compiled.code.elements, &lookup))
+            })
+            .collect();
+        self.threads = Some(Threads { pool, plans });
+        threads
+    }
+
+    /// How each invocation runs on the threads: `None` on one thread.
+    pub(crate) fn plans(&self) -> Option<Vec<crate::reference::LoopPlan>> {
+        let threads = self.threads.as_ref()?;
+        Some(
+            threads
+                .plans
+                .iter()
+                .zip(&self.loops)
+                .map(|(plan, compiled)| {
+                    let blocks = compiled
+                        .as_ref()
+                        .map_or(0, |c| c.code.elements.div_ceil(plan::BLOCK));
+                    match plan {
+                        Some(Plan::Coloured { colours, .. }) => crate::reference::LoopPlan {
+                            blocks,
+                            colours: colours.len(),
+                            sequential: None,
+                        },
+                        Some(Plan::Sequential(reason)) => crate::reference::LoopPlan {
+                            blocks,
+                            colours: 0,
+                            sequential: Some(reason),
+                        },
+                        None => crate::reference::LoopPlan {
+                            blocks: 0,
+                            colours: 0,
+                            sequential: Some("not run"),
+                        },
+                    }
+                })
+                .collect(),
+        )
     }
 
     /// Runs invocation `id` on `globals` (`main`'s). Returns the kernel
@@ -232,7 +319,33 @@ impl Native {
             consts: &self.consts,
         };
         let elements = compiled.code.elements;
-        let result = self.code.run(&compiled.code, &mut memory, 0, elements);
+        let plan = self
+            .threads
+            .as_ref()
+            .and_then(|t| Some((&t.pool, t.plans[id.index()].as_ref()?)));
+        let result = match plan {
+            Some((
+                pool,
+                Plan::Coloured {
+                    colours,
+                    reductions,
+                },
+            )) => {
+                let blocks = elements.div_ceil(plan::BLOCK);
+                let mut partials = parallel::partials(blocks, reductions, memory.globals);
+                let result = self
+                    .code
+                    .bind_memory(&compiled.code, &mut memory)
+                    .and_then(|bound| {
+                        parallel::run(pool, &bound, elements, colours, reductions, &mut partials)
+                    });
+                if result.is_ok() {
+                    parallel::finish(&partials, reductions, &mut self.globals);
+                }
+                result
+            }
+            _ => self.code.run(&compiled.code, &mut memory, 0, elements),
+        };
         for &(g, ty) in &compiled.globals {
             globals[g] = self.globals[g].iter().map(|&s| from_slot(s, ty)).collect();
         }

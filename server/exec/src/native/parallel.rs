@@ -1,0 +1,116 @@
+//! Running a compiled loop on several threads by its plan
+//! ([`super::plan`]): the blocks of one colour at the same time on a rayon
+//! pool, colours one after the other, each block's global reductions into
+//! a partial of its own, combined afterwards in block order. Which thread
+//! runs which block changes nothing: blocks of a colour share no row they
+//! write, and partials are combined in a fixed order.
+
+#![allow(unsafe_code)]
+
+use op2_analysis::value::Value;
+use op2_syntax::ast::AccessMode;
+use rayon::prelude::*;
+
+use super::code::{Bound, Stop};
+use super::flat::{from_slot, to_slot};
+use super::plan::{BLOCK, Reduction};
+use crate::reference::{add_into, combine};
+
+/// Elements `start..end` of block `block`.
+fn range(block: usize, elements: usize) -> (usize, usize) {
+    (block * BLOCK, ((block + 1) * BLOCK).min(elements))
+}
+
+/// The starting partials of every block: MIN and MAX start from the
+/// global's value (what the kernel sees, as in the sequential engine); INC
+/// starts from it in block 0 and from zero in the others, so that a loop of
+/// one block sums exactly as the sequential engine does.
+pub(crate) fn partials(
+    blocks: usize,
+    reductions: &[Reduction],
+    globals: &[Vec<u64>],
+) -> Vec<Vec<Vec<u64>>> {
+    (0..blocks)
+        .map(|block| {
+            reductions
+                .iter()
+                .map(|r| {
+                    let current = &globals[r.global];
+                    if r.mode == AccessMode::Inc && block > 0 {
+                        vec![to_slot(Value::zero(r.ty)); current.len()]
+                    } else {
+                        current.clone()
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Combines the blocks' partials, in block order, into `globals`.
+pub(crate) fn finish(
+    partials: &[Vec<Vec<u64>>],
+    reductions: &[Reduction],
+    globals: &mut [Vec<u64>],
+) {
+    for (r, reduction) in reductions.iter().enumerate() {
+        let values = |slots: &[u64]| -> Vec<Value> {
+            slots.iter().map(|&s| from_slot(s, reduction.ty)).collect()
+        };
+        let Some(first) = partials.first() else {
+            continue;
+        };
+        let mut total = values(&first[r]);
+        for block in &partials[1..] {
+            let part = values(&block[r]);
+            match reduction.mode {
+                AccessMode::Inc => add_into(&mut total, &part),
+                mode => combine(&mut total, &part, mode),
+            }
+        }
+        globals[reduction.global] = total.iter().map(|&v| to_slot(v)).collect();
+    }
+}
+
+/// Runs `bound`'s loop over `elements` elements, colour by colour, on
+/// `pool`. With reductions, block `b` reduces into `partials[b]`. Returns
+/// the first fault (in block order) of the first colour where a block
+/// faulted; the colours after it do not run.
+pub(crate) fn run(
+    pool: &rayon::ThreadPool,
+    bound: &Bound<'_>,
+    elements: usize,
+    colours: &[Vec<usize>],
+    reductions: &[Reduction],
+    partials: &mut [Vec<Vec<u64>>],
+) -> Result<(), Stop> {
+    let globals: Vec<usize> = reductions.iter().map(|r| r.global).collect();
+    let per_block: Vec<Bound<'_>> = if reductions.is_empty() {
+        Vec::new()
+    } else {
+        partials
+            .iter_mut()
+            .map(|p| bound.with_globals(&globals, p))
+            .collect()
+    };
+    let bound_of = |block: usize| per_block.get(block).unwrap_or(bound);
+    pool.install(|| {
+        for blocks in colours {
+            let results: Vec<Result<(), Stop>> = blocks
+                .par_iter()
+                .map(|&block| {
+                    let (start, end) = range(block, elements);
+                    // SAFETY: the blocks running at the same time are of
+                    // one colour: their element ranges are disjoint, no
+                    // dat row one writes is touched by another (the plan),
+                    // and each reduces into its own partials.
+                    unsafe { bound_of(block).call(start, end) }
+                })
+                .collect();
+            if let Some(stop) = results.into_iter().find_map(Result::err) {
+                return Err(stop);
+            }
+        }
+        Ok(())
+    })
+}
