@@ -14,8 +14,15 @@ use op2_exec::{Engine, Reference, State};
 use op2_instance::{NoProgress, read};
 
 fn airfoil(iterations: u32) -> Option<(op2_analysis::Analysis, op2_instance::InstanceData)> {
+    airfoil_on("airfoil_I10_J15", iterations)
+}
+
+fn airfoil_on(
+    mesh: &str,
+    iterations: u32,
+) -> Option<(op2_analysis::Analysis, op2_instance::InstanceData)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let json = std::fs::read(root.join("../shared/data/airfoil_I10_J15.json")).ok()?;
+    let json = std::fs::read(root.join(format!("../shared/data/{mesh}.json"))).ok()?;
     let mut document: serde_json::Value = serde_json::from_slice(&json).ok()?;
     document["consts"]["niter"] = serde_json::json!(iterations);
     let json = serde_json::to_vec(&document).ok()?;
@@ -111,5 +118,47 @@ fn exec(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, exec);
+/// `op2 run --threads`: the compiled engine on one and on two threads, the
+/// 7,200-cell airfoil, 50 outer iterations (compiling the loops and making
+/// the plans included, as `op2 run` does).
+fn threads(c: &mut Criterion) {
+    let Some((analysis, data)) = airfoil_on("airfoil_I40_J60", 50) else {
+        eprintln!("SKIPPED LOUDLY: the shared airfoil mesh is missing");
+        return;
+    };
+    let mut evaluations = 0;
+    let mut sink = |_: &str| {};
+    let reference = Reference::new(&analysis, State::new(&analysis.program, &data), &mut sink)
+        .with_engine(Engine::Compiled)
+        .with_threads(2);
+    eprintln!("plans on 2 threads: {:?}", reference.plans());
+    reference
+        .with_progress(|_, e| evaluations = e)
+        .run(u64::MAX)
+        .expect("the airfoil runs");
+    let mut group = c.benchmark_group("threads");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(evaluations));
+    for threads in [1, 2] {
+        group.bench_function(
+            format!("airfoil 7200 cells 50 iterations, {threads} thread(s) (kernel evaluations)"),
+            |b| {
+                b.iter(|| {
+                    let mut sink = |_: &str| {};
+                    let state = State::new(&analysis.program, &data);
+                    black_box(
+                        Reference::new(&analysis, state, &mut sink)
+                            .with_engine(Engine::Compiled)
+                            .with_threads(threads)
+                            .run(u64::MAX)
+                            .expect("runs"),
+                    )
+                });
+            },
+        );
+    }
+    group.finish();
+}
+
+criterion_group!(benches, exec, threads);
 criterion_main!(benches);

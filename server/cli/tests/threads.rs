@@ -1,0 +1,101 @@
+//! `op2 run --threads N`: every thread count above one prints the same and
+//! writes the same final state; the interpreter says that it runs on one
+//! thread.
+
+mod support;
+
+use std::path::PathBuf;
+
+use support::Scratch;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `op2 ARGS…`, which must succeed: its standard output and error.
+fn ok(scratch: &Scratch, args: &[&str]) -> (String, String) {
+    let output = scratch.op2(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "op2 {args:?}:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn thread_counts_above_one_print_and_write_the_same() {
+    let mesh = root().join("../shared/data/airfoil_I10_J15.json");
+    assert!(
+        mesh.exists(),
+        "the shared mesh is missing at {}",
+        mesh.display()
+    );
+    let program = root().join("docs/examples/airfoil.op2");
+    let (program, mesh) = (program.display().to_string(), mesh.display().to_string());
+    let scratch = Scratch::new();
+    let mut runs = Vec::new();
+    for threads in ["1", "2", "4", "0"] {
+        let state = format!("final-{threads}.json");
+        let (stdout, _) = ok(
+            &scratch,
+            &[
+                "run",
+                &program,
+                "--instance",
+                &mesh,
+                "--threads",
+                threads,
+                "--final-state",
+                &state,
+            ],
+        );
+        let state = std::fs::read(scratch.path(&state)).expect("the final state is written");
+        runs.push((threads, stdout, state));
+    }
+    // One thread and several print the same lines (the rms at 6 digits);
+    // 2 and 4 threads end in the same bytes, and so does every core.
+    assert_eq!(runs[0].1, runs[1].1);
+    assert_eq!(runs[1].1, runs[2].1);
+    assert!(runs[1].2 == runs[2].2, "2 and 4 threads end alike");
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores > 1 {
+        assert!(runs[3].2 == runs[1].2, "every core ends as 2 threads do");
+    } else {
+        assert!(runs[3].2 == runs[0].2, "one core ends as one thread does");
+    }
+}
+
+#[test]
+fn the_interpreter_notes_that_it_runs_on_one_thread() {
+    let examples = root().join("docs/examples");
+    let program = examples.join("scatter.op2").display().to_string();
+    let instance = examples.join("scatter.instance.json").display().to_string();
+    let scratch = Scratch::new();
+    let (interpreted, note) = ok(
+        &scratch,
+        &[
+            "run",
+            &program,
+            "--instance",
+            &instance,
+            "--engine",
+            "interp",
+            "--threads",
+            "2",
+        ],
+    );
+    assert!(
+        note.contains("note: the interpreter runs par_loops on one thread"),
+        "{note}"
+    );
+    let (compiled, quiet) = ok(
+        &scratch,
+        &["run", &program, "--instance", &instance, "--threads", "2"],
+    );
+    assert_eq!(interpreted, compiled);
+    assert!(!quiet.contains("note:"), "{quiet}");
+}
