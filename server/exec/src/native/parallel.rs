@@ -94,23 +94,35 @@ pub(crate) fn run(
             .collect()
     };
     let bound_of = |block: usize| per_block.get(block).unwrap_or(bound);
-    pool.install(|| {
-        for blocks in colours {
-            let results: Vec<Result<(), Stop>> = blocks
-                .par_iter()
-                .map(|&block| {
-                    let (start, end) = range(block, elements);
-                    // SAFETY: the blocks running at the same time are of
-                    // one colour: their element ranges are disjoint, no
-                    // dat row one writes is touched by another (the plan),
-                    // and each reduces into its own partials.
-                    unsafe { bound_of(block).call(start, end) }
-                })
-                .collect();
-            if let Some(stop) = results.into_iter().find_map(Result::err) {
-                return Err(stop);
-            }
+    let run_colour = |blocks: &[usize]| -> Result<(), Stop> {
+        if let [block] = *blocks {
+            let (start, end) = range(block, elements);
+            // SAFETY: the only block running.
+            return unsafe { bound_of(block).call(start, end) };
         }
-        Ok(())
-    })
+        let results: Vec<Result<(), Stop>> = blocks
+            .par_iter()
+            .map(|&block| {
+                let (start, end) = range(block, elements);
+                // SAFETY: the blocks running at the same time are of one
+                // colour: their element ranges are disjoint, no dat row one
+                // writes is touched by another (the plan), and each reduces
+                // into its own partials.
+                unsafe { bound_of(block).call(start, end) }
+            })
+            .collect();
+        results
+            .into_iter()
+            .find_map(Result::err)
+            .map_or(Ok(()), Err)
+    };
+    let run_all = || colours.iter().try_for_each(|blocks| run_colour(blocks));
+    // A loop whose colours hold one block each (a small set, or blocks
+    // that all share rows) runs on this thread: waking the pool would only
+    // cost time.
+    if colours.iter().any(|blocks| blocks.len() > 1) {
+        pool.install(run_all)
+    } else {
+        run_all()
+    }
 }
