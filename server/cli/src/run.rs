@@ -46,8 +46,9 @@ pub struct RunOptions {
     /// core). Above 1, loops run in blocks coloured as OP2 colours them:
     /// the same results for every thread count above 1, which differ from
     /// one thread's only in the order of floating sums (docs/benchmarks.md).
-    #[arg(long, default_value_t = 1)]
-    pub threads: usize,
+    /// At most 1024.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub threads: u16,
 }
 
 /// `--engine`
@@ -230,7 +231,7 @@ pub fn run(common: &Common, options: &RunOptions) -> Result<Outcome> {
         &loaded,
         common.max_iterations.unwrap_or(u64::MAX),
         engine,
-        options.threads,
+        usize::from(options.threads),
         &mut print,
     );
     if let Some(error) = failed_write {

@@ -12,6 +12,13 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// The scatter example: its program and instance.
+fn scatter() -> (String, String) {
+    let examples = root().join("docs/examples");
+    let path = |name: &str| examples.join(name).display().to_string();
+    (path("scatter.op2"), path("scatter.instance.json"))
+}
+
 /// `op2 ARGS…`, which must succeed: its standard output and error.
 fn ok(scratch: &Scratch, args: &[&str]) -> (String, String) {
     let output = scratch.op2(args).output().unwrap();
@@ -71,9 +78,7 @@ fn thread_counts_above_one_print_and_write_the_same() {
 
 #[test]
 fn the_interpreter_notes_that_it_runs_on_one_thread() {
-    let examples = root().join("docs/examples");
-    let program = examples.join("scatter.op2").display().to_string();
-    let instance = examples.join("scatter.instance.json").display().to_string();
+    let (program, instance) = scatter();
     let scratch = Scratch::new();
     let (interpreted, note) = ok(
         &scratch,
@@ -98,4 +103,28 @@ fn the_interpreter_notes_that_it_runs_on_one_thread() {
     );
     assert_eq!(interpreted, compiled);
     assert!(!quiet.contains("note:"), "{quiet}");
+}
+
+#[test]
+fn a_thread_count_over_1024_is_refused_before_anything_runs() {
+    let (program, instance) = scatter();
+    let scratch = Scratch::new();
+    let output = scratch
+        .op2(&[
+            "run",
+            &program,
+            "--instance",
+            &instance,
+            "--threads",
+            "5000",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "nothing ran");
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("--threads") && stderr.contains("1024"),
+        "{stderr}"
+    );
 }

@@ -186,8 +186,8 @@ impl<'a> Reference<'a> {
         self.with_threads(threads)
     }
 
-    /// Runs par_loops on `threads` threads (0: one per available core;
-    /// 1, the default: in element order, bit-identical to the
+    /// Runs par_loops on `threads` threads (0: one per available core; at
+    /// most 1024; 1, the default: in element order, bit-identical to the
     /// interpreter). Only the compiled engine uses threads. A loop runs on
     /// several threads in blocks coloured as OP2's plans colour them when
     /// no order of its elements can change its result beyond the rounding

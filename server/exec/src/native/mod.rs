@@ -46,6 +46,9 @@ pub(crate) struct Native {
     threads: Option<Threads>,
 }
 
+/// The most threads a run uses (a larger request gets this many).
+pub(crate) const MAX_THREADS: usize = 1024;
+
 /// Running loops on several threads.
 #[derive(Debug)]
 struct Threads {
@@ -217,15 +220,16 @@ impl Native {
     }
 
     /// Runs loops on `threads` threads from now on (0: one per available
-    /// core): the loops whose plan allows it ([`plan`]) in coloured blocks,
-    /// the others in element order. Returns the number of threads, 1 when
-    /// no pool could be made.
+    /// core; at most [`MAX_THREADS`]): the loops whose plan allows it
+    /// ([`plan`]) in coloured blocks, the others in element order. Returns
+    /// the number of threads, 1 when no pool could be made.
     pub(crate) fn set_threads(&mut self, program: &Program, threads: usize) -> usize {
         let threads = if threads == 0 {
             std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
         } else {
             threads
-        };
+        }
+        .min(MAX_THREADS);
         self.threads = None;
         if threads < 2 {
             return 1;
