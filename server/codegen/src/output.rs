@@ -45,67 +45,8 @@ impl fmt::Display for Summary {
     }
 }
 
-/// The temporary files being written now, removed by
-/// [`remove_temporary_files`] when the process is told to stop.
-static TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-fn temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
-    TEMPORARIES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A temporary file beside the target, registered so that a signal
-/// handler can remove it; unregistered when dropped (written or not).
-struct Temporary {
-    file: tempfile::NamedTempFile,
-    _registered: Registered,
-}
-
-/// The registration of a temporary file, undone on drop.
-struct Registered(PathBuf);
-
-impl Drop for Registered {
-    fn drop(&mut self) {
-        temporaries().retain(|p| *p != self.0);
-    }
-}
-
-impl Temporary {
-    /// Creates it under the registry's lock, so that a signal handler that
-    /// removes the registered files either runs before it exists or sees it.
-    fn new(directory: &Path, prefix: &str) -> io::Result<Temporary> {
-        let mut registered = temporaries();
-        let file = tempfile::Builder::new()
-            .prefix(prefix)
-            .suffix(".tmp")
-            .tempfile_in(directory)?;
-        registered.push(file.path().to_owned());
-        let name = file.path().to_owned();
-        Ok(Temporary {
-            file,
-            _registered: Registered(name),
-        })
-    }
-
-    /// Renames it over `path`, then unregisters it.
-    fn persist(self, path: &Path) -> io::Result<()> {
-        let Temporary { file, _registered } = self;
-        file.persist(path).map(drop).map_err(|e| e.error)
-    }
-}
-
-/// Removes every temporary file a build or an atomic write is writing now,
-/// and keeps the registry locked until the returned guard is dropped, so
-/// that no new one is made meanwhile. A handler of SIGINT and SIGTERM calls
-/// this, then ends the process while holding the guard.
-pub fn remove_temporary_files() -> impl Drop {
-    let registered = temporaries();
-    for path in registered.iter() {
-        let _ = std::fs::remove_file(path);
-    }
-    registered
-}
+use op2_instance::temporary::Temporary;
+pub use op2_instance::temporary::remove_temporary_files;
 
 /// Where a write to `path` goes: `path` itself when nothing is there or a
 /// regular file is; the file a symbolic link leads to when that is a

@@ -22,6 +22,7 @@ mod h5;
 mod json;
 mod progress;
 pub mod synth;
+pub mod temporary;
 mod validate;
 mod write;
 

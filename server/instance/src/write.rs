@@ -14,6 +14,7 @@ use op2_analysis::model::Program;
 use op2_analysis::value::Value;
 
 use crate::h5::{self, WriteError};
+use crate::temporary::Temporary;
 use crate::{DatValues, Format, InstanceData};
 
 /// Writes a file atomically: `write` fills a temporary file beside `path`
@@ -49,20 +50,18 @@ pub(crate) fn atomically(
             directory.display()
         )));
     }
-    let temporary = tempfile::Builder::new()
-        .prefix(".op2-")
-        .suffix(".tmp")
-        .tempfile_in(&directory)?;
-    write(temporary.path())?;
+    let temporary = Temporary::new(&directory, ".op2-")?;
+    write(temporary.file.path())?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         temporary
+            .file
             .as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o644))?;
     }
-    temporary.as_file().sync_all()?;
-    temporary.persist(&path).map_err(|e| e.error)?;
+    temporary.file.as_file().sync_all()?;
+    temporary.persist(&path)?;
     Ok(())
 }
 

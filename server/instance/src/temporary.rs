@@ -1,0 +1,117 @@
+//! The temporary files of atomic writes, registered while they exist so
+//! that a handler of SIGINT and SIGTERM can remove them before the process
+//! ends: every atomic write of the workspace (a graph, a formatted file, an
+//! instance or final state in JSON or HDF5) makes its temporary file here.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// The temporary files being written now, removed by
+/// [`remove_temporary_files`] when the process is told to stop.
+static TEMPORARIES: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+fn temporaries() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    TEMPORARIES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A temporary file beside the target, registered so that a signal
+/// handler can remove it; unregistered when dropped (written or not).
+#[derive(Debug)]
+pub struct Temporary {
+    /// The file being written.
+    pub file: tempfile::NamedTempFile,
+    _registered: Registered,
+}
+
+/// The registration of a temporary file, undone on drop.
+#[derive(Debug)]
+struct Registered(PathBuf);
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        temporaries().retain(|p| *p != self.0);
+    }
+}
+
+impl Temporary {
+    /// Creates it under the registry's lock, so that a signal handler that
+    /// removes the registered files either runs before it exists or sees it.
+    pub fn new(directory: &Path, prefix: &str) -> io::Result<Temporary> {
+        let mut registered = temporaries();
+        let file = tempfile::Builder::new()
+            .prefix(prefix)
+            .suffix(".tmp")
+            .tempfile_in(directory)?;
+        registered.push(file.path().to_owned());
+        let name = file.path().to_owned();
+        Ok(Temporary {
+            file,
+            _registered: Registered(name),
+        })
+    }
+
+    /// Renames it over `path`, then unregisters it.
+    pub fn persist(self, path: &Path) -> io::Result<()> {
+        let Temporary { file, _registered } = self;
+        file.persist(path).map(drop).map_err(|e| e.error)
+    }
+}
+
+/// Removes every temporary file a build or an atomic write is writing now,
+/// and keeps the registry locked until the returned guard is dropped, so
+/// that no new one is made meanwhile. A handler of SIGINT and SIGTERM calls
+/// this, then ends the process while holding the guard.
+pub fn remove_temporary_files() -> impl Drop {
+    let registered = temporaries();
+    for path in registered.iter() {
+        let _ = std::fs::remove_file(path);
+    }
+    registered
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registry is the process's: these tests take turns with it, so
+    /// that one's "signal" does not remove the other's file.
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        TURN.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    #[test]
+    fn a_temporary_file_is_registered_while_it_exists_and_removed_on_a_signal() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let temporary = Temporary::new(dir.path(), ".op2-").unwrap();
+        let path = temporary.file.path().to_owned();
+        assert!(temporaries().contains(&path));
+        // What the signal handler does: every registered file is removed.
+        drop(remove_temporary_files());
+        assert!(!path.exists());
+        drop(temporary);
+        assert!(!temporaries().contains(&path));
+    }
+
+    #[test]
+    fn instance_writes_make_their_temporary_files_here() {
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.json");
+        let mut seen = None;
+        crate::write::atomically(&target, |temporary| {
+            seen = Some(temporaries().contains(&temporary.to_path_buf()));
+            std::fs::write(temporary, b"{}")?;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(seen, Some(true), "the temporary file was not registered");
+        assert!(!temporaries().iter().any(|p| p.starts_with(dir.path())));
+        assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+    }
+}
