@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Result;
-use codespan_reporting::term::termcolor::{self, StandardStream};
+use codespan_reporting::term::termcolor::{self, BufferedStandardStream};
 use op2_analysis::{Analyser, Analysis, Loader, Options};
 use op2_syntax::{Diagnostic, Parse, Severity};
 
@@ -226,12 +226,12 @@ pub fn render(reports: &[Report], format: MessageFormat, color: ColorChoice) -> 
                 ColorChoice::Auto if io::stderr().is_terminal() => termcolor::ColorChoice::Auto,
                 ColorChoice::Auto => termcolor::ColorChoice::Never,
             };
-            let stream = StandardStream::stderr(choice);
-            let mut out = stream.lock();
+            let mut out = BufferedStandardStream::stderr(choice);
             for report in reports {
                 write_human(&mut out, &report.sources, &report.diagnostics)?;
             }
             write_summary(&mut out, &all)?;
+            out.flush()?;
         }
     }
     Ok(())

@@ -8,7 +8,7 @@ use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use codespan_reporting::term::termcolor::{self, StandardStream};
+use codespan_reporting::term::termcolor::{self, BufferedStandardStream};
 use op2_syntax::format::{FormatError, format};
 
 use crate::Outcome;
@@ -67,8 +67,7 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
                 } else {
                     termcolor::ColorChoice::Never
                 };
-                let stream = StandardStream::stderr(choice);
-                let mut stderr = stream.lock();
+                let mut stderr = BufferedStandardStream::stderr(choice);
                 let mut sources = SourceMap::default();
                 sources.add(source);
                 write_human(&mut stderr, &sources, &errors)?;
@@ -77,6 +76,7 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
                     "error: `{}` has syntax errors; it was not formatted",
                     path.display()
                 )?;
+                stderr.flush()?;
                 failed = true;
             }
             Err(error @ (FormatError::TooDeep | FormatError::Internal(_))) => {

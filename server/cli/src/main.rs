@@ -7,6 +7,7 @@
 mod build;
 mod check;
 mod completions;
+mod excerpt;
 mod explain;
 mod fmt;
 mod import;

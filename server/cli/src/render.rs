@@ -9,11 +9,11 @@
 use std::io::{self, Write};
 
 use codespan_reporting::diagnostic::{Diagnostic as Report, Label, Severity as ReportSeverity};
-use codespan_reporting::files::{self, Files};
 use codespan_reporting::term::{self, Config, termcolor};
 use op2_syntax::{Diagnostic, Encoding, FileId, Location, Severity};
 use serde::Serialize;
 
+use crate::excerpt::Excerpts;
 use crate::source::{FileError, SourceFile};
 use op2_codegen::files::ReadError;
 
@@ -36,6 +36,11 @@ impl SourceMap {
         self.files.get(id.0 as usize)
     }
 
+    /// The name of the file with `id`, as the user gave it.
+    pub fn name(&self, id: FileId) -> Option<String> {
+        self.get(id).map(|file| file.path.display().to_string())
+    }
+
     fn position(&self, location: Location, at_end: bool) -> (String, u32, u32) {
         match self.get(location.file) {
             Some(file) => {
@@ -56,59 +61,9 @@ impl SourceMap {
     }
 }
 
-impl<'a> Files<'a> for SourceMap {
-    type FileId = FileId;
-    type Name = String;
-    type Source = &'a str;
-
-    fn name(&'a self, id: FileId) -> Result<String, files::Error> {
-        self.get(id)
-            .map(|file| file.path.display().to_string())
-            .ok_or(files::Error::FileMissing)
-    }
-
-    fn source(&'a self, id: FileId) -> Result<&'a str, files::Error> {
-        self.get(id)
-            .map(|file| file.text.as_str())
-            .ok_or(files::Error::FileMissing)
-    }
-
-    fn line_index(&'a self, id: FileId, byte_index: usize) -> Result<usize, files::Error> {
-        let file = self.get(id).ok_or(files::Error::FileMissing)?;
-        let offset = u32::try_from(byte_index).unwrap_or(u32::MAX);
-        Ok(file.index.line_col(offset, Encoding::Utf8).line as usize)
-    }
-
-    fn line_range(
-        &'a self,
-        id: FileId,
-        line_index: usize,
-    ) -> Result<std::ops::Range<usize>, files::Error> {
-        let file = self.get(id).ok_or(files::Error::FileMissing)?;
-        let line = u32::try_from(line_index).map_err(|_| files::Error::LineTooLarge {
-            given: line_index,
-            max: 0,
-        })?;
-        let start = file.index.line_start(line);
-        let max = file.index.line_count() as usize - 1;
-        match start {
-            Some(start) => {
-                // The range includes the line break, as codespan expects.
-                let end = file.index.line_start(line + 1).unwrap_or(file.index.len());
-                Ok(start as usize..end as usize)
-            }
-            None if line_index == max + 1 => {
-                Ok(file.index.len() as usize..file.index.len() as usize)
-            }
-            None => Err(files::Error::LineTooLarge {
-                given: line_index,
-                max,
-            }),
-        }
-    }
-}
-
-/// Writes diagnostics the way rustc does, with source snippets.
+/// Writes diagnostics the way rustc does, with source snippets: of a long
+/// line only a window around each label (see [`Excerpts`]), so each
+/// diagnostic costs the same whatever the length of its lines.
 pub fn write_human(
     out: &mut dyn termcolor::WriteColor,
     sources: &SourceMap,
@@ -116,26 +71,30 @@ pub fn write_human(
 ) -> io::Result<()> {
     let config = Config::default();
     for diagnostic in diagnostics {
-        let report = to_report(diagnostic);
-        term::emit_to_write_style(out, &config, sources, &report)
+        let excerpts = Excerpts::new(sources, diagnostic);
+        let report = to_report(diagnostic, |location| excerpts.range(location));
+        term::emit_to_write_style(out, &config, &excerpts, &report)
             .map_err(|error| io::Error::other(error.to_string()))?;
     }
     Ok(())
 }
 
-fn to_report(diagnostic: &Diagnostic) -> Report<FileId> {
+/// The codespan report of `diagnostic`, its labels placed by `range`.
+pub(crate) fn to_report(
+    diagnostic: &Diagnostic,
+    range: impl Fn(Location) -> std::ops::Range<usize>,
+) -> Report<FileId> {
     let severity = match diagnostic.severity {
         Severity::Error => ReportSeverity::Error,
         Severity::Warning => ReportSeverity::Warning,
         Severity::Hint => ReportSeverity::Help,
     };
     let location = diagnostic.location;
-    let mut labels = vec![
-        Label::primary(location.file, location.range.to_usize()).with_message(&diagnostic.label),
-    ];
+    let mut labels =
+        vec![Label::primary(location.file, range(location)).with_message(&diagnostic.label)];
     for related in &diagnostic.related {
         labels.push(
-            Label::secondary(related.location.file, related.location.range.to_usize())
+            Label::secondary(related.location.file, range(related.location))
                 .with_message(&related.message),
         );
     }

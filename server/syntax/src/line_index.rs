@@ -27,14 +27,33 @@ pub struct LineCol {
     pub col: u32,
 }
 
-/// A character of more than one UTF-8 byte, by its byte columns in its line.
+/// A character of more than one UTF-8 byte, by its byte columns in its line,
+/// with how many more bytes than UTF-16 units and than characters the
+/// line has before it (so a column is found by a binary search, not by
+/// walking the line).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct WideChar {
     start: u32,
     end: u32,
+    excess16: u32,
+    excess32: u32,
 }
 
 impl WideChar {
+    /// Bytes more than units in `encoding` before this character.
+    fn excess_before(self, encoding: Encoding) -> u32 {
+        match encoding {
+            Encoding::Utf8 => 0,
+            Encoding::Utf16 => self.excess16,
+            Encoding::Utf32 => self.excess32,
+        }
+    }
+
+    /// Bytes more than units in `encoding` up to this character's end.
+    fn excess_after(self, encoding: Encoding) -> u32 {
+        self.excess_before(encoding) + (self.end - self.start) - self.len_in(encoding)
+    }
+
     fn len_in(self, encoding: Encoding) -> u32 {
         match encoding {
             Encoding::Utf8 => self.end - self.start,
@@ -91,9 +110,20 @@ impl LineIndex {
             } else {
                 let width = utf8_width(byte);
                 let start = to_u32(i - line_start);
+                let (excess16, excess32) = match wide.last() {
+                    Some((last, chars)) if *last == line => chars.last().map_or((0, 0), |c| {
+                        (
+                            c.excess_after(Encoding::Utf16),
+                            c.excess_after(Encoding::Utf32),
+                        )
+                    }),
+                    _ => (0, 0),
+                };
                 let character = WideChar {
                     start,
                     end: start + width,
+                    excess16,
+                    excess32,
                 };
                 match wide.last_mut() {
                     Some((last, chars)) if *last == line => chars.push(character),
@@ -177,17 +207,19 @@ impl LineIndex {
         if encoding == Encoding::Utf8 {
             return byte_col;
         }
-        let mut col = byte_col;
-        for character in self.wide_chars(line) {
-            if character.end <= byte_col {
-                col = col - (character.end - character.start) + character.len_in(encoding);
-            } else if character.start < byte_col {
-                // Inside a character: count from its start.
-                col -= byte_col - character.start;
-                break;
-            } else {
-                break;
-            }
+        let chars = self.wide_chars(line);
+        // The characters that end at or before the column, then the one
+        // the column may be inside.
+        let before = chars.partition_point(|c| c.end <= byte_col);
+        let excess = before
+            .checked_sub(1)
+            .map_or(0, |i| chars[i].excess_after(encoding));
+        let mut col = byte_col - excess;
+        if let Some(character) = chars.get(before)
+            && character.start < byte_col
+        {
+            // Inside a character: count from its start.
+            col -= byte_col - character.start;
         }
         col
     }
@@ -196,26 +228,20 @@ impl LineIndex {
         if encoding == Encoding::Utf8 {
             return col;
         }
-        // Walk the line: ASCII runs cost one unit per byte, wide characters
-        // their width in `encoding`.
-        let mut units = 0;
-        let mut byte = 0;
-        for character in self.wide_chars(line) {
-            let run = character.start - byte;
-            if units + run >= col {
-                return byte.saturating_add(col - units);
+        let chars = self.wide_chars(line);
+        // The characters that end at or before the column, in units.
+        let before = chars
+            .partition_point(|c| c.start - c.excess_before(encoding) + c.len_in(encoding) <= col);
+        let excess = before
+            .checked_sub(1)
+            .map_or(0, |i| chars[i].excess_after(encoding));
+        match chars.get(before) {
+            // Inside the next character: round down to its start.
+            Some(character) if col >= character.start - character.excess_before(encoding) => {
+                character.start
             }
-            units += run;
-            byte = character.start;
-            let width = character.len_in(encoding);
-            if col < units + width {
-                // Inside the character: round down to its start.
-                return byte;
-            }
-            units += width;
-            byte = character.end;
+            _ => col.saturating_add(excess),
         }
-        byte.saturating_add(col - units)
     }
 }
 
@@ -322,5 +348,47 @@ mod tests {
         round_trip("plain\nascii\r\nlines\r");
         round_trip("é😀\n\u{10FFFF}a\r\n日本語\rz𝄞");
         round_trip("\r\n\r\n\n\r");
+    }
+
+    #[test]
+    fn columns_match_a_walk_of_the_line() {
+        let text = "aé😀b\u{10FFFF}日x本\r\nz😀😀é\nplain";
+        let index = LineIndex::new(text);
+        let units = |c: char, encoding| match encoding {
+            Encoding::Utf8 => to_u32(c.len_utf8()),
+            Encoding::Utf16 => to_u32(c.len_utf16()),
+            Encoding::Utf32 => 1,
+        };
+        for line in 0..index.line_count() {
+            let start = index.line_start(line).unwrap() as usize;
+            let end = index.line_end(line).unwrap() as usize;
+            for encoding in [Encoding::Utf16, Encoding::Utf32] {
+                // Offset to column: the units of the characters before it.
+                for offset in start..=end {
+                    let mut col = 0;
+                    for (i, c) in text[start..end].char_indices() {
+                        if start + i + c.len_utf8() <= offset {
+                            col += units(c, encoding);
+                        }
+                    }
+                    let found = index.line_col(to_u32(offset), encoding);
+                    assert_eq!(found, LineCol { line, col }, "{offset} {encoding:?}");
+                }
+                // Column to offset: the start of the character holding it.
+                for col in 0..40 {
+                    let mut counted = 0;
+                    let mut byte = end;
+                    for (i, c) in text[start..end].char_indices() {
+                        if counted + units(c, encoding) > col {
+                            byte = start + i;
+                            break;
+                        }
+                        counted += units(c, encoding);
+                    }
+                    let found = index.offset(LineCol { line, col }, encoding);
+                    assert_eq!(found as usize, byte, "line {line} col {col} {encoding:?}");
+                }
+            }
+        }
     }
 }
