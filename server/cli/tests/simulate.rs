@@ -62,3 +62,53 @@ fn a_failing_check_names_tolerances_that_pass() {
         simulate("scatter", &["--seed", "42", name, value, other, "0"]).success();
     }
 }
+
+/// `op2 COMMAND loops.op2 --max-iterations LIMIT`: exit code, what `main`
+/// printed, and the error line.
+fn stopped(command: &str, limit: u64) -> (Option<i32>, String, Vec<String>) {
+    let directory = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/simulate");
+    let output = op2()
+        .arg(command)
+        .arg(directory.join("loops.op2"))
+        .arg("--instance")
+        .arg(directory.join("loops.instance.json"))
+        .args(["--max-iterations", &limit.to_string()])
+        .output()
+        .expect("op2 runs");
+    let errors = String::from_utf8_lossy(&output.stderr)
+        .lines()
+        .filter(|line| line.starts_with("error"))
+        .map(str::to_owned)
+        .collect();
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        errors,
+    )
+}
+
+#[test]
+fn simulate_stops_at_the_iteration_limit_where_run_stops() {
+    // `while`, `do`, `for` with `continue` and `for (;;)` with `break`
+    // run 3 + 2 + 2 + 3 = 10 iterations in all: every limit below that
+    // stops both commands at the same point of the output, and 10 or more
+    // lets both finish.
+    for limit in 0..=11 {
+        let run = stopped("run", limit);
+        let simulate = stopped("simulate", limit);
+        assert_eq!(run, simulate, "--max-iterations {limit}");
+        if limit < 10 {
+            assert_ne!(run.0, Some(0), "--max-iterations {limit}: {run:?}");
+            assert_eq!(
+                run.2,
+                [format!(
+                    "error: `main` stopped after {limit} loop iterations (--max-iterations)"
+                )],
+                "--max-iterations {limit}"
+            );
+        } else {
+            assert_eq!(run.0, Some(0), "--max-iterations {limit}: {run:?}");
+            assert!(run.1.ends_with("total 9\n"), "{run:?}");
+        }
+    }
+}

@@ -391,6 +391,33 @@ struct Aggregator {
 /// `main` compiled for the controller.
 struct ControllerProgram {
     blocks: Vec<(Compiled, TerminatorCode)>,
+    /// Per block, where a loop iteration is counted against
+    /// `--max-iterations`.
+    loops: Vec<LoopMarks>,
+}
+
+/// A loop iteration is counted where the reference interpreter counts it:
+/// when control enters a loop's body (after a `while` or `for` condition
+/// held, and before every run of a `do` body), so both stop at the same
+/// point.
+#[derive(Clone, Copy, Debug, Default)]
+struct LoopMarks {
+    /// The head of a `while` or `for` loop (a jump back leads to it): going
+    /// on into the body is an iteration.
+    head: bool,
+    /// The body of a `do` loop (its condition jumps back to it): entering
+    /// it is an iteration.
+    body: bool,
+}
+
+impl ControllerProgram {
+    /// Whether going from block `from` to block `to` starts a loop
+    /// iteration; `then_block` is the block `from`'s condition leads to
+    /// when true, if it has one.
+    fn iterates(&self, from: usize, to: usize, then_block: Option<usize>) -> bool {
+        let marks = |block: usize| self.loops.get(block).copied().unwrap_or_default();
+        (marks(from).head && then_block.is_none_or(|then_block| then_block == to)) || marks(to).body
+    }
 }
 
 enum TerminatorCode {
@@ -455,7 +482,9 @@ struct Simulator<'a> {
     random: Random,
     statistics: Statistics,
     out: &'a mut dyn FnMut(&str),
+    /// Loop iterations of `main` left, of `max_iterations`.
     budget: u64,
+    max_iterations: u64,
     progress: &'a mut dyn FnMut(&Statistics),
     /// Messages with a floating value sent so far, and the one to perturb.
     floating_sent: u64,
@@ -858,6 +887,7 @@ impl<'a> Simulator<'a> {
             statistics,
             out,
             budget: options.max_iterations,
+            max_iterations: options.max_iterations,
             progress,
             floating_sent: 0,
             perturb: match options.injection {
@@ -1701,6 +1731,14 @@ impl<'a> Simulator<'a> {
         let program = Arc::clone(&self.program);
         let lengths = self.state.lengths();
         let main_file = program.main_location.map(|l| l.file).unwrap_or_default();
+        let stopped = || {
+            SimulationError::Runtime(describe(
+                &program,
+                main_file,
+                &Fault::IterationLimit(self.max_iterations),
+                "",
+            ))
+        };
         loop {
             let pc = self.controller.pc;
             let Some((block, terminator)) = self.controller.program.blocks.get(pc) else {
@@ -1734,24 +1772,25 @@ impl<'a> Simulator<'a> {
             let next = result.map_err(|fault| {
                 SimulationError::Runtime(describe(&program, main_file, &fault, "in `main`"))
             })?;
-            match terminator {
-                TerminatorCode::Goto(next) => self.controller.pc = *next,
-                TerminatorCode::Branch(..) => {
-                    let target = next.unwrap_or(0);
-                    // A jump back is one loop iteration.
-                    if target <= pc {
-                        if self.budget == 0 {
-                            return Err(SimulationError::Runtime(describe(
-                                &program,
-                                main_file,
-                                &Fault::IterationLimit(0),
-                                "",
-                            )));
-                        }
-                        self.budget -= 1;
-                    }
-                    self.controller.pc = target;
+            let (target, then_block) = match terminator {
+                TerminatorCode::Goto(next) => (Some(*next), None),
+                TerminatorCode::Branch(_, then_block, _) => {
+                    (Some(next.unwrap_or(0)), Some(*then_block))
                 }
+                TerminatorCode::ParLoop(..) | TerminatorCode::Exit => (None, None),
+            };
+            if let Some(target) = target {
+                if self.controller.program.iterates(pc, target, then_block) {
+                    if self.budget == 0 {
+                        return Err(stopped());
+                    }
+                    self.budget -= 1;
+                }
+                self.controller.pc = target;
+                continue;
+            }
+            match terminator {
+                TerminatorCode::Goto(_) | TerminatorCode::Branch(..) => {}
                 TerminatorCode::ParLoop(plan, next) => {
                     self.controller.pc = *next;
                     self.controller.running = false;
@@ -1766,6 +1805,61 @@ impl<'a> Simulator<'a> {
             }
         }
     }
+}
+
+/// Finds `main`'s loops from the jumps back of its blocks: in a depth-first
+/// walk from the entry (iterative: `main` may have any number of blocks), a
+/// jump to a block still on the walk's path closes a loop. A `goto` back
+/// leads to a `while` or `for` head (from the end of the body, a `continue`
+/// or the step), a branch back to the body of a `do` loop (from its
+/// condition); nothing else jumps back in structured code.
+fn loop_marks(blocks: &[op2_codegen::model::Block]) -> Vec<LoopMarks> {
+    let successors = |block: usize| -> [Option<usize>; 2] {
+        match blocks.get(block).map(|b| &b.terminator) {
+            Some(Terminator::Goto(next) | Terminator::ParLoop { next, .. }) => [Some(*next), None],
+            Some(Terminator::Branch {
+                then_block,
+                else_block,
+                ..
+            }) => [Some(*then_block), Some(*else_block)],
+            Some(Terminator::Exit) | None => [None, None],
+        }
+    };
+    let mut marks = vec![LoopMarks::default(); blocks.len()];
+    if blocks.is_empty() {
+        return marks;
+    }
+    let mut visited = vec![false; blocks.len()];
+    let mut on_path = vec![false; blocks.len()];
+    // The path: each block with the index of the successor to follow next.
+    let mut path = vec![(0usize, 0usize)];
+    visited[0] = true;
+    on_path[0] = true;
+    while let Some((block, next)) = path.last_mut() {
+        let from = *block;
+        let Some(to) = successors(from).get(*next).copied() else {
+            on_path[from] = false;
+            path.pop();
+            continue;
+        };
+        *next += 1;
+        let Some(to) = to.filter(|&to| to < blocks.len()) else {
+            continue;
+        };
+        if on_path[to] {
+            match blocks[from].terminator {
+                Terminator::Branch { then_block, .. } if then_block == to => {
+                    marks[to].body = true;
+                }
+                _ => marks[to].head = true,
+            }
+        } else if !visited[to] {
+            visited[to] = true;
+            on_path[to] = true;
+            path.push((to, 0));
+        }
+    }
+    marks
 }
 
 /// Passes `print` output to the simulation's writer.
@@ -1793,7 +1887,10 @@ impl Host for Printer<'_> {
 /// value to a scratch slot after the locals.
 fn compile_controller(program: &Program, graph: &GraphType) -> ControllerProgram {
     let Some(main) = program.main.as_deref() else {
-        return ControllerProgram { blocks: Vec::new() };
+        return ControllerProgram {
+            blocks: Vec::new(),
+            loops: Vec::new(),
+        };
     };
     let plan_position = |id: InvocationId| {
         graph
@@ -1831,5 +1928,6 @@ fn compile_controller(program: &Program, graph: &GraphType) -> ControllerProgram
             (compiled, terminator)
         })
         .collect();
-    ControllerProgram { blocks }
+    let loops = loop_marks(&graph.controller.blocks);
+    ControllerProgram { blocks, loops }
 }
