@@ -90,8 +90,10 @@ fn unescape(text: &str) -> String {
             Some('v') => out.push('\u{b}'),
             Some('x') => {
                 let mut value = 0u32;
+                // Any number of digits may follow; a value past the last
+                // character is no character (U+FFFD), not an overflow.
                 while let Some(digit) = chars.peek().and_then(|c| c.to_digit(16)) {
-                    value = value * 16 + digit;
+                    value = value.saturating_mul(16).saturating_add(digit);
                     chars.next();
                 }
                 out.push(char::from_u32(value).unwrap_or('\u{FFFD}'));
@@ -165,5 +167,7 @@ mod tests {
     #[test]
     fn escapes() {
         assert_eq!(unescape(r#"a\tb\n\x41\101\\\""#), "a\tb\nAA\\\"");
+        // A hexadecimal escape of any length (a panic in debug builds once).
+        assert_eq!(unescape(r"\x1111111111111z"), "\u{FFFD}z");
     }
 }
