@@ -346,6 +346,8 @@ pub enum StmtKind {
     Print {
         /// The format with escapes resolved.
         format: String,
+        /// The format parsed, once: what `run` and `simulate` print with.
+        pieces: Vec<crate::format::Piece>,
         /// The values.
         args: Vec<Expr>,
     },

@@ -376,17 +376,70 @@ impl<'a, 't> Lowerer<'a, 't> {
                     );
                     return None;
                 }
-                let format = print
-                    .format()
-                    .map(|f| f.value(self.source))
-                    .unwrap_or_default();
-                let args = print.arguments().map(|a| self.lower_expr(a)).collect();
-                StmtKind::Print { format, args }
+                let literal = print.format();
+                let format = literal.map(|f| f.value(self.source)).unwrap_or_default();
+                let args: Vec<Expr> = print.arguments().map(|a| self.lower_expr(a)).collect();
+                let pieces = crate::format::parse(&format);
+                let literal_range = literal.map_or(range, |f| f.node().text_range());
+                self.check_format(&format, &pieces, &args, literal_range);
+                StmtKind::Print {
+                    format,
+                    pieces,
+                    args,
+                }
             }
             // Reported by the syntax layer.
             AstStmt::Switch(_) | AstStmt::Case(_) | AstStmt::Goto(_) => return None,
         };
         Some(Stmt { kind, range })
+    }
+
+    /// E606 for each way a `print` format does not fit its arguments, at
+    /// the conversion (when the literal has no escapes, so that offsets in
+    /// the format are offsets in the source; else at the literal) or at the
+    /// argument.
+    fn check_format(
+        &mut self,
+        format: &str,
+        pieces: &[crate::format::Piece],
+        args: &[Expr],
+        literal: TextRange,
+    ) {
+        use crate::format::At;
+        if args.iter().any(|a| matches!(a.kind, ExprKind::Error)) {
+            return;
+        }
+        let types: Vec<ScalarType> = args.iter().map(|a| a.ty).collect();
+        let raw = self
+            .source
+            .get(literal.to_usize())
+            .and_then(|text| text.strip_prefix('"'))
+            .and_then(|text| text.strip_suffix('"'));
+        let verbatim = raw == Some(format);
+        let in_source = |span: std::ops::Range<usize>| {
+            if verbatim {
+                let offset = |at: usize| {
+                    (literal.start + 1).saturating_add(u32::try_from(at).unwrap_or(u32::MAX))
+                };
+                TextRange::new(offset(span.start), offset(span.end))
+            } else {
+                literal
+            }
+        };
+        for problem in crate::format::check(format, pieces, &types) {
+            let (range, related) = match problem.at {
+                At::Conversion(span) => (in_source(span), None),
+                At::Argument(index, span) => (
+                    args.get(index).map_or(literal, |a| a.range),
+                    span.map(in_source),
+                ),
+            };
+            let mut diagnostic = Diagnostic::new(Code::E606, self.location(range), problem.message);
+            if let Some(related) = related {
+                diagnostic = diagnostic.with_related(self.location(related), "the conversion");
+            }
+            self.diagnostics.push(diagnostic);
+        }
     }
 
     fn lower_condition(&mut self, condition: Option<ast::Expr<'t>>, range: TextRange) -> Expr {

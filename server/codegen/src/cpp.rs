@@ -493,7 +493,7 @@ impl Printer<'_> {
                     (None, _) => self.line(&format!("{member} = 0;")),
                 }
             }
-            StmtKind::Print { format, args } => {
+            StmtKind::Print { format, args, .. } => {
                 let (format, args) = self.typed_print(format, args);
                 let mut call = format!("handler_log(1, {}", string_literal(&format));
                 for arg in args {

@@ -287,10 +287,11 @@ fn stmt(a: &Stmt, b: &Stmt) -> bool {
         | (StmtKind::Return, StmtKind::Return) => true,
         (StmtKind::ParLoop(x), StmtKind::ParLoop(y)) => x == y,
         (
-            StmtKind::Print { format, args },
+            StmtKind::Print { format, args, .. },
             StmtKind::Print {
                 format: other_format,
                 args: other_args,
+                ..
             },
         ) => format == other_format && exprs(args, other_args),
         _ => false,

@@ -26,6 +26,14 @@ pub enum Fault {
     },
     /// `main` ran longer than allowed.
     IterationLimit(u64),
+    /// A statement went past one of the limits of reliability.md (a `*`
+    /// width of `print` above the limit); the message says which.
+    Limit {
+        /// The statement.
+        range: TextRange,
+        /// What went past which limit.
+        message: String,
+    },
     /// Something the host reports (an invocation failed).
     Host(String),
 }
@@ -581,8 +589,14 @@ impl Compiler<'_> {
                     Ok(Flow::Normal)
                 })
             }
-            StmtKind::Print { format, args } => {
+            StmtKind::Print {
+                format,
+                pieces,
+                args,
+            } => {
                 let format = format.clone();
+                let pieces = pieces.clone();
+                let range = stmt.range;
                 let args: Vec<Ex> = args.iter().map(|a| self.expr(a)).collect();
                 Box::new(move |frame| {
                     let mut values = Vec::with_capacity(args.len());
@@ -592,7 +606,8 @@ impl Compiler<'_> {
                     // `print` writes one line, as the POETS log call it
                     // becomes does: a newline ends it unless the format
                     // already did.
-                    let mut text = crate::printf::format(&format, &values);
+                    let mut text = crate::printf::format(&format, &pieces, &values)
+                        .map_err(|message| Fault::Limit { range, message })?;
                     if !text.ends_with('\n') {
                         text.push('\n');
                     }

@@ -2,10 +2,15 @@
 //! %G %x %X %%` with the flags `- + space # 0`, a width, a precision, and the
 //! length modifiers C programs write (`l`, `ll`, `h`, `z`, ignored: the
 //! value's own type decides).
+//!
+//! It formats with the parsed form the analysis keeps for each `print`
+//! (`op2_analysis::format`), which `op2 check` has checked against the
+//! arguments (E606); widths and precisions taken from `*` arguments are
+//! checked here, against the same limit, before any padding is made.
 
 use std::fmt::Write;
 
-use op2_analysis::format::{Count, Piece, parse};
+use op2_analysis::format::{Count, MAX_COUNT, Piece};
 use op2_analysis::value::Value;
 
 /// How one conversion prints, with `*` counts resolved.
@@ -20,18 +25,26 @@ struct Spec {
     precision: Option<usize>,
 }
 
-/// Formats `format` with `args` like `printf`. Missing arguments print as
-/// nothing; surplus arguments are ignored (as C does).
-pub fn format(format: &str, args: &[Value]) -> String {
+/// Formats `args` with `pieces`, the parsed `format`, like `printf`.
+/// Missing arguments print as nothing and surplus arguments are ignored (as
+/// C does; `op2 check` refuses both). A width or precision above
+/// [`MAX_COUNT`] is an error naming the conversion.
+pub fn format(format: &str, pieces: &[Piece], args: &[Value]) -> Result<String, String> {
     let mut out = String::new();
     let mut args = args.iter().copied();
-    for piece in parse(format) {
+    for piece in pieces {
         let parsed = match piece {
             Piece::Text(text) => {
-                out.push_str(&text);
+                out.push_str(text);
                 continue;
             }
             Piece::Conversion(spec) => spec,
+        };
+        let too_large = |what: &str, value: u64| {
+            format!(
+                "the {what} of `{}` is {value}; a {what} may be at most {MAX_COUNT}",
+                format.get(parsed.span.clone()).unwrap_or_default()
+            )
         };
         let mut spec = Spec {
             left: parsed.left,
@@ -47,9 +60,12 @@ pub fn format(format: &str, args: &[Value]) -> String {
             Some(Count::Star) => {
                 let width = args.next().and_then(Value::as_i64).unwrap_or(0);
                 spec.left |= width < 0;
-                spec.width = usize::try_from(width.unsigned_abs()).unwrap_or(0);
+                spec.width = usize::try_from(width.unsigned_abs()).unwrap_or(usize::MAX);
             }
             None => {}
+        }
+        if spec.width > MAX_COUNT {
+            return Err(too_large("width", spec.width as u64));
         }
         spec.precision = match parsed.precision {
             Some(Count::Fixed(n)) => Some(n),
@@ -57,9 +73,13 @@ pub fn format(format: &str, args: &[Value]) -> String {
             Some(Count::Star) => args
                 .next()
                 .and_then(Value::as_i64)
-                .and_then(|p| usize::try_from(p).ok()),
+                .filter(|p| *p >= 0)
+                .map(|p| usize::try_from(p).unwrap_or(usize::MAX)),
             None => None,
         };
+        if let Some(precision) = spec.precision.filter(|p| *p > MAX_COUNT) {
+            return Err(too_large("precision", precision as u64));
+        }
         let Some(value) = args.next() else { continue };
         let text = match parsed.conversion {
             'd' | 'i' => signed(value, spec),
@@ -77,7 +97,7 @@ pub fn format(format: &str, args: &[Value]) -> String {
         };
         out.push_str(&text);
     }
-    out
+    Ok(out)
 }
 
 /// Applies width, zero padding and sign to a formatted number whose digits
@@ -240,10 +260,39 @@ fn floating(v: f64, spec: Spec, style: char, upper: bool) -> String {
 
 #[cfg(test)]
 mod tests {
+    use op2_analysis::format::parse;
+
     use super::*;
 
     fn f(format_string: &str, args: &[Value]) -> String {
-        format(format_string, args)
+        format(format_string, &parse(format_string), args).unwrap()
+    }
+
+    #[test]
+    fn widths_and_precisions_above_the_limit_are_errors() {
+        let star = |text: &str, args: &[Value]| format(text, &parse(text), args);
+        assert_eq!(
+            star("%.70000f", &[Value::Double(1.0)]),
+            Err("the precision of `%.70000f` is 70000; a precision may be at most 1024".into())
+        );
+        assert_eq!(
+            star("%*d", &[Value::Int(999_999_999), Value::Int(1)]),
+            Err("the width of `%*d` is 999999999; a width may be at most 1024".into())
+        );
+        assert_eq!(
+            star("%*d", &[Value::Int(-2000), Value::Int(1)]),
+            Err("the width of `%*d` is 2000; a width may be at most 1024".into())
+        );
+        assert_eq!(
+            star("%.*f|", &[Value::Ll(-5), Value::Double(0.5)]),
+            Ok("0.500000|".into())
+        );
+        let widest = star(
+            "%*.*f",
+            &[Value::Int(-1024), Value::Int(1024), Value::Double(-1e308)],
+        )
+        .unwrap();
+        assert_eq!(widest.len(), 1 + 309 + 1 + 1024);
     }
 
     #[test]

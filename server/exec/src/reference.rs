@@ -91,6 +91,9 @@ pub(crate) fn describe(
         Fault::IterationLimit(limit) => {
             format!("`main` stopped after {limit} loop iterations (--max-iterations)")
         }
+        Fault::Limit { range, message } => {
+            format!("{}: {message} {context}", position(program, file, *range))
+        }
         Fault::Host(message) => message.clone(),
     };
     RuntimeError { message }

@@ -112,6 +112,7 @@ codes! {
     E603 = Error, "no main where one is needed, or more than one";
     W604 = Warning, "unused declaration";
     H605 = Hint, "par_loop whose results are never read";
+    E606 = Error, "print format does not fit its arguments";
     E701 = Error, "instance data: missing or malformed entry";
     E702 = Error, "instance data: map target outside the target set";
     E703 = Error, "instance data: wrong number of rows or components";
