@@ -38,6 +38,24 @@ pub enum Fault {
     Host(String),
 }
 
+/// The loop iterations one kernel evaluation (one element of a par_loop)
+/// may run, all its loops together, in every engine (the interpreter, the
+/// compiled engine and the simulation): a loop that runs longer, such as
+/// `for (int n = 0; ; n++)` that never breaks, stops `op2 run` and `op2
+/// simulate` with [`kernel_loop_limit`] instead of running forever.
+pub const MAX_KERNEL_ITERATIONS: u64 = 1 << 24;
+
+/// The fault of a kernel loop that went past [`MAX_KERNEL_ITERATIONS`]:
+/// `range` is the loop's statement.
+pub fn kernel_loop_limit(range: TextRange) -> Fault {
+    Fault::Limit {
+        range,
+        message: format!(
+            "this loop went past the limit of {MAX_KERNEL_ITERATIONS} loop iterations of one kernel evaluation"
+        ),
+    }
+}
+
 /// What the interpreted code asks of the world around it.
 pub trait Host {
     /// `print(…)` produced this text.
@@ -62,7 +80,9 @@ pub struct Frame<'a> {
     pub globals: &'a mut [Vec<Value>],
     /// The host (`main` only).
     pub host: Option<&'a mut dyn Host>,
-    /// Loop iterations left before `main` is stopped.
+    /// Loop iterations left: of `main`'s `--max-iterations`, or, in a
+    /// kernel evaluation (a frame without a host), of
+    /// [`MAX_KERNEL_ITERATIONS`].
     pub budget: u64,
 }
 
@@ -466,6 +486,7 @@ impl Compiler<'_> {
     }
 
     fn stmt(&self, stmt: &Stmt) -> St {
+        let range = stmt.range;
         match &stmt.kind {
             StmtKind::Expr(expr) => {
                 let expr = self.expr(expr);
@@ -516,7 +537,7 @@ impl Compiler<'_> {
                 let body = self.stmt(body);
                 Box::new(move |frame| {
                     while condition(frame)?.is_true() {
-                        spend(frame)?;
+                        spend(frame, range)?;
                         match body(frame)? {
                             Flow::Break => break,
                             Flow::Return => return Ok(Flow::Return),
@@ -531,7 +552,7 @@ impl Compiler<'_> {
                 let body = self.stmt(body);
                 Box::new(move |frame| {
                     loop {
-                        spend(frame)?;
+                        spend(frame, range)?;
                         match body(frame)? {
                             Flow::Break => break,
                             Flow::Return => return Ok(Flow::Return),
@@ -564,7 +585,7 @@ impl Compiler<'_> {
                         {
                             break;
                         }
-                        spend(frame)?;
+                        spend(frame, range)?;
                         match body(frame)? {
                             Flow::Break => break,
                             Flow::Return => return Ok(Flow::Return),
@@ -596,7 +617,6 @@ impl Compiler<'_> {
             } => {
                 let format = format.clone();
                 let pieces = pieces.clone();
-                let range = stmt.range;
                 let args: Vec<Ex> = args.iter().map(|a| self.expr(a)).collect();
                 Box::new(move |frame| {
                     let mut values = Vec::with_capacity(args.len());
@@ -630,11 +650,15 @@ fn literal_index(expr: &Expr) -> Option<i64> {
     }
 }
 
-/// Counts one loop iteration against the budget.
+/// Counts one iteration of the loop at `range` against the budget.
 #[inline]
-fn spend(frame: &mut Frame<'_>) -> Result<(), Fault> {
+fn spend(frame: &mut Frame<'_>, range: TextRange) -> Result<(), Fault> {
     if frame.budget == 0 {
-        return Err(Fault::IterationLimit(0));
+        return Err(if frame.host.is_some() {
+            Fault::IterationLimit(0)
+        } else {
+            kernel_loop_limit(range)
+        });
     }
     frame.budget -= 1;
     Ok(())

@@ -351,7 +351,7 @@ impl<'a> Reference<'a> {
                 lengths: &lengths,
                 globals: &mut no_globals,
                 host: None,
-                budget: u64::MAX,
+                budget: crate::interp::MAX_KERNEL_ITERATIONS,
             };
             if let Err(fault) = prepared.compiled.run(&mut frame) {
                 return Err(kernel_fault(&program, id, element, &fault));

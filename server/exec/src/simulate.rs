@@ -1437,7 +1437,7 @@ impl<'a> Simulator<'a> {
                 lengths,
                 globals: &mut no_globals,
                 host: None,
-                budget: u64::MAX,
+                budget: crate::interp::MAX_KERNEL_ITERATIONS,
             };
             prepared.compiled.run(&mut frame)
         };

@@ -53,6 +53,9 @@ pub(crate) enum SiteKind {
     Division,
     /// An index out of range for an array of this length.
     Index(usize),
+    /// A loop that went past `MAX_KERNEL_ITERATIONS` in one kernel
+    /// evaluation.
+    LoopLimit,
     /// A shift by an `ull` amount over `i64::MAX` (the interpreter's
     /// "invalid operands").
     Operands,
@@ -177,6 +180,8 @@ struct Gen<'a, 'f> {
     fault: Block,
     fault_code: Variable,
     fault_index: Variable,
+    /// Loop iterations of the current kernel evaluation.
+    steps: Variable,
     math: HashMap<&'static str, FuncRef>,
     lengths: Vec<i32>,
     /// The current block ends in `break`, `continue` or `return`.
@@ -334,6 +339,7 @@ pub(crate) fn compile_loop<'a>(
     let fault_code = b.declare_var(types::I32);
     let fault_index = b.declare_var(types::I64);
     let element = b.declare_var(types::I64);
+    let steps = b.declare_var(types::I64);
     let finish = b.create_block();
     let fault = b.create_block();
     let mut g = Gen {
@@ -351,6 +357,7 @@ pub(crate) fn compile_loop<'a>(
         fault,
         fault_code,
         fault_index,
+        steps,
         math: HashMap::new(),
         lengths,
         ended: false,
@@ -462,7 +469,9 @@ pub(crate) fn compile_loop<'a>(
             g.store_array(Var::Param(k as u32), at, c, value)?;
         }
     }
-    // The kernel.
+    // The kernel, its loops counted from 0 for each element.
+    let zero = g.b.ins().iconst(types::I64, 0);
+    g.b.def_var(steps, zero);
     for stmt in &body.statements {
         g.stmt(stmt)?;
     }
@@ -671,6 +680,20 @@ impl Gen<'_, '_> {
             (Storage::Vars(_), None) => return Err("a computed index into variables".into()),
         }
         Ok(())
+    }
+
+    /// Counts one iteration of the loop at `range`, and stops the loop past
+    /// the limit, as the interpreter's budget does.
+    fn count_iteration(&mut self, range: TextRange) {
+        let steps = self.b.use_var(self.steps);
+        let steps = self.b.ins().iadd_imm(steps, 1);
+        self.b.def_var(self.steps, steps);
+        let limit = i64::try_from(crate::interp::MAX_KERNEL_ITERATIONS).unwrap_or(i64::MAX);
+        let over = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::SignedGreaterThan, steps, limit);
+        self.fault_if(over, SiteKind::LoopLimit, range, steps);
     }
 
     /// Jumps to the fault exit when `condition` holds.
@@ -1425,6 +1448,7 @@ impl Gen<'_, '_> {
                 let c = self.truth(c);
                 self.b.ins().brif(c, inner, &[], exit, &[]);
                 self.switch(inner);
+                self.count_iteration(stmt.range);
                 self.loops.push(LoopTargets { exit, next: header });
                 self.stmt(body)?;
                 self.loops.pop();
@@ -1437,6 +1461,7 @@ impl Gen<'_, '_> {
                 let exit = self.b.create_block();
                 self.b.ins().jump(inner, &[]);
                 self.switch(inner);
+                self.count_iteration(stmt.range);
                 self.loops.push(LoopTargets { exit, next: check });
                 self.stmt(body)?;
                 self.loops.pop();
@@ -1473,6 +1498,7 @@ impl Gen<'_, '_> {
                     }
                 }
                 self.switch(inner);
+                self.count_iteration(stmt.range);
                 self.loops.push(LoopTargets {
                     exit,
                     next: stepper,

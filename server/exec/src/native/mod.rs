@@ -374,6 +374,10 @@ impl Native {
                         kind: SiteKind::Operands,
                         range,
                     }) => Fault::Host(format!("invalid operands at {range:?}")),
+                    Some(Site {
+                        kind: SiteKind::LoopLimit,
+                        range,
+                    }) => crate::interp::kernel_loop_limit(range),
                     None => Fault::Host("internal error: an unknown fault site".into()),
                 };
                 Err(Stopped {
