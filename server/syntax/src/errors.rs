@@ -80,7 +80,7 @@ pub(crate) fn syntax_errors(tree: &Tree, text: &str, file: FileId) -> Vec<Diagno
 
 /// The syntax diagnostics of `root`'s subtree in `scope`.
 pub(crate) fn errors_in(root: Node<'_>, text: &str, file: FileId, part: Part) -> Vec<Diagnostic> {
-    let checker = Checker::new(text, file);
+    let checker = Checker::new(text, file, root);
     let mut out = Vec::new();
     let mut cursor = root.walk();
     let mut visit_children = true;
@@ -240,6 +240,10 @@ const TYPED_NAME: &[Step] = &[Step::Skip("*"), Step::Name];
 
 struct Checker<'s> {
     text: &'s str,
+    /// The root of the tree, from which the ancestors of a node are found
+    /// in one descent (tree-sitter's `parent` and `prev_sibling` each
+    /// descend from the root again, which is quadratic in a deep tree).
+    root: Node<'s>,
     file: FileId,
     language: Language,
     /// Tree-sitter numbers terminal symbols first, then nonterminals starting
@@ -248,11 +252,12 @@ struct Checker<'s> {
 }
 
 impl<'s> Checker<'s> {
-    fn new(text: &'s str, file: FileId) -> Checker<'s> {
+    fn new(text: &'s str, file: FileId, root: Node<'s>) -> Checker<'s> {
         let language = language();
         let first_nonterminal = language.id_for_node_kind("source_file", true);
         Checker {
             text,
+            root,
             file,
             language,
             first_nonterminal,
@@ -911,7 +916,7 @@ impl<'s> Checker<'s> {
         let mut pending: Vec<u16> = Vec::new();
         let mut current = node;
         let mut state = loop {
-            let Some(previous) = preceding(current) else {
+            let Some((previous, parent)) = preceding_in(self.root, current) else {
                 break START_STATE;
             };
             if previous.is_error() || previous.is_missing() || previous.has_error() {
@@ -923,10 +928,7 @@ impl<'s> Checker<'s> {
             }
             // The file is a list of items: after any whole item, the parser
             // accepts what it accepts at the start.
-            if previous
-                .parent()
-                .is_some_and(|parent| parent.kind() == "source_file")
-            {
+            if parent.kind() == "source_file" {
                 break START_STATE;
             }
             pending.push(previous.grammar_id());
@@ -1277,8 +1279,47 @@ fn edge_token(node: Node<'_>, last: bool) -> Option<Node<'_>> {
     None
 }
 
+/// The node that ends just before `node` starts, comments skipped (its
+/// previous sibling, or its parent's, and so on up), with its parent.
+/// The ancestors of `node` come from one descent from `root`, and each
+/// previous sibling from a walk of its parent's children, so the cost is
+/// the length of the path, however deep the tree.
+fn preceding_in<'t>(root: Node<'t>, node: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+    let mut path = vec![root];
+    let mut at = root;
+    loop {
+        // `None` when `node` is the root (nothing precedes it) or not in
+        // the tree.
+        let child = at.child_with_descendant(node)?;
+        if child.id() == node.id() {
+            break;
+        }
+        path.push(child);
+        at = child;
+    }
+    let mut current = node;
+    let mut cursor = root.walk();
+    for &parent in path.iter().rev() {
+        let mut before = None;
+        for child in parent.children(&mut cursor) {
+            if child.id() == current.id() {
+                break;
+            }
+            if !is_comment(child) {
+                before = Some(child);
+            }
+        }
+        if let Some(before) = before {
+            return Some((before, parent));
+        }
+        current = parent;
+    }
+    None
+}
+
 /// The node that ends just before `node` starts, comments skipped: its
 /// previous sibling, or its parent's, and so on up.
+#[cfg(test)]
 fn preceding(node: Node<'_>) -> Option<Node<'_>> {
     let mut current = node;
     loop {
@@ -1389,5 +1430,37 @@ mod tests {
             language.id_for_node_kind("identifier", true)
                 < language.id_for_node_kind("source_file", true)
         );
+    }
+
+    #[test]
+    fn preceding_in_finds_what_walking_up_finds() {
+        let texts = [
+            "main { int y = (1)x+x+x+x; }",
+            "set s; /* c */ dat d: double on s;\nkernel k(double *q) { q[0] = ; }\nmain { par_loop k over s (d RW) }",
+            "main { for (int i = 0; i < 3; i++) { x = = 1; } // end\n }",
+        ];
+        for text in texts {
+            let parse = crate::Parse::new(text);
+            let root = parse.tree().root_node();
+            let mut cursor = root.walk();
+            let mut nodes = vec![root];
+            let mut index = 0;
+            while index < nodes.len() {
+                let node = nodes[index];
+                nodes.extend(node.children(&mut cursor));
+                index += 1;
+            }
+            for node in nodes {
+                let found = preceding_in(root, node);
+                assert_eq!(
+                    found.map(|(n, _)| n.id()),
+                    preceding(node).map(|n| n.id()),
+                    "{text:?} at {node:?}"
+                );
+                if let Some((before, parent)) = found {
+                    assert_eq!(before.parent().map(|p| p.id()), Some(parent.id()));
+                }
+            }
+        }
     }
 }
