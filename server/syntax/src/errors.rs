@@ -244,6 +244,10 @@ struct Checker<'s> {
     /// in one descent (tree-sitter's `parent` and `prev_sibling` each
     /// descend from the root again, which is quadratic in a deep tree).
     root: Node<'s>,
+    /// The children of the parents [`preceding_in`] has looked into, by
+    /// the parent's id (a file of many items with many errors asks for the
+    /// same long list again and again).
+    children: std::cell::RefCell<Children<'s>>,
     file: FileId,
     language: Language,
     /// Tree-sitter numbers terminal symbols first, then nonterminals starting
@@ -258,6 +262,7 @@ impl<'s> Checker<'s> {
         Checker {
             text,
             root,
+            children: std::cell::RefCell::default(),
             file,
             language,
             first_nonterminal,
@@ -276,7 +281,7 @@ impl<'s> Checker<'s> {
     }
 
     /// Reports `node` if it is wrong; returns whether its children need a look.
-    fn check_node(&self, node: Node<'_>, out: &mut Vec<Diagnostic>) -> bool {
+    fn check_node(&self, node: Node<'s>, out: &mut Vec<Diagnostic>) -> bool {
         if node.is_missing() {
             out.push(self.missing(node));
             return false;
@@ -362,7 +367,7 @@ impl<'s> Checker<'s> {
 
     /// A MISSING node sits where the parser invented it; report it just after
     /// the token before it, where rustc would point.
-    fn missing(&self, node: Node<'_>) -> Diagnostic {
+    fn missing(&self, node: Node<'s>) -> Diagnostic {
         let at = previous_token(node).map_or(node.start_byte(), |token| token.end_byte());
         let at = TextRange::from(at..at);
         let kind = node.kind();
@@ -406,7 +411,7 @@ impl<'s> Checker<'s> {
     // ERROR nodes
     // ------------------------------------------------------------------
 
-    fn error_node(&self, node: Node<'_>) -> Diagnostic {
+    fn error_node(&self, node: Node<'s>) -> Diagnostic {
         let tokens = tokens(node);
         let before = previous_token(node);
         let Some(&first) = tokens.first() else {
@@ -465,7 +470,7 @@ impl<'s> Checker<'s> {
     /// after a whole node, which the parser may have closed too early (it
     /// reduced `p_q` to an argument before seeing `[`); what could have
     /// continued the token before counts too, when its state is known.
-    fn expected_before(&self, node: Node<'_>, before: Option<Node<'_>>) -> Option<Vec<u16>> {
+    fn expected_before(&self, node: Node<'s>, before: Option<Node<'s>>) -> Option<Vec<u16>> {
         let mut expected = self.lookahead(self.state_before(node)?)?;
         let extension = before
             .filter(|token| !token.is_error() && !token.is_missing())
@@ -481,7 +486,7 @@ impl<'s> Checker<'s> {
     }
 
     /// C that the grammar has no node for, recognised by its tokens.
-    fn unsupported_c(&self, first: Node<'_>, before: Option<Node<'_>>) -> Option<Diagnostic> {
+    fn unsupported_c(&self, first: Node<'s>, before: Option<Node<'s>>) -> Option<Diagnostic> {
         let token = first.text(self.text);
         // `unsigned x = 1;` parses as the expression `unsigned` followed by
         // an ERROR `x`: the type word is the token before.
@@ -521,7 +526,7 @@ impl<'s> Checker<'s> {
     }
 
     /// An unterminated block comment or string: lexical, so say so.
-    fn unterminated(&self, first: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+    fn unterminated(&self, first: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
         if self
             .slice(first.start_byte()..self.text.len())
             .starts_with("/*")
@@ -549,7 +554,7 @@ impl<'s> Checker<'s> {
     }
 
     /// `print("%s", "x")`: only the format may be a string.
-    fn print_with_string(&self, node: Node<'_>) -> Option<Diagnostic> {
+    fn print_with_string(&self, node: Node<'s>) -> Option<Diagnostic> {
         let parent = node.parent()?;
         if parent.kind() != "print_statement" {
             return None;
@@ -569,7 +574,7 @@ impl<'s> Checker<'s> {
     }
 
     /// `double q` in a parameter list: a parameter needs a `*` or a dimension.
-    fn parameter_shape(&self, node: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+    fn parameter_shape(&self, node: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
         if node.parent()?.kind() != "parameter_list" {
             return None;
         }
@@ -589,7 +594,7 @@ impl<'s> Checker<'s> {
 
     /// Matches the tokens of an ERROR against the fixed head of the construct
     /// its first token begins (see [`HEADS`]).
-    fn match_head(&self, node: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+    fn match_head(&self, node: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
         let at_top = node
             .parent()
             .is_none_or(|parent| parent.kind() == "source_file");
@@ -609,7 +614,7 @@ impl<'s> Checker<'s> {
             })?
         };
         // The token after the ERROR counts too: the head may end there.
-        let mut input: Vec<Option<Node<'_>>> = tokens[1..].iter().copied().map(Some).collect();
+        let mut input: Vec<Option<Node<'s>>> = tokens[1..].iter().copied().map(Some).collect();
         input.push(next_token(node));
         let mut position = 0;
         let mut also: Vec<String> = Vec::new();
@@ -630,7 +635,7 @@ impl<'s> Checker<'s> {
     fn match_steps(
         &self,
         steps: &[Step],
-        input: &[Option<Node<'_>>],
+        input: &[Option<Node<'s>>],
         position: &mut usize,
         also: &mut Vec<String>,
     ) -> Result<(), (usize, Vec<String>)> {
@@ -676,7 +681,7 @@ impl<'s> Checker<'s> {
         Ok(())
     }
 
-    fn step_matches(&self, step: Step, token: Node<'_>) -> bool {
+    fn step_matches(&self, step: Step, token: Node<'s>) -> bool {
         let kind = self.token_kind(token);
         match step {
             Step::Token(word) => kind == word,
@@ -692,12 +697,12 @@ impl<'s> Checker<'s> {
     /// Walks the tokens of an ERROR, tracking brackets, for the two mistakes
     /// that show in its shape: a statement or declaration that runs on into
     /// the next line (a missing `;`), and a bracket never closed.
-    fn scan(&self, node: Node<'_>, tokens: &[Node<'_>]) -> Option<Diagnostic> {
+    fn scan(&self, node: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
         let head = self.token_kind(tokens[0]);
         // A kernel or main head ends in `)` or `main`, not `;`.
         let head_without_semicolon = matches!(head, "kernel" | "main");
-        let mut open: Vec<Node<'_>> = Vec::new();
-        let mut previous: Option<Node<'_>> = None;
+        let mut open: Vec<Node<'s>> = Vec::new();
+        let mut previous: Option<Node<'s>> = None;
         for &token in tokens {
             let kind = self.token_kind(token);
             let Some(previous) = previous.replace(token) else {
@@ -786,9 +791,9 @@ impl<'s> Checker<'s> {
 
     fn unclosed(
         &self,
-        opener: Node<'_>,
-        previous: Node<'_>,
-        found: Option<Node<'_>>,
+        opener: Node<'s>,
+        previous: Node<'s>,
+        found: Option<Node<'s>>,
     ) -> Diagnostic {
         let closing = closer(opener.kind()).unwrap_or(")");
         self.report_expected(Some(previous), found, &[format!("`{closing}`")])
@@ -798,8 +803,8 @@ impl<'s> Checker<'s> {
     /// "expected …, found …" from the parser's own expectations.
     fn expected_found(
         &self,
-        before: Option<Node<'_>>,
-        found: Option<Node<'_>>,
+        before: Option<Node<'s>>,
+        found: Option<Node<'s>>,
         expected: &[u16],
     ) -> Diagnostic {
         let semicolon = self.language.id_for_node_kind(";", false);
@@ -826,8 +831,8 @@ impl<'s> Checker<'s> {
     /// is the end of the file), with the found token as a related location.
     fn report_expected(
         &self,
-        before: Option<Node<'_>>,
-        found: Option<Node<'_>>,
+        before: Option<Node<'s>>,
+        found: Option<Node<'s>>,
         wanted: &[String],
     ) -> Diagnostic {
         let message = format!(
@@ -873,7 +878,7 @@ impl<'s> Checker<'s> {
 
     /// The kind of a token, with keywords that error recovery lexed as
     /// names given back their own kind.
-    fn token_kind(&self, token: Node<'_>) -> &'s str {
+    fn token_kind(&self, token: Node<'s>) -> &'s str {
         let text = self.slice(token.byte_range());
         if token.kind() == "identifier" && self.is_keyword(text) {
             return text;
@@ -896,7 +901,7 @@ impl<'s> Checker<'s> {
     }
 
     /// The grammar symbol of a token, as the lookahead sets list it.
-    fn symbol(&self, token: Node<'_>) -> u16 {
+    fn symbol(&self, token: Node<'s>) -> u16 {
         let text = self.slice(token.byte_range());
         if token.kind() == "identifier" && self.is_keyword(text) {
             return self.language.id_for_node_kind(text, false);
@@ -912,11 +917,12 @@ impl<'s> Checker<'s> {
     /// triggered, and nodes rebuilt during error recovery record none. So
     /// walk back to the nearest node whose state after it is known (or the
     /// start of the file), then shift the nodes between forward from there.
-    fn state_before(&self, node: Node<'_>) -> Option<u16> {
+    fn state_before(&self, node: Node<'s>) -> Option<u16> {
         let mut pending: Vec<u16> = Vec::new();
         let mut current = node;
         let mut state = loop {
-            let Some((previous, parent)) = preceding_in(self.root, current) else {
+            let found = preceding_in(self.root, current, &mut self.children.borrow_mut());
+            let Some((previous, parent)) = found else {
                 break START_STATE;
             };
             if previous.is_error() || previous.is_missing() || previous.has_error() {
@@ -1005,7 +1011,7 @@ impl<'s> Checker<'s> {
         (!out.is_empty() && out.len() <= MAX_EXPECTED).then_some(out)
     }
 
-    fn describe_found(&self, found: Option<Node<'_>>) -> String {
+    fn describe_found(&self, found: Option<Node<'s>>) -> String {
         let Some(found) = found else {
             return "end of file".to_owned();
         };
@@ -1020,7 +1026,7 @@ impl<'s> Checker<'s> {
     }
 
     /// True when `token` begins a later line than `previous` ends on.
-    fn starts_line(&self, previous: Node<'_>, token: Node<'_>) -> bool {
+    fn starts_line(&self, previous: Node<'s>, token: Node<'s>) -> bool {
         previous.end_byte() <= token.start_byte()
             && self
                 .slice(previous.end_byte()..token.start_byte())
@@ -1028,7 +1034,7 @@ impl<'s> Checker<'s> {
     }
 
     /// Tokens after which a `;` could end a statement or declaration.
-    fn can_end_statement(&self, token: Node<'_>) -> bool {
+    fn can_end_statement(&self, token: Node<'s>) -> bool {
         matches!(
             self.token_kind(token),
             "identifier"
@@ -1279,12 +1285,20 @@ fn edge_token(node: Node<'_>, last: bool) -> Option<Node<'_>> {
     None
 }
 
+/// Children of nodes, by the node's id.
+type Children<'t> = std::collections::HashMap<usize, Vec<Node<'t>>>;
+
 /// The node that ends just before `node` starts, comments skipped (its
 /// previous sibling, or its parent's, and so on up), with its parent.
 /// The ancestors of `node` come from one descent from `root`, and each
 /// previous sibling from a walk of its parent's children, so the cost is
-/// the length of the path, however deep the tree.
-fn preceding_in<'t>(root: Node<'t>, node: Node<'t>) -> Option<(Node<'t>, Node<'t>)> {
+/// the length of the path, however deep the tree (and, the children of a
+/// parent being kept in `children`, a search in them).
+fn preceding_in<'t>(
+    root: Node<'t>,
+    node: Node<'t>,
+    children: &mut Children<'t>,
+) -> Option<(Node<'t>, Node<'t>)> {
     let mut path = vec![root];
     let mut at = root;
     loop {
@@ -1298,18 +1312,23 @@ fn preceding_in<'t>(root: Node<'t>, node: Node<'t>) -> Option<(Node<'t>, Node<'t
         at = child;
     }
     let mut current = node;
-    let mut cursor = root.walk();
     for &parent in path.iter().rev() {
-        let mut before = None;
-        for child in parent.children(&mut cursor) {
-            if child.id() == current.id() {
-                break;
-            }
-            if !is_comment(child) {
-                before = Some(child);
-            }
+        let siblings = children.entry(parent.id()).or_insert_with(|| {
+            let mut cursor = parent.walk();
+            parent.children(&mut cursor).collect()
+        });
+        // Children are in order: find `current` by its start, then by id
+        // among those starting there (empty nodes).
+        let start = current.start_byte();
+        let mut index = siblings.partition_point(|c| c.start_byte() < start);
+        while siblings.get(index).is_some_and(|c| c.id() != current.id()) {
+            index += 1;
         }
-        if let Some(before) = before {
+        let before = siblings[..index.min(siblings.len())]
+            .iter()
+            .rev()
+            .find(|c| !is_comment(**c));
+        if let Some(&before) = before {
             return Some((before, parent));
         }
         current = parent;
@@ -1451,7 +1470,7 @@ mod tests {
                 index += 1;
             }
             for node in nodes {
-                let found = preceding_in(root, node);
+                let found = preceding_in(root, node, &mut Children::default());
                 assert_eq!(
                     found.map(|(n, _)| n.id()),
                     preceding(node).map(|n| n.id()),
