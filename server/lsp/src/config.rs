@@ -26,7 +26,8 @@ pub struct BuildSettings {
     /// Directory for the graph, relative to the workspace folder; empty
     /// means beside the source. Never outside the workspace.
     pub out_dir: String,
-    /// Instance data (JSON) to build with, relative to the workspace folder;
+    /// Instance data (JSON or OP2's HDF5, told apart by content) to build
+    /// with, relative to the workspace folder;
     /// empty means the graph type only.
     pub instance: String,
 }
@@ -125,7 +126,7 @@ impl Settings {
                 key: "op2.build.instance",
                 kind: "string",
                 default: "\"\"",
-                description: "Instance data (JSON) to build with, relative to the workspace folder; empty means the graph type only.",
+                description: "Instance data (JSON or OP2's HDF5, told apart by content) to build with, relative to the workspace folder; empty means the graph type only.",
                 values: &[],
             },
             SettingDescription {
