@@ -77,11 +77,15 @@ inline op_set op_decl_set_hdf5(char const *file, char const *name) {
   int size = 0;
   if (!op2_import_hdf5_read(file, name, H5T_NATIVE_INT, 1, &size))
     op2_import_hdf5_fail("no set", name, file);
+  if (size < 0)
+    op2_import_hdf5_fail("a negative size for set", name, file);
   return op_decl_set(size, name);
 }
 
 inline op_map op_decl_map_hdf5(op_set from, op_set to, int dim, char const *file,
                                char const *name) {
+  if (dim < 0)
+    op2_import_hdf5_fail("a negative dim for map", name, file);
   std::vector<int> data((size_t)from->size * dim);
   if (!op2_import_hdf5_read(file, name, H5T_NATIVE_INT, (long long)data.size(), data.data()))
     return NULL;
@@ -91,6 +95,8 @@ inline op_map op_decl_map_hdf5(op_set from, op_set to, int dim, char const *file
 template <class T>
 static op_dat op2_import_hdf5_dat(op_set set, int dim, char const *type, char const *file,
                                   char const *name, hid_t h5type) {
+  if (dim < 0)
+    op2_import_hdf5_fail("a negative dim for dat", name, file);
   std::vector<T> data((size_t)set->size * dim);
   if (!op2_import_hdf5_read(file, name, h5type, (long long)data.size(), data.data()))
     return NULL;
