@@ -38,6 +38,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
         defines: args.define.clone(),
         args: args.args.clone(),
         working_dir: None,
+        cancel: None,
     };
     let mut progress = |what: &str| {
         let _ = writeln!(io::stderr().lock(), "{what}");
@@ -49,27 +50,10 @@ pub fn run(args: &Args) -> Result<Outcome> {
             return Ok(Outcome::Errors);
         }
     };
-    let mut out = io::stdout().lock();
-    if !imported.setup_output.is_empty() {
-        writeln!(out, "the set-up printed:")?;
-        for line in imported.setup_output.lines() {
-            writeln!(out, "  | {line}")?;
-        }
-    }
-    write!(out, "{}", imported.report)?;
-    writeln!(
-        out,
-        "wrote {} and {}",
-        imported.program.display(),
-        imported.instance.display()
-    )?;
-    if imported.report.faithful() {
-        Ok(Outcome::Success)
+    write!(io::stdout().lock(), "{}", imported.summary())?;
+    Ok(if imported.report.faithful() {
+        Outcome::Success
     } else {
-        writeln!(
-            out,
-            "the result is not faithful to the application: see `not translated` above"
-        )?;
-        Ok(Outcome::Errors)
-    }
+        Outcome::Errors
+    })
 }

@@ -4,8 +4,11 @@
 //! values the rest of the program reads.
 
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// op2's recording implementation of OP2's API.
 const RECORDING_OP_SEQ: &str = include_str!("../recorder/op_seq.h");
@@ -28,6 +31,9 @@ pub enum CaptureError {
     Malformed(String),
     /// Reading or writing a temporary file failed.
     Io(String),
+    /// Cancelled (by the language server's client) while the compiler or
+    /// the application ran; the child was killed.
+    Cancelled,
 }
 
 impl fmt::Display for CaptureError {
@@ -52,6 +58,7 @@ impl fmt::Display for CaptureError {
             ),
             CaptureError::Malformed(why) => write!(f, "the capture is malformed: {why}"),
             CaptureError::Io(why) => f.write_str(why),
+            CaptureError::Cancelled => f.write_str("the import was cancelled; nothing written"),
         }
     }
 }
@@ -71,6 +78,8 @@ pub struct Run<'a> {
     pub args: &'a [String],
     /// Where it runs; the current directory when `None`.
     pub working_dir: Option<&'a Path>,
+    /// Set by another thread to stop the compiler or the application.
+    pub cancel: Option<&'a AtomicBool>,
 }
 
 /// An element type as the recorder names it (`double`, `int`, …).
@@ -263,14 +272,14 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     command.arg("-lm");
     let shown = format!("{command:?}").replace('"', "");
     progress(&format!("compiling {} with {cxx}", run.main.display()));
-    let output = command.output().map_err(|e| CaptureError::CompileFailed {
+    let output = finish(&mut command, run.cancel).map_err(|e| CaptureError::CompileFailed {
         command: shown.clone(),
         messages: e.to_string(),
     })?;
     if !output.status.success() {
         return Err(CaptureError::CompileFailed {
             command: shown,
-            messages: String::from_utf8_lossy(&output.stderr).into_owned(),
+            messages: output.stderr,
         });
     }
     progress("running the set-up to its first par_loop");
@@ -279,14 +288,13 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     if let Some(dir) = run.working_dir {
         command.current_dir(dir);
     }
-    let output = command
+    command
         .args(run.args)
         .env("OP2_IMPORT_CAPTURE", &capture_file)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(io("cannot run the compiled application"))?;
-    let mut printed = String::from_utf8_lossy(&output.stdout).into_owned();
-    printed.push_str(&String::from_utf8_lossy(&output.stderr));
+        .stdin(Stdio::null());
+    let output = finish(&mut command, run.cancel)?;
+    let mut printed = output.stdout;
+    printed.push_str(&output.stderr);
     let text = std::fs::read_to_string(&capture_file).unwrap_or_default();
     if !output.status.success() || !text.ends_with("stop\n") {
         let status = match output.status.code() {
@@ -302,6 +310,84 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let mut capture = parse(&text).map_err(CaptureError::Malformed)?;
     capture.output = printed;
     Ok(capture)
+}
+
+/// How much of each of a child's output streams is kept: the rest is read
+/// and dropped, so that a program printing without end cannot exhaust memory.
+const OUTPUT_LIMIT: usize = 1 << 20;
+
+/// A child that ended: its status and the start of what it printed.
+struct Finished {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `command` to its end, keeping the first [`OUTPUT_LIMIT`] bytes of
+/// each stream; when `cancel` is set meanwhile, kills it and says so.
+fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished, CaptureError> {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            CaptureError::Io(format!(
+                "cannot run `{}`: {e}",
+                command.get_program().to_string_lossy()
+            ))
+        })?;
+    let stdout = child.stdout.take().map(keep_start);
+    let stderr = child.stderr.take().map(keep_start);
+    let status = match cancel {
+        None => child.wait(),
+        Some(cancel) => loop {
+            if cancel.load(Ordering::Relaxed) {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(CaptureError::Cancelled);
+            }
+            match child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Err(e) => break Err(e),
+            }
+        },
+    }
+    .map_err(io("cannot wait for a child process"))?;
+    let text = |reader: Option<std::thread::JoinHandle<String>>| {
+        reader
+            .and_then(|reader| reader.join().ok())
+            .unwrap_or_default()
+    };
+    Ok(Finished {
+        status,
+        stdout: text(stdout),
+        stderr: text(stderr),
+    })
+}
+
+/// Reads `stream` to its end on a thread of its own, keeping its start.
+fn keep_start(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buffer = [0u8; 8192];
+        let mut dropped = 0usize;
+        loop {
+            match stream.read(&mut buffer) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = n.min(OUTPUT_LIMIT - kept.len());
+                    kept.extend_from_slice(&buffer[..room]);
+                    dropped = dropped.saturating_add(n - room);
+                }
+            }
+        }
+        let mut text = String::from_utf8_lossy(&kept).into_owned();
+        if dropped > 0 {
+            text.push_str(&format!("\n… ({dropped} more bytes not kept)\n"));
+        }
+        text
+    })
 }
 
 /// Reads the recorder's file: one header line per declaration, followed by

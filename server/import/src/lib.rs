@@ -66,6 +66,9 @@ pub struct Options {
     /// Where the application runs (so that it finds its mesh files); the
     /// current directory when `None`.
     pub working_dir: Option<PathBuf>,
+    /// Set by another thread to stop the import: the compiler or the
+    /// application is killed and [`CaptureError::Cancelled`] returned.
+    pub cancel: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 /// A finished import.
@@ -79,6 +82,33 @@ pub struct Imported {
     pub report: Report,
     /// What the set-up printed while it was captured.
     pub setup_output: String,
+}
+
+impl Imported {
+    /// What the import says once it is done (the same text from `op2 import`
+    /// and the language server): what the set-up printed, the report, what
+    /// was written and, when the result is not faithful, that it is not.
+    pub fn summary(&self) -> String {
+        let mut text = String::new();
+        if !self.setup_output.is_empty() {
+            text.push_str("the set-up printed:\n");
+            for line in self.setup_output.lines() {
+                text.push_str(&format!("  | {line}\n"));
+            }
+        }
+        text.push_str(&self.report.to_string());
+        text.push_str(&format!(
+            "wrote {} and {}\n",
+            self.program.display(),
+            self.instance.display()
+        ));
+        if !self.report.faithful() {
+            text.push_str(
+                "the result is not faithful to the application: see `not translated` above\n",
+            );
+        }
+        text
+    }
 }
 
 /// Why nothing was written.
@@ -371,6 +401,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             defines: &options.defines,
             args: &options.args,
             working_dir: options.working_dir.as_deref(),
+            cancel: options.cancel.as_deref(),
         },
         progress,
     )

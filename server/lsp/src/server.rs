@@ -27,12 +27,18 @@ pub struct Backend {
     publishing: Arc<tokio::sync::Mutex<()>>,
     /// Allows the test command that panics (for the panic-recovery test).
     allow_test_panic: bool,
+    /// The imports running, by progress token, for their cancellation.
+    imports: handlers::import::Running,
 }
 
 /// Commands the server executes (`workspace/executeCommand`).
 pub mod commands {
     /// Build the graph of a document now: `[uri]`.
     pub const BUILD: &str = "op2.build";
+    /// Import an OP2 C/C++ application: `[main file URI, output directory
+    /// URI (optional: the main file's directory)]`; answers `{program,
+    /// instance, faithful, report}` (see `handlers::import`).
+    pub const IMPORT: &str = "op2.import";
     /// The generated device type behind a position, as a read-only document
     /// text: `[uri, set name]`.
     pub const SHOW_DEVICE_TYPE: &str = "op2.showDeviceType";
@@ -59,7 +65,9 @@ pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> 
         world: Arc::default(),
         publishing: Arc::default(),
         allow_test_panic,
+        imports: Arc::default(),
     })
+    .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
     .finish();
     crate::transport::serve_checked(input, output, service, socket).await
 }
@@ -124,6 +132,7 @@ impl Backend {
             world: Arc::clone(&self.world),
             publishing: Arc::clone(&self.publishing),
             allow_test_panic: self.allow_test_panic,
+            imports: Arc::clone(&self.imports),
         }
     }
 
@@ -469,6 +478,36 @@ impl Backend {
             handlers::build::build_with_progress(&client, &analysed, save).await;
         });
     }
+
+    /// `op2.import`: decides where it may read and write, then imports.
+    async fn import(&self, main: &Uri, out: Option<&Uri>) -> Result<Option<serde_json::Value>> {
+        let failed = |message: String| Error {
+            code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
+            message: message.into(),
+            data: None,
+        };
+        let file = |uri: &Uri| {
+            uri_to_path(uri).ok_or_else(|| failed(format!("`{}` is not a file", uri.as_str())))
+        };
+        let main = file(main)?;
+        let out = out.map(file).transpose()?;
+        let (folders, progress) = {
+            let world = lock(&self.world);
+            (world.workspace_folders.clone(), world.client_progress)
+        };
+        let target = handlers::import::target(&main, out.as_deref(), &folders).map_err(failed)?;
+        handlers::import::import_with_progress(&self.client, target, progress, &self.imports)
+            .await
+            .map(Some)
+            .map_err(failed)
+    }
+
+    /// `window/workDoneProgress/cancel`: the cancel button of an import.
+    async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        if let ProgressToken::String(token) = &params.token {
+            handlers::import::cancel(&self.imports, token);
+        }
+    }
 }
 
 fn encoding_of(params: &InitializeParams) -> PositionEncoding {
@@ -698,6 +737,24 @@ impl LanguageServer for Backend {
                     .map(|(uri, entry)| entry.status(uri))
                     .collect();
                 Ok(Some(serde_json::json!({ "documents": documents })))
+            }
+            commands::IMPORT => {
+                let Some(uri) = uri else {
+                    return Err(Error::invalid_params(
+                        "expected the URI of the application's main C/C++ file",
+                    ));
+                };
+                let out = match params.arguments.get(1) {
+                    None | Some(serde_json::Value::Null) => None,
+                    Some(out) => Some(
+                        out.as_str()
+                            .and_then(|s| s.parse::<Uri>().ok())
+                            .ok_or_else(|| {
+                                Error::invalid_params("expected the output directory as a URI")
+                            })?,
+                    ),
+                };
+                self.import(&uri, out.as_ref()).await
             }
             commands::BUILD => {
                 let Some(uri) = uri else {

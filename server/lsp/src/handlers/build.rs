@@ -72,9 +72,15 @@ pub fn output_path(
 /// The canonical workspace folder holding `source` (the innermost one), or
 /// why there is none.
 pub fn workspace_folder_of(source: &Path, folders: &[PathBuf]) -> Result<PathBuf, String> {
+    folder_of(source, folders, "build on save is off for it")
+}
+
+/// The canonical workspace folder holding `source`, or why there is none,
+/// ending with `refusal` (what is off for such a file).
+pub fn folder_of(source: &Path, folders: &[PathBuf], refusal: &str) -> Result<PathBuf, String> {
     if source.components().any(|c| c == Component::ParentDir) {
         return Err(format!(
-            "`{}` is spelled with `..`; build on save is off for it",
+            "`{}` is spelled with `..`; {refusal}",
             source.display()
         ));
     }
@@ -87,7 +93,7 @@ pub fn workspace_folder_of(source: &Path, folders: &[PathBuf]) -> Result<PathBuf
         .max_by_key(|folder| folder.components().count())
         .ok_or_else(|| {
             format!(
-                "`{}` is outside every workspace folder; build on save is off for it",
+                "`{}` is outside every workspace folder; {refusal}",
                 source.display()
             )
         })

@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod folding;
 pub mod formatting;
 pub mod hover;
+pub mod import;
 pub mod inlay_hints;
 pub mod references;
 pub mod rename;
@@ -171,6 +172,7 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
         execute_command_provider: Some(ExecuteCommandOptions {
             commands: vec![
                 crate::server::commands::BUILD.into(),
+                crate::server::commands::IMPORT.into(),
                 crate::server::commands::SHOW_DEVICE_TYPE.into(),
                 crate::server::commands::STATUS.into(),
             ],

@@ -1,0 +1,303 @@
+//! "Import OP2 application…" (`op2.import`) over the protocol: an OP2
+//! application in the workspace imports with progress into the workspace;
+//! files outside it, files that are not OP2 applications and output
+//! directories leading out are refused before anything runs; the cancel
+//! button and `$/cancelRequest` kill the application's set-up.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use op2_analysis::{Analyser, NoImports, Options};
+use serde_json::{Value, json};
+use support::{Session, file_uri};
+
+/// OP2's sample grid application of the import tests.
+fn grid_app() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/apps/grid")
+}
+
+/// Whether a C++ compiler runs (the import compiles the application); a
+/// loud message when not.
+#[allow(clippy::print_stderr)]
+fn have_compiler(test: &str) -> bool {
+    let found = op2_import::capture::compiler().is_some();
+    if !found {
+        eprintln!(
+            "SKIPPED {test}: no C++ compiler (set CXX or install c++/g++/clang++); op2 import cannot capture without one"
+        );
+    }
+    found
+}
+
+/// A workspace folder `ws` in a temporary directory, with the grid
+/// application copied into `ws/app`.
+struct Workspace {
+    root: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let root = tempfile::tempdir().expect("a temporary directory");
+        let app = root.path().join("ws/app");
+        std::fs::create_dir_all(&app).expect("create the workspace folder");
+        for name in ["grid.cpp", "grid.dat", "grid_kernels.h"] {
+            std::fs::copy(grid_app().join(name), app.join(name)).expect("copy the grid app");
+        }
+        Workspace { root }
+    }
+
+    fn folder(&self) -> PathBuf {
+        self.root.path().join("ws")
+    }
+
+    async fn session(&self) -> Session {
+        let mut session = Session::in_process();
+        session.initialize(&[], Some(&self.folder()), None).await;
+        session
+    }
+}
+
+fn import_params(main: &Path, out: Option<&Path>) -> Value {
+    let mut arguments = vec![json!(file_uri(main))];
+    if let Some(out) = out {
+        arguments.push(json!(file_uri(out)));
+    }
+    json!({"command": "op2.import", "arguments": arguments})
+}
+
+/// The messages of the `$/progress` reports received so far.
+fn progress_messages(session: &Session) -> Vec<String> {
+    session
+        .received
+        .iter()
+        .filter(|m| m["method"] == "$/progress")
+        .filter_map(|m| m["params"]["value"]["message"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[tokio::test]
+async fn an_application_in_the_workspace_imports_beside_itself_with_progress() {
+    if !have_compiler("an_application_in_the_workspace_imports_beside_itself_with_progress") {
+        return;
+    }
+    let workspace = Workspace::new();
+    let mut session = workspace.session().await;
+    let app = workspace.folder().join("app");
+    let answer = session
+        .call(
+            "workspace/executeCommand",
+            import_params(&app.join("grid.cpp"), None),
+        )
+        .await;
+    let program = app.canonicalize().unwrap().join("grid.op2");
+    let instance = app.canonicalize().unwrap().join("grid.json");
+    assert_eq!(answer["program"], json!(file_uri(&program)), "{answer}");
+    assert_eq!(answer["instance"], json!(file_uri(&instance)), "{answer}");
+    assert_eq!(answer["faithful"], json!(true), "{answer}");
+    let report = answer["report"].as_str().expect("the report text");
+    assert!(report.contains("translated ("), "{report}");
+    assert!(
+        report.contains(&format!("wrote {}", program.display())),
+        "{report}"
+    );
+
+    // What was written is a program without errors, and its instance.
+    let text = std::fs::read_to_string(&program).expect("the program is written");
+    let parse = op2_syntax::Parse::new(&text);
+    let analysis = Analyser::new().analyse(
+        &program,
+        &parse,
+        &NoImports,
+        &Options { require_main: true },
+    );
+    assert!(!analysis.has_errors(), "{:?}", analysis.diagnostics);
+    assert!(instance.is_file());
+
+    // The phases were reported as progress and logged.
+    let steps = progress_messages(&session);
+    assert!(
+        steps.iter().any(|s| s.starts_with("compiling")),
+        "progress: {steps:?}"
+    );
+    assert!(
+        steps.iter().any(|s| s.starts_with("running the set-up")),
+        "progress: {steps:?}"
+    );
+    let logs = session.log_messages();
+    assert!(
+        logs.iter()
+            .any(|l| l.starts_with("op2 import of ") && l.contains("wrote ")),
+        "{logs:?}"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn files_outside_the_workspace_and_other_files_are_refused_before_anything_runs() {
+    let workspace = Workspace::new();
+    let mut session = workspace.session().await;
+    let outside = workspace.root.path().join("elsewhere");
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::copy(grid_app().join("grid.cpp"), outside.join("grid.cpp")).unwrap();
+    let not_op2 = workspace.folder().join("hello.cpp");
+    std::fs::write(&not_op2, "int main() { return 0; }\n").unwrap();
+    let app = workspace.folder().join("app");
+    std::os::unix::fs::symlink(&outside, workspace.folder().join("out")).unwrap();
+
+    let cases = [
+        (
+            import_params(&outside.join("grid.cpp"), None),
+            "is outside every workspace folder; op2 import runs only on files inside a workspace folder",
+        ),
+        (import_params(&not_op2, None), "does not call `op_init`"),
+        (
+            import_params(&app.join("grid.cpp"), Some(&workspace.folder().join("out"))),
+            "outside the workspace folder",
+        ),
+        (
+            import_params(
+                &app.join("grid.cpp"),
+                Some(&workspace.folder().join("missing")),
+            ),
+            "does not exist",
+        ),
+        (
+            import_params(&workspace.folder().join("../ws/app/grid.cpp"), None),
+            "is spelled with `..`",
+        ),
+    ];
+    for (params, expected) in cases {
+        let error = session
+            .request("workspace/executeCommand", params.clone())
+            .await
+            .expect_err("refused");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(expected), "{params}: {message}");
+    }
+    // Nothing was compiled or written anywhere.
+    assert!(progress_messages(&session).is_empty());
+    for dir in [&outside, &app] {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name();
+            assert!(
+                !name.to_string_lossy().ends_with(".op2"),
+                "{} written",
+                name.to_string_lossy()
+            );
+        }
+    }
+    session.shutdown().await;
+}
+
+/// An OP2 application whose set-up writes its process id, then never ends.
+const HANGING: &str = r#"#include "op_seq.h"
+#include <cstdio>
+#include <unistd.h>
+
+inline void touch(double *x) { x[0] = 1.0; }
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  FILE *f = fopen("pid.tmp", "w");
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  rename("pid.tmp", "pid.txt");
+  for (;;) sleep(1);
+  op_set nodes = op_decl_set(3, "nodes");
+  op_dat p_x = op_decl_dat(nodes, 1, "double", (double *)0, "p_x");
+  op_par_loop(touch, "touch", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_WRITE));
+  op_exit();
+}
+"#;
+
+/// Waits until the hanging set-up has written its process id.
+async fn hanging_pid(app: &Path) -> u32 {
+    let deadline = Instant::now() + support::TIMEOUT;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(app.join("pid.txt")) {
+            return text.trim().parse().expect("a process id");
+        }
+        assert!(Instant::now() < deadline, "the set-up never started");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until process `pid` has gone.
+async fn gone(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Path::new(&format!("/proc/{pid}")).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the application's set-up (pid {pid}) still runs after the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
+    if !have_compiler("the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends") {
+        return;
+    }
+    let workspace = Workspace::new();
+    let app = workspace.folder().join("hang");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::write(app.join("hang.cpp"), HANGING).unwrap();
+    let mut session = workspace.session().await;
+
+    // The progress's cancel button.
+    let id = session.send_request(
+        "workspace/executeCommand",
+        import_params(&app.join("hang.cpp"), None),
+    );
+    let pid = hanging_pid(&app).await;
+    let begin = session
+        .wait_for("the import's progress", |m| {
+            m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin"
+        })
+        .await;
+    assert_eq!(
+        begin["params"]["value"]["cancellable"],
+        json!(true),
+        "{begin}"
+    );
+    let token = begin["params"]["token"].clone();
+    session.notify("window/workDoneProgress/cancel", json!({"token": token}));
+    let error = session
+        .response(id, "the cancelled import")
+        .await
+        .expect_err("a cancelled import fails");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cancelled"),
+        "{error}"
+    );
+    gone(pid).await;
+    assert!(!app.join("hang.op2").exists());
+
+    // `$/cancelRequest`.
+    std::fs::remove_file(app.join("pid.txt")).unwrap();
+    let id = session.send_request(
+        "workspace/executeCommand",
+        import_params(&app.join("hang.cpp"), None),
+    );
+    let pid = hanging_pid(&app).await;
+    session.notify("$/cancelRequest", json!({"id": id}));
+    let error = session
+        .response(id, "the cancelled request")
+        .await
+        .expect_err("a cancelled request fails");
+    assert_eq!(error["code"], json!(-32800), "{error}");
+    gone(pid).await;
+
+    // The server goes on serving.
+    let status = session
+        .call("workspace/executeCommand", json!({"command": "op2.status"}))
+        .await;
+    assert!(status["documents"].is_array(), "{status}");
+    session.shutdown().await;
+}
