@@ -26,6 +26,7 @@ export const COMMANDS = {
   openGraphFile: 'op2.openGraphFile',
   restartServer: 'op2.restartServer',
   showServerOutput: 'op2.showServerOutput',
+  importApplication: 'op2.importApplication',
 } as const;
 
 /**
@@ -35,7 +36,19 @@ export const COMMANDS = {
 export const SERVER_COMMANDS = {
   build: 'op2.build',
   showDeviceType: 'op2.showDeviceType',
+  import: 'op2.import',
 } as const;
+
+/** The C and C++ sources an OP2 application's main file may be. */
+const C_SOURCE = /\.(c|cc|cpp|cxx|C)$/;
+
+/** The server's answer to `op2.import` (server/lsp/src/handlers/import.rs). */
+interface Imported {
+  program: string | null;
+  instance: string | null;
+  faithful: boolean;
+  report: string;
+}
 
 const IDENTIFIER = /[A-Za-z_][A-Za-z0-9_]*/;
 
@@ -76,6 +89,7 @@ export class Op2Extension implements vscode.Disposable {
     register(COMMANDS.openGraphFile, (uri?: vscode.Uri) => this.openGraphFile(uri));
     register(COMMANDS.restartServer, () => this.restart());
     register(COMMANDS.showServerOutput, () => this.output.show(true));
+    register(COMMANDS.importApplication, (uri?: vscode.Uri) => this.importApplication(uri));
 
     const deviceTypes = this.deviceTypes;
     const onDidChange = this.deviceTypeChanged.event;
@@ -277,6 +291,55 @@ export class Op2Extension implements vscode.Disposable {
     } catch (error) {
       void vscode.window.showErrorMessage(`op2 build failed: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+
+  /**
+   * "Import OP2 Application…": the server runs `op2 import` on the C/C++
+   * file (the explorer's or the active editor's), showing its progress with
+   * a cancel button, and writes `<stem>.op2` and the instance beside it;
+   * the program is then opened and the report is in the output.
+   */
+  async importApplication(uri?: vscode.Uri): Promise<Imported | undefined> {
+    const editor = vscode.window.activeTextEditor?.document;
+    const target = uri instanceof Object && 'scheme' in uri ? uri : editor?.uri;
+    if (!target || target.scheme !== 'file' || !C_SOURCE.test(target.path)) {
+      void vscode.window.showWarningMessage('op2: open the main C/C++ file of an OP2 application (the one that calls op_init) first.');
+      return undefined;
+    }
+    if (editor && editor.uri.toString() === target.toString() && editor.isDirty) await editor.save();
+    const client = await this.runningClient();
+    if (!client) return undefined;
+    let answer: Imported;
+    try {
+      answer = (await client.sendRequest(ExecuteCommandRequest.type, {
+        command: SERVER_COMMANDS.import,
+        arguments: [target.toString()],
+      })) as Imported;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      void vscode.window.showErrorMessage(`op2 import failed: ${message}`, 'Show Output').then((choice) => {
+        if (choice) this.output.show(true);
+      });
+      return undefined;
+    }
+    if (typeof answer?.program !== 'string') return answer;
+    const program = vscode.Uri.parse(answer.program);
+    const written = [program, answer.instance ? vscode.Uri.parse(answer.instance) : undefined]
+      .filter((u): u is vscode.Uri => u !== undefined)
+      .map((u) => path.posix.basename(u.path))
+      .join(' and ');
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(program), { preview: false });
+    const from = path.posix.basename(target.path);
+    const shown = answer.faithful
+      ? vscode.window.showInformationMessage(`op2: imported ${from} into ${written}.`, 'Show Report')
+      : vscode.window.showWarningMessage(
+          `op2: imported ${from} into ${written}, but the result is not faithful to the application: see the report.`,
+          'Show Report',
+        );
+    void shown.then((choice) => {
+      if (choice) this.output.show(true);
+    });
+    return answer;
   }
 
   async showDeviceType(uri?: vscode.Uri | string, setName?: string): Promise<string | undefined> {

@@ -225,6 +225,59 @@ describe('activation', () => {
     assert.equal(clients()[0].requests.at(-1).params.command, 'op2.build');
   });
 
+  it('imports the C++ file chosen in the explorer through op2.import, then opens the program', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    const main = vscode.Uri.file('/work/proj/app/grid.cpp');
+    lc.__mock.respond = () => ({
+      program: vscode.Uri.file('/work/proj/app/grid.op2').toString(),
+      instance: vscode.Uri.file('/work/proj/app/grid.json').toString(),
+      faithful: true,
+      report: 'translated (4):\n',
+    });
+    mock.files.add('/work/proj/app/grid.op2');
+    const answer: any = await vscode.commands.executeCommand(COMMANDS.importApplication, main);
+    assert.equal(answer.faithful, true);
+    assert.deepEqual(clients()[0].requests, [
+      { method: 'workspace/executeCommand', params: { command: 'op2.import', arguments: [main.toString()] } },
+    ]);
+    assert.equal(mock.shownDocuments[0].document.uri.fsPath, '/work/proj/app/grid.op2');
+    assert.equal(mock.messages[0].level, 'information');
+    assert.equal(mock.messages[0].message, 'op2: imported grid.cpp into grid.op2 and grid.json.');
+  });
+
+  it('imports the active C++ editor, and warns when the result is not faithful', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    const main = vscode.Uri.file('/work/proj/app/airfoil.cpp');
+    vs.window.activeTextEditor = { document: vs.__textDocument(main, 'int main() {}\n', 'cpp') };
+    lc.__mock.respond = () => ({
+      program: vscode.Uri.file('/work/proj/app/airfoil.op2').toString(),
+      instance: vscode.Uri.file('/work/proj/app/airfoil.json').toString(),
+      faithful: false,
+      report: 'not translated (1):\n',
+    });
+    mock.files.add('/work/proj/app/airfoil.op2');
+    await vscode.commands.executeCommand(COMMANDS.importApplication);
+    assert.deepEqual(clients()[0].requests[0].params.arguments, [main.toString()]);
+    assert.equal(mock.messages[0].level, 'warning');
+    assert.match(mock.messages[0].message, /airfoil\.op2 and airfoil\.json, but the result is not faithful/);
+  });
+
+  it('shows why an import failed, and imports nothing that is not a C/C++ file', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    lc.__mock.respond = () => {
+      throw new Error('`hello.cpp` does not call `op_init`');
+    };
+    await vscode.commands.executeCommand(COMMANDS.importApplication, vscode.Uri.file('/work/proj/hello.cpp'));
+    assert.equal(mock.messages[0].level, 'error');
+    assert.equal(mock.messages[0].message, 'op2 import failed: `hello.cpp` does not call `op_init`');
+    assert.equal(mock.shownDocuments.length, 0);
+
+    openEditor();
+    await vscode.commands.executeCommand(COMMANDS.importApplication);
+    assert.equal(clients()[0].requests.length, 1, 'no request for an .op2 file');
+    assert.match(mock.messages[1].message, /open the main C\/C\+\+ file of an OP2 application/);
+  });
+
   it('sends changed settings to the server, and restarts it when the server path changes', async () => {
     extension = await activate(context(), host(['/usr/bin/op2', '/opt/op2']));
     await vs.__changeSettings({ 'op2.inlayHints.generatedPins': false });
