@@ -19,3 +19,11 @@ end, {
 vim.api.nvim_create_user_command('Op2OpenGraph', function()
   require('op2').open_graph()
 end, { desc = 'op2: open the graph file that build on save writes' })
+
+vim.api.nvim_create_user_command('Op2Import', function(opts)
+  require('op2').import(opts.args ~= '' and vim.fn.expand(opts.args) or nil)
+end, {
+  nargs = '?',
+  complete = 'file',
+  desc = 'op2: import an OP2 C/C++ application (default: this file) into .op2 and its instance',
+})

@@ -305,6 +305,45 @@ check(':checkhealth op2 finds the server, the parser and the queries', function(
   assert(text:find('tree-sitter parser: ', 1, true), text)
 end)
 
+check(':Op2Import imports an OP2 application of the workspace and opens the program', function()
+  local compiler = (os.getenv('CXX') or '') ~= '' or vim.fn.executable('c++') == 1 or vim.fn.executable('g++') == 1
+    or vim.fn.executable('clang++') == 1
+  if not compiler then
+    out('SKIPPED :Op2Import: no C++ compiler (set CXX or install c++/g++/clang++); op2 import needs one')
+    return
+  end
+  local repo = vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':p:h:h:h:h')
+  local grid = repo .. '/server/import/tests/apps/grid'
+  local app = vim.uv.fs_realpath(workspace) .. '/app'
+  vim.fn.mkdir(app, 'p')
+  for _, name in ipairs({ 'grid.cpp', 'grid.dat', 'grid_kernels.h' }) do
+    assert(vim.fn.writefile(vim.fn.readfile(grid .. '/' .. name, 'b'), app .. '/' .. name, 'b') == 0, name)
+  end
+  vim.cmd.edit(app .. '/grid.cpp')
+  eq(#vim.lsp.get_clients({ bufnr = 0, name = 'op2' }), 0, 'op2 clients attached to the C++ buffer')
+  local result
+  assert(require('op2').import(nil, function(answer)
+    result = { answer = answer }
+  end), 'the import started')
+  wait_for('the import', function()
+    return result
+  end, 120000)
+  assert(result.answer, 'the import failed: ' .. vim.inspect(notes[#notes]))
+  eq(result.answer.faithful, true, 'faithful')
+  eq(vim.api.nvim_buf_get_name(0), app .. '/grid.op2', 'the buffer shown')
+  eq(vim.bo.filetype, 'op2', 'filetype of the program')
+  eq(vim.fn.filereadable(app .. '/grid.json'), 1, 'the instance is written')
+  assert(notes[#notes].message:find('imported grid.cpp into grid.op2 and grid.json', 1, true), vim.inspect(notes[#notes]))
+  -- The program opened is analysed by the server like any other.
+  wait_for('the imported program to be attached', function()
+    return #vim.lsp.get_clients({ bufnr = 0, name = 'op2' }) == 1
+  end)
+  vim.cmd('bwipeout!')
+  vim.cmd('bwipeout! ' .. vim.fn.fnameescape(app .. '/grid.cpp'))
+  -- A file that is not C or C++ is refused before anything is asked.
+  eq(require('op2').import(workspace .. '/broken.op2'), false, 'an .op2 file is not imported')
+end)
+
 check('the client stops cleanly', function()
   client:stop()
   wait_for('the client to stop', function()

@@ -184,4 +184,93 @@ function M.open_graph(bufnr)
   return true
 end
 
+--- The C and C++ extensions an OP2 application's main file may have.
+local C_SOURCES = { c = true, cc = true, cpp = true, cxx = true, C = true }
+
+--- An op2 client whose workspace holds `path`, or one started for the
+--- project of `path` (found by .git) without attaching it to any buffer:
+--- the server analyses .op2 files only.
+local function client_for(path)
+  for _, client in ipairs(vim.lsp.get_clients({ name = 'op2' })) do
+    for _, folder in ipairs(client.workspace_folders or {}) do
+      local root = vim.uri_to_fname(folder.uri)
+      if path:sub(1, #root + 1) == root .. '/' then
+        return client
+      end
+    end
+  end
+  local config = vim.deepcopy(vim.lsp.config.op2 or {})
+  if config.cmd == nil then
+    notify('the op2 language server is not configured (is `vim.lsp.enable("op2")` in your config? see :checkhealth op2)', levels.ERROR)
+    return nil
+  end
+  config.name = 'op2'
+  config.root_dir = vim.fs.root(path, config.root_markers or { '.git' }) or vim.fs.dirname(path)
+  config.workspace_folders = nil
+  local id = vim.lsp.start(config, { attach = false })
+  local client = id and vim.lsp.get_client_by_id(id)
+  if client == nil then
+    notify('cannot start the op2 language server', levels.ERROR)
+    return nil
+  end
+  vim.wait(M.timeout_ms, function()
+    return client.initialized
+  end, 20)
+  return client
+end
+
+--- The last import's answer: { program, instance, faithful, report }.
+M.last_import = nil
+
+--- Imports an OP2 application (the server's op2.import): the C/C++ main
+--- file `path` (default: the current buffer's) into `<stem>.op2` and its
+--- instance beside it, then opens the program. The server shows progress;
+--- the report is in the notification. `on_done(answer_or_nil)` is called
+--- when the answer has been handled.
+function M.import(path, on_done)
+  path = path or vim.api.nvim_buf_get_name(0)
+  if path == '' or not C_SOURCES[vim.fn.fnamemodify(path, ':e')] then
+    notify('open the main C/C++ file of an OP2 application (the one that calls op_init) first', levels.WARN)
+    return false
+  end
+  path = vim.fn.fnamemodify(path, ':p')
+  local buf = vim.fn.bufnr(path)
+  if buf ~= -1 and vim.bo[buf].modified then
+    vim.api.nvim_buf_call(buf, function()
+      vim.cmd('silent write')
+    end)
+  end
+  local client = client_for(path)
+  if client == nil then
+    return false
+  end
+  notify(('importing %s (the application is compiled and its set-up run)'):format(vim.fn.fnamemodify(path, ':t')))
+  local params = { command = 'op2.import', arguments = { vim.uri_from_fname(path) } }
+  client:request('workspace/executeCommand', params, function(err, result)
+    local answer
+    if err then
+      notify('import failed: ' .. tostring(err.message or err), levels.ERROR)
+    elseif type(result) == 'table' and type(result.program) == 'string' then
+      answer = result
+      M.last_import = result
+      local program = vim.uri_to_fname(result.program)
+      vim.cmd.edit(vim.fn.fnameescape(program))
+      local written = vim.fn.fnamemodify(program, ':t')
+      if type(result.instance) == 'string' then
+        written = written .. ' and ' .. vim.fn.fnamemodify(vim.uri_to_fname(result.instance), ':t')
+      end
+      local from = vim.fn.fnamemodify(path, ':t')
+      if result.faithful then
+        notify(('imported %s into %s'):format(from, written))
+      else
+        notify(('imported %s into %s, but the result is not faithful to the application:\n%s'):format(from, written, result.report or ''), levels.WARN)
+      end
+    end
+    if on_done then
+      on_done(answer)
+    end
+  end)
+  return true
+end
+
 return M
