@@ -259,6 +259,60 @@ fn a_declaration_after_the_first_par_loop_is_refused() {
     assert!(message.contains("late.cpp:10:3)"), "{message}");
 }
 
+#[test]
+fn a_set_up_printing_without_end_keeps_only_the_start_of_its_output() {
+    if compiler("a_set_up_printing_without_end_keeps_only_the_start_of_its_output").is_none() {
+        return;
+    }
+    // 8 MiB on standard output, then the set-up fails before its par_loop.
+    let work = tempfile::tempdir().unwrap();
+    let main = work.path().join("loud.cpp");
+    std::fs::write(
+        &main,
+        r#"#include "op_seq.h"
+#include <cstdio>
+#include <cstdlib>
+inline void touch(double *x) { x[0] = 1.0; }
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  for (int i = 0; i < (1 << 17); i++) printf("%063d\n", i);
+  exit(3);
+  op_set nodes = op_decl_set(3, "nodes");
+  op_dat p_x = op_decl_dat(nodes, 1, "double", (double *)0, "p_x");
+  op_par_loop(touch, "touch", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_WRITE));
+  op_exit();
+}
+"#,
+    )
+    .unwrap();
+    let error = import(
+        &Options {
+            main,
+            out: work.path().to_owned(),
+            working_dir: Some(work.path().to_owned()),
+            ..Options::default()
+        },
+        &mut |_| {},
+    )
+    .expect_err("the set-up ends before its par_loop");
+    let message = error.to_string();
+    assert!(
+        message.contains("(exit status 3)"),
+        "{}",
+        &message[..message.len().min(2000)]
+    );
+    assert!(
+        message.contains(&format!("({} more bytes not kept)", (64 << 17) - (1 << 20))),
+        "{}",
+        &message[message.len() - 200..]
+    );
+    assert!(
+        message.len() < (1 << 20) + 1000,
+        "{} bytes kept",
+        message.len()
+    );
+}
+
 /// Analyses an `.op2` text that must have no errors.
 fn analyse(path: &Path, text: &str) -> op2_analysis::Analysis {
     let parse = op2_syntax::Parse::new(text);
