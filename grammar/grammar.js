@@ -35,6 +35,16 @@ const SCALAR_TYPES = ['double', 'float', 'int', 'uint', 'll', 'ull', 'bool'];
 
 const ACCESS_MODES = ['READ', 'WRITE', 'RW', 'INC', 'MIN', 'MAX'];
 
+// The reserved words of language.md §2.
+const RESERVED = [
+  'set', 'map', 'dat', 'const', 'global', 'kernel', 'main', 'par_loop',
+  'over', 'as', 'on', 'import', 'len', 'print',
+  'if', 'else', 'for', 'while', 'do', 'break', 'continue', 'return',
+  'true', 'false',
+  ...ACCESS_MODES,
+  ...SCALAR_TYPES,
+];
+
 module.exports = grammar({
   name: 'op2',
 
@@ -49,14 +59,11 @@ module.exports = grammar({
   // while typing ends at the next `set`, `kernel` or `main` (a MISSING `}`)
   // instead of swallowing every declaration after it.
   reserved: {
-    global: _ => [
-      'set', 'map', 'dat', 'const', 'global', 'kernel', 'main', 'par_loop',
-      'over', 'as', 'on', 'import', 'len', 'print',
-      'if', 'else', 'for', 'while', 'do', 'break', 'continue', 'return',
-      'true', 'false',
-      ...ACCESS_MODES,
-      ...SCALAR_TYPES,
-    ],
+    global: _ => RESERVED,
+    // Inside a par_loop argument `idx` and `INFO` are reserved too; they
+    // are ordinary names everywhere else (a kernel parameter called `idx`
+    // is what OP2 codes write).
+    argument: _ => [...RESERVED, 'idx', 'INFO'],
   },
 
   rules: {
@@ -275,9 +282,10 @@ module.exports = grammar({
       ')',
     ),
 
-    // `p_q READ`, `p_x[pcell[0]] READ`, `rms INC`, `gam`, `len(cells)`.
-    par_loop_argument: $ => seq(
-      field('data', choice($.identifier, $.len_expression)),
+    // `p_q READ`, `p_x[pcell[0]] READ`, `rms INC`, `gam`, `len(cells)`,
+    // `idx`, `idx[pedge[1]]`, `errloc INFO(maxerr)`.
+    par_loop_argument: $ => reserved('argument', seq(
+      field('data', choice($.identifier, $.len_expression, $.index_argument)),
       optional(seq(
         '[',
         field('map', $.identifier),
@@ -286,10 +294,20 @@ module.exports = grammar({
         ']',
         ']',
       )),
-      optional(field('mode', $.access_mode)),
-    ),
+      optional(choice(field('mode', $.access_mode), field('info', $.info_mode))),
+    )),
 
     access_mode: _ => choice(...ACCESS_MODES),
+
+    // The index of the iteration element, or with a map the index of the
+    // element it reaches (OP2's `op_arg_idx`). A contextual keyword: `idx`
+    // is an ordinary name everywhere but at the start of an argument.
+    index_argument: _ => 'idx',
+
+    // `INFO(G)`: the global records what the kernel stored in it at the
+    // element where the MIN or MAX global `G` of the same loop reached its
+    // extreme (OP2's `op_arg_info`). `INFO` is contextual like `idx`.
+    info_mode: $ => seq('INFO', '(', field('global', $.identifier), ')'),
 
     print_statement: $ => seq(
       'print',

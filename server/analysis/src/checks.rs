@@ -415,6 +415,8 @@ pub(crate) fn check_invocations(
                         diagnostics.push(diagnostic);
                     }
                 }
+                // An `INFO` global is read and written as the kernel likes.
+                AccessMode::Rw if matches!(arg.kind, ArgKind::Info { .. }) => {}
                 AccessMode::Rw => {
                     let (weaker, saved) = if !usage.is_written() {
                         (Some(AccessMode::Read), "the write-back")
@@ -520,6 +522,11 @@ impl std::fmt::Display for ArgName<'_> {
             ArgKind::Global(global) => f.write_str(&program.globals[global.index()].name),
             ArgKind::Const(id) => f.write_str(&program.consts[id.index()].name),
             ArgKind::Len(set) => write!(f, "len({})", program.sets[set.index()].name),
+            ArgKind::Index(None) => f.write_str("idx"),
+            ArgKind::Index(Some((map, index))) => {
+                write!(f, "idx[{}[{index}]]", program.maps[map.index()].name)
+            }
+            ArgKind::Info { global, .. } => f.write_str(&program.globals[global.index()].name),
         }
     }
 }
@@ -590,6 +597,9 @@ fn conflict(a: &Arg, b: &Arg) -> Option<&'static str> {
     let indirect_write =
         |x: &Arg| x.kind.is_indirect() && matches!(x.mode, AccessMode::Write | AccessMode::Rw);
     let global = matches!(a.kind, ArgKind::Global(_));
+    if matches!(a.kind, ArgKind::Info { .. }) || matches!(b.kind, ArgKind::Info { .. }) {
+        return Some("a global recorded with `INFO` may appear in no other argument");
+    }
     if direct_write(a) || direct_write(b) {
         return Some("a dat written directly may appear in no other argument");
     }

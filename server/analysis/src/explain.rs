@@ -28,6 +28,7 @@ pub fn explanation(code: Code) -> &'static str {
         Code::E310 => include_str!("../explanations/E310.md"),
         Code::E311 => include_str!("../explanations/E311.md"),
         Code::E312 => include_str!("../explanations/E312.md"),
+        Code::E313 => include_str!("../explanations/E313.md"),
         Code::E401 => include_str!("../explanations/E401.md"),
         Code::W402 => include_str!("../explanations/W402.md"),
         Code::E501 => include_str!("../explanations/E501.md"),

@@ -52,6 +52,8 @@ pub(crate) struct ArgSyntax {
     pub map: Option<(Written, Option<u64>)>,
     /// The mode's keyword (`None` when it is not one) and where it is.
     pub mode: Option<(Option<AccessMode>, TextRange)>,
+    /// `INFO(G)` in place of a mode: `G` as written, and where the clause is.
+    pub info: Option<(Option<Written>, TextRange)>,
 }
 
 /// What an argument names.
@@ -61,6 +63,8 @@ pub(crate) enum ArgDataSyntax {
     Name(Written),
     /// `len(SET)`.
     Len(Option<Written>),
+    /// `idx`.
+    Index,
 }
 
 impl ParLoopSyntax {
@@ -79,6 +83,7 @@ impl ParLoopSyntax {
                     data: argument.data().map(|data| match data {
                         ArgData::Name(ident) => ArgDataSyntax::Name(Written::read(ident, source)),
                         ArgData::Len(len) => ArgDataSyntax::Len(written(len.set())),
+                        ArgData::Index(_) => ArgDataSyntax::Index,
                     }),
                     map: argument.map().map(|map| {
                         let index = argument
@@ -89,6 +94,9 @@ impl ParLoopSyntax {
                     mode: argument
                         .mode()
                         .map(|mode| (mode.mode(source), mode.text_range())),
+                    info: argument
+                        .info()
+                        .map(|info| (written(info.global()), info.text_range())),
                 })
                 .collect(),
         }
@@ -119,13 +127,19 @@ impl Shift for ParLoopSyntax {
                 Some(ArgDataSyntax::Name(written) | ArgDataSyntax::Len(Some(written))) => {
                     written.shift(delta);
                 }
-                Some(ArgDataSyntax::Len(None)) | None => {}
+                Some(ArgDataSyntax::Len(None) | ArgDataSyntax::Index) | None => {}
             }
             if let Some((map, _)) = &mut arg.map {
                 map.shift(delta);
             }
             if let Some((_, range)) = &mut arg.mode {
                 range.shift(delta);
+            }
+            if let Some((global, range)) = &mut arg.info {
+                range.shift(delta);
+                if let Some(global) = global {
+                    global.shift(delta);
+                }
             }
         }
     }
@@ -159,11 +173,12 @@ impl Resolver<'_, '_> {
             .alias
             .as_ref()
             .map(|a| (String::from(&*a.text), at(a.range)));
-        let args = par_loop
+        let mut args: Vec<Option<Arg>> = par_loop
             .args
             .iter()
             .map(|argument| self.resolve_argument(file, argument, set))
             .collect();
+        self.resolve_infos(file, par_loop, &mut args);
         let arguments = at(par_loop.argument_list.unwrap_or(par_loop.range));
         let name_location = alias.as_ref().map_or(kernel_location, |(_, l)| *l);
         let positions = InvocationSyntax {
@@ -197,6 +212,34 @@ impl Resolver<'_, '_> {
         let written_mode = argument.mode.and_then(|(mode, _)| mode);
         let map_part = argument.map.as_ref();
         let (kind, ty, name): (ArgKind, ElementType, Cow<'_, str>) = match argument.data.as_ref()? {
+            ArgDataSyntax::Index => {
+                let through = match map_part {
+                    None => None,
+                    Some((map, index)) => {
+                        if let Some(Symbol::Map(map)) = self.lookup(&map.text) {
+                            self.program.referenced.insert(Symbol::Map(map));
+                        }
+                        match self.resolve_indirect(file, None, map, *index, iteration, location)? {
+                            ArgKind::IndirectDat { map, index, .. } => Some((map, index)),
+                            _ => return None,
+                        }
+                    }
+                };
+                let name = match map_part {
+                    None => Cow::Borrowed("idx"),
+                    Some((map, index)) => {
+                        Cow::Owned(format!("idx[{}[{}]]", map.text, index.unwrap_or_default()))
+                    }
+                };
+                (
+                    ArgKind::Index(through),
+                    ElementType {
+                        scalar: ScalarType::Int,
+                        dimension: 1,
+                    },
+                    name,
+                )
+            }
             ArgDataSyntax::Len(set) => {
                 let set = self.resolve_set(file, set.as_ref())?;
                 (
@@ -223,9 +266,14 @@ impl Resolver<'_, '_> {
                         let ty = self.program.dats[dat.index()].ty;
                         let kind = match map_part {
                             None => ArgKind::DirectDat(dat),
-                            Some((map, index)) => {
-                                self.resolve_indirect(file, dat, map, *index, iteration, location)?
-                            }
+                            Some((map, index)) => self.resolve_indirect(
+                                file,
+                                Some(dat),
+                                map,
+                                *index,
+                                iteration,
+                                location,
+                            )?,
                         };
                         if let (ArgKind::DirectDat(_), Some(iteration), Some(dat_set)) =
                             (kind, iteration, self.program.dats[dat.index()].set)
@@ -248,7 +296,17 @@ impl Resolver<'_, '_> {
                     }
                     Some(Symbol::Global(global)) => {
                         let ty = self.program.globals[global.index()].ty;
-                        (ArgKind::Global(global), ty, Cow::Borrowed(name))
+                        let kind = if argument.info.is_some() {
+                            // The position of the argument it follows is
+                            // found once every argument is resolved.
+                            ArgKind::Info {
+                                global,
+                                of: u32::MAX,
+                            }
+                        } else {
+                            ArgKind::Global(global)
+                        };
+                        (kind, ty, Cow::Borrowed(name))
                     }
                     Some(Symbol::Const(id)) => {
                         let ty = self.program.consts[id.index()].ty;
@@ -282,8 +340,22 @@ impl Resolver<'_, '_> {
                 }
             }
         };
-        if !matches!(kind, ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_))
-            && let Some((map, _)) = map_part
+        if let (Some((_, info)), false) = (&argument.info, matches!(kind, ArgKind::Info { .. })) {
+            self.report(
+                Diagnostic::new(
+                    Code::E308,
+                    location,
+                    format!("`INFO` is not allowed for `{name}`"),
+                )
+                .with_label("only a global can record where another global reached its extreme")
+                .with_related(at(*info), "`INFO` given here"),
+            );
+            return None;
+        }
+        if !matches!(
+            kind,
+            ArgKind::IndirectDat { .. } | ArgKind::DirectDat(_) | ArgKind::Index(_)
+        ) && let Some((map, _)) = map_part
         {
             let what = match kind {
                 ArgKind::Global(_) => format!("the global `{name}`"),
@@ -302,8 +374,10 @@ impl Resolver<'_, '_> {
             return None;
         }
         let mode = match (written_mode, kind) {
+            // The kernel may read and write its copy of the global.
+            (_, ArgKind::Info { .. }) => AccessMode::Rw,
             (Some(mode), _) => mode,
-            (None, ArgKind::Const(_) | ArgKind::Len(_)) => AccessMode::Read,
+            (None, ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_)) => AccessMode::Read,
             (None, _) => {
                 let what = if matches!(kind, ArgKind::Global(_)) {
                     "global"
@@ -334,7 +408,8 @@ impl Resolver<'_, '_> {
                 AccessMode::Min,
                 AccessMode::Max,
             ],
-            ArgKind::Const(_) | ArgKind::Len(_) => &[AccessMode::Read],
+            ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => &[AccessMode::Read],
+            ArgKind::Info { .. } => &[AccessMode::Rw],
         };
         if !allowed.contains(&mode) {
             let kind_word = match kind {
@@ -343,6 +418,8 @@ impl Resolver<'_, '_> {
                 ArgKind::Global(_) => "a global",
                 ArgKind::Const(_) => "a const",
                 ArgKind::Len(_) => "`len(…)`",
+                ArgKind::Index(_) => "`idx`",
+                ArgKind::Info { .. } => "an `INFO` global",
             };
             let why = match (kind, mode) {
                 (ArgKind::Global(_), AccessMode::Write | AccessMode::Rw) => {
@@ -362,7 +439,7 @@ impl Resolver<'_, '_> {
             )
             .with_label(format!("{kind_word} takes {}", allowed_list.join(", ")))
             .with_related(location, why);
-            if let (ArgKind::Const(_) | ArgKind::Len(_), Some(mode_location)) =
+            if let (ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_), Some(mode_location)) =
                 (kind, mode_location)
             {
                 diagnostic = diagnostic.with_fix(Fix {
@@ -397,10 +474,12 @@ impl Resolver<'_, '_> {
         })
     }
 
+    /// The map part of an indirect dat (`dat` given) or of `idx[M[K]]`
+    /// (`dat` is `None`; the result's dat is then meaningless).
     fn resolve_indirect(
         &mut self,
         file: FileId,
-        dat: DatId,
+        dat: Option<DatId>,
         map: &Written,
         index: Option<u64>,
         iteration: Option<SetId>,
@@ -439,8 +518,9 @@ impl Resolver<'_, '_> {
             self.report(diagnostic);
             return None;
         }
-        let dat_decl = &self.program.dats[dat.index()];
-        if let (Some(to), Some(dat_set)) = (to, dat_decl.set)
+        if let Some(dat) = dat
+            && let dat_decl = &self.program.dats[dat.index()]
+            && let (Some(to), Some(dat_set)) = (to, dat_decl.set)
             && to != dat_set
         {
             let to_name = &self.program.sets[to.index()].name;
@@ -467,9 +547,88 @@ impl Resolver<'_, '_> {
             return None;
         }
         Some(ArgKind::IndirectDat {
-            dat,
+            dat: dat.unwrap_or(DatId(0)),
             map: map_id,
             index: u32::try_from(value).unwrap_or(u32::MAX),
         })
+    }
+
+    /// Binds every `G INFO(R)` to the one argument that reduces `R` with
+    /// `MIN` or `MAX` (E313 when there is not exactly one, when `R` has a
+    /// dimension other than 1, or when the name is not a global).
+    fn resolve_infos(&mut self, file: FileId, par_loop: &ParLoopSyntax, args: &mut [Option<Arg>]) {
+        let at = |range: TextRange| Location { file, range };
+        for (k, argument) in par_loop.args.iter().enumerate() {
+            let Some((Some(written), clause)) = &argument.info else {
+                continue;
+            };
+            let Some(Arg {
+                kind: ArgKind::Info { global, .. },
+                location,
+                ..
+            }) = args[k].clone()
+            else {
+                continue;
+            };
+            let name = &*written.text;
+            let symbol = self.lookup(name);
+            if let Some(symbol) = symbol {
+                self.program.referenced.insert(symbol);
+            }
+            let info_name = self.program.globals[global.index()].name.clone();
+            let problem = match symbol {
+                Some(Symbol::Global(reference)) => {
+                    let reducers: Vec<usize> = args
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, a)| {
+                            a.as_ref().is_some_and(|a| {
+                                a.kind == ArgKind::Global(reference)
+                                    && matches!(a.mode, AccessMode::Min | AccessMode::Max)
+                            })
+                        })
+                        .map(|(j, _)| j)
+                        .collect();
+                    let dimension = self.program.globals[reference.index()].ty.dimension;
+                    match reducers.as_slice() {
+                        [one] if dimension == 1 => {
+                            if let Some(Arg {
+                                kind: ArgKind::Info { of, .. },
+                                ..
+                            }) = &mut args[k]
+                            {
+                                *of = u32::try_from(*one).unwrap_or(u32::MAX);
+                            }
+                            continue;
+                        }
+                        [_] => format!(
+                            "`{name}` has dimension {dimension}; `INFO` follows a global of dimension 1"
+                        ),
+                        [] => {
+                            format!("`{name}` is not reduced with `MIN` or `MAX` in this par_loop")
+                        }
+                        _ => format!(
+                            "`{name}` is reduced by {} arguments of this par_loop; `INFO` needs exactly one",
+                            reducers.len()
+                        ),
+                    }
+                }
+                Some(other) => format!("`{name}` is a {}, not a global", other.kind_name()),
+                None => format!("cannot find global `{name}`"),
+            };
+            self.report(
+                Diagnostic::new(
+                    Code::E313,
+                    at(written.range),
+                    format!("`{info_name} INFO({name})`: {problem}"),
+                )
+                .with_label(format!(
+                    "expected a global of dimension 1 passed once with `MIN` or `MAX` in this par_loop"
+                ))
+                .with_related(location, "the `INFO` argument")
+                .with_related(at(*clause), "`INFO` given here"),
+            );
+            args[k] = None;
+        }
     }
 }

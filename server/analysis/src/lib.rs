@@ -248,8 +248,11 @@ fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
                     used.insert(Symbol::Dat(dat));
                     used.insert(Symbol::Map(map));
                 }
-                model::ArgKind::Global(id) => {
+                model::ArgKind::Global(id) | model::ArgKind::Info { global: id, .. } => {
                     used.insert(Symbol::Global(id));
+                }
+                model::ArgKind::Index(map) => {
+                    used.extend(map.map(|(map, _)| Symbol::Map(map)));
                 }
                 model::ArgKind::Const(id) => {
                     used.insert(Symbol::Const(id));

@@ -248,6 +248,20 @@ pub enum ArgKind {
     Const(ConstId),
     /// `len(S)`.
     Len(SetId),
+    /// `idx`: the index of the iteration element, or with a map
+    /// (`idx[M[K]]`) the index of the element `M[K]` reaches, as an `int`
+    /// (OP2's `op_arg_idx`).
+    Index(Option<(MapId, u32)>),
+    /// `G INFO(R)`: the global `G` takes, at the end of the loop, what the
+    /// kernel left in its copy at the element that set the extreme of the
+    /// MIN or MAX global of argument `of` (OP2's `op_arg_info`).
+    Info {
+        /// The global written.
+        global: GlobalId,
+        /// The position, among the par_loop's arguments, of the MIN or
+        /// MAX argument it follows.
+        of: u32,
+    },
 }
 
 impl ArgKind {
@@ -256,8 +270,8 @@ impl ArgKind {
     pub fn data(self) -> Option<Data> {
         match self {
             ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => Some(Data::Dat(dat)),
-            ArgKind::Global(global) => Some(Data::Global(global)),
-            ArgKind::Const(_) | ArgKind::Len(_) => None,
+            ArgKind::Global(global) | ArgKind::Info { global, .. } => Some(Data::Global(global)),
+            ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => None,
         }
     }
 

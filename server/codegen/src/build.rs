@@ -18,8 +18,8 @@ use crate::controller;
 use crate::cpp::{Printer, Spelling, double_literal, scalar_type_decl};
 use crate::kernels::KernelCache;
 use crate::model::{
-    CType, Controller, DeviceKind, DevicePlan, DeviceType, GraphType, InvocationPlan, Member,
-    MessageRole, MessageType, Pin, PinRole, Terminator,
+    CType, Controller, DeviceKind, DevicePlan, DeviceType, GraphType, InfoPlan, InvocationPlan,
+    Member, MessageRole, MessageType, Pin, PinRole, Terminator,
 };
 use crate::names;
 
@@ -213,8 +213,25 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
         let mut involved = vec![set];
         let mut begin_globals = Vec::new();
         let mut end_globals = Vec::new();
-        for (_, arg) in invocation.resolved_args() {
+        let mut infos = Vec::new();
+        for (k, arg) in invocation.resolved_args() {
             match arg.kind {
+                ArgKind::Info { global, of } => {
+                    if !begin_globals.contains(&global) {
+                        begin_globals.push(global);
+                    }
+                    if let Some(Some(reference)) = invocation.args.get(of as usize)
+                        && let ArgKind::Global(of_global) = reference.kind
+                    {
+                        infos.push(InfoPlan {
+                            global,
+                            arg: k,
+                            of: of_global,
+                            of_arg: of as usize,
+                            mode: reference.mode,
+                        });
+                    }
+                }
                 ArgKind::IndirectDat { dat, .. } => {
                     if let Some(target) = program.dats[dat.index()].set
                         && !involved.contains(&target)
@@ -246,6 +263,7 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
             involved_sets: involved,
             begin_globals,
             end_globals,
+            infos,
         });
     }
     plans
@@ -258,6 +276,56 @@ fn global_member(program: &Program, global: GlobalId) -> Member {
         CType::of(g.ty.scalar),
         g.ty.dimension,
     )
+}
+
+/// The members an `INFO` global adds to `{inv}_end`, to the controller and to
+/// the iteration set's devices: its value and `element_G`.
+fn info_members(program: &Program, info: &InfoPlan) -> [Member; 2] {
+    let name = &program.globals[info.global.index()].name;
+    [
+        global_member(program, info.global),
+        Member::scalar(names::info_element(name), CType::U32),
+    ]
+}
+
+/// Of two partials of an `INFO` global, takes the incoming one (`message`)
+/// when it has an element and the current one (`state`, whose `R` is
+/// `current`) has none, or `R` is strictly better, or equal with a lower
+/// element.
+fn info_combine(out: &mut String, program: &Program, info: &InfoPlan, current: &str, value: &str) {
+    let g = global_member(program, info.global);
+    let element = names::info_element(&program.globals[info.global.index()].name);
+    let r = global_member(program, info.of).name;
+    let better = if info.mode == AccessMode::Min {
+        '<'
+    } else {
+        '>'
+    };
+    let none = names::NO_ELEMENT;
+    let _ = writeln!(
+        out,
+        "if (message->{element} != {none}u && (deviceState->{element} == {none}u || message->{r}[0] {better} {current}[0] || (message->{r}[0] == {current}[0] && message->{element} < deviceState->{element}))) {{\n    deviceState->{element} = message->{element};"
+    );
+    copy_loop(out, g.components(), |o, c| {
+        let _ = write!(
+            o,
+            "    deviceState->{value}[{c}] = message->{}[{c}];",
+            g.name
+        );
+    });
+    out.push_str("}\n");
+}
+
+/// `element_G = NO_ELEMENT` for every `INFO` global of the invocation.
+fn reset_info_elements(out: &mut String, program: &Program, plan: &InvocationPlan) {
+    for info in &plan.infos {
+        let _ = writeln!(
+            out,
+            "deviceState->{} = {}u;",
+            names::info_element(&program.globals[info.global.index()].name),
+            names::NO_ELEMENT
+        );
+    }
 }
 
 fn message_types(program: &Program, invocations: &[InvocationPlan]) -> Vec<MessageType> {
@@ -305,6 +373,11 @@ fn message_types(program: &Program, invocations: &[InvocationPlan]) -> Vec<Messa
                 .end_globals
                 .iter()
                 .map(|(g, _)| global_member(program, *g))
+                .chain(
+                    plan.infos
+                        .iter()
+                        .flat_map(|info| info_members(program, info)),
+                )
                 .collect(),
             role: MessageRole::End(plan.id),
         });
@@ -474,6 +547,25 @@ fn set_device(
         .map(|p| device_plan(program, p, set))
         .collect();
     let mut properties = Vec::with_capacity(2 * plans.len());
+    // The indices `idx` arguments pass: the element's own, and the targets
+    // of the maps of `idx[M[K]]`.
+    let mut own_index = false;
+    for plan in invocations.iter().filter(|p| p.set == set) {
+        own_index |= !plan.infos.is_empty();
+        for (k, arg) in program.invocations[plan.id.index()].resolved_args() {
+            match arg.kind {
+                ArgKind::Index(None) => own_index = true,
+                ArgKind::Index(Some(_)) => properties.push(Member::scalar(
+                    names::index_property(&plan.name, k),
+                    CType::I32,
+                )),
+                _ => {}
+            }
+        }
+    }
+    if own_index {
+        properties.insert(0, Member::scalar(names::INDEX_PROPERTY, CType::I32));
+    }
     let mut state = State::new();
     for (index, dat) in program.dats.iter().enumerate() {
         if dat.set == Some(set) {
@@ -489,7 +581,7 @@ fn set_device(
     let mut pads = vec![false; program.globals.len()];
     for plan in invocations.iter().filter(|p| p.set == set) {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
-            if let ArgKind::Global(global) = arg.kind {
+            if let ArgKind::Global(global) | ArgKind::Info { global, .. } = arg.kind {
                 pads[global.index()] = true;
             }
         }
@@ -499,6 +591,13 @@ fn set_device(
             program,
             GlobalId(u32::try_from(index).unwrap_or(u32::MAX)),
         ));
+    }
+    // The element that set each `INFO` global, from the execute step.
+    for plan in invocations.iter().filter(|p| p.set == set) {
+        for info in &plan.infos {
+            let [_, element] = info_members(program, info);
+            state.push_new(element);
+        }
     }
     let mut shared_code = String::new();
     let mut inputs = Vec::new();
@@ -745,6 +844,27 @@ fn set_device(
                 };
             });
         }
+        for info in &plan.infos {
+            for member in info_members(program, info) {
+                copy_loop(&mut handler, member.components(), |out, c| {
+                    let (name, index) = if member.length.is_some() {
+                        (member.name.as_str(), format!("[{c}]"))
+                    } else {
+                        (member.name.as_str(), String::new())
+                    };
+                    let _ = if !device.iterates {
+                        let value = if member.length.is_some() {
+                            "0".to_owned()
+                        } else {
+                            format!("{}u", names::NO_ELEMENT)
+                        };
+                        write!(out, "message->{name}{index} = {value};")
+                    } else {
+                        write!(out, "message->{name}{index} = deviceState->{name}{index};")
+                    };
+                });
+            }
+        }
         let _ = writeln!(handler, "deviceState->{write_count} = 0;");
         let _ = writeln!(handler, "deviceState->{} = 0;", n.in_progress);
         let _ = writeln!(
@@ -838,6 +958,17 @@ fn execute_kernel(
                 ScalarType::Int,
                 1,
             ),
+            ArgKind::Index(map) => {
+                let property = match map {
+                    None => names::INDEX_PROPERTY.to_owned(),
+                    Some(_) => names::index_property(&plan.name, index),
+                };
+                let _ = writeln!(
+                    handler,
+                    "int32_t op2_arg{index}[1];\nop2_arg{index}[0] = deviceProperties->{property};"
+                );
+                continue;
+            }
             _ => continue,
         };
         let _ = writeln!(
@@ -848,6 +979,15 @@ fn execute_kernel(
         copy_loop(handler, length, |out, c| {
             let _ = write!(out, "op2_arg{index}[{c}] = graphProperties->{source}[{c}];");
         });
+    }
+    for info in &plan.infos {
+        let r = global_member(program, info.of).name;
+        let _ = writeln!(
+            handler,
+            "{} op2_start{} = deviceState->{r}[0];",
+            scalar_type_decl(program.globals[info.of.index()].ty.scalar),
+            info.arg
+        );
     }
     let kernel = &program.kernels[plan.kernel.index()];
     handler.push_str(&names::cpp_identifier(&kernel.name));
@@ -869,7 +1009,14 @@ fn execute_kernel(
             // Graph properties are const in the handlers: the kernel gets a
             // copy, so that a parameter another invocation binds to
             // writable data need not be const.
-            ArgKind::Const(_) | ArgKind::Len(_) => write!(handler, "op2_arg{index}"),
+            ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => {
+                write!(handler, "op2_arg{index}")
+            }
+            ArgKind::Info { global, .. } => write!(
+                handler,
+                "deviceState->{}",
+                names::global_state(&program.globals[global.index()].name)
+            ),
         };
     }
     for id in &kernel.consts_used {
@@ -883,6 +1030,22 @@ fn execute_kernel(
         );
     }
     handler.push_str(");\n");
+    for info in &plan.infos {
+        let r = global_member(program, info.of).name;
+        let element = names::info_element(&program.globals[info.global.index()].name);
+        let better = if info.mode == AccessMode::Min {
+            '<'
+        } else {
+            '>'
+        };
+        let _ = writeln!(
+            handler,
+            "deviceState->{element} = deviceState->{r}[0] {better} op2_start{} ? (uint32_t) deviceProperties->{} : {}u;",
+            info.arg,
+            names::INDEX_PROPERTY,
+            names::NO_ELEMENT
+        );
+    }
     let mut added: Vec<(&usize, &(String, u32))> = temporaries.iter().collect();
     added.sort_by_key(|(index, _)| **index);
     for (index, (target, length)) in added {
@@ -972,6 +1135,13 @@ fn controller_device(
                 Some(length) => Member::array(name.clone(), ty, length),
                 None => Member::scalar(name.clone(), ty),
             });
+        }
+    }
+    // The element that set each `INFO` global, while its invocation runs.
+    for info in invocations.iter().flat_map(|plan| &plan.infos) {
+        let [_, element] = info_members(program, info);
+        if !state.iter().any(|m| m.name == element.name) {
+            state.push(element);
         }
     }
     state.push(Member::scalar(names::PROGRAM_COUNTER, CType::U32));
@@ -1068,6 +1238,7 @@ fn controller_device(
                 );
             });
         }
+        reset_info_elements(&mut begin, program, plan);
         let _ = writeln!(begin, "deviceState->{} = 0;", names::BEGIN_PENDING);
         let _ = writeln!(begin, "deviceState->{} = 0;", names::END_COUNT);
         // An invocation over no devices at all completes at once.
@@ -1091,6 +1262,12 @@ fn controller_device(
             handler: begin,
         });
         let mut end = String::new();
+        // Before the MIN or MAX global it follows takes this partial.
+        for info in &plan.infos {
+            let r = format!("deviceState->{}", global_member(program, info.of).name);
+            let g = global_member(program, info.global).name;
+            info_combine(&mut end, program, info, &r, &g);
+        }
         for (global, mode) in &plan.end_globals {
             let member = global_member(program, *global);
             let target = format!("deviceState->{}", member.name);
@@ -1175,6 +1352,16 @@ fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
         })
         .collect();
     state.extend(partials.iter().map(|(partial, ..)| partial.clone()));
+    // Each `INFO` global's partial: `partial_G` and `element_G`.
+    for info in &plan.infos {
+        let [value, element] = info_members(program, info);
+        let name = &program.globals[info.global.index()].name;
+        state.push(Member {
+            name: names::partial_state(name),
+            ..value
+        });
+        state.push(element);
+    }
     state.push(Member::scalar(names::BEGIN_PENDING, CType::U8));
     state.push(Member::scalar(names::END_COUNT, CType::U32));
 
@@ -1195,6 +1382,7 @@ fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
             let _ = write!(out, "deviceState->{}[{c}] = {value};", partial.name);
         });
     }
+    reset_info_elements(&mut begin, program, plan);
     let _ = writeln!(begin, "deviceState->{} = 1;", names::BEGIN_PENDING);
 
     let mut forward = String::new();
@@ -1212,6 +1400,29 @@ fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
 
     let mut end = String::new();
     let mut end_forward = String::new();
+    // Before the MIN or MAX partial it follows takes this child's.
+    for info in &plan.infos {
+        let name = &program.globals[info.global.index()].name;
+        let r = format!(
+            "deviceState->{}",
+            names::partial_state(&program.globals[info.of.index()].name)
+        );
+        info_combine(&mut end, program, info, &r, &names::partial_state(name));
+        let [value, element] = info_members(program, info);
+        copy_loop(&mut end_forward, value.components(), |out, c| {
+            let _ = write!(
+                out,
+                "message->{}[{c}] = deviceState->{}[{c}];",
+                value.name,
+                names::partial_state(name)
+            );
+        });
+        let _ = writeln!(
+            end_forward,
+            "message->{0} = deviceState->{0};",
+            element.name
+        );
+    }
     for (partial, message, mode, _) in &partials {
         let target = format!("deviceState->{}", partial.name);
         let source = format!("message->{}", message.name);

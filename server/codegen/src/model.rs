@@ -287,6 +287,29 @@ pub struct InvocationPlan {
     pub begin_globals: Vec<GlobalId>,
     /// Globals returned in `{inv}_end` and how they combine.
     pub end_globals: Vec<(GlobalId, AccessMode)>,
+    /// The `INFO` globals, returned in `{inv}_end` after the end globals
+    /// with the element that set them.
+    pub infos: Vec<InfoPlan>,
+}
+
+/// An `INFO` global of an invocation (`G INFO(R)`): sent in `{inv}_begin`
+/// (it is among the begin globals), and returned in `{inv}_end` as
+/// `global_G` and `element_G`, the element that set it or
+/// [`NO_ELEMENT`](crate::names::NO_ELEMENT). Of two partials the one with
+/// an element wins; of two with elements, the one whose `R` is strictly
+/// better, and on a tie the lower element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InfoPlan {
+    /// The global `G` that records.
+    pub global: GlobalId,
+    /// Its argument's position.
+    pub arg: usize,
+    /// The MIN or MAX global `R` it follows.
+    pub of: GlobalId,
+    /// The position of `R`'s argument.
+    pub of_arg: usize,
+    /// `R`'s mode: MIN or MAX.
+    pub mode: AccessMode,
 }
 
 /// How a block of `main` ends.

@@ -117,6 +117,25 @@ pub fn write_recv_total(inv: &str) -> String {
     format!("{inv}_write_recv_total")
 }
 
+/// State and message member of an `INFO` global `G`: `element_G`, the
+/// element that set it.
+pub fn info_element(global: &str) -> String {
+    format!("element_{global}")
+}
+
+/// `element_G` when no element set `G`.
+pub const NO_ELEMENT: u32 = u32::MAX;
+
+/// Device property of a set's devices: the element's own index, which an
+/// `idx` argument passes.
+pub const INDEX_PROPERTY: &str = "index";
+
+/// Device property: `{inv}_arg{i}_index`, the index of the element that
+/// argument `idx[M[K]]` reaches, from the map.
+pub fn index_property(inv: &str, arg: usize) -> String {
+    format!("{inv}_arg{arg}_index")
+}
+
 /// Shared-code constant: `{inv}_{S}_read_send_mask_all`.
 pub fn read_send_mask_all(inv: &str, set: &str) -> String {
     format!("{inv}_{set}_read_send_mask_all")

@@ -340,8 +340,14 @@ impl<'a> Reference<'a> {
                             target.copy_from_slice(&globals[global.index()]);
                         }
                     }
+                    ArgKind::Info { global, .. } => {
+                        target.copy_from_slice(&globals[global.index()]);
+                    }
                     ArgKind::Const(id) => target.copy_from_slice(&consts[id.index()]),
                     ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),
+                    ArgKind::Index(_) => {
+                        target[0] = index_value(self.state.row_of(&program, arg.kind, element));
+                    }
                 }
             }
             let mut no_globals: [Vec<Value>; 0] = [];
@@ -357,6 +363,24 @@ impl<'a> Reference<'a> {
                 return Err(kernel_fault(&program, id, element, &fault));
             }
             self.evaluations += 1;
+            // Which `INFO` globals this element sets: those whose MIN or MAX
+            // global it improves, judged before anything is combined.
+            let improved: Vec<bool> = args
+                .iter()
+                .map(|arg| match arg.kind {
+                    ArgKind::Info { of, .. } => {
+                        let reference = &args[of as usize];
+                        let (base, _) = layout.params[of as usize];
+                        match reference.kind {
+                            ArgKind::Global(global) => {
+                                improves(slots[base], globals[global.index()][0], reference.mode)
+                            }
+                            _ => false,
+                        }
+                    }
+                    _ => false,
+                })
+                .collect();
             // Store the results back.
             for (k, arg) in args.iter().enumerate() {
                 let (base, length) = layout.params[k];
@@ -377,6 +401,9 @@ impl<'a> Reference<'a> {
                     }
                     (ArgKind::Global(global), mode @ (AccessMode::Min | AccessMode::Max)) => {
                         combine(&mut globals[global.index()], values, mode);
+                    }
+                    (ArgKind::Info { global, .. }, _) if improved[k] => {
+                        globals[global.index()].copy_from_slice(values);
                     }
                     _ => {}
                 }
@@ -413,6 +440,23 @@ pub(crate) fn add_into(target: &mut [Value], values: &[Value]) {
         let ty = t.ty();
         *t = value::binary(BinaryOp::Add, *t, *v).map_or(*t, |sum| sum.convert(ty));
     }
+}
+
+/// An element index as the `int` an `idx` argument passes (set sizes are at
+/// most 2^24, so it is exact).
+pub(crate) fn index_value(index: usize) -> Value {
+    Value::Int(i32::try_from(index).unwrap_or(i32::MAX))
+}
+
+/// True when `value` is strictly better than `current` for a MIN or MAX
+/// reduction: what decides that an element sets an `INFO` global.
+pub(crate) fn improves(value: Value, current: Value, mode: AccessMode) -> bool {
+    let op = if mode == AccessMode::Min {
+        BinaryOp::Lt
+    } else {
+        BinaryOp::Gt
+    };
+    value::binary(op, value, current).is_ok_and(Value::is_true)
 }
 
 /// Combines partial MIN/MAX values into the target.

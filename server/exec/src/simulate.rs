@@ -352,6 +352,9 @@ struct PlanState {
     write_send_mask: u32,
     write_recv_count: u32,
     buffers: Vec<Vec<Value>>,
+    /// Per `INFO` global of the plan: the element that set it, or
+    /// `NO_ELEMENT` (the generated `element_G`).
+    info_elements: Vec<u32>,
 }
 
 #[derive(Clone)]
@@ -435,6 +438,9 @@ struct Controller {
     begin_pending: usize,
     end_count: u32,
     finished: bool,
+    /// Per `INFO` global of the running invocation: the element of the
+    /// best partial so far (the generated `element_G`).
+    info_elements: Vec<u32>,
 }
 
 /// The simulation.
@@ -762,7 +768,9 @@ impl<'a> Simulator<'a> {
                     .sum()
             };
             let begin_width = width(&mut plan.begin_globals.iter().copied());
-            let end_width = width(&mut plan.end_globals.iter().map(|(g, _)| *g));
+            let end_width = width(&mut plan.end_globals.iter().map(|(g, _)| *g))
+                + width(&mut plan.infos.iter().map(|i| i.global))
+                + plan.infos.len();
             for (index, &end_total) in counts.tree_end_total[plan_index].iter().enumerate() {
                 aggregators.push(Aggregator {
                     plan: plan_index,
@@ -841,6 +849,7 @@ impl<'a> Simulator<'a> {
             ],
             pc: 0,
             running: true,
+            info_elements: Vec::new(),
             begin_pending: 0,
             end_count: 0,
             finished: false,
@@ -1322,6 +1331,29 @@ impl<'a> Simulator<'a> {
                         ));
                     }
                 }
+                for (i, info) in plan.infos.iter().enumerate() {
+                    let g = &self.program.globals[info.global.index()];
+                    let element = if iterates {
+                        let pad = self.types[t]
+                            .pads
+                            .iter()
+                            .position(|x| *x == info.global)
+                            .unwrap_or(0);
+                        payload.extend_from_slice(&self.elements[device - 1].pads[pad]);
+                        self.elements[device - 1].plans[p]
+                            .info_elements
+                            .get(i)
+                            .copied()
+                            .unwrap_or(NO_ELEMENT)
+                    } else {
+                        payload.extend(std::iter::repeat_n(
+                            Value::zero(g.ty.scalar),
+                            g.ty.dimension as usize,
+                        ));
+                        NO_ELEMENT
+                    };
+                    payload.push(Value::Uint(element));
+                }
                 let state = &mut self.elements[device - 1].plans[p];
                 state.write_recv_count = 0;
                 state.in_progress = false;
@@ -1425,10 +1457,39 @@ impl<'a> Simulator<'a> {
                         target.copy_from_slice(values);
                     }
                 }
+                ArgKind::Info { global, .. } => {
+                    let pad = self.types[t]
+                        .pads
+                        .iter()
+                        .position(|g| *g == global)
+                        .unwrap_or(0);
+                    target.copy_from_slice(&self.elements[device - 1].pads[pad]);
+                }
                 ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
                 ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),
+                // The device's own index, or the map's target, as the
+                // generated properties `index` and `{inv}_arg{i}_index`.
+                ArgKind::Index(_) => {
+                    target[0] = crate::reference::index_value(
+                        self.state.row_of(&program, arg.kind, element),
+                    );
+                }
             }
         }
+        // The starting value of the MIN or MAX global each `INFO` follows.
+        let plan_index = self.types[t].plans[p].plan;
+        let starts: Vec<Value> = self.graph.invocations[plan_index]
+            .infos
+            .iter()
+            .map(|info| {
+                let pad = self.types[t]
+                    .pads
+                    .iter()
+                    .position(|g| *g == info.of)
+                    .unwrap_or(0);
+                self.elements[device - 1].pads[pad][0]
+            })
+            .collect();
         let mut no_globals: [Vec<Value>; 0] = [];
         let result = {
             let mut frame = Frame {
@@ -1506,9 +1567,34 @@ impl<'a> Simulator<'a> {
                         partial.copy_from_slice(values);
                     }
                 }
-                ArgKind::Const(_) | ArgKind::Len(_) => {}
+                ArgKind::Info { global, .. } => {
+                    let pad = self.types[t]
+                        .pads
+                        .iter()
+                        .position(|g| *g == global)
+                        .unwrap_or(0);
+                    self.elements[device - 1].pads[pad].copy_from_slice(values);
+                }
+                ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => {}
             }
         }
+        // `element_G`: this element, when it improved on the start of `R`.
+        let infos = &self.graph.invocations[plan_index].infos;
+        let mut elements = Vec::with_capacity(infos.len());
+        for (info, start) in infos.iter().zip(starts) {
+            let pad = self.types[t]
+                .pads
+                .iter()
+                .position(|g| *g == info.of)
+                .unwrap_or(0);
+            let value = self.elements[device - 1].pads[pad][0];
+            elements.push(if crate::reference::improves(value, start, info.mode) {
+                u32::try_from(element).unwrap_or(NO_ELEMENT)
+            } else {
+                NO_ELEMENT
+            });
+        }
+        self.elements[device - 1].plans[p].info_elements = elements;
         self.incremented = incremented;
         self.scratch = slots;
         Ok(())
@@ -1633,8 +1719,17 @@ impl<'a> Simulator<'a> {
                 a.partials[offset..offset + dimension].fill(identity(g.ty.scalar, *mode));
                 offset += dimension;
             }
+            for info in &plan.infos {
+                offset += self.program.globals[info.global.index()].ty.dimension as usize;
+                a.partials[offset] = Value::Uint(NO_ELEMENT);
+                offset += 1;
+            }
             a.begin_pending = true;
             return Ok(());
+        }
+        // Before the MIN or MAX partial it follows takes this child's.
+        for slot in info_slots(&self.program, plan) {
+            info_combine(&mut a.partials, &message.payload, &slot);
         }
         let mut offset = 0;
         for (global, mode) in &plan.end_globals {
@@ -1675,6 +1770,7 @@ impl<'a> Simulator<'a> {
         }
         self.controller.begin_pending = 0;
         self.controller.end_count = 0;
+        self.controller.info_elements = vec![NO_ELEMENT; plan.infos.len()];
         self.deliver(0, pin, plan_index, payload);
         if self.counts.end_total[plan_index] == 0 {
             self.controller.running = true;
@@ -1691,6 +1787,29 @@ impl<'a> Simulator<'a> {
             );
         }
         let plan = &self.graph.invocations[plan_index];
+        // Before the MIN or MAX global it follows takes this partial.
+        for (i, (info, slot)) in plan
+            .infos
+            .iter()
+            .zip(info_slots(&self.program, plan))
+            .enumerate()
+        {
+            let InfoSlot {
+                r, at, dimension, ..
+            } = slot;
+            let current = self.state.globals[info.of.index()][0];
+            let incoming = message.payload[r];
+            let element = message.payload[at + dimension];
+            let held = Value::Uint(self.controller.info_elements[i]);
+            if takes(incoming, current, element, held, info.mode) {
+                self.controller.info_elements[i] = match element {
+                    Value::Uint(e) => e,
+                    _ => NO_ELEMENT,
+                };
+                self.state.globals[info.global.index()]
+                    .copy_from_slice(&message.payload[at..at + dimension]);
+            }
+        }
         let mut offset = 0;
         for (global, mode) in &plan.end_globals {
             let dimension = self.program.globals[global.index()].ty.dimension as usize;
@@ -1930,4 +2049,76 @@ fn compile_controller(program: &Program, graph: &GraphType) -> ControllerProgram
         .collect();
     let loops = loop_marks(&graph.controller.blocks);
     ControllerProgram { blocks, loops }
+}
+
+/// `element_G` when no element set an `INFO` global
+/// (`op2_codegen::names::NO_ELEMENT`).
+const NO_ELEMENT: u32 = op2_codegen::names::NO_ELEMENT;
+
+/// Where an `INFO` global's partial lies in an `{inv}_end` payload (and in
+/// an aggregator's partials, laid out alike): `R` at `r`, the value at `at`
+/// (`dimension` components), then the element.
+struct InfoSlot {
+    r: usize,
+    at: usize,
+    dimension: usize,
+    mode: AccessMode,
+}
+
+fn info_slots(program: &Program, plan: &op2_codegen::model::InvocationPlan) -> Vec<InfoSlot> {
+    let mut offset = 0;
+    let mut globals = Vec::with_capacity(plan.end_globals.len());
+    for (global, _) in &plan.end_globals {
+        globals.push((*global, offset));
+        offset += program.globals[global.index()].ty.dimension as usize;
+    }
+    let mut slots = Vec::with_capacity(plan.infos.len());
+    for info in &plan.infos {
+        let dimension = program.globals[info.global.index()].ty.dimension as usize;
+        let r = globals
+            .iter()
+            .find(|(g, _)| *g == info.of)
+            .map_or(0, |(_, at)| *at);
+        slots.push(InfoSlot {
+            r,
+            at: offset,
+            dimension,
+            mode: info.mode,
+        });
+        offset += dimension + 1;
+    }
+    slots
+}
+
+/// Whether an incoming `INFO` partial (`R` = `incoming`, element
+/// `element`) replaces the one held (`R` = `current`, element `held`), as
+/// the generated code decides: an element beats none; of two, the strictly
+/// better `R`, and on a tie the lower element.
+fn takes(incoming: Value, current: Value, element: Value, held: Value, mode: AccessMode) -> bool {
+    let (Value::Uint(element), Value::Uint(held)) = (element, held) else {
+        return false;
+    };
+    element != NO_ELEMENT
+        && (held == NO_ELEMENT
+            || crate::reference::improves(incoming, current, mode)
+            || (incoming == current && element < held))
+}
+
+/// An aggregator's combination of a child's `INFO` partial into its own.
+fn info_combine(partials: &mut [Value], payload: &[Value], slot: &InfoSlot) {
+    let InfoSlot {
+        r,
+        at,
+        dimension,
+        mode,
+    } = *slot;
+    if takes(
+        payload[r],
+        partials[r],
+        payload[at + dimension],
+        partials[at + dimension],
+        mode,
+    ) {
+        partials[at..=at + dimension].copy_from_slice(&payload[at..=at + dimension]);
+    }
 }

@@ -74,7 +74,7 @@ impl State {
     /// reaches.
     pub fn row_of(&self, _program: &Program, kind: ArgKind, element: usize) -> usize {
         match kind {
-            ArgKind::IndirectDat { map, index, .. } => {
+            ArgKind::IndirectDat { map, index, .. } | ArgKind::Index(Some((map, index))) => {
                 self.maps[map.index()][element * self.arities[map.index()] + index as usize]
                     as usize
             }

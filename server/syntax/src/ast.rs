@@ -78,7 +78,9 @@ field_ids! {
     format = "format",
     from = "from",
     function = "function",
+    global = "global",
     index = "index",
+    info = "info",
     initializer = "initializer",
     kernel = "kernel",
     left = "left",
@@ -931,6 +933,9 @@ pub enum ArgData<'t> {
     Name(Ident<'t>),
     /// `len(SET)`.
     Len(LenExpr<'t>),
+    /// `idx`: the element's index (with a map, the index of the element
+    /// the map reaches).
+    Index(IndexArg<'t>),
 }
 
 ast_node!(
@@ -944,6 +949,7 @@ impl<'t> ParLoopArg<'t> {
         Ident::cast(node)
             .map(ArgData::Name)
             .or_else(|| LenExpr::cast(node).map(ArgData::Len))
+            .or_else(|| IndexArg::cast(node).map(ArgData::Index))
     }
     child!(
         /// The map of an indirect argument.
@@ -956,6 +962,27 @@ impl<'t> ParLoopArg<'t> {
     child!(
         /// The access mode.
         mode -> AccessModeNode, mode
+    );
+    child!(
+        /// `INFO(G)` in place of a mode.
+        info -> InfoMode, info
+    );
+}
+
+ast_node!(
+    /// `idx` as a par_loop argument.
+    IndexArg = "index_argument"
+);
+
+ast_node!(
+    /// `INFO(G)`: the mode of a global that records where `G` reached its
+    /// extreme.
+    InfoMode = "info_mode"
+);
+impl<'t> InfoMode<'t> {
+    child!(
+        /// The MIN or MAX global of the same loop.
+        global -> Ident, global
     );
 }
 

@@ -97,6 +97,7 @@ codes! {
     E310 = Error, "a map applied to a global, const or len";
     E311 = Error, "invocation name not unique";
     E312 = Error, "invocation name that POETS loaders misread";
+    E313 = Error, "INFO of a global that the par_loop does not reduce with MIN or MAX once";
     E401 = Error, "conflicting accesses to the same data in one par_loop";
     W402 = Warning, "the same argument given twice";
     E501 = Error, "READ parameter written in the kernel";

@@ -640,7 +640,9 @@ impl<'a> Printer<'a> {
         // Modes line up in a column, for the arguments that have one and
         // no comment inside.
         let data_width = |p: &Self, argument: Node<'a>| -> Option<usize> {
-            let mode = argument.child_by_field_name("mode")?;
+            let mode = argument
+                .child_by_field_name("mode")
+                .or_else(|| argument.child_by_field_name("info"))?;
             if p.has_comment_in(argument.start_byte(), argument.end_byte()) {
                 return None;
             }
@@ -683,7 +685,7 @@ impl<'a> Printer<'a> {
         let mut previous: Option<Node<'a>> = None;
         for (child, field) in kids_with_fields(node) {
             if let Some(previous) = previous {
-                let sep = if field == Some("mode") {
+                let sep = if matches!(field, Some("mode" | "info")) {
                     Sep::Space(spaces)
                 } else {
                     inline_sep(node.kind(), previous, child)
@@ -763,7 +765,7 @@ fn inline_sep(parent: &str, previous: Node<'_>, next: Node<'_>) -> Sep {
         "variable_declarator" if before == "pointer_marker" => Sep::None,
         "call_expression" if after == "argument_list" => Sep::None,
         "kernel_definition" if after == "parameter_list" => Sep::None,
-        "len_expression" | "print_statement" if after == "(" => Sep::None,
+        "len_expression" | "print_statement" | "info_mode" if after == "(" => Sep::None,
         "unary_expression" | "update_expression" => Sep::None,
         _ => SPACE,
     }
@@ -827,6 +829,16 @@ mod tests {
         check(
             "main { par_loop k over c (\n  a READ,\n  b WRITE,\n); }",
             "main {\n    par_loop k over c (a READ, b WRITE);\n}\n",
+        );
+    }
+
+    #[test]
+    fn index_arguments_and_info_modes_align_with_the_modes() {
+        let head = "main {\n    par_loop update_with_a_long_name over cells (";
+        let args = "p_q RW, maxerr MAX, idx, idx [ pcell [1] ] READ, errloc INFO ( maxerr )";
+        check(
+            &format!("{head}{args});\n}}\n"),
+            "main {\n    par_loop update_with_a_long_name over cells (\n        p_q           RW,\n        maxerr        MAX,\n        idx,\n        idx[pcell[1]] READ,\n        errloc        INFO(maxerr),\n    );\n}\n",
         );
     }
 

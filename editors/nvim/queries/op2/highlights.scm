@@ -84,6 +84,11 @@
 
 (access_mode) @constant.builtin
 
+"INFO" @constant.builtin
+
+(info_mode
+  global: (identifier) @variable)
+
 ; ----------------------------------------------------------------------------
 ; Keywords
 ; ----------------------------------------------------------------------------
@@ -112,6 +117,8 @@
 "import" @keyword.import
 
 "len" @keyword.operator
+
+(index_argument) @keyword.operator
 
 "par_loop" @keyword.repeat
 

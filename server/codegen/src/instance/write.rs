@@ -775,6 +775,13 @@ enum Piece {
         dat: usize,
         dimension: u32,
     },
+    /// The element's own index.
+    Index,
+    /// The target of entry `index` of map `map` for the element.
+    MapTarget {
+        map: usize,
+        index: u32,
+    },
 }
 
 /// An initialiser as pieces.
@@ -897,6 +904,30 @@ fn set_pieces(
             pieces.text(b",");
         }
         if properties {
+            if member.name == names::INDEX_PROPERTY {
+                pieces.piece(Piece::Index);
+                continue;
+            }
+            let target = device.plans.iter().find_map(|plan| {
+                let invocation = &program.invocations[plan.invocation.index()];
+                invocation
+                    .resolved_args()
+                    .find_map(|(k, arg)| match arg.kind {
+                        ArgKind::Index(Some((map, index)))
+                            if member.name == names::index_property(&plan.name, k) =>
+                        {
+                            Some(Piece::MapTarget {
+                                map: map.index(),
+                                index,
+                            })
+                        }
+                        _ => None,
+                    })
+            });
+            if let Some(piece) = target {
+                pieces.piece(piece);
+                continue;
+            }
             let found = device.plans.iter().zip(slots).find_map(|(plan, &slot)| {
                 if member.name == names::read_recv_total(&plan.name) {
                     Some(Piece::Count(true, slot))
@@ -963,6 +994,23 @@ fn write_pieces(
             Piece::Count(read, slot) => {
                 let counts = if *read { &counts.read } else { &counts.write };
                 sink.number(counts[*slot][element as usize]);
+            }
+            Piece::Index => sink.number(element),
+            Piece::MapTarget { map, index } => {
+                let arity = program.maps[*map].arity;
+                let targets = data
+                    .map(op2_analysis::model::MapId(*map as u32))
+                    .ok_or_else(|| {
+                        BuildError::Instance(format!(
+                            "map `{}` has no data (E701)",
+                            program.maps[*map].name
+                        ))
+                    })?;
+                let target = targets
+                    .get((element * arity + index) as usize)
+                    .copied()
+                    .unwrap_or_default();
+                sink.number(target);
             }
             Piece::Dat { dat, dimension } => {
                 sink.bytes(b"{");

@@ -252,7 +252,9 @@ pub(crate) fn compile_loop<'a>(
             ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
                 Some(program.dats[dat.index()].ty)
             }
-            ArgKind::Global(global) => Some(program.globals[global.index()].ty),
+            ArgKind::Global(global) | ArgKind::Info { global, .. } => {
+                Some(program.globals[global.index()].ty)
+            }
             ArgKind::Const(id) => {
                 let values = &cx.consts[id.index()];
                 if values.iter().any(|v| v.ty() != arg.ty.scalar)
@@ -262,9 +264,9 @@ pub(crate) fn compile_loop<'a>(
                 }
                 None
             }
-            ArgKind::Len(_) => {
+            ArgKind::Len(_) | ArgKind::Index(_) => {
                 if arg.ty.scalar != ScalarType::Int || arg.ty.dimension != 1 {
-                    return Err("`len` passed as something other than an int".into());
+                    return Err("`len` or `idx` passed as something other than an int".into());
                 }
                 None
             }
@@ -372,8 +374,11 @@ pub(crate) fn compile_loop<'a>(
                 needed.push(Slot::Dat(dat.index()));
                 needed.push(Slot::Map(map.index()));
             }
-            ArgKind::Global(global) => needed.push(Slot::Global(global.index())),
-            ArgKind::Const(_) | ArgKind::Len(_) => {}
+            ArgKind::Global(global) | ArgKind::Info { global, .. } => {
+                needed.push(Slot::Global(global.index()));
+            }
+            ArgKind::Index(Some((map, _))) => needed.push(Slot::Map(map.index())),
+            ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(None) => {}
         }
     }
     for stmt in &body.statements {
@@ -418,7 +423,7 @@ pub(crate) fn compile_loop<'a>(
     let mut rows: HashMap<(usize, u32), ir::Value> = HashMap::new();
     let mut row_of = |g: &mut Gen<'_, '_>, kind: ArgKind| -> ir::Value {
         match kind {
-            ArgKind::IndirectDat { map, index, .. } => {
+            ArgKind::IndirectDat { map, index, .. } | ArgKind::Index(Some((map, index))) => {
                 *rows.entry((map.index(), index)).or_insert_with(|| {
                     let arity = i64::from(program.maps[map.index()].arity);
                     let base = g.base(Slot::Map(map.index()));
@@ -448,13 +453,19 @@ pub(crate) fn compile_loop<'a>(
                         g.b.ins().load(ir_type(ty), FLAGS, address, 0)
                     }
                 }
-                ArgKind::Global(global) => {
+                ArgKind::Global(global) | ArgKind::Info { global, .. } => {
                     if arg.mode == AccessMode::Inc {
                         g.zero(ty)
                     } else {
                         let base = g.base(Slot::Global(global.index()));
                         g.b.ins().load(ir_type(ty), FLAGS, base, offset8(c)?)
                     }
+                }
+                ArgKind::Index(_) => {
+                    // Element indices are below 2^24: the low 32 bits are
+                    // the `int`.
+                    let row = row_of(&mut g, arg.kind);
+                    g.b.ins().ireduce(types::I32, row)
                 }
                 ArgKind::Const(id) => {
                     let v = g.cx.consts[id.index()][c];
@@ -481,6 +492,23 @@ pub(crate) fn compile_loop<'a>(
     // Store the results back.
     g.switch(finish);
     let e = g.b.use_var(element);
+    // Which `INFO` globals this element sets: those whose MIN or MAX global
+    // it improves, judged before anything is combined.
+    let mut improved: HashMap<usize, ir::Value> = HashMap::new();
+    for (k, arg) in args.iter().enumerate() {
+        if let ArgKind::Info { of, .. } = arg.kind {
+            let reference = &args[of as usize];
+            let ArgKind::Global(global) = reference.kind else {
+                return Err("`INFO` follows something other than a global".into());
+            };
+            let ty = reference.ty.scalar;
+            let value = g.load_param(of as usize, 0)?;
+            let base = g.base(Slot::Global(global.index()));
+            let old = g.b.ins().load(ir_type(ty), FLAGS, base, 0);
+            let better = g.better(reference.mode, value, old, ty)?;
+            improved.insert(k, better);
+        }
+    }
     for (k, arg) in args.iter().enumerate() {
         let ty = arg.ty.scalar;
         let length = arg.ty.dimension as usize;
@@ -526,18 +554,21 @@ pub(crate) fn compile_loop<'a>(
                     let new = match mode {
                         AccessMode::Inc => g.add(old, value, ty),
                         _ => {
-                            let op = if mode == AccessMode::Min {
-                                BinaryOp::Lt
-                            } else {
-                                BinaryOp::Gt
-                            };
-                            let v = Typed { value, ty };
-                            let t = Typed { value: old, ty };
-                            let better = g.binary(op, v, t, TextRange::default())?;
-                            let better = g.truth(better);
+                            let better = g.better(mode, value, old, ty)?;
                             g.b.ins().select(better, value, old)
                         }
                     };
+                    g.b.ins().store(FLAGS, new, base, offset);
+                }
+            }
+            (ArgKind::Info { global, .. }, _) => {
+                let base = g.base(Slot::Global(global.index()));
+                let better = improved[&k];
+                for c in 0..length {
+                    let value = g.load_param(k, c)?;
+                    let offset = offset8(c)?;
+                    let old = g.b.ins().load(ir_type(ty), FLAGS, base, offset);
+                    let new = g.b.ins().select(better, value, old);
                     g.b.ins().store(FLAGS, new, base, offset);
                 }
             }
@@ -578,6 +609,27 @@ fn offset8(c: usize) -> Result<i32, Unsupported> {
 }
 
 impl Gen<'_, '_> {
+    /// Whether `value` is strictly better than `old` for a MIN or MAX
+    /// reduction (the interpreter's `combine` and `improves`), as a truth
+    /// value.
+    fn better(
+        &mut self,
+        mode: AccessMode,
+        value: ir::Value,
+        old: ir::Value,
+        ty: ScalarType,
+    ) -> Result<ir::Value, Unsupported> {
+        let op = if mode == AccessMode::Min {
+            BinaryOp::Lt
+        } else {
+            BinaryOp::Gt
+        };
+        let v = Typed { value, ty };
+        let t = Typed { value: old, ty };
+        let better = self.binary(op, v, t, TextRange::default())?;
+        Ok(self.truth(better))
+    }
+
     fn base(&self, slot: Slot) -> ir::Value {
         self.bases[self.slot_index[&slot]]
     }

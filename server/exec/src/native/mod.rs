@@ -161,7 +161,18 @@ impl Native {
                             map_bounds[k] = Some(target);
                         }
                     }
-                    ArgKind::Global(global) => {
+                    ArgKind::Index(Some((map, _))) => {
+                        if let Some(k) = position(Slot::Map(map.index())) {
+                            let arity = program.maps[map.index()].arity as usize;
+                            need[k] = need[k].max(elements * arity * 4);
+                            map_bounds[k] = Some(
+                                program.maps[map.index()]
+                                    .to
+                                    .map_or(0, |s| state.set_sizes[s.index()]),
+                            );
+                        }
+                    }
+                    ArgKind::Global(global) | ArgKind::Info { global, .. } => {
                         if let Some(k) = position(Slot::Global(global.index())) {
                             need[k] = need[k].max(dimension * 8);
                             if !globals.iter().any(|(g, _)| *g == global.index()) {
@@ -169,7 +180,7 @@ impl Native {
                             }
                         }
                     }
-                    ArgKind::Const(_) | ArgKind::Len(_) => {}
+                    ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(None) => {}
                 }
             }
             for (k, slot) in shape.slots.iter().enumerate() {

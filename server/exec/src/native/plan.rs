@@ -64,6 +64,11 @@ struct Conflict {
 pub(crate) fn plan<'a>(invocation: &Invocation, elements: usize, targets: &Targets<'a>) -> Plan {
     let args: Vec<_> = invocation.resolved_args().map(|(_, a)| a).collect();
     let mut reductions = Vec::new();
+    if args.iter().any(|a| matches!(a.kind, ArgKind::Info { .. })) {
+        // The element that sets it is the first, in element order, to reach
+        // the extreme: sequential order says which that is.
+        return Plan::Sequential("an `INFO` global is recorded");
+    }
     for arg in &args {
         let ArgKind::Global(global) = arg.kind else {
             continue;

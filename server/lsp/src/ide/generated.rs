@@ -205,8 +205,43 @@ fn summary(
             "graph property `{}`",
             names::length_property(set_name(program, set))
         )),
+        ArgKind::Index(None) => lines.push(format!(
+            "device property `{}` of `{iteration_type}`: the element's own index",
+            names::INDEX_PROPERTY
+        )),
+        ArgKind::Index(Some((map, index))) => lines.push(format!(
+            "device property `{}` of `{iteration_type}`: the index `{}[{index}]` reaches, from the instance's map",
+            names::index_property(inv, arg),
+            program.maps[map.index()].name
+        )),
+        ArgKind::Info { global, of } => {
+            let name = &program.globals[global.index()].name;
+            let pad = names::global_state(name);
+            let element = names::info_element(name);
+            let reference = program.invocations[invocation.index()]
+                .args
+                .get(of as usize)
+                .and_then(Option::as_ref)
+                .map_or_else(String::new, |a| arg_text(program, a));
+            lines.push(format!(
+                "landing pad `{pad}` on `{iteration_type}`, written from `{}`; with `{element}`, the element where `{reference}` improved, sent in `{}`; `{}` keeps the partial of the best `{reference}`, the lowest element on a tie",
+                names::begin(inv),
+                names::end(inv),
+                names::GLOBAL_DEVICE
+            ));
+        }
     }
     lines
+}
+
+/// The global an argument names, for the descriptions of `INFO`.
+fn arg_text(program: &Program, argument: &op2_analysis::model::Arg) -> String {
+    match argument.kind {
+        ArgKind::Global(global) | ArgKind::Info { global, .. } => {
+            program.globals[global.index()].name.clone()
+        }
+        _ => String::new(),
+    }
 }
 
 /// A short label of what an argument generates, for an inlay hint:
@@ -265,6 +300,16 @@ fn label(program: &Program, plan: &InvocationPlan, arg: usize) -> Option<String>
             names::const_property(&program.consts[id.index()].name)
         ),
         ArgKind::Len(set) => format!("prop {}", names::length_property(set_name(program, set))),
+        ArgKind::Index(None) => format!("prop {}", names::INDEX_PROPERTY),
+        ArgKind::Index(Some(_)) => format!("prop {}", short(names::index_property(inv, arg))),
+        ArgKind::Info { global, .. } => {
+            let name = &program.globals[global.index()].name;
+            format!(
+                "{} pad, {}",
+                names::global_state(name),
+                names::info_element(name)
+            )
+        }
     })
 }
 
