@@ -19,8 +19,6 @@ pub struct Context {
     pub consts: BTreeSet<String>,
     /// C variables holding an `op_set`, `op_map` or `op_dat`.
     pub handles: BTreeSet<String>,
-    /// The `.op2` name of each map's target set, once captured.
-    pub map_targets: BTreeMap<String, String>,
 }
 
 /// The translated host program.
@@ -38,13 +36,6 @@ pub struct Host {
     pub globals: BTreeMap<String, Location>,
     /// Kernels the par_loops name, in order of first use.
     pub kernels: Vec<(String, Location)>,
-    /// Sets whose element index a par_loop passes (`op_arg_idx`).
-    pub index_sets: BTreeSet<String>,
-}
-
-/// The name of the dat `op2 import` adds for the element index of `set`.
-pub fn index_dat(set: &str) -> String {
-    format!("{set}_index")
 }
 
 const DROPPED: &[(&str, &str)] = &[
@@ -536,8 +527,8 @@ fn par_loop(
         host.kernels.push((kernel_name.clone(), location.clone()));
     }
     let set_name = op2_name(source.text(*set));
-    // The modes of global arguments, for op_arg_info's reference.
-    let mut modes = Vec::new();
+    // The modes and names of global arguments, for op_arg_info's reference.
+    let mut modes: Vec<Option<(&str, String)>> = Vec::new();
     let mut out = Vec::new();
     for arg in rest {
         let callee = c::called_name(source, *arg).unwrap_or("");
@@ -591,7 +582,6 @@ fn par_loop(
                         None,
                     );
                 };
-                modes.push(Some(mode));
                 let Some(name) = variable(source, *data) else {
                     return fail(
                         report,
@@ -606,24 +596,15 @@ fn par_loop(
                         .or_insert_with(|| source.location(*data));
                 }
                 host.referenced.insert(name.to_owned());
+                modes.push(Some((mode, op2_name(name))));
                 format!("{} {mode}", op2_name(name))
             }
             ("op_arg_idx", [idx, map]) => {
                 modes.push(None);
                 match integer(source, *idx) {
-                    Some(-1) if source.text(*map) == "OP_ID" => {
-                        host.index_sets.insert(set_name.clone());
-                        format!("{} READ", index_dat(&set_name))
-                    }
+                    Some(-1) if source.text(*map) == "OP_ID" => "idx".to_owned(),
                     Some(k) if k >= 0 && map.kind() == "identifier" => {
-                        let map_name = op2_name(source.text(*map));
-                        let target = context
-                            .map_targets
-                            .get(&map_name)
-                            .cloned()
-                            .unwrap_or_else(|| format!("{map_name}_target"));
-                        host.index_sets.insert(target.clone());
-                        format!("{}[{map_name}[{k}]] READ", index_dat(&target))
+                        format!("idx[{}[{k}]]", op2_name(source.text(*map)))
                     }
                     _ => {
                         return fail(
@@ -636,7 +617,6 @@ fn par_loop(
                 }
             }
             ("op_arg_info", [data, _dim, _ty, reference]) => {
-                modes.push(None);
                 let Some(name) = variable(source, *data) else {
                     return fail(
                         report,
@@ -645,28 +625,25 @@ fn par_loop(
                         None,
                     );
                 };
-                let referenced_mode = integer(source, *reference)
+                // OP2's reference is the position of the MIN or MAX
+                // argument, counting from 0.
+                let referenced = integer(source, *reference)
                     .and_then(|r| usize::try_from(r).ok())
-                    .and_then(|r| modes.get(r).copied().flatten());
-                let Some(mode @ ("MIN" | "MAX")) = referenced_mode else {
+                    .and_then(|r| modes.get(r).cloned().flatten());
+                let Some(("MIN" | "MAX", of)) = referenced else {
                     return fail(
                         report,
-                        *arg,
-                        "`op_arg_info` is not yet in the language, and this one does not refer to an earlier MIN or MAX global".into(),
-                        None,
+                        *reference,
+                        "`op_arg_info` whose reference is not the position of an earlier MIN or MAX `op_arg_gbl` of the loop".into(),
+                        Some("`G INFO(R)` follows the global `R` reduced with `MIN` or `MAX` in the same par_loop"),
                     );
                 };
-                report.add(
-                    Kind::NotTranslated,
-                    Some(source.location(*arg)),
-                    format!("`op_arg_info` is not yet in the language: `{name}` became a {mode} global, which gives OP2's sequential result under `op2 run` when the kernel stores the element index it reached the extreme at, but not on POETS, where elements are combined in any order"),
-                    Some("compute the location in a second par_loop that compares each element with the extreme"),
-                );
+                modes.push(None);
                 host.globals
                     .entry(name.to_owned())
                     .or_insert_with(|| source.location(*data));
                 host.referenced.insert(name.to_owned());
-                format!("{} {mode}", op2_name(name))
+                format!("{} INFO({of})", op2_name(name))
             }
             ("op_opt_arg_dat", _) => {
                 return fail(

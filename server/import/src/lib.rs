@@ -35,7 +35,7 @@ use tree_sitter::Node;
 use crate::c::{Location, Source, op2_name, walk};
 pub use crate::capture::CaptureError;
 use crate::capture::{Capture, Value};
-use crate::host::{Context, index_dat};
+use crate::host::Context;
 pub use crate::report::{Entry, Kind, Report};
 
 /// OP2's calls that write HDF5 files; the recorder makes them do nothing.
@@ -313,10 +313,9 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         .filter(|(_, d)| d.handle)
         .map(|(n, _)| n.clone())
         .collect();
-    let mut context = Context {
+    let context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
-        map_targets: BTreeMap::new(),
     };
 
     // First pass over the host code: what it reads and which kernels.
@@ -409,9 +408,6 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
 
     // Names of the declarations: the C variables holding them.
     let names = Names::new(&captured);
-    for (i, map) in captured.maps.iter().enumerate() {
-        context.map_targets.insert(names.map(i), names.set(map.to));
-    }
     let host = host::translate(&main_source, host_statements, &context, &mut report);
 
     let stem = options.main.file_stem().map_or_else(
@@ -441,7 +437,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         Err(_) => text,
     };
     let analysis = check_program(&program_path, &text, &mut report);
-    let instance = instance_json(&captured, &names, &host, &mut report);
+    let instance = instance_json(&captured, &names, &mut report);
     let mut instance_h5 = None;
     if let Some(analysis) = analysis {
         // The instance must be what `op2 run` and `op2 build` accept.
@@ -789,22 +785,6 @@ fn program_text(
             names.set(dat.set)
         );
     }
-    for set in &host.index_sets {
-        let _ = write!(
-            out,
-            "// The element index of {set} (`op_arg_idx`), filled in by the instance.\ndat {}: int on {set};\n\n",
-            index_dat(set)
-        );
-        report.add(
-            Kind::Translated,
-            None,
-            format!(
-                "`op_arg_idx` over `{set}`, as the dat `{}` holding each element's index",
-                index_dat(set)
-            ),
-            None,
-        );
-    }
     out.push_str(&globals);
     for kernel in kernels {
         out.push_str(&kernel.text);
@@ -890,12 +870,7 @@ fn json_number(ty: &str, text: &str) -> Option<serde_json::Value> {
 }
 
 /// The instance: every set's size, every map and every dat with data.
-fn instance_json(
-    capture: &Capture,
-    names: &Names,
-    host: &host::Host,
-    report: &mut Report,
-) -> String {
+fn instance_json(capture: &Capture, names: &Names, report: &mut Report) -> String {
     use serde_json::{Map, Value as J};
     let mut sets = Map::new();
     for (i, set) in capture.sets.iter().enumerate() {
@@ -951,14 +926,6 @@ fn instance_json(
             )
         };
         dats.insert(name.clone(), value);
-    }
-    for set in &host.index_sets {
-        let size = names
-            .sets
-            .iter()
-            .position(|n| n == set)
-            .map_or(0, |i| capture.sets[i].size);
-        dats.insert(index_dat(set), J::Array((0..size).map(J::from).collect()));
     }
     let mut root = Map::new();
     root.insert("sets".into(), J::Object(sets));

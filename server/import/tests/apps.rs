@@ -171,13 +171,32 @@ fn grid_read_from_a_file_prints_what_the_native_build_prints() {
     assert!(imported.report.faithful(), "{}", imported.report);
     let program = std::fs::read_to_string(&imported.program).unwrap();
     assert!(
-        program.contains("dat cells_index: int on cells;"),
+        program.contains("(p_area READ, p_kind READ, idx, sum INC,"),
         "{program}"
     );
     assert!(
         program.contains("double mean = sum / len(cells);"),
         "{program}"
     );
+}
+
+#[test]
+fn element_indices_and_the_extremes_they_locate_print_what_the_native_build_prints() {
+    if compiler("extreme").is_none() {
+        return;
+    }
+    let (imported, _work) = same_numbers("extreme", "extreme", "extreme.cpp", 0.0);
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "idx[pedge[0]],",
+        "idx[pedge[1]],",
+        "where         INFO(big),",
+        "at            INFO(small),",
+        "global where: int[3] = {-1, -1, -1};",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
 }
 
 #[test]

@@ -62,6 +62,12 @@ template <class T> op_arg op_arg_gbl(T *data, int, const char *, op_access) {
   return op_arg{ARG_GBL, 0, -1, 0, (char *)data};
 }
 inline op_arg op_arg_idx(int idx, op_map map) { return op_arg{ARG_IDX, 0, idx, map, 0}; }
+// As in OP2's sequential library, the kernel gets the variable itself: it
+// keeps what the kernel last stored, which is the element that last raised
+// (or lowered) the MIN or MAX global the reference names.
+template <class T> op_arg op_arg_info(T *data, int, const char *, int) {
+  return op_arg{ARG_GBL, 0, -1, 0, (char *)data};
+}
 
 template <class T> void op_fetch_data(op_dat dat, T *out) {
   memcpy(out, dat->data, dat->elem * dat->dim * dat->set->size);
