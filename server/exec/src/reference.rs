@@ -316,6 +316,16 @@ impl<'a> Reference<'a> {
         let consts = &self.state.consts;
         let elements = self.state.set_sizes[set.index()];
         let args: Vec<_> = invocation.resolved_args().map(|(_, a)| a.clone()).collect();
+        // Every element's copy of an `INFO` global starts from its value
+        // when the loop began, as on POETS, where each device gets it in
+        // the begin message.
+        let info_starts: Vec<Option<Vec<Value>>> = args
+            .iter()
+            .map(|arg| match arg.kind {
+                ArgKind::Info { global, .. } => Some(globals[global.index()].clone()),
+                _ => None,
+            })
+            .collect();
         for element in 0..elements {
             // Stage the arguments.
             for (k, arg) in args.iter().enumerate() {
@@ -340,8 +350,10 @@ impl<'a> Reference<'a> {
                             target.copy_from_slice(&globals[global.index()]);
                         }
                     }
-                    ArgKind::Info { global, .. } => {
-                        target.copy_from_slice(&globals[global.index()]);
+                    ArgKind::Info { .. } => {
+                        if let Some(start) = &info_starts[k] {
+                            target.copy_from_slice(start);
+                        }
                     }
                     ArgKind::Const(id) => target.copy_from_slice(&consts[id.index()]),
                     ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),

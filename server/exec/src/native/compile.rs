@@ -401,6 +401,25 @@ pub(crate) fn compile_loop<'a>(
         g.slots.push(slot);
         g.bases.push(base);
     }
+    // Every element's copy of an `INFO` global starts from its value when
+    // the loop began (a loop with one runs in a single call over all its
+    // elements: `plan` makes it sequential).
+    let mut info_starts: HashMap<usize, Vec<Variable>> = HashMap::new();
+    for (k, arg) in args.iter().enumerate() {
+        if let ArgKind::Info { global, .. } = arg.kind {
+            let base = g.base(Slot::Global(global.index()));
+            let mut vars = Vec::new();
+            for c in 0..arg.ty.dimension as usize {
+                let var = g.b.declare_var(ir_type(arg.ty.scalar));
+                let value =
+                    g.b.ins()
+                        .load(ir_type(arg.ty.scalar), FLAGS, base, offset8(c)?);
+                g.b.def_var(var, value);
+                vars.push(var);
+            }
+            info_starts.insert(k, vars);
+        }
+    }
     g.b.def_var(element, start);
     let zero32 = g_iconst32(&mut g.b, 0);
     g.b.def_var(fault_code, zero32);
@@ -453,7 +472,8 @@ pub(crate) fn compile_loop<'a>(
                         g.b.ins().load(ir_type(ty), FLAGS, address, 0)
                     }
                 }
-                ArgKind::Global(global) | ArgKind::Info { global, .. } => {
+                ArgKind::Info { .. } => g.b.use_var(info_starts[&k][c]),
+                ArgKind::Global(global) => {
                     if arg.mode == AccessMode::Inc {
                         g.zero(ty)
                     } else {

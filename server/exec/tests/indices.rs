@@ -1,0 +1,205 @@
+//! `idx` arguments (the element's index, and the index a map reaches) and
+//! `INFO` globals (what the kernel stored at the element where a MIN or
+//! MAX global reached its extreme): the interpreter, the compiled engine
+//! on one and two threads, and the simulation of the generated graph with
+//! the flat controller and with trees, over several delivery orders, all
+//! give the same integers, and those are what the definitions say,
+//! computed here from the instance by brute force.
+
+mod support;
+
+use op2_analysis::value::Value;
+use op2_exec::{Engine, Reference, State, Tolerance};
+use support::{Case, assert_same_run, load};
+
+const FAN_LIMITS: [u32; 3] = [0, 16, 2];
+
+const PROGRAM: &str = "\
+set nodes;
+set edges;
+
+map pedge: edges -> nodes[2];
+
+dat p_v: double on nodes;
+dat p_code: int on edges;
+
+global g_start: double;
+global g_big: double;
+global g_where: int[3];
+global g_small: double;
+global g_at: int;
+
+kernel jump(
+    const double *a,
+    const double *b,
+    const int *edge,
+    const int *n1,
+    double *big,
+    int *where,
+    double *small,
+    int *at,
+    int *code,
+) {
+    double d = fabs(a[0] - b[0]);
+    if (d > *big) {
+        *big = d;
+        where[0] = *edge;
+        where[1] = *n1;
+        where[2] = where[2] + 1;
+    }
+    if (d < *small) {
+        *small = d;
+        *at = *edge;
+    }
+    code[0] = *edge * 1000 + *n1;
+}
+
+main {
+    g_big = g_start;
+    g_where[0] = -1;
+    g_where[1] = -1;
+    g_where[2] = 0;
+    g_small = 1.0e9;
+    g_at = -7;
+    par_loop jump over edges (
+        p_v[pedge[0]] READ,
+        p_v[pedge[1]] READ,
+        idx,
+        idx[pedge[1]],
+        g_big         MAX,
+        g_where       INFO(g_big),
+        g_small       MIN,
+        g_at          INFO(g_small),
+        p_code        WRITE,
+    );
+    print(\"%g at %d %d %d; %g at %d\", g_big, g_where[0], g_where[1], g_where[2], g_small, g_at);
+}
+";
+
+/// A ring of `nodes` nodes whose edges join `e` and `(e * 7 + 3) % nodes`,
+/// with values that repeat (so that extremes tie), and the start of the MAX.
+fn instance(nodes: usize, start: f64) -> (String, Vec<[usize; 2]>, Vec<f64>) {
+    let edges: Vec<[usize; 2]> = (0..nodes).map(|e| [e, (e * 7 + 3) % nodes]).collect();
+    let values: Vec<f64> = (0..nodes).map(|n| ((n * 5) % 9) as f64 * 0.5).collect();
+    let rows: Vec<String> = edges.iter().map(|[a, b]| format!("[{a},{b}]")).collect();
+    let v: Vec<String> = values.iter().map(|x| format!("{x:?}")).collect();
+    let json = format!(
+        "{{\"sets\":{{\"nodes\":{nodes},\"edges\":{nodes}}},\"maps\":{{\"pedge\":[{}]}},\"dats\":{{\"p_v\":[{}]}},\"globals\":{{\"g_start\":{start:?}}}}}",
+        rows.join(","),
+        v.join(",")
+    );
+    (json, edges, values)
+}
+
+fn global(case: &Case, state: &State, name: &str) -> Vec<Value> {
+    let index = case
+        .analysis
+        .program
+        .globals
+        .iter()
+        .position(|g| g.name == name)
+        .expect("the global exists");
+    state.globals[index].clone()
+}
+
+fn ints(values: &[Value]) -> Vec<i64> {
+    values.iter().map(|v| v.as_i64().expect("an int")).collect()
+}
+
+/// Runs every engine and the simulation (each fan limit, three seeds) and
+/// requires the same final state, integers exactly; returns the state.
+fn agreed(json: &str) -> (Case, State) {
+    let case = load("indices.op2", PROGRAM, json.as_bytes());
+    let (state, _) = case.run().expect("the reference run succeeds");
+    for threads in [2, 3] {
+        let mut output = String::new();
+        let mut sink = |text: &str| output.push_str(text);
+        let threaded = Reference::new(
+            &case.analysis,
+            State::new(&case.analysis.program, &case.data),
+            &mut sink,
+        )
+        .with_engine(Engine::Compiled)
+        .with_threads(threads)
+        .run(u64::MAX)
+        .map(|state| (state, String::new()));
+        assert_same_run(&Ok((state.clone(), String::new())), &threaded);
+    }
+    for fan_limit in FAN_LIMITS {
+        let case = load("indices.op2", PROGRAM, json.as_bytes()).with_fan_limit(fan_limit);
+        for seed in [0, 1, 7] {
+            case.assert_agree(
+                seed,
+                Tolerance {
+                    relative: 0.0,
+                    absolute: 0.0,
+                },
+            );
+        }
+    }
+    (case, state)
+}
+
+#[test]
+fn idx_passes_the_element_and_the_index_a_map_reaches() {
+    let (json, edges, _) = instance(23, 0.0);
+    let (case, state) = agreed(&json);
+    let code = state.dats[case
+        .analysis
+        .program
+        .dats
+        .iter()
+        .position(|d| d.name == "p_code")
+        .expect("p_code")]
+    .clone();
+    let expected: Vec<i64> = edges
+        .iter()
+        .enumerate()
+        .map(|(e, [_, b])| (e * 1000 + b) as i64)
+        .collect();
+    assert_eq!(ints(&code), expected);
+}
+
+#[test]
+fn info_takes_the_first_element_that_reaches_the_extreme() {
+    let (json, edges, values) = instance(26, 0.0);
+    let (case, state) = agreed(&json);
+    let jumps: Vec<f64> = edges
+        .iter()
+        .map(|[a, b]| (values[*a] - values[*b]).abs())
+        .collect();
+    let big = jumps.iter().copied().fold(0.0, f64::max);
+    let first_big = jumps
+        .iter()
+        .position(|&d| d == big)
+        .expect("a largest jump");
+    let small = jumps.iter().copied().fold(1.0e9, f64::min);
+    let first_small = jumps.iter().position(|&d| d == small).expect("a smallest");
+    // The test is only worth something when the extremes tie.
+    assert!(jumps.iter().filter(|&&d| d == big).count() > 1, "{jumps:?}");
+    assert!(
+        jumps.iter().filter(|&&d| d == small).count() > 1,
+        "{jumps:?}"
+    );
+    assert_eq!(global(&case, &state, "g_big"), vec![Value::Double(big)]);
+    // The winner's copy of `g_where` started from the global's value, so
+    // its counter is 1 on every engine whatever the order.
+    assert_eq!(
+        ints(&global(&case, &state, "g_where")),
+        vec![first_big as i64, edges[first_big][1] as i64, 1]
+    );
+    assert_eq!(global(&case, &state, "g_small"), vec![Value::Double(small)]);
+    assert_eq!(
+        ints(&global(&case, &state, "g_at")),
+        vec![first_small as i64]
+    );
+}
+
+#[test]
+fn info_keeps_its_value_when_no_element_improves_the_extreme() {
+    // The MAX starts above every jump: no element raises it.
+    let (json, _, _) = instance(17, 100.0);
+    let (case, state) = agreed(&json);
+    assert_eq!(global(&case, &state, "g_big"), vec![Value::Double(100.0)]);
+    assert_eq!(ints(&global(&case, &state, "g_where")), vec![-1, -1, 0]);
+}
