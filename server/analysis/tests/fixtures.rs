@@ -595,7 +595,7 @@ macro_rules! fixture_dirs {
 fixture_dirs! {
     e001, e101, e102, e103, e104,
     e201, e202, e203, w204,
-    e301, e302, e303, e304, e305, e306, e307, e308, e309, e310, e311, e312,
+    e301, e302, e303, e304, e305, e306, e307, e308, e309, e310, e311, e312, e313,
     e401, w402,
     e501, e502, w503, e504, h505, h506, e507, e508,
     e601, e602, e603, w604, h605, e606,
@@ -626,6 +626,7 @@ const ANALYSER_CODES: &[Code] = &[
     Code::E310,
     Code::E311,
     Code::E312,
+    Code::E313,
     Code::E401,
     Code::W402,
     Code::E501,
