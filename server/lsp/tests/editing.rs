@@ -255,6 +255,46 @@ fn modes_after_an_argument_follow_the_table() {
 }
 
 #[test]
+fn index_arguments_and_info_modes_are_offered() {
+    check(
+        &in_main("par_loop flux over edges ($0"),
+        &["idx"],
+        &["INFO"],
+    );
+    // `idx[` offers the maps from the iteration set, whatever they reach.
+    check(
+        &in_main("par_loop flux over edges (idx[$0"),
+        &["pedge", "pecell"],
+        &["pcell"],
+    );
+    check(
+        &in_main("par_loop flux over edges (idx $0"),
+        &["READ"],
+        &["WRITE", "INFO"],
+    );
+    check(
+        &in_main("par_loop flux over edges (idx[pedge[1]] $0"),
+        &["READ"],
+        &["WRITE", "INC"],
+    );
+    check(
+        &in_main("par_loop flux over edges (p_q READ, rms $0"),
+        &["INFO", "MAX"],
+        &["WRITE"],
+    );
+    check(
+        &in_main("par_loop flux over edges (p_q READ, rms INFO($0"),
+        &["rms"],
+        &["p_q", "gam"],
+    );
+    let items = completions(&in_main("par_loop flux over edges (p_q READ, rms $0"));
+    assert_eq!(
+        item(&items, "INFO").insert_text.as_deref(),
+        Some("INFO($1)")
+    );
+}
+
+#[test]
 fn kernel_bodies_offer_parameters_locals_consts_and_built_ins() {
     let fixture = format!(
         "{PRELUDE}kernel k(const double *a, double b[2]) {{\n    double t = 0.0;\n    for (int i = 0; i < 2; i++) {{\n        int inner = i;\n    }}\n    {{ int hidden; }}\n    b[0] = $0\n}}\n"

@@ -256,6 +256,75 @@ main {
 }
 ";
 
+const INDICES: &str = "\
+set nodes;
+set cells;
+map pcell: cells -> nodes[2];
+dat p_err: double on cells;
+global g_max: double;
+global g_where: int[2];
+
+kernel find(const double *err, const int *cell, const int *node, double *m, int *where) {
+    if (err[0] > *m) {
+        *m = err[0];
+        where[0] = *cell;
+        where[1] = *node;
+    }
+}
+
+main {
+    g_max = 0.0;
+    par_loop find over cells (p_err READ, idx, idx[pcell[1]], g_max MAX, g_where INFO(g_max));
+    print(\"%g %d %d\", g_max, g_where[0], g_where[1]);
+}
+";
+
+#[test]
+fn index_arguments_and_info_globals() {
+    let path = Path::new("/op2-tests/indices.op2");
+    let analysed = analysed_text(INDICES, path);
+    assert!(
+        analysed.graph.is_some(),
+        "the program compiles: {:?}",
+        analysed.diagnostics
+    );
+    let (program, graph) = (program(&analysed), graph(&analysed));
+    let find = invocation(program, "find");
+    let summary = |inv, arg| generated::argument_summary(program, graph, inv, arg);
+    let label = |inv, arg| generated::argument_label(program, graph, inv, arg);
+    assert_eq!(
+        summary(find, 1),
+        ["device property `index` of `set_cells`: the element's own index"]
+    );
+    assert_eq!(label(find, 1).as_deref(), Some("prop index"));
+    assert_eq!(
+        summary(find, 2),
+        [
+            "device property `find_arg2_index` of `set_cells`: the index `pcell[1]` reaches, from the instance's map"
+        ]
+    );
+    assert_eq!(label(find, 2).as_deref(), Some("prop arg2_index"));
+    assert_eq!(
+        label(find, 4).as_deref(),
+        Some("global_g_where pad, element_g_where")
+    );
+    assert!(summary(find, 4)[0].contains("the element where `g_max` improved"));
+    let cells = graph
+        .device_types
+        .iter()
+        .find(|d| d.id == "set_cells")
+        .expect("set_cells");
+    for property in ["index", "find_arg2_index"] {
+        assert!(
+            cells.properties.iter().any(|m| m.name == property),
+            "{property}"
+        );
+    }
+    assert!(cells.state.iter().any(|m| m.name == "element_g_where"));
+    let end = graph.message_type("find_end").expect("find_end");
+    assert!(end.members.iter().any(|m| m.name == "element_g_where"));
+}
+
 #[test]
 fn every_kind_of_argument() {
     let path = Path::new("/op2-tests/every_kind.op2");

@@ -165,7 +165,8 @@ pub fn classify(root: Node<'_>, text: &str, program: &Program) -> Vec<Classified
             "string_literal" => Some((Kind::String, 0)),
             "integer_literal" | "float_literal" => Some((Kind::Number, 0)),
             "primitive_type" => Some((Kind::Type, DEFAULT_LIBRARY)),
-            "access_mode" => Some((Kind::EnumMember, 0)),
+            "access_mode" | "INFO" => Some((Kind::EnumMember, 0)),
+            "index_argument" => Some((Kind::Keyword, 0)),
             "boolean_literal" | "const_qualifier" => Some((Kind::Keyword, 0)),
             "identifier" => identifier(node, text, program, scope.map(|i| &scopes[i])),
             kind if node.child_count() == 0 => {

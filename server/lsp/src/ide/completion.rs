@@ -787,8 +787,31 @@ fn argument_completions(
             items.extend(globals(program, 0));
             items.extend(consts(program, 1));
             items.push(len_item(2));
+            items.push(
+                CompletionItem::new("idx", CompletionKind::Keyword, 2).detail(
+                    "idx or idx[MAP[K]]: the element's index, or the index MAP[K] reaches, an int",
+                ),
+            );
             items
         }
+        ["idx", "["] => program
+            .maps
+            .iter()
+            .filter(|m| m.from.is_some() && m.from == iteration_set)
+            .map(|m| map_item(program, m, 0))
+            .collect(),
+        ["idx"] | ["idx", "[", _, "[", _, "]", "]"] => modes(&[AccessMode::Read]),
+        [_, "INFO", "("] => program
+            .globals
+            .iter()
+            .filter(|g| g.ty.dimension == 1)
+            .map(|g| {
+                CompletionItem::new(&g.name, CompletionKind::Global, 0).detail(format!(
+                    "global {}: `INFO` follows a global this par_loop reduces with MIN or MAX",
+                    g.ty
+                ))
+            })
+            .collect(),
         [dat, "["] => {
             let dat_set = match program.lookup(dat) {
                 Some(Symbol::Dat(id)) => program.dats[id.index()].set,
@@ -839,12 +862,20 @@ fn argument_completions(
                 AccessMode::Rw,
                 AccessMode::Inc,
             ]),
-            Some(Symbol::Global(_)) => modes(&[
-                AccessMode::Read,
-                AccessMode::Inc,
-                AccessMode::Min,
-                AccessMode::Max,
-            ]),
+            Some(Symbol::Global(_)) => {
+                let mut items = modes(&[
+                    AccessMode::Read,
+                    AccessMode::Inc,
+                    AccessMode::Min,
+                    AccessMode::Max,
+                ]);
+                items.push(
+                    CompletionItem::new("INFO", CompletionKind::Mode, 1)
+                        .detail("INFO(G): what the kernel stores here at the element where the MIN or MAX global G reaches its extreme")
+                        .snippet("INFO($1)"),
+                );
+                items
+            }
             Some(Symbol::Const(_)) => modes(&[AccessMode::Read]),
             _ => modes(&AccessMode::ALL),
         },
