@@ -622,9 +622,9 @@ impl Resolver<'_, '_> {
                     at(written.range),
                     format!("`{info_name} INFO({name})`: {problem}"),
                 )
-                .with_label(format!(
-                    "expected a global of dimension 1 passed once with `MIN` or `MAX` in this par_loop"
-                ))
+                .with_label(
+                    "expected a global of dimension 1 passed once with `MIN` or `MAX` in this par_loop",
+                )
                 .with_related(location, "the `INFO` argument")
                 .with_related(at(*clause), "`INFO` given here"),
             );

@@ -472,7 +472,14 @@ pub(crate) fn compile_loop<'a>(
                         g.b.ins().load(ir_type(ty), FLAGS, address, 0)
                     }
                 }
-                ArgKind::Info { .. } => g.b.use_var(info_starts[&k][c]),
+                ArgKind::Info { .. } => {
+                    let start = info_starts
+                        .get(&k)
+                        .and_then(|starts| starts.get(c))
+                        .copied()
+                        .ok_or("an `INFO` argument without its starting value")?;
+                    g.b.use_var(start)
+                }
                 ArgKind::Global(global) => {
                     if arg.mode == AccessMode::Inc {
                         g.zero(ty)
