@@ -1,5 +1,5 @@
 //! docs/diagnostics.md is generated from the explanations; this test fails
-//! when it is stale. Regenerate with `UPDATE_DOCS=1 cargo test -p op2-analysis --test docs_index`.
+//! when it is stale. Regenerate with `UPDATE_DOCS=1 cargo test -p op2-analysis --test integration docs_index`.
 
 use std::path::PathBuf;
 
@@ -14,6 +14,6 @@ fn diagnostics_index_is_current() {
     let actual = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         actual == expected,
-        "docs/diagnostics.md is stale: run `UPDATE_DOCS=1 cargo test -p op2-analysis --test docs_index` and commit it"
+        "docs/diagnostics.md is stale: run `UPDATE_DOCS=1 cargo test -p op2-analysis --test integration docs_index` and commit it"
     );
 }

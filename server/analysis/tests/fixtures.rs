@@ -51,7 +51,7 @@ use std::sync::Arc;
 use op2_analysis::{Analyser, Analysis, Options, analyse_text};
 use op2_syntax::{Code, Diagnostic, Parse, TextRange};
 
-mod support;
+use crate::support;
 
 use support::MemoryLoader;
 

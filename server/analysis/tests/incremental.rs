@@ -15,7 +15,7 @@ use op2_analysis::{Analyser, Analysis, Cancelled, Loader, NoImports, Options};
 use op2_syntax::{Parse, synth};
 use proptest::prelude::*;
 
-mod support;
+use crate::support;
 
 use support::MemoryLoader;
 

@@ -1,7 +1,7 @@
 //! `op2 check` and `op2 parse` end to end: the built binary, real files,
 //! exit codes and exactly what is printed.
 
-mod support;
+use crate::support;
 
 use predicates::prelude::*;
 use predicates::str::contains;

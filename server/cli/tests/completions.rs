@@ -3,7 +3,7 @@
 
 #![allow(clippy::print_stderr)]
 
-mod support;
+use crate::support;
 
 use predicates::prelude::*;
 use predicates::str::contains;

@@ -1,7 +1,7 @@
 //! `op2 explain`: the Markdown source when piped, rendered for a terminal
 //! with `--color always` (what a terminal gets by default).
 
-mod support;
+use crate::support;
 
 use support::op2;
 

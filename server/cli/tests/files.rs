@@ -4,7 +4,7 @@
 //! diagnostic, imports resolve from any working directory, and file-level
 //! errors follow `--message-format json`.
 
-mod support;
+use crate::support;
 
 use std::fs;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! `op2 fmt` end to end: files rewritten in place, `--check` printing a
 //! unified diff, and `-` for standard input.
 
-mod support;
+use crate::support;
 
 use predicates::prelude::*;
 use predicates::str::contains;

@@ -3,7 +3,7 @@
 //! (converted here, and written by h5py in OP2's layout), and `--final-state
 //! X.h5` read back with OP2's names and shapes.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! loop that goes past it stops `op2 run` and `op2 simulate` with an error
 //! naming the loop, where it would otherwise run forever.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

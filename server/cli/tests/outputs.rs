@@ -3,7 +3,7 @@
 //! that creates it; none creates directories (docs/compilation.md, "Output
 //! files").
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! Snapshots of rendered diagnostics, human and JSON, for programs with
 //! several kinds of problem. Update with `INSTA_UPDATE=always cargo test -p
-//! op2-cli --test render` and review the diff.
+//! op2-cli --test integration render::` and review the diff.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! `op2 simulate --check` end to end: the defaults pass every bundled
 //! example, and a failing check names a tolerance that passes.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

@@ -2,7 +2,7 @@
 //! writes the same final state; the interpreter says that it runs on one
 //! thread.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

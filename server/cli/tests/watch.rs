@@ -7,7 +7,7 @@
 
 #![cfg(unix)]
 
-mod support;
+use crate::support;
 
 use std::io::Read;
 use std::path::Path;

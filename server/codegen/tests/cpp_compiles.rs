@@ -13,7 +13,7 @@
 //! Orchestrator differs"): `OnInit` returning `uint32_t`, so a bare
 //! `return;` fails, `OnSend` without `doSend` and `sendIndex`.
 
-mod graph_type_support;
+use crate::graph_type_support;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! reused while the kernel is unchanged (or only moved), the rest of the
 //! graph type reused while only kernel bodies and positions changed.
 
-mod graph_type_support;
+use crate::graph_type_support;
 
 use std::path::Path;
 

@@ -4,7 +4,7 @@
 //! changed snapshot against compilation.md §4–§6 and poets-v4.md before
 //! accepting it (`INSTA_UPDATE=always` or `cargo insta review`).
 
-mod graph_type_support;
+use crate::graph_type_support;
 
 use std::path::PathBuf;
 

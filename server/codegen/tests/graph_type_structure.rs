@@ -7,7 +7,7 @@
 //! rules of compilation.md §1–§4, independently of the generator's own plan,
 //! and compared with what the XML document holds.
 
-mod graph_type_support;
+use crate::graph_type_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -3,7 +3,7 @@
 
 #![allow(clippy::print_stderr)]
 
-mod support;
+use crate::support;
 
 use op2_exec::Tolerance;
 use support::{load, repository};

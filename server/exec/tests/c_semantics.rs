@@ -6,7 +6,7 @@
 //! assignment. Every program runs under the reference and the simulation,
 //! and both must print exactly the expected text.
 
-mod support;
+use crate::support;
 
 use support::load;
 

@@ -5,7 +5,7 @@
 //! means (nested binary operators), which the equivalence tests compare
 //! through the reference, the simulation and the printed C++.
 
-mod support;
+use crate::support;
 
 use support::load;
 

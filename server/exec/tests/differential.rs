@@ -9,7 +9,7 @@
 
 #![allow(clippy::print_stderr)]
 
-mod support;
+use crate::support;
 
 use std::fmt::Write;
 

@@ -1,7 +1,7 @@
 //! Every example runs under the reference semantics and under the
 //! simulation with several delivery orders, and both agree.
 
-mod support;
+use crate::support;
 
 use op2_exec::Tolerance;
 use support::example;

@@ -2,7 +2,7 @@
 //! one) is reported as a deadlock or a failed assertion naming a device:
 //! never a hang, never a pass.
 
-mod support;
+use crate::support;
 
 use op2_codegen::topology::for_each_edge;
 use op2_exec::simulate::{Injection, Options, SimulationError};

@@ -4,7 +4,7 @@
 //! (language.md §8), under `op2 run` and in the generated graph, with the
 //! flat controller and with trees.
 
-mod support;
+use crate::support;
 
 use op2_analysis::value::Value;
 use op2_exec::{State, Tolerance};

@@ -8,7 +8,7 @@
 //! relative 1e-6, and every such run whose final state it changed is
 //! reported, in programs whose results are sums of their messages.
 
-mod support;
+use crate::support;
 
 use op2_exec::simulate::{Injection, Options};
 use op2_exec::{State, Tolerance, compare};

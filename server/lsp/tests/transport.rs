@@ -4,7 +4,7 @@
 //! client. These are the rules of architecture.md ("Language server rules"),
 //! each tested where a client would see it break.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

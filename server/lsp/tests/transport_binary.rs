@@ -3,7 +3,7 @@
 //! exit. Skipped, loudly, when the binary is not built (`cargo build -p
 //! op2-cli`); the in-process tests cover the rest with the same server.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::text::{Doc, Typist};

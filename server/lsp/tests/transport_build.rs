@@ -3,7 +3,7 @@
 //! outside the workspace, writes nothing and says why; settings arrive by
 //! initialization options and by `didChangeConfiguration`.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! something (not `null`), and with an answer of the right shape in the right
 //! place. What exactly each feature answers is for the feature's own tests.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::text;

@@ -4,7 +4,7 @@
 //! session goes on with its documents; `exit` exits 1 unless `shutdown`
 //! came first.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `OP2_LSP_TEST_PANIC=1` in its environment, so this file is its own test
 //! binary: every server it starts sees the variable.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::Session;

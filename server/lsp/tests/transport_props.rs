@@ -5,7 +5,7 @@
 //! at the end a fresh session opened with that text answers the same. The
 //! examples are edited without their comments, which no answer shows.
 
-mod support;
+use crate::support;
 
 use proptest::prelude::*;
 use serde_json::Value;

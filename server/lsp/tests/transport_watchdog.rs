@@ -6,7 +6,7 @@
 //! `OP2_LSP_ANALYSIS_LIMIT_MS`, so this file is its own test binary: every
 //! server it starts sees both variables.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,0 +1,22 @@
+//! Every integration test of this crate, in one test binary: each `tests/*.rs` is a
+//! module here (one link of the whole graph instead of one per file; docs/benchmarks.md,
+//! "The test command"). A new test file needs its `mod` line below, which
+//! `op2-cli`'s `layout::every_test_file_is_compiled` checks; run one file's tests with
+//! `cargo test -p op2-cli --test integration FILE::`.
+
+mod support;
+
+mod cli;
+mod completions;
+mod explain;
+mod files;
+mod fmt;
+mod import;
+mod instance;
+mod kernel_loops;
+mod layout;
+mod outputs;
+mod render;
+mod simulate;
+mod threads;
+mod watch;
