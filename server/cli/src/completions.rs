@@ -25,8 +25,10 @@ pub fn completions(shell: Shell) -> Result<Outcome> {
 pub fn man(directory: Option<&Path>) -> Result<Outcome> {
     let command = Cli::command();
     let Some(directory) = directory else {
+        let mut roff = Vec::new();
+        clap_mangen::Man::new(command).render(&mut roff)?;
         let mut out = io::stdout().lock();
-        clap_mangen::Man::new(command).render(&mut out)?;
+        out.write_all(ascii_roff(&roff).as_bytes())?;
         out.flush()?;
         return Ok(Outcome::Success);
     };
@@ -48,8 +50,29 @@ pub fn man(directory: Option<&Path>) -> Result<Outcome> {
             .title(name.clone())
             .render(&mut roff)?;
         let path = directory.join(format!("{name}.1"));
-        op2_codegen::output::write_file_atomically(&path, &roff)
+        op2_codegen::output::write_file_atomically(&path, ascii_roff(&roff).as_bytes())
             .with_context(|| format!("cannot write `{}`", path.display()))?;
     }
     Ok(Outcome::Success)
+}
+
+/// The page with roff's own names for the help text's few non-ASCII characters:
+/// groff in the C locale has no glyph for them and warned on every `man op2`.
+fn ascii_roff(roff: &[u8]) -> String {
+    let text = String::from_utf8_lossy(roff);
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '…' => out.push_str("..."),
+            '×' => out.push_str("\\(mu"),
+            '–' => out.push_str("\\(en"),
+            '—' => out.push_str("\\(em"),
+            '≤' => out.push_str("\\(<="),
+            '≥' => out.push_str("\\(>="),
+            '’' => out.push('\''),
+            c if c.is_ascii() => out.push(c),
+            c => out.push_str(&format!("\\[u{:04X}]", u32::from(c))),
+        }
+    }
+    out
 }

@@ -74,6 +74,16 @@ fn man_prints_the_page_or_writes_one_per_command() {
     }
     let check = std::fs::read_to_string(scratch.path("man1/op2-check.1")).expect("read");
     assert!(check.contains("deny") && check.contains("quiet"), "{check}");
+    // Every page is ASCII (groff in the C locale warns on Unicode it has no
+    // glyph for): the help's `…` and `×` become `...` and roff's `\(mu`.
+    for entry in std::fs::read_dir(scratch.path("man1")).expect("listed") {
+        let path = entry.expect("an entry").path();
+        let text = std::fs::read_to_string(&path).expect("read");
+        let line = text.lines().find(|line| !line.is_ascii());
+        assert!(line.is_none(), "{}: {line:?}", path.display());
+    }
+    let simulate = std::fs::read_to_string(scratch.path("man1/op2-simulate.1")).expect("read");
+    assert!(simulate.contains("atol \\(mu"), "{simulate}");
     scratch
         .op2(&["man", "--out-dir", "missing"])
         .assert()
