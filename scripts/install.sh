@@ -1,49 +1,77 @@
 #!/usr/bin/env bash
 # Installs op2 for the current user: the binary (cargo install, into
-# ~/.cargo/bin), shell completions for bash, zsh and fish, and the manual
-# pages. With --editors, also the Neovim plugin (a link into Neovim's package
-# path) and, when `code` is on PATH, the VS Code extension (built with npm).
+# ~/.cargo/bin), its manual pages beside it (~/.cargo/share/man, which `man`
+# finds from PATH), and shell completions for bash, zsh and fish. With
+# --editors, also the Neovim plugin (a link into Neovim's package path) and,
+# when `code` is on PATH, the VS Code extension (built with npm).
 # Idempotent: run it again after pulling to update everything.
 #
-# Environment: PREFIX (default ~/.local) for completions and manual pages;
-# CARGO_INSTALL_ROOT as cargo understands it, for the binary.
+# Options: --editors as above; --binary PATH installs that op2 (one you
+# built) instead of building with cargo install.
+# Environment: CARGO_INSTALL_ROOT as cargo understands it, for the binary and
+# the manual pages; XDG_DATA_HOME and XDG_CONFIG_HOME for the completions
+# and the Neovim plugin.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$ROOT"
 
 editors=0
-for arg in "$@"; do
-  case "$arg" in
+binary=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --editors) editors=1 ;;
-    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    *) fail "unknown argument \`$arg\` (try --help)" ;;
+    --binary)
+      [ $# -ge 2 ] || fail "--binary needs the path of an op2 binary"
+      binary="$2"
+      shift
+      ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) fail "unknown argument \`$1\` (try --help)" ;;
   esac
+  shift
 done
-PREFIX="${PREFIX:-$HOME/.local}"
 data="${XDG_DATA_HOME:-$HOME/.local/share}"
-[ "$PREFIX" = "$HOME/.local" ] || data="$PREFIX/share"
-
-step "cargo install --path server/cli (a few minutes the first time)"
-cargo install --locked --path server/cli
-bin_dir="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}/bin"
+config="${XDG_CONFIG_HOME:-$HOME/.config}"
+root="${CARGO_INSTALL_ROOT:-${CARGO_HOME:-$HOME/.cargo}}"
+bin_dir="$root/bin"
 op2="$bin_dir/op2"
-[ -x "$op2" ] || fail "cargo install did not leave $op2"
+
+if [ -n "$binary" ]; then
+  step "installing $binary as $op2"
+  [ -x "$binary" ] || fail "--binary $binary: not an executable file"
+  mkdir -p "$bin_dir"
+  cp "$binary" "$op2.tmp.$$"
+  mv -f "$op2.tmp.$$" "$op2"
+else
+  # op2 reads OP2's HDF5 meshes through the HDF5 C library.
+  ensure_hdf5
+  step "cargo install --path server/cli (a few minutes the first time)"
+  cargo install --locked --path server/cli
+fi
+[ -x "$op2" ] || fail "$op2 was not installed"
 "$op2" --version
 
-step "shell completions"
-mkdir -p "$data/bash-completion/completions" "$data/zsh/site-functions" \
-  "${XDG_CONFIG_HOME:-$HOME/.config}/fish/completions"
-"$op2" completions bash >"$data/bash-completion/completions/op2"
-"$op2" completions zsh >"$data/zsh/site-functions/_op2"
-"$op2" completions fish >"${XDG_CONFIG_HOME:-$HOME/.config}/fish/completions/op2.fish"
-echo "bash: $data/bash-completion/completions/op2 (loaded by bash-completion on first use)"
-echo "zsh:  $data/zsh/site-functions/_op2 (add that directory to fpath before compinit)"
-echo "fish: ${XDG_CONFIG_HOME:-$HOME/.config}/fish/completions/op2.fish"
-
+# `man` looks in <dir>/../share/man for each <dir> on PATH: with op2 on PATH,
+# `man op2` works without MANPATH.
 step "manual pages"
-mkdir -p "$data/man/man1"
-"$op2" man --out-dir "$data/man/man1"
-echo "$data/man/man1: op2(1) and one page per command (man op2-simulate)"
+man_dir="$root/share/man/man1"
+mkdir -p "$man_dir"
+"$op2" man --out-dir "$man_dir"
+echo "$man_dir: op2(1) and one page per command (man op2-simulate)"
+
+step "shell completions"
+bash_file="$data/bash-completion/completions/op2"
+mkdir -p "$(dirname "$bash_file")" "$data/zsh/site-functions" "$config/fish/completions"
+"$op2" completions bash >"$bash_file"
+"$op2" completions zsh >"$data/zsh/site-functions/_op2"
+"$op2" completions fish >"$config/fish/completions/op2.fish"
+if [ -r /usr/share/bash-completion/bash_completion ]; then
+  echo "bash: $bash_file (bash-completion loads it on first use)"
+else
+  echo "bash: $bash_file (bash-completion is not installed: add \`source $bash_file\` to ~/.bashrc)"
+fi
+echo "zsh:  $data/zsh/site-functions/_op2 (add that directory to fpath before compinit)"
+echo "fish: $config/fish/completions/op2.fish"
 
 if [ "$editors" = 1 ]; then
   step "Neovim plugin"
@@ -62,7 +90,7 @@ fi
 
 case ":$PATH:" in
   *":$bin_dir:"*) ;;
-  *) echo; echo "note: $bin_dir is not on PATH; add it (export PATH=\"$bin_dir:\$PATH\")" ;;
+  *) echo; echo "note: $bin_dir is not on PATH; add it (export PATH=\"$bin_dir:\$PATH\" in your shell's profile)" ;;
 esac
 echo
 echo "installed: $("$op2" --version) at $op2"

@@ -67,6 +67,9 @@ timed "cargo test" cargo test --workspace --locked
 export OP2_BIN="$ROOT/target/debug/op2"
 timed "editors" "$ROOT/scripts/test-editors.sh"
 
+step "install.sh into an empty HOME"
+timed "install" "$ROOT/scripts/test-install.sh"
+
 step "cargo clippy (its output)"
 clippy_status=0
 wait "$clippy_pid" || clippy_status=$?
