@@ -4,7 +4,7 @@
 //! directories leading out are refused before anything runs; the cancel
 //! button and `$/cancelRequest` kill the application's set-up.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -8,6 +8,7 @@ mod support;
 
 mod editing;
 mod generated;
+mod import;
 mod navigation;
 mod transport;
 mod transport_binary;
