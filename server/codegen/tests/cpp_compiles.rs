@@ -382,6 +382,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_builtin_names_as_variables",
     "cpp_const_shadowed_by_local",
     "cpp_globals",
+    "cpp_indices_and_info",
     "cpp_indirect_modes",
     "cpp_kernel_ops",
     "cpp_main_control",
@@ -425,6 +426,11 @@ fn example_scatter() {
 #[test]
 fn program_globals() {
     check(&program("cpp_globals"));
+}
+
+#[test]
+fn program_indices_and_info() {
+    check(&program("cpp_indices_and_info"));
 }
 
 #[test]

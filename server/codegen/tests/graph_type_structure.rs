@@ -168,6 +168,8 @@ struct Expected {
     controller_outputs: BTreeMap<String, String>,
     controller_properties: BTreeSet<String>,
     controller_globals: Vec<Declaration>,
+    /// The controller's `element_G` of `INFO` globals.
+    controller_state: Vec<Declaration>,
     /// Message type id to its members; the empty type of local steps is not
     /// in here.
     messages: BTreeMap<String, Vec<Declaration>>,
@@ -227,6 +229,7 @@ fn expected(program: &Program) -> Expected {
         let mut buffers = Vec::new();
         let mut read_recvs = Vec::new();
         let mut write_sends = Vec::new();
+        let mut infos = Vec::new();
         for (i, arg) in invocation.resolved_args() {
             match arg.kind {
                 ArgKind::IndirectDat { dat, .. } => {
@@ -264,6 +267,40 @@ fn expected(program: &Program) -> Expected {
                         write_sends.push((format!("{inv}_arg{i}_write_send"), message));
                     }
                 }
+                // language.md §6, compilation.md "Element indices and
+                // `INFO` globals": device properties, and for `INFO` a
+                // landing pad, a begin global and, after the reductions,
+                // the value and `element_G` in the end.
+                ArgKind::Index(map) => {
+                    let device = e.sets.entry(iter_name.clone()).or_default();
+                    device.properties.insert(match map {
+                        None => "index".to_owned(),
+                        Some(_) => format!("{inv}_arg{i}_index"),
+                    });
+                }
+                ArgKind::Info { global, .. } => {
+                    let decl = global_decl(global);
+                    let pad = pads.entry(iter_name.clone()).or_default();
+                    if !pad.contains(&decl) {
+                        pad.push(decl.clone());
+                    }
+                    let element = Declaration::new(
+                        "uint32_t",
+                        &format!("element_{}", program.globals[global.index()].name),
+                        &[],
+                    );
+                    if !pad.contains(&element) {
+                        pad.push(element.clone());
+                    }
+                    if !begin.contains(&decl) {
+                        begin.push(decl.clone());
+                    }
+                    infos.push(decl);
+                    infos.push(element.clone());
+                    e.controller_state.push(element);
+                    let device = e.sets.entry(iter_name.clone()).or_default();
+                    device.properties.insert("index".to_owned());
+                }
                 ArgKind::Global(global) => {
                     let decl = global_decl(global);
                     let pad = pads.entry(iter_name.clone()).or_default();
@@ -289,6 +326,7 @@ fn expected(program: &Program) -> Expected {
             }
         }
         e.messages.insert(format!("{inv}_begin"), begin);
+        end.extend(infos);
         e.messages.insert(format!("{inv}_end"), end);
         e.controller_outputs
             .insert(format!("{inv}_begin"), format!("{inv}_begin"));
@@ -642,7 +680,7 @@ fn problems(program: &Program, graph: &GraphType, text: &str) -> Vec<String> {
                 properties.iter().map(|d| d.name.clone()),
                 &mut problems,
             );
-            for wanted in &e.controller_globals {
+            for wanted in e.controller_globals.iter().chain(&e.controller_state) {
                 expect_declaration("global State", &state, wanted, &mut problems);
             }
             continue;
