@@ -50,6 +50,14 @@ fn usage(program: &Program) -> Usage {
                         usage.sets[set.index()] = true;
                     }
                 }
+                // `idx[M[K]]` reads the map's targets.
+                ArgKind::Index(Some((map, _))) => {
+                    usage.maps[map.index()] = true;
+                    let m = &program.maps[map.index()];
+                    for set in [m.from, m.to].into_iter().flatten() {
+                        usage.sets[set.index()] = true;
+                    }
+                }
                 ArgKind::Len(set) => usage.sets[set.index()] = true,
                 _ => {}
             }

@@ -677,3 +677,22 @@ fn the_synthetic_airfoil_mesh_fits_the_airfoil_example_with_the_sizes_it_promise
     assert_eq!(size("edges"), 2 * side * (side - 1));
     assert_eq!(size("bedges"), 4 * side);
 }
+
+/// A map that only `idx[M[K]]` reads must be given, and its targets must be
+/// inside the target set, as for an indirect dat's map.
+#[test]
+fn a_map_read_only_by_an_index_argument_is_required_and_checked() {
+    let analysis = analyse(
+        "set nodes;\nset cells;\nmap pcell: cells -> nodes[2];\nglobal g: int;\n\
+         kernel k(const int *n, int *s) { *s += n[0]; }\n\
+         main {\n    par_loop k over cells (idx[pcell[1]], g INC);\n    print(\"%d\", g);\n}\n",
+    );
+    let loaded = read(&analysis, r#"{"sets": {"cells": 2, "nodes": 3}}"#);
+    let problem = only(&loaded, Code::E701);
+    assert_eq!(problem.path, "maps.pcell");
+    let loaded = read(
+        &analysis,
+        r#"{"sets": {"cells": 2, "nodes": 3}, "maps": {"pcell": [[0, 1], [2, 3]]}}"#,
+    );
+    assert_eq!(only(&loaded, Code::E702).path, "maps.pcell[1][1]");
+}
