@@ -6,7 +6,7 @@
 //! give the same integers, and those are what the definitions say,
 //! computed here from the instance by brute force.
 
-mod support;
+use crate::support;
 
 use op2_analysis::value::Value;
 use op2_exec::{Engine, Reference, State, Tolerance};

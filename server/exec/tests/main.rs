@@ -12,6 +12,7 @@ mod chains;
 mod differential;
 mod examples;
 mod faults;
+mod indices;
 mod repeated_inc;
 mod threads;
 mod tolerance;
