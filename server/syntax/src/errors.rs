@@ -12,7 +12,7 @@
 //! applies the message only says what could not be parsed: a message that
 //! names the wrong token is worse than one that names none.
 
-use tree_sitter::{Language, Node, Tree};
+use tree_sitter::{Language, Node, Tree, TreeCursor};
 
 use crate::ast::{AccessMode, BUILTINS, NodeText, ScalarType, language};
 use crate::diagnostic::{Code, Diagnostic, FileId, Fix, Location, TextEdit};
@@ -83,23 +83,34 @@ pub(crate) fn errors_in(root: Node<'_>, text: &str, file: FileId, part: Part) ->
     let checker = Checker::new(text, file, root);
     let mut out = Vec::new();
     let mut cursor = root.walk();
+    // The ancestors of the cursor's node, `root` first. Parents and
+    // siblings are taken from here and never asked of tree-sitter: its
+    // `parent`, `prev_sibling` and `next_sibling` descend from the root
+    // again on every call, and for an empty (MISSING) node they recurse
+    // once per level in C, which a deeply nested file turns into a stack
+    // overflow.
+    let mut path: Vec<Node<'_>> = Vec::new();
     let mut visit_children = true;
     loop {
         let node = cursor.node();
         if visit_children {
+            let at = At {
+                parents: &path,
+                field: cursor.field_name(),
+            };
             // Report, then decide whether to look inside.
             let descend = match part {
-                Part::All => checker.check_node(node, &mut out),
+                Part::All => checker.check_node(node, &at, &mut out),
                 Part::Unparsed => {
                     if node.is_missing() || node.is_error() {
-                        checker.check_node(node, &mut out);
+                        checker.check_node(node, &at, &mut out);
                         false
                     } else if node.has_error() {
                         // Descend only where the whole walk does: an
                         // unsupported construct is reported once, not with
                         // the errors inside it. (Its own report belongs to
                         // the other part.)
-                        checker.check_node(node, &mut Vec::new())
+                        checker.check_node(node, &at, &mut Vec::new())
                     } else {
                         false
                     }
@@ -108,11 +119,12 @@ pub(crate) fn errors_in(root: Node<'_>, text: &str, file: FileId, part: Part) ->
                     if node.is_missing() || node.is_error() {
                         false
                     } else {
-                        checker.check_node(node, &mut out)
+                        checker.check_node(node, &at, &mut out)
                     }
                 }
             };
             if descend && cursor.goto_first_child() {
+                path.push(node);
                 continue;
             }
         }
@@ -126,9 +138,24 @@ pub(crate) fn errors_in(root: Node<'_>, text: &str, file: FileId, part: Part) ->
         if !cursor.goto_parent() || cursor.node() == root {
             break;
         }
+        path.pop();
         visit_children = false;
     }
     out
+}
+
+/// Where the walk stands: the ancestors of the node it is at, from the
+/// walk's root down to its parent, and the field the node fills in its
+/// parent.
+struct At<'a, 't> {
+    parents: &'a [Node<'t>],
+    field: Option<&'t str>,
+}
+
+impl<'t> At<'_, 't> {
+    fn parent(&self) -> Option<Node<'t>> {
+        self.parents.last().copied()
+    }
 }
 
 /// One step of the fixed head of a construct (see [`HEADS`]).
@@ -240,14 +267,13 @@ const TYPED_NAME: &[Step] = &[Step::Skip("*"), Step::Name];
 
 struct Checker<'s> {
     text: &'s str,
-    /// The root of the tree, from which the ancestors of a node are found
-    /// in one descent (tree-sitter's `parent` and `prev_sibling` each
-    /// descend from the root again, which is quadratic in a deep tree).
-    root: Node<'s>,
     /// The children of the parents [`preceding_in`] has looked into, by
     /// the parent's id (a file of many items with many errors asks for the
     /// same long list again and again).
     children: std::cell::RefCell<Children<'s>>,
+    /// The tokens of the file in order, read as far as the walk has come
+    /// (for the tokens just before and after an error).
+    stream: std::cell::RefCell<TokenStream<'s>>,
     file: FileId,
     language: Language,
     /// Tree-sitter numbers terminal symbols first, then nonterminals starting
@@ -261,8 +287,8 @@ impl<'s> Checker<'s> {
         let first_nonterminal = language.id_for_node_kind("source_file", true);
         Checker {
             text,
-            root,
             children: std::cell::RefCell::default(),
+            stream: std::cell::RefCell::new(TokenStream::new(root)),
             file,
             language,
             first_nonterminal,
@@ -281,13 +307,13 @@ impl<'s> Checker<'s> {
     }
 
     /// Reports `node` if it is wrong; returns whether its children need a look.
-    fn check_node(&self, node: Node<'s>, out: &mut Vec<Diagnostic>) -> bool {
+    fn check_node(&self, node: Node<'s>, at: &At<'_, 's>, out: &mut Vec<Diagnostic>) -> bool {
         if node.is_missing() {
-            out.push(self.missing(node));
+            out.push(self.missing(node, at));
             return false;
         }
         if node.is_error() {
-            out.push(self.error_node(node));
+            out.push(self.error_node(node, at));
             return false;
         }
         let mut report = |range: TextRange, message: &str| out.push(self.error(range, message));
@@ -367,13 +393,15 @@ impl<'s> Checker<'s> {
 
     /// A MISSING node sits where the parser invented it; report it just after
     /// the token before it, where rustc would point.
-    fn missing(&self, node: Node<'s>) -> Diagnostic {
-        let at = previous_token(node).map_or(node.start_byte(), |token| token.end_byte());
+    fn missing(&self, node: Node<'s>, place: &At<'_, 's>) -> Diagnostic {
+        let at = self
+            .previous_token(node)
+            .map_or(node.start_byte(), |token| token.end_byte());
         let at = TextRange::from(at..at);
         let kind = node.kind();
         // The parser invents the cheapest token that would do: a name for an
         // expression, `double` for a type. Say what was wanted instead.
-        let category = node.parent().map(|parent| parent.kind()).filter(|parent| {
+        let category = place.parent().map(|parent| parent.kind()).filter(|parent| {
             matches!(
                 *parent,
                 "primitive_type" | "access_mode" | "boolean_literal"
@@ -381,15 +409,15 @@ impl<'s> Checker<'s> {
         });
         let wanted = match category {
             Some(parent) => describe_kind(parent, true),
-            None if kind == "identifier" && is_expression_slot(node) => "an expression".to_owned(),
+            None if kind == "identifier" && is_expression_slot(place) => "an expression".to_owned(),
             None => describe_kind(kind, node.is_named()),
         };
-        let found = self.describe_found(next_token(node));
+        let found = self.describe_found(self.next_token(node));
         let mut diagnostic = self.error(at, format!("expected {wanted}, found {found}"));
         if kind == ";" {
             diagnostic = diagnostic.with_fix(self.insert(at, ";"));
         }
-        if let Some(opener) = opener_of(node) {
+        if let Some(opener) = opener_of(node, place.parent()) {
             diagnostic =
                 diagnostic.with_related(self.location(opener.text_range()), "unclosed delimiter");
         }
@@ -411,12 +439,12 @@ impl<'s> Checker<'s> {
     // ERROR nodes
     // ------------------------------------------------------------------
 
-    fn error_node(&self, node: Node<'s>) -> Diagnostic {
-        let tokens = tokens(node);
-        let before = previous_token(node);
+    fn error_node(&self, node: Node<'s>, at: &At<'_, 's>) -> Diagnostic {
+        let (tokens, stray_quote) = tokens(node);
+        let before = self.previous_token(node);
         let Some(&first) = tokens.first() else {
             // An empty ERROR: nothing was skipped, something was expected.
-            let found = next_token(node);
+            let found = self.next_token(node);
             return self.error(
                 TextRange::from(node.byte_range()),
                 format!("unexpected {}", self.describe_found(found)),
@@ -426,13 +454,13 @@ impl<'s> Checker<'s> {
         if let Some(diagnostic) = self.unsupported_c(first, before) {
             return diagnostic;
         }
-        if let Some(diagnostic) = self.unterminated(first, &tokens) {
+        if let Some(diagnostic) = self.unterminated(first, stray_quote) {
             return diagnostic;
         }
 
         // The tokens the parser would have taken where the ERROR begins. If
         // the first token of the ERROR is not among them, it is the culprit.
-        let expected = self.expected_before(node, before);
+        let expected = self.expected_before(node, at.parents, before);
         match &expected {
             Some(expected) if !expected.contains(&self.symbol(first)) => {
                 return self.expected_found(before, Some(first), expected);
@@ -442,13 +470,13 @@ impl<'s> Checker<'s> {
 
         // The first token was acceptable (or the state is unknown): look
         // further in.
-        if let Some(diagnostic) = self.print_with_string(node) {
+        if let Some(diagnostic) = self.print_with_string(node, at.parent()) {
             return diagnostic;
         }
-        if let Some(diagnostic) = self.parameter_shape(node, &tokens) {
+        if let Some(diagnostic) = self.parameter_shape(node, at.parent(), &tokens) {
             return diagnostic;
         }
-        if let Some(diagnostic) = self.match_head(node, &tokens) {
+        if let Some(diagnostic) = self.match_head(node, at.parent(), &tokens) {
             return diagnostic;
         }
         if let Some(diagnostic) = self.scan(node, &tokens) {
@@ -470,8 +498,13 @@ impl<'s> Checker<'s> {
     /// after a whole node, which the parser may have closed too early (it
     /// reduced `p_q` to an argument before seeing `[`); what could have
     /// continued the token before counts too, when its state is known.
-    fn expected_before(&self, node: Node<'s>, before: Option<Node<'s>>) -> Option<Vec<u16>> {
-        let mut expected = self.lookahead(self.state_before(node)?)?;
+    fn expected_before(
+        &self,
+        node: Node<'s>,
+        parents: &[Node<'s>],
+        before: Option<Node<'s>>,
+    ) -> Option<Vec<u16>> {
+        let mut expected = self.lookahead(self.state_before(node, parents)?)?;
         let extension = before
             .filter(|token| !token.is_error() && !token.is_missing())
             .map(|token| token.next_parse_state())
@@ -526,7 +559,7 @@ impl<'s> Checker<'s> {
     }
 
     /// An unterminated block comment or string: lexical, so say so.
-    fn unterminated(&self, first: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
+    fn unterminated(&self, first: Node<'s>, stray_quote: Option<Node<'s>>) -> Option<Diagnostic> {
         if self
             .slice(first.start_byte()..self.text.len())
             .starts_with("/*")
@@ -537,12 +570,7 @@ impl<'s> Checker<'s> {
             ));
         }
         // A quote that does not belong to a whole string literal.
-        let quote = tokens.iter().find(|token| {
-            token.kind() == "\""
-                && token
-                    .parent()
-                    .is_none_or(|parent| parent.kind() != "string_literal")
-        })?;
+        let quote = stray_quote?;
         let line_end = self
             .slice(quote.start_byte()..self.text.len())
             .find(['\n', '\r'])
@@ -554,8 +582,8 @@ impl<'s> Checker<'s> {
     }
 
     /// `print("%s", "x")`: only the format may be a string.
-    fn print_with_string(&self, node: Node<'s>) -> Option<Diagnostic> {
-        let parent = node.parent()?;
+    fn print_with_string(&self, node: Node<'s>, parent: Option<Node<'s>>) -> Option<Diagnostic> {
+        let parent = parent?;
         if parent.kind() != "print_statement" {
             return None;
         }
@@ -574,8 +602,13 @@ impl<'s> Checker<'s> {
     }
 
     /// `double q` in a parameter list: a parameter needs a `*` or a dimension.
-    fn parameter_shape(&self, node: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
-        if node.parent()?.kind() != "parameter_list" {
+    fn parameter_shape(
+        &self,
+        node: Node<'s>,
+        parent: Option<Node<'s>>,
+        tokens: &[Node<'s>],
+    ) -> Option<Diagnostic> {
+        if parent?.kind() != "parameter_list" {
             return None;
         }
         let kinds: Vec<&str> = tokens.iter().map(|&token| self.token_kind(token)).collect();
@@ -583,7 +616,7 @@ impl<'s> Checker<'s> {
             ["const", ty, "identifier"] | [ty, "identifier"] => ScalarType::from_keyword(ty),
             _ => None,
         };
-        let after = next_token(node).map(|after| self.token_kind(after));
+        let after = self.next_token(node).map(|after| self.token_kind(after));
         (shape.is_some() && matches!(after, Some("," | ")"))).then(|| {
             self.error(
                 node.text_range(),
@@ -594,10 +627,13 @@ impl<'s> Checker<'s> {
 
     /// Matches the tokens of an ERROR against the fixed head of the construct
     /// its first token begins (see [`HEADS`]).
-    fn match_head(&self, node: Node<'s>, tokens: &[Node<'s>]) -> Option<Diagnostic> {
-        let at_top = node
-            .parent()
-            .is_none_or(|parent| parent.kind() == "source_file");
+    fn match_head(
+        &self,
+        node: Node<'s>,
+        parent: Option<Node<'s>>,
+        tokens: &[Node<'s>],
+    ) -> Option<Diagnostic> {
+        let at_top = parent.is_none_or(|parent| parent.kind() == "source_file");
         let first = self.token_kind(tokens[0]);
         let steps = if ScalarType::from_keyword(first).is_some() {
             if at_top {
@@ -615,7 +651,7 @@ impl<'s> Checker<'s> {
         };
         // The token after the ERROR counts too: the head may end there.
         let mut input: Vec<Option<Node<'s>>> = tokens[1..].iter().copied().map(Some).collect();
-        input.push(next_token(node));
+        input.push(self.next_token(node));
         let mut position = 0;
         let mut also: Vec<String> = Vec::new();
         self.match_steps(steps, &input, &mut position, &mut also)
@@ -749,7 +785,7 @@ impl<'s> Checker<'s> {
         }
 
         let last = tokens[tokens.len() - 1];
-        let after = next_token(node);
+        let after = self.next_token(node);
         if let Some(&opener) = open.last() {
             // The text after the ERROR shows the bracket will not be closed:
             // the file ends, the next item begins, the statement ends, or
@@ -917,14 +953,18 @@ impl<'s> Checker<'s> {
     /// triggered, and nodes rebuilt during error recovery record none. So
     /// walk back to the nearest node whose state after it is known (or the
     /// start of the file), then shift the nodes between forward from there.
-    fn state_before(&self, node: Node<'s>) -> Option<u16> {
+    fn state_before(&self, node: Node<'s>, parents: &[Node<'s>]) -> Option<u16> {
         let mut pending: Vec<u16> = Vec::new();
         let mut current = node;
+        let mut parents = parents;
         let mut state = loop {
-            let found = preceding_in(self.root, current, &mut self.children.borrow_mut());
-            let Some((previous, parent)) = found else {
+            let found = preceding_in(parents, current, &mut self.children.borrow_mut());
+            let Some((previous, depth)) = found else {
                 break START_STATE;
             };
+            // `previous` is a child of `parents[depth - 1]`.
+            parents = &parents[..depth];
+            let parent = parents[depth - 1];
             if previous.is_error() || previous.is_missing() || previous.has_error() {
                 return None;
             }
@@ -947,6 +987,16 @@ impl<'s> Checker<'s> {
             }
         }
         Some(state)
+    }
+
+    /// The token just before `node` in the text, comments skipped.
+    fn previous_token(&self, node: Node<'s>) -> Option<Node<'s>> {
+        self.stream.borrow_mut().before(node.start_byte())
+    }
+
+    /// The token just after `node` in the text, comments skipped.
+    fn next_token(&self, node: Node<'s>) -> Option<Node<'s>> {
+        self.stream.borrow_mut().after(node.end_byte())
     }
 
     fn is_valid_state(&self, state: u16) -> bool {
@@ -1172,14 +1222,14 @@ fn can_start_statement(kind: &str) -> bool {
 }
 
 /// For a MISSING closing bracket, the bracket it would close.
-fn opener_of(missing: Node<'_>) -> Option<Node<'_>> {
+fn opener_of<'t>(missing: Node<'t>, parent: Option<Node<'t>>) -> Option<Node<'t>> {
     let opening = match missing.kind() {
         ")" => "(",
         "]" => "[",
         "}" => "{",
         _ => return None,
     };
-    let parent = missing.parent()?;
+    let parent = parent?;
     let mut cursor = parent.walk();
     parent
         .children(&mut cursor)
@@ -1187,9 +1237,9 @@ fn opener_of(missing: Node<'_>) -> Option<Node<'_>> {
         .last()
 }
 
-/// True when a MISSING node stands for an expression (the parser invents the
-/// cheapest one, a name).
-fn is_expression_slot(missing: Node<'_>) -> bool {
+/// True when a MISSING node, `at` the walk's place, stands for an
+/// expression (the parser invents the cheapest one, a name).
+fn is_expression_slot(at: &At<'_, '_>) -> bool {
     const EXPRESSION_FIELDS: &[&str] = &[
         "left",
         "right",
@@ -1204,19 +1254,12 @@ fn is_expression_slot(missing: Node<'_>) -> bool {
         "initializer",
         "element",
     ];
-    let Some(parent) = missing.parent() else {
+    let Some(parent) = at.parent() else {
         return false;
     };
-    let mut cursor = parent.walk();
-    let found = parent
-        .children(&mut cursor)
-        .position(|child| child.id() == missing.id());
-    found
-        .and_then(|index| u32::try_from(index).ok())
-        .and_then(|index| parent.field_name_for_child(index))
-        .is_some_and(|field| {
-            EXPRESSION_FIELDS.contains(&field) && parent.kind() != "par_loop_argument"
-        })
+    at.field.is_some_and(|field| {
+        EXPRESSION_FIELDS.contains(&field) && parent.kind() != "par_loop_argument"
+    })
 }
 
 /// A leaf with text that is not a comment: what the user typed.
@@ -1227,92 +1270,156 @@ fn is_token(node: Node<'_>) -> bool {
         && node.start_byte() < node.end_byte()
 }
 
-/// Every token inside `node`, in order.
-fn tokens(node: Node<'_>) -> Vec<Node<'_>> {
+/// Every token inside `node`, in order, and the first `"` among them that
+/// is not part of a whole string literal.
+fn tokens(node: Node<'_>) -> (Vec<Node<'_>>, Option<Node<'_>>) {
     let mut out = Vec::new();
+    let mut stray_quote = None;
     let mut cursor = node.walk();
+    // The kind of each ancestor of the cursor's node below `node`.
+    let mut parents: Vec<&str> = vec![node.kind()];
     let mut visit_children = true;
     loop {
         let current = cursor.node();
         if visit_children {
             if is_token(current) {
                 out.push(current);
+                if stray_quote.is_none()
+                    && current.kind() == "\""
+                    && parents.last() != Some(&"string_literal")
+                {
+                    stray_quote = Some(current);
+                }
             } else if !is_comment(current) && cursor.goto_first_child() {
+                parents.push(current.kind());
                 continue;
             }
         }
         if cursor.node().id() == node.id() {
-            return out;
+            break;
         }
         if cursor.goto_next_sibling() {
             visit_children = true;
             continue;
         }
         if !cursor.goto_parent() || cursor.node().id() == node.id() {
-            return out;
+            break;
         }
+        parents.pop();
         visit_children = false;
     }
+    (out, stray_quote)
 }
 
-fn first_token(node: Node<'_>) -> Option<Node<'_>> {
-    edge_token(node, false)
+/// The tokens of a tree in order, read on demand by a cursor (no
+/// recursion, and no call that climbs the tree), for the token before and
+/// after each error. The checker asks in the order of the text, so the
+/// whole file is read at most once; a question about an earlier place
+/// starts again from the root.
+struct TokenStream<'t> {
+    root: Node<'t>,
+    cursor: TreeCursor<'t>,
+    /// Whether the cursor's node is yet to be looked at (else it and its
+    /// subtree are behind).
+    fresh: bool,
+    /// The last token read, which ends at or before every place asked since.
+    last: Option<Node<'t>>,
+    /// The token read after `last` but not yet passed.
+    next: Option<Node<'t>>,
+    done: bool,
 }
 
-fn last_token(node: Node<'_>) -> Option<Node<'_>> {
-    edge_token(node, true)
-}
-
-/// The first (or last) token inside `node`, found with a stack rather than
-/// recursion: the tree is as deep as the longest operator chain.
-fn edge_token(node: Node<'_>, last: bool) -> Option<Node<'_>> {
-    let mut stack = vec![node];
-    while let Some(node) = stack.pop() {
-        if is_token(node) {
-            return Some(node);
-        }
-        if is_comment(node) {
-            continue;
-        }
-        let mut cursor = node.walk();
-        let start = stack.len();
-        stack.extend(node.children(&mut cursor));
-        // The child to look at first is popped first.
-        if !last {
-            stack[start..].reverse();
+impl<'t> TokenStream<'t> {
+    fn new(root: Node<'t>) -> TokenStream<'t> {
+        TokenStream {
+            root,
+            cursor: root.walk(),
+            fresh: true,
+            last: None,
+            next: None,
+            done: false,
         }
     }
-    None
+
+    /// The next token in the text after those read, without passing it.
+    fn peek(&mut self) -> Option<Node<'t>> {
+        if self.next.is_none() && !self.done {
+            self.next = self.read();
+            self.done = self.next.is_none();
+        }
+        self.next
+    }
+
+    fn read(&mut self) -> Option<Node<'t>> {
+        loop {
+            let node = self.cursor.node();
+            if self.fresh {
+                if is_token(node) {
+                    self.fresh = false;
+                    return Some(node);
+                }
+                if !is_comment(node) && self.cursor.goto_first_child() {
+                    continue;
+                }
+            }
+            if node == self.root {
+                return None;
+            }
+            if self.cursor.goto_next_sibling() {
+                self.fresh = true;
+                continue;
+            }
+            if !self.cursor.goto_parent() {
+                return None;
+            }
+            self.fresh = false;
+        }
+    }
+
+    /// Reads on to `byte`: the tokens that start before it are passed.
+    fn advance_to(&mut self, byte: usize) {
+        if self.last.is_some_and(|last| last.end_byte() > byte) {
+            *self = TokenStream::new(self.root);
+        }
+        while let Some(next) = self.peek() {
+            if next.start_byte() >= byte {
+                break;
+            }
+            self.last = self.next.take();
+        }
+    }
+
+    /// The last token that ends at or before `byte`.
+    fn before(&mut self, byte: usize) -> Option<Node<'t>> {
+        self.advance_to(byte);
+        // Tokens do not overlap: every token passed ends at or before `byte`.
+        self.last
+    }
+
+    /// The first token that starts at or after `byte`.
+    fn after(&mut self, byte: usize) -> Option<Node<'t>> {
+        self.advance_to(byte);
+        self.peek()
+    }
 }
 
 /// Children of nodes, by the node's id.
 type Children<'t> = std::collections::HashMap<usize, Vec<Node<'t>>>;
 
 /// The node that ends just before `node` starts, comments skipped (its
-/// previous sibling, or its parent's, and so on up), with its parent.
-/// The ancestors of `node` come from one descent from `root`, and each
-/// previous sibling from a walk of its parent's children, so the cost is
-/// the length of the path, however deep the tree (and, the children of a
-/// parent being kept in `children`, a search in them).
+/// previous sibling, or its parent's, and so on up), with the number of
+/// `parents` down to its own parent. `parents` are the ancestors of `node`,
+/// from the root of the walk down, and each previous sibling comes from a
+/// walk of its parent's children, so the cost is the length of the path
+/// (and, the children of a parent being kept in `children`, a search in
+/// them). Nothing is asked of tree-sitter's `parent` or `prev_sibling`.
 fn preceding_in<'t>(
-    root: Node<'t>,
+    parents: &[Node<'t>],
     node: Node<'t>,
     children: &mut Children<'t>,
-) -> Option<(Node<'t>, Node<'t>)> {
-    let mut path = vec![root];
-    let mut at = root;
-    loop {
-        // `None` when `node` is the root (nothing precedes it) or not in
-        // the tree.
-        let child = at.child_with_descendant(node)?;
-        if child.id() == node.id() {
-            break;
-        }
-        path.push(child);
-        at = child;
-    }
+) -> Option<(Node<'t>, usize)> {
     let mut current = node;
-    for &parent in path.iter().rev() {
+    for (depth, &parent) in parents.iter().enumerate().rev() {
         let siblings = children.entry(parent.id()).or_insert_with(|| {
             let mut cursor = parent.walk();
             parent.children(&mut cursor).collect()
@@ -1329,7 +1436,7 @@ fn preceding_in<'t>(
             .rev()
             .find(|c| !is_comment(**c));
         if let Some(&before) = before {
-            return Some((before, parent));
+            return Some((before, depth + 1));
         }
         current = parent;
     }
@@ -1350,36 +1457,6 @@ fn preceding(node: Node<'_>) -> Option<Node<'_>> {
             sibling = previous.prev_sibling();
         }
         // The first child starts where its parent does.
-        current = current.parent()?;
-    }
-}
-
-/// The token just before `node` in the text, comments skipped.
-fn previous_token(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node;
-    loop {
-        let mut sibling = current.prev_sibling();
-        while let Some(previous) = sibling {
-            if let Some(token) = last_token(previous) {
-                return Some(token);
-            }
-            sibling = previous.prev_sibling();
-        }
-        current = current.parent()?;
-    }
-}
-
-/// The token just after `node` in the text, comments skipped.
-fn next_token(node: Node<'_>) -> Option<Node<'_>> {
-    let mut current = node;
-    loop {
-        let mut sibling = current.next_sibling();
-        while let Some(next) = sibling {
-            if let Some(token) = first_token(next) {
-                return Some(token);
-            }
-            sibling = next.next_sibling();
-        }
         current = current.parent()?;
     }
 }
@@ -1460,25 +1537,112 @@ mod tests {
         ];
         for text in texts {
             let parse = crate::Parse::new(text);
-            let root = parse.tree().root_node();
-            let mut cursor = root.walk();
-            let mut nodes = vec![root];
-            let mut index = 0;
-            while index < nodes.len() {
-                let node = nodes[index];
-                nodes.extend(node.children(&mut cursor));
-                index += 1;
-            }
-            for node in nodes {
-                let found = preceding_in(root, node, &mut Children::default());
+            for (node, parents) in nodes_with_parents(parse.tree().root_node()) {
+                let found = preceding_in(&parents, node, &mut Children::default());
                 assert_eq!(
                     found.map(|(n, _)| n.id()),
                     preceding(node).map(|n| n.id()),
                     "{text:?} at {node:?}"
                 );
-                if let Some((before, parent)) = found {
-                    assert_eq!(before.parent().map(|p| p.id()), Some(parent.id()));
+                if let Some((before, depth)) = found {
+                    assert_eq!(
+                        before.parent().map(|p| p.id()),
+                        Some(parents[depth - 1].id())
+                    );
                 }
+            }
+        }
+    }
+
+    /// Every node of a small tree with its ancestors, root first.
+    fn nodes_with_parents(root: Node<'_>) -> Vec<(Node<'_>, Vec<Node<'_>>)> {
+        let mut out = vec![(root, Vec::new())];
+        let mut index = 0;
+        while index < out.len() {
+            let (node, parents) = out[index].clone();
+            let mut cursor = node.walk();
+            for child in node.children(&mut cursor) {
+                let mut path = parents.clone();
+                path.push(node);
+                out.push((child, path));
+            }
+            index += 1;
+        }
+        out
+    }
+
+    /// The token before `node` found by climbing with tree-sitter's own
+    /// navigation (fine on a small tree), to check the stream against.
+    fn climbing<'t>(node: Node<'t>, forward: bool) -> Option<Node<'t>> {
+        let edge = |node: Node<'t>| -> Option<Node<'t>> {
+            let mut cursor = node.walk();
+            let mut tokens = Vec::new();
+            let mut stack = vec![node];
+            while let Some(node) = stack.pop() {
+                if is_token(node) {
+                    tokens.push(node);
+                } else if !is_comment(node) {
+                    let start = stack.len();
+                    stack.extend(node.children(&mut cursor));
+                    stack[start..].reverse();
+                }
+            }
+            if forward {
+                tokens.first()
+            } else {
+                tokens.last()
+            }
+            .copied()
+        };
+        let mut current = node;
+        loop {
+            let step = |n: Node<'t>| {
+                if forward {
+                    n.next_sibling()
+                } else {
+                    n.prev_sibling()
+                }
+            };
+            let mut sibling = step(current);
+            while let Some(other) = sibling {
+                if let Some(token) = edge(other) {
+                    return Some(token);
+                }
+                sibling = step(other);
+            }
+            current = current.parent()?;
+        }
+    }
+
+    #[test]
+    fn the_token_stream_finds_what_climbing_finds() {
+        let texts = [
+            "main { int y = (1)x+x+x+x; }",
+            "set s; /* c */ dat d: double on s;\nkernel k(double *q) { q[0] = ; }\nmain { par_loop k over s (d RW) }",
+            "main { for (int i = 0; i < 3; i++) { x = = 1 } // end\n }",
+            "main { { { if (x) { y = 1 } } /* c */",
+            "kernel k(double *q) { q[0] = \"a; }",
+        ];
+        for text in texts {
+            let parse = crate::Parse::new(text);
+            let root = parse.tree().root_node();
+            let mut stream = TokenStream::new(root);
+            // In the order of the walk, and then backwards (which starts
+            // the stream again).
+            let mut nodes = nodes_with_parents(root);
+            nodes.sort_by_key(|(node, _)| (node.start_byte(), node.end_byte()));
+            let backwards: Vec<_> = nodes.iter().rev().cloned().collect();
+            for (node, _) in nodes.into_iter().chain(backwards) {
+                assert_eq!(
+                    stream.before(node.start_byte()).map(|t| t.id()),
+                    climbing(node, false).map(|t| t.id()),
+                    "{text:?} before {node:?}"
+                );
+                assert_eq!(
+                    stream.after(node.end_byte()).map(|t| t.id()),
+                    climbing(node, true).map(|t| t.id()),
+                    "{text:?} after {node:?}"
+                );
             }
         }
     }

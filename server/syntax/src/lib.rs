@@ -13,11 +13,13 @@ pub mod format;
 pub mod line_index;
 pub mod literal;
 mod parse;
+pub mod path;
 mod text;
 
 pub use diagnostic::{Code, Diagnostic, FileId, Fix, Location, Related, Severity, Tag, TextEdit};
 pub use line_index::{Encoding, LineCol, LineIndex};
 pub use parse::{EditError, Parse, point_at, unsupported_in};
+pub use path::NodePath;
 pub use text::TextRange;
 pub mod synth;
 pub use tree_sitter;

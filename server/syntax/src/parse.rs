@@ -207,7 +207,12 @@ impl Parse {
         // ends where the edit starts (typing just after a `}`).
         // A large kernel or `main` gives the statements the edit touches
         // instead (see `damaged_statements`).
-        let mut item = root.first_child_for_byte(range.start.saturating_sub(1));
+        // Siblings by a cursor: tree-sitter's `next_sibling` descends from
+        // the root again (and recurses per level for an empty node).
+        let mut cursor = root.walk();
+        let mut item = cursor
+            .goto_first_child_for_byte(range.start.saturating_sub(1))
+            .map(|_| cursor.node());
         while let Some(node) = item {
             if node.start_byte() > range.end {
                 break;
@@ -220,7 +225,7 @@ impl Parse {
             } else {
                 touched.push(node.byte_range());
             }
-            item = node.next_sibling();
+            item = cursor.goto_next_sibling().then(|| cursor.node());
         }
         let touching = touched.len();
         if root.has_error() {
@@ -421,7 +426,10 @@ fn statements_touched(
         return None;
     }
     let mut touched = vec![range.clone()];
-    let mut statement = body.first_child_for_byte(range.start.saturating_sub(1));
+    let mut cursor = body.walk();
+    let mut statement = cursor
+        .goto_first_child_for_byte(range.start.saturating_sub(1))
+        .map(|_| cursor.node());
     while let Some(node) = statement {
         if node.start_byte() > range.end || node.id() == close.id() {
             break;
@@ -430,7 +438,7 @@ fn statements_touched(
             return None;
         }
         touched.push(node.byte_range());
-        statement = node.next_sibling();
+        statement = cursor.goto_next_sibling().then(|| cursor.node());
     }
     Some(touched)
 }

@@ -641,6 +641,67 @@ const s: double = 1; /* 日本 😀 */ set cells
 }
 
 // ----------------------------------------------------------------------
+// Deep nesting
+// ----------------------------------------------------------------------
+
+/// Blocks nested `depth` deep in `main` around `inner`, every one closed.
+fn nested_blocks(depth: usize, inner: &str) -> String {
+    format!(
+        "main {{\n{}{inner}{}}}\n",
+        "{ ".repeat(depth),
+        " }".repeat(depth)
+    )
+}
+
+/// Runs both syntax error walks on `text` on a thread with the 2 MiB stack
+/// of the language server's analysis threads.
+fn errors_on_small_stack(text: String) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let parse = Parse::new(text.as_str());
+            (
+                parse.errors(FileId::MAIN),
+                parse.unparsed_errors(FileId::MAIN),
+            )
+        })
+        .expect("a thread")
+        .join()
+        .expect("the syntax errors of a deeply nested file, without a stack overflow")
+}
+
+/// A MISSING token (or an ERROR) deep inside nested blocks: tree-sitter's
+/// own `parent` and `prev_sibling` recurse in C once per level for an
+/// empty node, which overflowed a 2 MiB stack at a depth of some thousands
+/// (F10, fuzz campaign seed 22). The checker takes parents and siblings
+/// from its own walk.
+#[test]
+fn errors_deep_inside_nested_blocks_do_not_overflow_the_stack() {
+    let depth = 100_000;
+    for (inner, expected) in [
+        ("int x = 1", "expected `;`, found `}`"),
+        ("x = ;", "expected an expression, found `;`"),
+        ("x = 1 + ;", "expected an expression, found `;`"),
+        ("x = 1", ""),
+    ] {
+        let (all, unparsed) = errors_on_small_stack(nested_blocks(depth, inner));
+        assert!(!all.is_empty(), "{inner}: no error reported");
+        assert_eq!(all, unparsed, "{inner}");
+        assert!(
+            all.iter().any(|d| d.message.contains(expected)),
+            "{inner}: {all:?}"
+        );
+    }
+    // Blocks never closed.
+    let unclosed = format!("main {{\n{}x = 1;\n", "{ ".repeat(depth));
+    let (all, _) = errors_on_small_stack(unclosed);
+    assert!(
+        all.iter().any(|d| d.message.contains("expected `}`")),
+        "{all:?}"
+    );
+}
+
+// ----------------------------------------------------------------------
 // Valid programs
 // ----------------------------------------------------------------------
 
