@@ -1681,3 +1681,56 @@ fn every_offset_of_valid_and_broken_programs() {
         }
     }
 }
+
+// ----------------------------------------------------------------------
+// Deep nesting
+// ----------------------------------------------------------------------
+
+/// Every request that looks at the tree, at a MISSING name and at a real
+/// one deep inside nested blocks, on a thread with the 2 MiB stack of the
+/// server's threads. Tree-sitter's `parent` and siblings recurse in C once
+/// per level for an empty node, and descend from the root on each call;
+/// the server finds ancestors in one descent of its own (F10).
+#[test]
+fn requests_deep_inside_nested_blocks_need_no_stack() {
+    let depth = 60_000;
+    let text = format!(
+        "set s;\ndat d: double on s;\nkernel k(double *q) {{\n{}double w = 1; w = q[0] + ;\n{}}}\nmain {{ par_loop k over s (d RW); }}\n",
+        "{ ".repeat(depth),
+        " }".repeat(depth)
+    );
+    let missing = u32::try_from(text.find("+ ;").unwrap() + 2).unwrap();
+    let name = u32::try_from(text.find("w = q").unwrap()).unwrap();
+    let done = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let analysed = analysed(&text);
+            let program = &analysed.analysis.program;
+            let parse = analysed.document.parse();
+            assert!(navigation::target_at(program, parse, missing).is_none());
+            let (target, _) = navigation::target_at(program, parse, name).expect("`w` is a local");
+            assert!(matches!(target, Target::Local(_)), "{target:?}");
+            assert_eq!(navigation::references(program, parse, &target).len(), 2);
+            with_context(&analysed, URI, |context| {
+                for offset in [missing, name] {
+                    let at = position(&analysed, offset);
+                    let _ = handlers::hover::hover(context, at);
+                    let _ = handlers::definition::definition(context, at);
+                    let _ = handlers::references::highlights(context, at);
+                    let _ = handlers::rename::prepare(context, at);
+                    let _ = handlers::rename::rename(context, at, "w2");
+                    let _ = handlers::completion::completion(context, at);
+                    let _ = handlers::signature_help::signature_help(context, at);
+                    let ranges = handlers::folding::selection_ranges(context, &[at]);
+                    assert!(ranges.is_some_and(|r| r.len() == 1));
+                }
+                let tokens = handlers::semantic_tokens::full(context).expect("tokens");
+                assert!(tokens.data.len() > 10);
+                let _ = handlers::folding::folding_ranges(context);
+                let _ = handlers::symbols::document_symbols(context);
+            });
+        })
+        .expect("a thread")
+        .join();
+    assert!(done.is_ok(), "a request panicked or overflowed");
+}

@@ -115,13 +115,12 @@ pub fn selection_ranges(
         .map(|&position| {
             let offset = context.offset(position) as usize;
             let mut chain: Vec<std::ops::Range<usize>> = Vec::new();
-            let mut node = root.descendant_for_byte_range(offset, offset);
-            while let Some(n) = node {
+            // The node at `offset` and its ancestors, found in one descent.
+            for n in op2_syntax::NodePath::at(root, offset, offset).up() {
                 let range = n.byte_range();
                 if chain.last() != Some(&range) {
                     chain.push(range);
                 }
-                node = n.parent();
             }
             let mut selection: Option<SelectionRange> = None;
             for range in chain.into_iter().rev() {

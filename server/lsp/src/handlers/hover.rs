@@ -606,12 +606,13 @@ fn local_hover(analysed: &Analysed, local: &navigation::LocalTarget) -> String {
     let parse = analysed.document.parse();
     let text = parse.text();
     let range = local.declaration.range;
-    let declarator = parse
-        .tree()
-        .root_node()
-        .descendant_for_byte_range(range.start as usize, range.end as usize)
-        .and_then(|n| n.parent());
-    let declaration = declarator.and_then(|d| d.parent());
+    let path = op2_syntax::NodePath::at(
+        parse.tree().root_node(),
+        range.start as usize,
+        range.end as usize,
+    );
+    let declarator = path.ancestor(1);
+    let declaration = path.ancestor(2);
     let mut declared = String::new();
     if let Some(declaration) = declaration {
         if declaration.child_by_field_name("const").is_some() {

@@ -121,8 +121,10 @@ struct Scope {
 impl Scope {
     fn of(function: Node<'_>, text: &str) -> Scope {
         let mut scope = Scope::default();
-        let mut stack = vec![function];
-        while let Some(node) = stack.pop() {
+        // Each node with its parent: tree-sitter's `parent` descends from
+        // the root on every call (and recurses per level for an empty node).
+        let mut stack = vec![(function, None::<Node<'_>>)];
+        while let Some((node, parent)) = stack.pop() {
             match node.kind() {
                 "parameter" => {
                     if let Some(name) = node.child_by_field_name("name") {
@@ -134,8 +136,7 @@ impl Scope {
                 }
                 "variable_declarator" => {
                     if let Some(name) = node.child_by_field_name("name") {
-                        let constant = node
-                            .parent()
+                        let constant = parent
                             .and_then(|d| d.child_by_field_name("const"))
                             .is_some();
                         scope
@@ -146,20 +147,43 @@ impl Scope {
                 _ => {}
             }
             let mut cursor = node.walk();
-            stack.extend(node.named_children(&mut cursor));
+            stack.extend(
+                node.named_children(&mut cursor)
+                    .map(|child| (child, Some(node))),
+            );
         }
         scope
     }
 }
 
+/// A node to classify, with what its classification needs to know of its
+/// ancestors.
+struct Visit<'t> {
+    node: Node<'t>,
+    parent: Option<Node<'t>>,
+    grandparent: Option<Node<'t>>,
+    /// The field `node` fills in `parent`.
+    field: Option<&'t str>,
+    /// The index of its kernel's or main's scope.
+    scope: Option<usize>,
+}
+
 /// Classifies every token of the tree, in order. The walk keeps its own
-/// stack: a deeply nested file must not overflow the thread's.
+/// stack, and each node's parent: a deeply nested file must not overflow
+/// the thread's, and tree-sitter's `parent` would descend from the root for
+/// every name (recursing once per level for an empty one).
 pub fn classify(root: Node<'_>, text: &str, program: &Program) -> Vec<Classified> {
     let mut out = Vec::new();
     let mut scopes: Vec<Scope> = Vec::new();
-    // Nodes to visit, with the index of their kernel's or main's scope.
-    let mut stack: Vec<(Node<'_>, Option<usize>)> = vec![(root, None)];
-    while let Some((node, scope)) = stack.pop() {
+    let mut stack: Vec<Visit<'_>> = vec![Visit {
+        node: root,
+        parent: None,
+        grandparent: None,
+        field: None,
+        scope: None,
+    }];
+    while let Some(visit) = stack.pop() {
+        let Visit { node, scope, .. } = visit;
         let classified = match node.kind() {
             "comment" => Some((Kind::Comment, 0)),
             "string_literal" => Some((Kind::String, 0)),
@@ -168,11 +192,11 @@ pub fn classify(root: Node<'_>, text: &str, program: &Program) -> Vec<Classified
             "access_mode" | "INFO" => Some((Kind::EnumMember, 0)),
             "index_argument" => Some((Kind::Keyword, 0)),
             "boolean_literal" | "const_qualifier" => Some((Kind::Keyword, 0)),
-            "identifier" => identifier(node, text, program, scope.map(|i| &scopes[i])),
+            "identifier" => identifier(&visit, text, program, scope.map(|i| &scopes[i])),
             kind if node.child_count() == 0 => {
                 let ternary = matches!(kind, "?" | ":")
-                    && node
-                        .parent()
+                    && visit
+                        .parent
                         .is_some_and(|p| p.kind() == "conditional_expression");
                 if KEYWORDS.contains(&kind) {
                     Some((Kind::Keyword, 0))
@@ -189,9 +213,23 @@ pub fn classify(root: Node<'_>, text: &str, program: &Program) -> Vec<Classified
                 } else {
                     scope
                 };
+                let start = stack.len();
                 let mut cursor = node.walk();
-                let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-                stack.extend(children.into_iter().rev().map(|child| (child, scope)));
+                if cursor.goto_first_child() {
+                    loop {
+                        stack.push(Visit {
+                            node: cursor.node(),
+                            parent: Some(node),
+                            grandparent: visit.parent,
+                            field: cursor.field_name(),
+                            scope,
+                        });
+                        if !cursor.goto_next_sibling() {
+                            break;
+                        }
+                    }
+                }
+                stack[start..].reverse();
                 continue;
             }
         };
@@ -217,14 +255,14 @@ fn symbol_kind(symbol: Symbol) -> (Kind, u32) {
 }
 
 fn identifier(
-    node: Node<'_>,
+    visit: &Visit<'_>,
     text: &str,
     program: &Program,
     scope: Option<&Scope>,
 ) -> Option<(Kind, u32)> {
-    let name = &text[node.byte_range()];
-    let parent = node.parent()?;
-    let field = field_of(parent, node);
+    let name = &text[visit.node.byte_range()];
+    let parent = visit.parent?;
+    let field = visit.field;
     let readonly = |constant: bool| if constant { READONLY } else { 0 };
     Some(match (parent.kind(), field) {
         ("set_declaration", Some("name")) => (Kind::Type, DECLARATION),
@@ -241,8 +279,8 @@ fn identifier(
             DECLARATION | readonly(parent.child_by_field_name("const").is_some()),
         ),
         ("variable_declarator", Some("name")) => {
-            let constant = parent
-                .parent()
+            let constant = visit
+                .grandparent
                 .and_then(|d| d.child_by_field_name("const"))
                 .is_some();
             (Kind::Variable, DECLARATION | readonly(constant))
@@ -269,22 +307,6 @@ fn identifier(
             symbol_kind(program.lookup(name)?)
         }
     })
-}
-
-/// The name of the field `child` fills in `parent`.
-fn field_of<'t>(parent: Node<'t>, child: Node<'t>) -> Option<&'t str> {
-    let mut cursor = parent.walk();
-    if cursor.goto_first_child() {
-        loop {
-            if cursor.node().id() == child.id() {
-                return cursor.field_name();
-            }
-            if !cursor.goto_next_sibling() {
-                break;
-            }
-        }
-    }
-    None
 }
 
 /// The tokens in LSP's relative encoding; a token that spans lines (a block

@@ -593,21 +593,16 @@ fn locals(tokens: &[Token<'_>], open: usize) -> Vec<Variable> {
 /// as the tree says.
 fn in_comment_or_string(parse: &Parse, offset: usize) -> bool {
     let root = parse.tree().root_node();
-    let Some(node) = root.descendant_for_byte_range(offset, offset) else {
-        return false;
-    };
-    let mut node = Some(node);
-    while let Some(n) = node {
-        let inside = n.start_byte() < offset && offset < n.end_byte();
-        let line_comment_end = n.kind() == "comment"
-            && n.end_byte() == offset
-            && parse.text()[n.byte_range()].starts_with("//");
-        if (matches!(n.kind(), "comment" | "string_literal") && inside) || line_comment_end {
-            return true;
-        }
-        node = n.parent();
-    }
-    false
+    // The node at `offset` and its ancestors, found in one descent.
+    op2_syntax::NodePath::at(root, offset, offset)
+        .up()
+        .any(|n| {
+            let inside = n.start_byte() < offset && offset < n.end_byte();
+            let line_comment_end = n.kind() == "comment"
+                && n.end_byte() == offset
+                && parse.text()[n.byte_range()].starts_with("//");
+            (matches!(n.kind(), "comment" | "string_literal") && inside) || line_comment_end
+        })
 }
 
 /// The completions at byte `offset` of the parsed file, for the program

@@ -9,10 +9,13 @@
 //! top-level name (language.md §4, §5, §8). Declarations, par_loop heads and
 //! par_loop arguments name top-level items directly.
 //!
-//! The node under the cursor is found with `descendant_for_byte_range` and
-//! resolution only walks its ancestors, so a query costs the depth of the
-//! tree, not its size. Finding references searches the text for the name and
-//! resolves each occurrence.
+//! The node under the cursor is found with its ancestors ([`NodePath`], one
+//! descent from the root with a cursor) and resolution only walks those, so
+//! a query costs the depth of the tree, not its size. Tree-sitter's own
+//! `Node::parent` is not used: it descends from the root on every call
+//! (quadratic when climbing) and recurses once per level for an empty node.
+//! Finding references searches the text for the name and resolves each
+//! occurrence.
 //!
 //! Everything here speaks in byte offsets and [`Location`]s; the handlers
 //! convert to LSP.
@@ -21,7 +24,7 @@ use std::path::{Component, Path, PathBuf};
 
 use op2_analysis::model::{Invocation, InvocationId, KernelId, Param, Program, Symbol};
 use op2_syntax::tree_sitter::{Node, Tree};
-use op2_syntax::{FileId, Location, Parse, TextEdit, TextRange};
+use op2_syntax::{FileId, Location, NodePath, Parse, TextEdit, TextRange};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What a name refers to.
@@ -91,13 +94,18 @@ pub struct Reference {
 // Finding and resolving the name under the cursor
 // ----------------------------------------------------------------------
 
-/// The identifier at `offset`, also when the cursor is just after it.
-pub fn ident_at(tree: &Tree, offset: u32) -> Option<Node<'_>> {
+/// The identifier at `offset`, also when the cursor is just after it, with
+/// its ancestors. A name the parser invented (MISSING) is none.
+pub fn ident_at(tree: &Tree, offset: u32) -> Option<NodePath<'_>> {
     let root = tree.root_node();
     let offset = offset as usize;
     let at = |o: usize| {
-        root.descendant_for_byte_range(o, o).filter(|n| {
-            n.kind() == "identifier" && n.start_byte() <= offset && offset <= n.end_byte()
+        Some(NodePath::at(root, o, o)).filter(|path| {
+            let n = path.node();
+            n.kind() == "identifier"
+                && !n.is_missing()
+                && n.start_byte() <= offset
+                && offset <= n.end_byte()
         })
     };
     at(offset).or_else(|| offset.checked_sub(1).and_then(at))
@@ -107,8 +115,8 @@ pub fn ident_at(tree: &Tree, offset: u32) -> Option<Node<'_>> {
 /// refers to, and the range of the name.
 pub fn target_at(program: &Program, parse: &Parse, offset: u32) -> Option<(Target, TextRange)> {
     let ident = ident_at(parse.tree(), offset)?;
-    let target = resolve(program, FileId::MAIN, parse.text(), ident)?;
-    Some((target, range_of(ident)))
+    let target = resolve(program, FileId::MAIN, parse.text(), &ident)?;
+    Some((target, range_of(ident.node())))
 }
 
 /// The invocation whose name is at `offset`: the `as` name, or the kernel
@@ -118,7 +126,7 @@ pub fn invocation_at(
     parse: &Parse,
     offset: u32,
 ) -> Option<(InvocationId, TextRange)> {
-    let ident = ident_at(parse.tree(), offset)?;
+    let ident = ident_at(parse.tree(), offset)?.node();
     let location = Location {
         file: FileId::MAIN,
         range: range_of(ident),
@@ -137,9 +145,10 @@ pub fn invocation_head_at(
     parse: &Parse,
     offset: u32,
 ) -> Option<(InvocationId, TextRange)> {
-    let ident = ident_at(parse.tree(), offset)?;
-    let head = ident
-        .parent()
+    let path = ident_at(parse.tree(), offset)?;
+    let ident = path.node();
+    let head = path
+        .ancestor(1)
         .filter(|p| p.kind() == "par_loop_statement")?;
     if !is_field(head, "kernel", ident) && !is_field(head, "alias", ident) {
         return None;
@@ -173,10 +182,8 @@ pub fn argument_at(program: &Program, offset: u32) -> Option<(InvocationId, usiz
 /// program.
 pub fn import_at(program: &Program, parse: &Parse, offset: u32) -> Option<FileId> {
     let root = parse.tree().root_node();
-    let mut node = root.descendant_for_byte_range(offset as usize, offset as usize)?;
-    while node.kind() != "import_declaration" {
-        node = node.parent()?;
-    }
+    let path = NodePath::at(root, offset as usize, offset as usize);
+    let node = path.up().find(|n| n.kind() == "import_declaration")?;
     let path = node.child_by_field_name("path")?;
     let relative = text_of(path, parse.text()).trim_matches('"');
     let base = program
@@ -212,19 +219,20 @@ fn normalise(path: &Path) -> PathBuf {
 }
 
 /// What `ident` (in `file`, whose text is `text`) refers to.
-fn resolve(program: &Program, file: FileId, text: &str, ident: Node<'_>) -> Option<Target> {
-    resolve_as(program, file, text, ident, text_of(ident, text))
+fn resolve(program: &Program, file: FileId, text: &str, ident: &NodePath<'_>) -> Option<Target> {
+    resolve_as(program, file, text, ident, text_of(ident.node(), text))
 }
 
-/// What `ident` would refer to if it were spelled `name`.
+/// What `path`'s node, a name, would refer to if it were spelled `name`.
 fn resolve_as(
     program: &Program,
     file: FileId,
     text: &str,
-    ident: Node<'_>,
+    path: &NodePath<'_>,
     name: &str,
 ) -> Option<Target> {
-    let parent = ident.parent()?;
+    let ident = path.node();
+    let parent = path.ancestor(1)?;
     let at = Location {
         file,
         range: range_of(ident),
@@ -243,7 +251,7 @@ fn resolve_as(
             top_level(program, name)
         }
         "parameter" if is_field(parent, "name", ident) => {
-            let kernel_definition = parent.parent()?.parent()?;
+            let kernel_definition = path.ancestor(3)?;
             let kernel = kernel_of(program, file, text, kernel_definition)?;
             let index = program.kernels[kernel.index()]
                 .params
@@ -252,7 +260,7 @@ fn resolve_as(
             Some(Target::Param { kernel, index })
         }
         "variable_declarator" if is_field(parent, "name", ident) => {
-            local_target(file, text, parent, ident).map(Target::Local)
+            local_target(file, text, &path.up_to(1)?, ident).map(Target::Local)
         }
         "par_loop_statement" => {
             if is_field(parent, "alias", ident) {
@@ -269,7 +277,7 @@ fn resolve_as(
         // Built-in functions, `goto` labels and structs name nothing.
         "call_expression" if is_field(parent, "function", ident) => None,
         "goto_statement" | "struct_specifier" => None,
-        _ => resolve_in_scope(program, file, text, ident, name),
+        _ => resolve_in_scope(program, file, text, path, name),
     }
 }
 
@@ -278,12 +286,12 @@ fn resolve_in_scope(
     program: &Program,
     file: FileId,
     text: &str,
-    ident: Node<'_>,
+    path: &NodePath<'_>,
     name: &str,
 ) -> Option<Target> {
-    let start = ident.start_byte();
-    let mut current = ident.parent();
-    while let Some(node) = current {
+    let start = path.node().start_byte();
+    for (up, node) in path.ancestors().enumerate() {
+        // The declaration found, below `node` or `node` itself.
         let found = match node.kind() {
             "compound_statement" => {
                 let mut found = None;
@@ -293,16 +301,22 @@ fn resolve_in_scope(
                         break;
                     }
                     if statement.kind() == "local_declaration" {
-                        found = declarator_named(statement, text, name, start).or(found);
+                        found = declarator_named(statement, text, name, start)
+                            .map(|(declarator, name)| (statement, declarator, name))
+                            .or(found);
                     }
                 }
                 found
             }
-            "local_declaration" => declarator_named(node, text, name, start),
+            "local_declaration" => declarator_named(node, text, name, start)
+                .map(|(declarator, name)| (node, declarator, name)),
             "for_statement" => node
                 .child_by_field_name("initializer")
                 .filter(|init| init.kind() == "local_declaration")
-                .and_then(|init| declarator_named(init, text, name, start)),
+                .and_then(|init| {
+                    declarator_named(init, text, name, start)
+                        .map(|(declarator, name)| (init, declarator, name))
+                }),
             "kernel_definition" => {
                 let kernel = kernel_of(program, file, text, node);
                 let param = node.child_by_field_name("parameters").and_then(|list| {
@@ -328,10 +342,15 @@ fn resolve_in_scope(
             "main_definition" | "source_file" => break,
             _ => None,
         };
-        if let Some((declarator, name_node)) = found {
-            return local_target(file, text, declarator, name_node).map(Target::Local);
+        if let Some((declaration, declarator, name_node)) = found {
+            // The declarator's path: `node`'s, then down to it.
+            let mut to_declarator = path.up_to(up + 1)?;
+            if declaration.id() != node.id() {
+                to_declarator.push(declaration);
+            }
+            to_declarator.push(declarator);
+            return local_target(file, text, &to_declarator, name_node).map(Target::Local);
         }
-        current = node.parent();
     }
     top_level(program, name)
 }
@@ -359,20 +378,22 @@ fn declarator_named<'t>(
     found
 }
 
-/// The local declared by `declarator`, whose name is `ident`.
+/// The local declared by the declarator `declarator` leads to, whose name
+/// is `ident`.
 fn local_target(
     file: FileId,
     text: &str,
-    declarator: Node<'_>,
+    declarator: &NodePath<'_>,
     ident: Node<'_>,
 ) -> Option<LocalTarget> {
     let declaration = declarator
-        .parent()
+        .ancestor(1)
         .filter(|d| d.kind() == "local_declaration")?;
-    let scope = scope_of(declaration);
+    let scope = scope_of(declaration, declarator.ancestor(2));
+    // The scope is a block, a `for` or the declaration: the kernel or
+    // `main` above it is the one above the declarator.
     let mut owner = Owner::Main;
-    let mut current = scope.parent();
-    while let Some(node) = current {
+    for node in declarator.ancestors() {
         match node.kind() {
             "kernel_definition" => {
                 let name = node
@@ -382,7 +403,7 @@ fn local_target(
                 break;
             }
             "main_definition" => break,
-            _ => current = node.parent(),
+            _ => {}
         }
     }
     Some(LocalTarget {
@@ -399,11 +420,11 @@ fn local_target(
     })
 }
 
-/// The node whose end ends the scope of the locals of `declaration`: the
-/// block or `for` that holds it, or the declaration itself where it is the
-/// whole branch of an `if` or body of a loop.
-fn scope_of(declaration: Node<'_>) -> Node<'_> {
-    match declaration.parent() {
+/// The node whose end ends the scope of the locals of `declaration`, whose
+/// parent is `parent`: the block or `for` that holds it, or the declaration
+/// itself where it is the whole branch of an `if` or body of a loop.
+fn scope_of<'t>(declaration: Node<'t>, parent: Option<Node<'t>>) -> Node<'t> {
+    match parent {
         Some(parent) if matches!(parent.kind(), "compound_statement" | "for_statement") => parent,
         _ => declaration,
     }
@@ -545,14 +566,12 @@ fn references_in(
             if wanted(file) {
                 with_file(program, parse, file, |syntax| {
                     // The whole kernel definition.
-                    let definition = syntax
-                        .tree
-                        .root_node()
-                        .descendant_for_byte_range(
-                            kernel.location.range.start as usize,
-                            kernel.location.range.end as usize,
-                        )
-                        .and_then(|n| n.parent());
+                    let definition = NodePath::at(
+                        syntax.tree.root_node(),
+                        kernel.location.range.start as usize,
+                        kernel.location.range.end as usize,
+                    )
+                    .ancestor(1);
                     if let Some(definition) = definition {
                         let range = range_of(definition);
                         collect(program, syntax, &param.name, range, target, &mut out);
@@ -608,13 +627,13 @@ fn with_file(program: &Program, parse: &Parse, file: FileId, f: impl FnOnce(File
     }
 }
 
-/// The identifiers spelled `name` inside `range`.
+/// The identifiers spelled `name` inside `range`, with their ancestors.
 fn identifiers_named<'t>(
     tree: &'t Tree,
     text: &str,
     name: &str,
     range: TextRange,
-) -> Vec<Node<'t>> {
+) -> Vec<NodePath<'t>> {
     let bytes = text.as_bytes();
     let start = (range.start as usize).min(text.len());
     let end = (range.end as usize).min(text.len());
@@ -634,12 +653,10 @@ fn identifiers_named<'t>(
         {
             continue;
         }
-        if let Some(node) = root.descendant_for_byte_range(from, to)
-            && node.kind() == "identifier"
-            && node.start_byte() == from
-            && node.end_byte() == to
-        {
-            out.push(node);
+        let path = NodePath::at(root, from, to);
+        let node = path.node();
+        if node.kind() == "identifier" && node.start_byte() == from && node.end_byte() == to {
+            out.push(path);
         }
     }
     out
@@ -660,12 +677,12 @@ fn collect(
 ) {
     let FileSyntax { file, text, tree } = syntax;
     for ident in identifiers_named(tree, text, name, range) {
-        if resolve(program, file, text, ident).as_ref() == Some(target) {
-            let (is_declaration, is_write) = access(ident, text);
+        if resolve(program, file, text, &ident).as_ref() == Some(target) {
+            let (is_declaration, is_write) = access(&ident, text);
             out.push(Reference {
                 location: Location {
                     file,
-                    range: range_of(ident),
+                    range: range_of(ident.node()),
                 },
                 is_declaration,
                 is_write,
@@ -674,9 +691,11 @@ fn collect(
     }
 }
 
-/// Whether `ident` declares its name, and whether it changes the value.
-fn access(ident: Node<'_>, text: &str) -> (bool, bool) {
-    let Some(parent) = ident.parent() else {
+/// Whether the name `path` leads to declares its name, and whether it
+/// changes the value.
+fn access(path: &NodePath<'_>, text: &str) -> (bool, bool) {
+    let ident = path.node();
+    let Some(parent) = path.ancestor(1) else {
         return (false, false);
     };
     match parent.kind() {
@@ -701,15 +720,15 @@ fn access(ident: Node<'_>, text: &str) -> (bool, bool) {
                     .is_some_and(|m| m.writes()),
             )
         }
-        _ => (false, is_assigned(ident)),
+        _ => (false, is_assigned(path)),
     }
 }
 
-/// True when `ident` is (a component of) the target of an assignment or of
-/// `++`/`--`.
-fn is_assigned(ident: Node<'_>) -> bool {
-    let mut node = ident;
-    while let Some(parent) = node.parent() {
+/// True when the name `path` leads to is (a component of) the target of an
+/// assignment or of `++`/`--`.
+fn is_assigned(path: &NodePath<'_>) -> bool {
+    let mut node = path.node();
+    for parent in path.ancestors() {
         match parent.kind() {
             "subscript_expression" if is_field(parent, "argument", node) => {}
             "parenthesized_expression" => {}
@@ -765,9 +784,13 @@ fn renamed_at(
     let Some(ident) = ident_at(parse.tree(), offset) else {
         return Err("there is no name to rename here".into());
     };
-    let name = text_of(ident, parse.text());
-    match resolve(program, FileId::MAIN, parse.text(), ident) {
-        Some(target) => Ok((Renamed::Target(target), range_of(ident), name.to_owned())),
+    let name = text_of(ident.node(), parse.text());
+    match resolve(program, FileId::MAIN, parse.text(), &ident) {
+        Some(target) => Ok((
+            Renamed::Target(target),
+            range_of(ident.node()),
+            name.to_owned(),
+        )),
         None if op2_syntax::ast::BUILTINS.contains(&name) => Err(format!(
             "`{name}` is a built-in function and cannot be renamed"
         )),
@@ -897,16 +920,12 @@ fn rename_symbol(
                 .filter(|r| r.location.file == file && !r.is_declaration);
             for reference in uses {
                 let range = reference.location.range;
-                let Some(ident) = tree
-                    .root_node()
-                    .descendant_for_byte_range(range.start as usize, range.end as usize)
-                else {
-                    continue;
-                };
+                let ident =
+                    NodePath::at(tree.root_node(), range.start as usize, range.end as usize);
                 // A local or parameter called `new_name` in scope would take
                 // this use over.
                 if let Some(shadow @ (Target::Local(_) | Target::Param { .. })) =
-                    resolve_as(program, file, text, ident, new_name)
+                    resolve_as(program, file, text, &ident, new_name)
                 {
                     problem = Some(format!(
                         "the use of `{old_name}` at {} would then name the {}",
@@ -970,18 +989,18 @@ fn local_rename_problem(
     let FileSyntax { file, text, tree } = syntax;
     let declaration = definition(program, target)?;
     let root = tree.root_node();
-    let node_at =
-        |range: TextRange| root.descendant_for_byte_range(range.start as usize, range.end as usize);
-    let ident = node_at(declaration.range)?;
+    let node_at = |range: TextRange| NodePath::at(root, range.start as usize, range.end as usize);
+    let path = node_at(declaration.range);
+    let ident = path.node();
     // The declarations that share the target's scope.
     let (scope_node, mut same_scope) = match target {
         Target::Local(_) => {
-            let declaration_node = ident.parent()?.parent()?;
-            let scope = scope_of(declaration_node);
+            let declaration_node = path.ancestor(2)?;
+            let scope = scope_of(declaration_node, path.ancestor(3));
+            let scope_parent = path.up().skip_while(|n| n.id() != scope.id()).nth(1);
             let mut names = declared_in(scope);
             // A kernel's outermost block shares the parameters' scope.
-            if let Some(kernel) = scope
-                .parent()
+            if let Some(kernel) = scope_parent
                 .filter(|p| p.kind() == "kernel_definition" && scope.kind() == "compound_statement")
             {
                 names.extend(parameters_of(kernel));
@@ -989,7 +1008,7 @@ fn local_rename_problem(
             (scope, names)
         }
         _ => {
-            let kernel = ident.parent()?.parent()?.parent()?;
+            let kernel = path.ancestor(3)?;
             let mut names = parameters_of(kernel);
             if let Some(body) = kernel.child_by_field_name("body") {
                 names.extend(declared_in(body));
@@ -1021,10 +1040,9 @@ fn local_rename_problem(
     // A use of the target must not fall to a declaration of `new_name`
     // nested inside the target's scope.
     for reference in references.iter().filter(|r| !r.is_declaration) {
-        let Some(node) = node_at(reference.location.range) else {
-            continue;
-        };
-        if let Some(shadow) = resolve_as(program, file, text, node, new_name).filter(|s| inner(s)) {
+        let node = node_at(reference.location.range);
+        if let Some(shadow) = resolve_as(program, file, text, &node, new_name).filter(|s| inner(s))
+        {
             return Some(format!(
                 "the use of `{old_name}` at {} would then name the {}",
                 describe_location(program, reference.location),
@@ -1034,8 +1052,9 @@ fn local_rename_problem(
     }
     // A use of something else called `new_name` in the target's scope must
     // not fall to the target.
-    for node in identifiers_named(tree, text, new_name, scope) {
-        let Some(other) = resolve(program, file, text, node) else {
+    for path in identifiers_named(tree, text, new_name, scope) {
+        let node = path.node();
+        let Some(other) = resolve(program, file, text, &path) else {
             continue;
         };
         if &other != target && !inner(&other) {
