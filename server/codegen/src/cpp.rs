@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use op2_analysis::format::{Count, Piece};
 use op2_analysis::hir::{
     Body, Builtin, Expr, ExprKind, Link, LocalInit, Place, Stmt, StmtKind, Var,
 };
@@ -410,12 +411,13 @@ impl Printer<'_> {
     /// `%d` gets a `long long`, `%u`/`%x` an `unsigned` (or `unsigned long
     /// long` for 64-bit and floating values), `%f`/`%e`/`%g` a `double`.
     /// Without this a 64-bit value under `%d` would be undefined behaviour.
-    fn typed_print(&self, format: &str, args: &[Expr]) -> (String, Vec<String>) {
-        use op2_analysis::format::{Count, Piece, parse};
+    /// The format comes as the analysis parsed it, once, for `op2 check`,
+    /// `run` and `simulate` alike: code generation has no parser of its own.
+    fn typed_print(&self, pieces: &[Piece], args: &[Expr]) -> (String, Vec<String>) {
         let mut text = String::new();
         let mut printed = Vec::new();
         let mut args = args.iter();
-        for piece in parse(format) {
+        for piece in pieces {
             let spec = match piece {
                 Piece::Text(t) => {
                     text.push_str(&t.replace('%', "%%"));
@@ -493,8 +495,8 @@ impl Printer<'_> {
                     (None, _) => self.line(&format!("{member} = 0;")),
                 }
             }
-            StmtKind::Print { format, args, .. } => {
-                let (format, args) = self.typed_print(format, args);
+            StmtKind::Print { pieces, args, .. } => {
+                let (format, args) = self.typed_print(pieces, args);
                 let mut call = format!("handler_log(1, {}", string_literal(&format));
                 for arg in args {
                     let _ = write!(call, ", {arg}");
