@@ -165,6 +165,13 @@ impl Analyser {
     pub fn kernel_cache_stats(&self) -> (usize, usize) {
         (self.cache.kernel_hits, self.cache.kernel_misses)
     }
+
+    /// How many cache keys placing top-level items has looked at, over
+    /// this analyser's life: one per item when the work is linear (for
+    /// tests of the cost, which count work instead of timing it).
+    pub fn item_key_probes(&self) -> usize {
+        self.cache.probes
+    }
 }
 
 /// Analyses one text with no imports: a convenience for tests and tools.

@@ -620,3 +620,36 @@ fn a_cancelled_analysis_leaves_the_caches_valid() {
     }
     assert_eq!(Cancelled.to_string(), "analysis cancelled");
 }
+
+/// Many top-level items with the same text (a mutated file repeated
+/// `set cells;` forty thousand times, fuzz seed 22 case 8220, 10 s to
+/// check) are placed in the cache with one key looked at per item, in a
+/// fresh analysis and again in a warm one: the count of work, not a time,
+/// so the test cannot be flaky, and a quadratic placement fails it by far.
+#[test]
+fn equal_items_are_placed_with_one_look_each() {
+    for items in [500, 4000] {
+        let text = format!(
+            "{}main {{ }}\n",
+            "set cells;\ndat`.\nkernel k() { }\n".repeat(items)
+        );
+        let parse = Parse::new(text.as_str());
+        let mut analyser = Analyser::new();
+        let path = PathBuf::from("/op2/main.op2");
+        analyser.analyse(&path, &parse, &NoImports, &Options::default());
+        let fresh = analyser.item_key_probes();
+        analyser.analyse(&path, &parse, &NoImports, &Options::default());
+        let warm = analyser.item_key_probes() - fresh;
+        // Two cached items per repetition (the `dat` has a syntax error and
+        // is not cached) and `main`.
+        let cached = 2 * items + 1;
+        assert!(
+            fresh <= cached,
+            "{items} repetitions: {fresh} looks for {cached} items"
+        );
+        assert!(
+            warm <= cached,
+            "{items} repetitions, warm: {warm} looks for {cached} items"
+        );
+    }
+}
