@@ -20,7 +20,7 @@ pub mod rng;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use rng::Rng;
 
@@ -41,6 +41,21 @@ pub fn set_tame(tame: bool) {
 /// Whether tame mode is on.
 pub fn tame() -> bool {
     TAME.load(Ordering::Relaxed)
+}
+
+/// One program case in this many goes on to `build`, `run` and `simulate`;
+/// the others stop after `parse`, `check` and `fmt` (`--full-every`).
+static FULL_EVERY: AtomicU64 = AtomicU64::new(1);
+
+/// Sets how many program cases there are to one that goes through every
+/// command (1: all of them).
+pub fn set_full_every(every: u64) {
+    FULL_EVERY.store(every.max(1), Ordering::Relaxed);
+}
+
+/// See [`set_full_every`].
+pub fn full_every() -> u64 {
+    FULL_EVERY.load(Ordering::Relaxed)
 }
 
 /// The stages of a case, for reporting where a hang is.
@@ -154,6 +169,9 @@ impl Case {
         }
         let max_iterations = rng.range(0, 40) as u64;
         let sim_seed = rng.next_u64();
+        // Decided by the index, not the generator, so that the programs of a
+        // campaign are the same whatever the mix.
+        let full = index % full_every() == 0;
         let (program, origin) = match rng.below(20) {
             0..=8 => {
                 let g = generate::program(&mut rng);
@@ -165,6 +183,7 @@ impl Case {
                         max_iterations,
                         seed: sim_seed,
                         execute: true,
+                        full,
                     },
                     Origin::Generated,
                 )
@@ -180,6 +199,7 @@ impl Case {
                         max_iterations,
                         seed: sim_seed,
                         execute: !tame(),
+                        full,
                     },
                     Origin::Both,
                 )
@@ -210,6 +230,7 @@ impl Case {
                         max_iterations,
                         seed: sim_seed,
                         execute: !tame(),
+                        full,
                     },
                     Origin::Mutated,
                 )
@@ -246,6 +267,7 @@ impl Case {
             max_iterations: 20,
             seed: 0,
             execute: true,
+            full: true,
         }))
     }
 
@@ -294,10 +316,32 @@ fn sidecar(path: &Path, suffix: &str) -> PathBuf {
 /// What running a case reached.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Outcome {
+    /// A program went through `parse`, `check` and `fmt`.
+    pub checked: bool,
     /// The program built.
     pub built: bool,
     /// It ran and was simulated.
     pub ran: bool,
+    /// A language server session ran.
+    pub session: bool,
+}
+
+impl Outcome {
+    /// One word for the campaign's counts: `lsp`, `ran`, `built`,
+    /// `checked` or `none`.
+    pub fn word(self) -> &'static str {
+        if self.session {
+            "lsp"
+        } else if self.ran {
+            "ran"
+        } else if self.built {
+            "built"
+        } else if self.checked {
+            "checked"
+        } else {
+            "none"
+        }
+    }
 }
 
 /// Runs one case in this thread. `instance_rng` makes instance data when
@@ -311,7 +355,10 @@ pub fn run_case(
     match case {
         Case::Lsp(script) => {
             enter("lsp");
-            lsp::run(script).map(|()| Outcome::default())
+            lsp::run(script).map(|()| Outcome {
+                session: true,
+                ..Outcome::default()
+            })
         }
         Case::Program(program) => {
             let mut make = |p: &op2_analysis::model::Program| {
@@ -320,8 +367,10 @@ pub fn run_case(
                 Some(json)
             };
             pipeline::check(program, &mut make).map(|r| Outcome {
+                checked: true,
                 built: r.built,
                 ran: r.ran,
+                session: false,
             })
         }
     }

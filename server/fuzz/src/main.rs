@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--start I]
-//!          [--slow-secs T] [--hang-secs T] [--memory-mb M]
+//!          [--slow-secs T] [--hang-secs T] [--memory-mb M] [--full-every N]
 //! op2-fuzz --seed S --case I          run one case of a campaign again
 //! op2-fuzz replay PATH...             run saved inputs (files or folders)
 //! ```
@@ -44,6 +44,8 @@ struct Settings {
     files: Vec<PathBuf>,
     quiet: bool,
     tame: bool,
+    /// One program case in this many goes on to build, run and simulate.
+    full_every: u64,
     /// Substrings of findings that are known and open (`--known FILE`).
     known: Vec<String>,
 }
@@ -62,6 +64,7 @@ impl Default for Settings {
             files: Vec::new(),
             quiet: false,
             tame: false,
+            full_every: 1,
             known: Vec::new(),
         }
     }
@@ -112,6 +115,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             "--memory-mb" => settings.memory_mb = number(args, &mut i, arg)?,
             "--quiet" => settings.quiet = true,
             "--tame" => settings.tame = true,
+            "--full-every" => settings.full_every = number(args, &mut i, arg)?.max(1),
             "--known" => {
                 i += 1;
                 let path = args.get(i).ok_or("`--known` needs a file")?;
@@ -144,6 +148,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         i += 1;
     }
     op2_fuzz::set_tame(settings.tame);
+    op2_fuzz::set_full_every(settings.full_every);
     match mode {
         "worker" => Ok(worker(&settings, worker_first, worker_step)),
         "save" => {
@@ -177,7 +182,7 @@ op2-fuzz: fuzzing campaigns against op2's commands and language server
 usage:
   op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--start I]
            [--slow-secs T] [--hang-secs T] [--memory-mb M] [--quiet] [--tame]
-           [--known FILE]
+           [--known FILE] [--full-every N]
   op2-fuzz --seed S --case I     run case I of campaign S again
   op2-fuzz replay PATH...        run saved inputs (.op2 and .lsp files, folders)
 
@@ -186,6 +191,10 @@ messages (the test suite's campaign uses it while those defects are open).
 --known FILE names findings that are known and open (a substring of the
 message per line, a tab and a note after it): they are reported as known and
 do not fail the campaign.
+--full-every N sends one program case in N (those whose index N divides) on
+to build, run and simulate; the others stop after parse, check and fmt
+(default 1: every case goes through every command). The summary's `stages`
+line says how many cases each command ran for.
 Findings are written to DIR (default fuzz-findings) as input files with a
 .finding.txt beside each; the exit code is 1 when there is any.
 ";
@@ -290,6 +299,7 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
             *current = Some((index, started));
         }
         let mut made = None;
+        let mut reached = "none";
         let result = match &case {
             Ok(case) => {
                 let mut rng = Rng::for_case(settings.seed ^ 0x5EED, index);
@@ -312,6 +322,9 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
             *current = None;
         }
         let panics = PANICS.lock().map(|p| p.clone()).unwrap_or_default();
+        if let Ok(outcome) = &result {
+            reached = outcome.word();
+        }
         let finding = match result {
             Err(mut finding) if finding.kind == "panic" => {
                 finding.message = panics.join("; ");
@@ -346,7 +359,7 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
             let line = finding.to_string().replace('\n', " ");
             let _ = writeln!(out, "finding {index} {saved}\t{line}");
         }
-        let _ = writeln!(out, "end {index} {}", elapsed.as_micros());
+        let _ = writeln!(out, "end {index} {} {reached}", elapsed.as_micros());
         let _ = out.flush();
         index += step;
     }
@@ -476,6 +489,7 @@ fn spawn_worker(
     if settings.tame {
         command.arg("--tame");
     }
+    command.args(["--full-every", &settings.full_every.to_string()]);
     if !settings.files.is_empty() {
         command.arg("--files").args(&settings.files);
     }
@@ -546,6 +560,7 @@ fn supervise(settings: &Settings) -> ExitCode {
         }
     }
     let mut done = 0u64;
+    let mut reached = Reached::default();
     let mut total_micros = 0u64;
     let mut slowest: Vec<(u64, u64)> = Vec::new();
     let mut findings: Vec<String> = Vec::new();
@@ -574,7 +589,11 @@ fn supervise(settings: &Settings) -> ExitCode {
                             jobs[j].current = None;
                             jobs[j].stage.clear();
                             done += 1;
-                            if let Some((index, micros)) = rest.split_once(' ') {
+                            let mut fields = rest.split(' ');
+                            let index = fields.next();
+                            let micros = fields.next();
+                            reached.count(fields.next().unwrap_or("none"));
+                            if let (Some(index), Some(micros)) = (index, micros) {
                                 let micros: u64 = micros.parse().unwrap_or(0);
                                 total_micros += micros;
                                 slowest.push((micros, index.parse().unwrap_or(0)));
@@ -676,10 +695,11 @@ fn supervise(settings: &Settings) -> ExitCode {
         if !settings.quiet && last_report.elapsed() > Duration::from_secs(10) {
             let rate = (done - last_done) as f64 / last_report.elapsed().as_secs_f64();
             eprintln!(
-                "{done} of {} cases, {rate:.0} cases/s, {} findings, {:.0} s",
+                "{done} of {} cases, {rate:.0} cases/s, {} findings, {:.0} s ({})",
                 settings.cases,
                 findings.len(),
-                started.elapsed().as_secs_f64()
+                started.elapsed().as_secs_f64(),
+                reached.summary()
             );
             last_report = Instant::now();
             last_done = done;
@@ -703,6 +723,7 @@ fn supervise(settings: &Settings) -> ExitCode {
             format!(", and {} of known open defects (--known)", known.len())
         }
     );
+    println!("stages: {}", reached.summary());
     for finding in &known {
         println!("  KNOWN {finding}");
     }
@@ -728,6 +749,45 @@ fn supervise(settings: &Settings) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// How far the cases of a campaign went, from the workers' `end` lines.
+#[derive(Clone, Copy, Debug, Default)]
+struct Reached {
+    /// Programs through parse, check and fmt that stopped there.
+    checked: u64,
+    /// Programs built (graph type and, with instance data, instance).
+    built: u64,
+    /// Programs built, run and simulated.
+    ran: u64,
+    /// Language server sessions.
+    sessions: u64,
+    /// Cases that ended in a finding (where they stopped is not counted).
+    other: u64,
+}
+
+impl Reached {
+    fn count(&mut self, word: &str) {
+        match word {
+            "checked" => self.checked += 1,
+            "built" => self.built += 1,
+            "ran" => self.ran += 1,
+            "lsp" => self.sessions += 1,
+            _ => self.other += 1,
+        }
+    }
+
+    /// Each command and how many cases it ran for.
+    fn summary(&self) -> String {
+        let programs = self.checked + self.built + self.ran;
+        format!(
+            "parse, check and fmt {programs}; build {}; run and simulate {}; lsp sessions {}; ended in a finding {}",
+            self.built + self.ran,
+            self.ran,
+            self.sessions,
+            self.other
+        )
     }
 }
 
