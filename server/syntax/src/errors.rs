@@ -274,6 +274,8 @@ struct Checker<'s> {
     /// The tokens of the file in order, read as far as the walk has come
     /// (for the tokens just before and after an error).
     stream: std::cell::RefCell<TokenStream<'s>>,
+    /// A place and the end of its line, last found by [`Checker::line_end`].
+    line: std::cell::Cell<Option<(usize, usize)>>,
     file: FileId,
     language: Language,
     /// Tree-sitter numbers terminal symbols first, then nonterminals starting
@@ -289,6 +291,7 @@ impl<'s> Checker<'s> {
             text,
             children: std::cell::RefCell::default(),
             stream: std::cell::RefCell::new(TokenStream::new(root)),
+            line: std::cell::Cell::new(None),
             file,
             language,
             first_nonterminal,
@@ -571,10 +574,7 @@ impl<'s> Checker<'s> {
         }
         // A quote that does not belong to a whole string literal.
         let quote = stray_quote?;
-        let line_end = self
-            .slice(quote.start_byte()..self.text.len())
-            .find(['\n', '\r'])
-            .map_or(self.text.len(), |i| quote.start_byte() + i);
+        let line_end = self.line_end(quote.start_byte());
         Some(self.error(
             TextRange::from(quote.start_byte()..line_end),
             "unterminated string; a string ends with `\"` on the line it starts",
@@ -1075,6 +1075,27 @@ impl<'s> Checker<'s> {
         format!("`{}`", shorten(text))
     }
 
+    /// Where the line holding `at` ends. Errors come in the order of the
+    /// text, so the end last found serves every later place on the same
+    /// line: a line of thousands of stray quotes is read once, not once
+    /// per quote.
+    fn line_end(&self, at: usize) -> usize {
+        if let Some((from, end)) = self.line.get()
+            && from <= at
+            && at <= end
+        {
+            return end;
+        }
+        let end = self
+            .slice(at..self.text.len())
+            .find(['\n', '\r'])
+            .map_or(self.text.len(), |i| at + i);
+        #[cfg(test)]
+        tests::SCANNED.with(|scanned| scanned.set(scanned.get() + (end - at)));
+        self.line.set(Some((at, end)));
+        end
+    }
+
     /// True when `token` begins a later line than `previous` ends on.
     fn starts_line(&self, previous: Node<'s>, token: Node<'s>) -> bool {
         previous.end_byte() <= token.start_byte()
@@ -1471,6 +1492,40 @@ fn is_comment(node: Node<'_>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        /// Bytes read looking for line ends, in this thread.
+        pub(super) static SCANNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Thousands of stray quotes on one long line (fuzz seed 13 case 2018:
+    /// `import "/dev/zero";` pasted into a `for` head, 1.3 s for a 105 KB
+    /// line and four times that for twice the line): each unterminated
+    /// string reaches the end of the line, which is looked for once, not
+    /// once per quote. Counted in bytes read, not timed.
+    #[test]
+    fn stray_quotes_on_one_line_read_it_once() {
+        for repeat in [200, 2000] {
+            let line = format!(
+                "main {{ for (int it = 0; it < 2; it{} }}",
+                "import \"/dev/zero\";".repeat(repeat)
+            );
+            let text = format!("{line}\nset s;\n");
+            SCANNED.with(|scanned| scanned.set(0));
+            let errors = crate::Parse::new(text.as_str()).errors(FileId::MAIN);
+            let unterminated = errors
+                .iter()
+                .filter(|d| d.message.starts_with("unterminated string"))
+                .count();
+            assert!(unterminated >= repeat / 2, "{unterminated} of {repeat}");
+            let scanned = SCANNED.with(std::cell::Cell::get);
+            assert!(
+                scanned <= line.len(),
+                "{scanned} bytes read for a line of {}",
+                line.len()
+            );
+        }
+    }
 
     /// The tables above spell tokens of the grammar; a renamed keyword
     /// would silently disable the messages that use it.
