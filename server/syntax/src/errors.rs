@@ -1507,10 +1507,10 @@ mod tests {
     fn stray_quotes_on_one_line_read_it_once() {
         for repeat in [200, 2000] {
             let line = format!(
-                "main {{ for (int it = 0; it < 2; it{} }}",
+                "    for (int it = 0; it < 2; it{}++) par_loop k over s (g READ);",
                 "import \"/dev/zero\";".repeat(repeat)
             );
-            let text = format!("{line}\nset s;\n");
+            let text = format!("main {{\n    g = 1.0;\n{line}\n}}\n");
             SCANNED.with(|scanned| scanned.set(0));
             let errors = crate::Parse::new(text.as_str()).errors(FileId::MAIN);
             let unterminated = errors
