@@ -1695,11 +1695,12 @@ fn every_offset_of_valid_and_broken_programs() {
 fn requests_deep_inside_nested_blocks_need_no_stack() {
     let depth = 60_000;
     let text = format!(
-        "set s;\ndat d: double on s;\nkernel k(double *q) {{\n{}double w = 1; w = q[0] + ;\n{}}}\nmain {{ par_loop k over s (d RW); }}\n",
+        "set s;\ndat d: double on s;\nkernel k(double *q) {{\n{}double w = 1; w = q[0]; q[0] = ;\n{}}}\nmain {{ par_loop k over s (d RW); }}\n",
         "{ ".repeat(depth),
         " }".repeat(depth)
     );
-    let missing = u32::try_from(text.find("+ ;").unwrap() + 2).unwrap();
+    // `q[0] = ;` has a MISSING name where the expression should be.
+    let missing = u32::try_from(text.find("= ;").unwrap() + 2).unwrap();
     let name = u32::try_from(text.find("w = q").unwrap()).unwrap();
     let done = std::thread::Builder::new()
         .stack_size(2 << 20)
