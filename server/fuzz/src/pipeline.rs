@@ -164,10 +164,12 @@ pub fn check(
     if !program.full {
         return Ok(reached);
     }
-    crate::enter("build");
+    // Entered only when there is something to build, so that a slow case
+    // is not blamed on a stage it never ran.
     if has_errors || analysis.program.main.is_none() {
         return Ok(reached);
     }
+    crate::enter("build");
     let graph = op2_codegen::graph_type(&analysis, &op2_codegen::graph_id(root));
     if op2_codegen::limits::check(&analysis.program, &graph)
         .iter()
