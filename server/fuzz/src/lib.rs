@@ -171,7 +171,7 @@ impl Case {
         let sim_seed = rng.next_u64();
         // Decided by the index, not the generator, so that the programs of a
         // campaign are the same whatever the mix.
-        let full = index % full_every() == 0;
+        let full = index.is_multiple_of(full_every());
         let (program, origin) = match rng.below(20) {
             0..=8 => {
                 let g = generate::program(&mut rng);
