@@ -351,7 +351,7 @@ main {
     check(
         r#"
 main { par_loop k over cells (p_q RE); }
-                                  ^^ E001: expected one of an access mode, `,`, `)` or `[`, found `RE`
+                                  ^^ E001: expected one of an access mode, `,`, `)`, `[` or `INFO`, found `RE`
 "#,
     );
     check(
