@@ -39,25 +39,24 @@ if ! command -v c++ >/dev/null && ! command -v g++ >/dev/null && [ -z "${CXX:-}"
     apt-get update -qq && apt-get install -y -qq g++
 fi
 
-# Clippy checks every target in a target directory of its own, in the background
-# and at low priority, while `cargo test` builds and runs: the two share no
-# artifacts (a check is not a build), and clippy takes the cores whenever the test
-# build waits on one crate or a test binary runs one long test. Its output is
-# printed, and its status counts, once the tests are done.
-step "cargo clippy (in the background, into target/clippy; its output follows the tests)"
-clippy_log="$ROOT/target/clippy.log"
-mkdir -p "$ROOT/target"
-(
-  start=$SECONDS
-  status=0
-  CARGO_TARGET_DIR="$ROOT/target/clippy" nice -n 10 \
-    cargo clippy --workspace --all-targets --locked --color never -- -D warnings \
-    >"$clippy_log" 2>&1 || status=$?
-  printf '%5ds  %s\n' $((SECONDS - start)) "cargo clippy (beside the tests)" >"$clippy_log.time"
-  exit "$status"
-) &
-clippy_pid=$!
-trap 'pkill -P "$clippy_pid" 2>/dev/null; kill "$clippy_pid" 2>/dev/null || true' EXIT
+# Clippy's lints are checked by the build that the tests run from, not by a second
+# compilation of the workspace: clippy's driver (a rustc with clippy's lints added)
+# compiles the workspace's own crates, as `cargo clippy` has it do, but on to machine
+# code, while the dependencies are compiled by plain rustc, once. `-D warnings` makes
+# every lint and compiler warning an error that stops the build. Every target is built
+# (libraries, binaries, tests, benches), so clippy sees what `cargo clippy
+# --all-targets` sees. The variables stay set for `cargo test` below, so that it finds
+# the build up to date. (docs/benchmarks.md, "The test command".)
+if ! command -v clippy-driver >/dev/null; then
+  step "installing clippy"
+  rustup component add clippy
+fi
+RUSTC_WORKSPACE_WRAPPER="$(command -v clippy-driver)"
+export RUSTC_WORKSPACE_WRAPPER
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
+step "cargo build (every target, clippy's lints as errors)"
+timed "cargo build + clippy" cargo test --workspace --all-targets --locked --no-run
 
 step "cargo test (workspace)"
 timed "cargo test" cargo test --workspace --locked
@@ -69,14 +68,6 @@ timed "editors" "$ROOT/scripts/test-editors.sh"
 
 step "install.sh into an empty HOME"
 timed "install" "$ROOT/scripts/test-install.sh"
-
-step "cargo clippy (its output)"
-clippy_status=0
-wait "$clippy_pid" || clippy_status=$?
-trap - EXIT
-cat "$clippy_log"
-times+=("$(cat "$clippy_log.time")")
-[ "$clippy_status" = 0 ] || fail "cargo clippy found problems (above)"
 
 echo
 echo "time by phase:"
