@@ -8,6 +8,7 @@ use op2_syntax::Code;
 pub fn explanation(code: Code) -> &'static str {
     match code {
         Code::E001 => include_str!("../explanations/E001.md"),
+        Code::E002 => include_str!("../explanations/E002.md"),
         Code::E101 => include_str!("../explanations/E101.md"),
         Code::E102 => include_str!("../explanations/E102.md"),
         Code::E103 => include_str!("../explanations/E103.md"),

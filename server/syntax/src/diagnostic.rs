@@ -77,6 +77,7 @@ macro_rules! codes {
 
 codes! {
     E001 = Error, "syntax error";
+    E002 = Error, "the parser gave up on the rest of the file";
     E101 = Error, "unknown name";
     E102 = Error, "duplicate definition";
     E103 = Error, "wrong kind of name";

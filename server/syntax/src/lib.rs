@@ -10,6 +10,7 @@ pub mod ast;
 pub mod diagnostic;
 mod errors;
 pub mod format;
+pub mod limit;
 pub mod line_index;
 pub mod literal;
 mod parse;
@@ -17,6 +18,7 @@ pub mod path;
 mod text;
 
 pub use diagnostic::{Code, Diagnostic, FileId, Fix, Location, Related, Severity, Tag, TextEdit};
+pub use limit::ParseLimit;
 pub use line_index::{Encoding, LineCol, LineIndex};
 pub use parse::{EditError, Parse, point_at, unsupported_in};
 pub use path::NodePath;

@@ -9,6 +9,8 @@ use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 use crate::ast::{SourceFile, language};
 use crate::diagnostic::{Diagnostic, FileId};
 use crate::errors::{Part, errors_in, syntax_errors};
+use crate::limit::{ParseLimit, parse_prefix, parse_within};
+use crate::{Code, Location, TextRange};
 
 thread_local! {
     // A parser is cheap to keep and not `Sync`: one per thread.
@@ -23,22 +25,34 @@ fn new_parser() -> Parser {
     parser
 }
 
-fn run_parser(text: &str, old: Option<&Tree>) -> Tree {
-    PARSER.with(|parser| {
-        parser
-            .borrow_mut()
-            .parse(text, old)
-            // `parse` returns None only when cancelled, timed out or without a
-            // language; none of these can happen with this parser.
-            .expect("parsing without cancellation or timeout always yields a tree")
-    })
+/// Parses `text` (reusing `old`) within `limit`; `Err` holds the offset the
+/// parser had reached when it was stopped.
+fn run_parser(text: &str, old: Option<&Tree>, limit: ParseLimit) -> Result<Tree, usize> {
+    PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit))
+}
+
+/// A fresh parse of `text` within `limit`, and where checking stopped when
+/// it gave up (see [`crate::limit`]).
+fn parse_fresh(text: &str, limit: ParseLimit) -> (Tree, Option<usize>) {
+    match run_parser(text, None, limit) {
+        Ok(tree) => (tree, None),
+        Err(reached) => {
+            let (tree, cut) =
+                PARSER.with(|parser| parse_prefix(&mut parser.borrow_mut(), text, reached, limit));
+            (tree, Some(cut))
+        }
+    }
 }
 
 /// The text of one `.op2` file and its syntax tree, kept in step.
 #[derive(Clone)]
 pub struct Parse {
     text: String,
+    /// The tree of `text`, or of `text` blanked from `stopped` on.
     tree: Tree,
+    /// Where the parser gave up: the text from here on is not in the tree.
+    stopped: Option<usize>,
+    limit: ParseLimit,
 }
 
 impl fmt::Debug for Parse {
@@ -91,9 +105,26 @@ impl std::error::Error for EditError {}
 impl Parse {
     /// Parses `text` from scratch.
     pub fn new(text: impl Into<String>) -> Parse {
+        Parse::with_limit(text, ParseLimit::Time)
+    }
+
+    /// Parses `text` from scratch within `limit`, which later edits keep.
+    pub fn with_limit(text: impl Into<String>, limit: ParseLimit) -> Parse {
         let text = text.into();
-        let tree = run_parser(&text, None);
-        Parse { text, tree }
+        let (tree, stopped) = parse_fresh(&text, limit);
+        Parse {
+            text,
+            tree,
+            stopped,
+            limit,
+        }
+    }
+
+    /// Where the parser gave up (see [`crate::limit`]): the byte offset of
+    /// the start of the line from which the text is not in the tree, and
+    /// not checked. `None` for a complete parse.
+    pub fn stopped_at(&self) -> Option<usize> {
+        self.stopped
     }
 
     /// The source text.
@@ -113,25 +144,43 @@ impl Parse {
 
     /// Syntax diagnostics (E001) for this file, which is `file`.
     pub fn errors(&self, file: FileId) -> Vec<Diagnostic> {
-        syntax_errors(&self.tree, &self.text, file)
+        self.with_stop(syntax_errors(&self.tree, &self.text, file), file)
     }
 
     /// The part of [`Parse::errors`] that concerns text the parser could not
     /// read (ERROR and MISSING nodes). It looks only inside subtrees that
     /// hold such a node, so it costs nothing on a valid file.
     pub fn unparsed_errors(&self, file: FileId) -> Vec<Diagnostic> {
-        errors_in(self.tree.root_node(), &self.text, file, Part::Unparsed)
+        let errors = errors_in(self.tree.root_node(), &self.text, file, Part::Unparsed);
+        self.with_stop(errors, file)
+    }
+
+    /// `errors` and, when the parser gave up, E002 at the place instead of
+    /// what the blanked text made of the end of the file (the constructs
+    /// left open there are reported missing at its end).
+    fn with_stop(&self, mut errors: Vec<Diagnostic>, file: FileId) -> Vec<Diagnostic> {
+        if let Some(cut) = self.stopped {
+            errors.retain(|error| (error.location.range.start as usize) < cut);
+            errors.push(stop_diagnostic(&self.text, cut, file));
+        }
+        errors
     }
 
     /// Replaces the bytes in `range` by `new_text` and reparses incrementally,
     /// reusing the old tree. Returns the tree-sitter edit that was applied.
     pub fn edit(&mut self, range: Range<usize>, new_text: &str) -> Result<InputEdit, EditError> {
+        if self.stopped.is_some() {
+            let input = self.edit_text_only(range, new_text)?;
+            self.parse_afresh();
+            return Ok(input);
+        }
         let fresh = self.items_to_parse_afresh(range.clone(), new_text.len());
         let input = self.edit_text_only(range, new_text)?;
-        match fresh {
+        let outcome = match fresh {
             Some(ranges) => self.reparse_with_fresh_items(&ranges),
             None => self.reparse(),
-        }
+        };
+        self.settle(outcome);
         Ok(input)
     }
 
@@ -161,9 +210,32 @@ impl Parse {
             }
         }
         if changed {
-            self.reparse();
+            if self.stopped.is_some() {
+                self.parse_afresh();
+            } else {
+                let outcome = self.reparse();
+                self.settle(outcome);
+            }
         }
         result
+    }
+
+    /// Parses the whole text again with nothing reused: after a give-up the
+    /// tree holds blanked text, which an incremental parse must not reuse.
+    fn parse_afresh(&mut self) {
+        (self.tree, self.stopped) = parse_fresh(&self.text, self.limit);
+    }
+
+    /// After an incremental parse: when it gave up at `Err(reached)`, the
+    /// text blanked from there is parsed afresh.
+    fn settle(&mut self, outcome: Result<(), usize>) {
+        if let Err(reached) = outcome {
+            let (tree, cut) = PARSER.with(|parser| {
+                parse_prefix(&mut parser.borrow_mut(), &self.text, reached, self.limit)
+            });
+            self.tree = tree;
+            self.stopped = Some(cut);
+        }
     }
 
     /// Reparses after edits, reusing the old tree.
@@ -176,11 +248,12 @@ impl Parse {
     /// top-level items that hold an error are parsed again with nothing
     /// inside them reused ([`Parse::reparse_damaged`]). That costs a parse
     /// of the damaged items, not of the file.
-    fn reparse(&mut self) {
-        self.tree = run_parser(&self.text, Some(&self.tree));
+    fn reparse(&mut self) -> Result<(), usize> {
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
         if self.tree.root_node().has_error() {
-            self.reparse_damaged();
+            self.reparse_damaged()?;
         }
+        Ok(())
     }
 
     /// The byte ranges, in the text after replacing `range` by `new_len`
@@ -268,7 +341,7 @@ impl Parse {
     /// error lies inside those ranges, that is the fresh parse (the damaged
     /// items had no reuse inside, as [`Parse::reparse_damaged`] ensures);
     /// otherwise the damaged items are parsed once more.
-    fn reparse_with_fresh_items(&mut self, fresh: &[Range<usize>]) {
+    fn reparse_with_fresh_items(&mut self, fresh: &[Range<usize>]) -> Result<(), usize> {
         for range in fresh {
             let start = point_at(&self.text, range.start);
             let end = advance(start, &self.text[range.clone()]);
@@ -281,9 +354,9 @@ impl Parse {
                 new_end_position: end,
             });
         }
-        self.tree = run_parser(&self.text, Some(&self.tree));
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
         if !self.tree.root_node().has_error() {
-            return;
+            return Ok(());
         }
         let covered = self.damaged_items().iter().all(|(start, end, ..)| {
             fresh
@@ -291,8 +364,9 @@ impl Parse {
                 .any(|range| range.start <= *start && *end <= range.end)
         });
         if !covered {
-            self.reparse_damaged();
+            self.reparse_damaged()?;
         }
+        Ok(())
     }
 
     /// Parses the top-level items that hold an error (ERROR or MISSING)
@@ -308,7 +382,7 @@ impl Parse {
     /// edits break several items at once, most of them more than typing
     /// does); without this step they find a difference in about one edit in
     /// five hundred.
-    fn reparse_damaged(&mut self) {
+    fn reparse_damaged(&mut self) -> Result<(), usize> {
         let damaged = self.damaged_items();
         for (start_byte, end_byte, start_position, end_position) in damaged {
             // An edit that replaces the range by itself marks every node in
@@ -322,7 +396,8 @@ impl Parse {
                 new_end_position: end_position,
             });
         }
-        self.tree = run_parser(&self.text, Some(&self.tree));
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
+        Ok(())
     }
 
     /// The byte and point ranges of the runs of top-level items holding an
@@ -513,4 +588,27 @@ fn advance(mut point: Point, text: &str) -> Point {
 /// item give exactly [`Parse::errors`].
 pub fn unsupported_in(node: Node<'_>, text: &str, file: FileId) -> Vec<Diagnostic> {
     errors_in(node, text, file, Part::Unsupported)
+}
+
+/// E002 at `cut`, the start of the line from which the parser gave up: the
+/// range is that line (without its break), or empty at the end of the text.
+fn stop_diagnostic(text: &str, cut: usize, file: FileId) -> Diagnostic {
+    let end = memchr::memchr(b'\n', &text.as_bytes()[cut..]).map_or(text.len(), |at| cut + at);
+    let end = if text[..end].ends_with('\r') {
+        end - 1
+    } else {
+        end
+    }
+    .max(cut);
+    let to_u32 = |offset: usize| u32::try_from(offset).unwrap_or(u32::MAX);
+    Diagnostic::new(
+        Code::E002,
+        Location {
+            file,
+            range: TextRange::new(to_u32(cut), to_u32(end)),
+        },
+        "the parser gave up here: recovering from the syntax errors of this file took longer \
+         than a file of its size is allowed, and nothing from this line on is checked",
+    )
+    .with_label("parsing stopped here")
 }

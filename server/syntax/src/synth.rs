@@ -64,3 +64,28 @@ pub fn program(lines: usize) -> String {
     out.push_str("        print(\"%d %g\", iter, sqrt(rms / len(cells)));\n    }\n}\n");
     out
 }
+
+/// F11 of the fuzz findings: `n` unbraced `if` heads, a stray `[`, and `n`
+/// more, in a kernel. tree-sitter's error recovery takes time superlinear
+/// in `n` on it (1.9 s at `n` = 2,000 on the machine of
+/// docs/reliability.md, unbounded), so a parse of it gives up (E002).
+pub fn nested_ifs_with_a_stray_bracket(n: usize) -> String {
+    let head = "if (h < 1.0) ";
+    let mut out = String::with_capacity(80 + 2 * n * head.len());
+    out.push_str("kernel k(double *q) { double h = 0.0;\n");
+    out.push_str(&head.repeat(n));
+    out.push_str("[ (h < 1.0) ");
+    out.push_str(&head.repeat(n));
+    out.push_str("h += 1.0; }\n");
+    out
+}
+
+/// F12 of the fuzz findings: a kernel whose last statement is `s[2] =}`
+/// on `n` lines. Quadratic in tree-sitter's error recovery (6.7 s at `n` =
+/// 2,000, unbounded), so a parse of it gives up (E002).
+pub fn broken_statement_lines(n: usize) -> String {
+    let mut out = String::with_capacity(60 + 8 * n);
+    out.push_str("set cells;\nkernel k(double *s) {\n    s[0] = 1;\n");
+    out.push_str(&"s[2] =}\n".repeat(n));
+    out
+}

@@ -7,3 +7,4 @@
 mod errors;
 mod format;
 mod incremental;
+mod limit;

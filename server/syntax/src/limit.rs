@@ -1,0 +1,176 @@
+//! How long one parse may take, and what is parsed when it takes longer.
+//!
+//! tree-sitter's error recovery is superlinear on some erroneous text (a
+//! deep chain of unbraced `if`s with a stray `[` inside, thousands of lines
+//! of `s[2] =}`, declarations glued together thousands of times: findings
+//! F11 and F12 in `wip/fuzz-findings.md`). Its progress callback comes once
+//! per hundred parse actions, and the number of actions stays linear on
+//! those inputs: the work grows inside each action. So no count bounds the
+//! time, and the limit is a deadline proportional to the text's length,
+//! generous enough that no real program comes near it (docs/reliability.md,
+//! "Limits", has the measured margin). When the deadline passes, the parse
+//! is cancelled and the text is parsed again with everything from the start
+//! of the line the parser had reached blanked to spaces (line breaks kept,
+//! so every position stays right): what comes before still gets its
+//! diagnostics, and E002 says where checking stopped.
+
+use std::ops::ControlFlow;
+use std::time::{Duration, Instant};
+
+use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
+
+/// The time every parse may take, whatever the text's length.
+pub const TIME_BASE: Duration = Duration::from_secs(1);
+
+/// The time a parse may take grows by one second for this many bytes of
+/// text. Real programs parse at about 3 MB/s on the slow machine this was
+/// measured on (docs/reliability.md), fifty times faster than this.
+pub const BYTES_PER_SECOND: usize = 64 * 1024;
+
+/// Attempts after a give-up: the text blanked from the line reached, then
+/// from half as far (snapped to a line start) each time, and in the end
+/// blanked whole. The total time is at most this plus one times the
+/// deadline.
+const RETRIES: usize = 3;
+
+/// What stops a parse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ParseLimit {
+    /// A deadline of [`TIME_BASE`] plus one second per [`BYTES_PER_SECOND`]
+    /// bytes of text: what every command and the language server use.
+    #[default]
+    Time,
+    /// At most this many of tree-sitter's progress calls (one per hundred
+    /// parse actions). Deterministic, but it does not bound the time on the
+    /// inputs the deadline is for: it lets tests give up at a chosen place.
+    Checks(u64),
+}
+
+impl ParseLimit {
+    /// The time a parse of `len` bytes may take under [`ParseLimit::Time`].
+    pub fn time_allowed(len: usize) -> Duration {
+        TIME_BASE + Duration::from_secs_f64(len as f64 / BYTES_PER_SECOND as f64)
+    }
+}
+
+/// Parses `text` (reusing `old`, edited to match it) with `parser` within
+/// `limit`. `Err` holds the byte offset the parser had reached when it was
+/// stopped; the parser is then reset, ready for another text.
+pub(crate) fn parse_within(
+    parser: &mut Parser,
+    text: &str,
+    old: Option<&Tree>,
+    limit: ParseLimit,
+) -> Result<Tree, usize> {
+    let started = Instant::now();
+    let allowed = ParseLimit::time_allowed(text.len());
+    let mut reached = 0;
+    let mut checks = 0u64;
+    let mut progress = |state: &ParseState| {
+        reached = reached.max(state.current_byte_offset());
+        checks += 1;
+        let over = match limit {
+            ParseLimit::Time => started.elapsed() > allowed,
+            ParseLimit::Checks(most) => checks > most,
+        };
+        if over {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    let bytes = text.as_bytes();
+    let tree = parser.parse_with_options(
+        &mut |offset: usize, _| &bytes[offset.min(bytes.len())..],
+        old,
+        Some(ParseOptions::new().progress_callback(&mut progress)),
+    );
+    match tree {
+        Some(tree) => Ok(tree),
+        None => {
+            // A cancelled parser resumes where it stopped unless reset.
+            parser.reset();
+            Err(reached.min(text.len()))
+        }
+    }
+}
+
+/// A tree for `text` after a parse was stopped at byte `reached`: the text
+/// blanked from the start of that line is parsed, and if that is stopped
+/// too, blanked from half as far. Returns the tree and the offset blanked
+/// from.
+pub(crate) fn parse_prefix(
+    parser: &mut Parser,
+    text: &str,
+    reached: usize,
+    limit: ParseLimit,
+) -> (Tree, usize) {
+    let mut cut = line_start(text, reached);
+    for _ in 0..RETRIES {
+        match parse_within(parser, &blank_from(text, cut), None, limit) {
+            Ok(tree) => return (tree, cut),
+            // The cost up to where it stopped exhausted the time again:
+            // half as far costs at most half as much.
+            Err(again) => cut = line_start(text, again.min(cut) / 2),
+        }
+    }
+    // Nothing but spaces and line breaks: a few actions per line, linear.
+    let blank = blank_from(text, 0);
+    let tree = parser
+        .parse(&blank, None)
+        .expect("a parse without a progress callback always yields a tree");
+    (tree, 0)
+}
+
+/// `text` with every byte from `cut` on other than a line break (`\n`,
+/// `\r`) replaced by a space: the same length, the same lines.
+pub(crate) fn blank_from(text: &str, cut: usize) -> String {
+    let mut blanked = String::with_capacity(text.len());
+    blanked.push_str(&text[..cut]);
+    blanked.extend(text.as_bytes()[cut..].iter().map(|&byte| {
+        if byte == b'\n' || byte == b'\r' {
+            char::from(byte)
+        } else {
+            ' '
+        }
+    }));
+    blanked
+}
+
+/// The start of the line holding byte `offset`.
+fn line_start(text: &str, offset: usize) -> usize {
+    memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |at| at + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blanking_keeps_length_and_line_breaks() {
+        let text = "ab\ncé\r\nf";
+        let blanked = blank_from(text, 3);
+        assert_eq!(blanked.len(), text.len());
+        assert_eq!(blanked, "ab\n   \r\n ");
+        assert_eq!(blank_from(text, text.len()), text);
+    }
+
+    #[test]
+    fn line_start_finds_the_line_of_an_offset() {
+        let text = "one\ntwo\nthree";
+        assert_eq!(line_start(text, 0), 0);
+        assert_eq!(line_start(text, 3), 0);
+        assert_eq!(line_start(text, 4), 4);
+        assert_eq!(line_start(text, 6), 4);
+        assert_eq!(line_start(text, 100), 8);
+    }
+
+    #[test]
+    fn the_time_allowed_grows_with_the_text() {
+        assert_eq!(ParseLimit::time_allowed(0), TIME_BASE);
+        assert_eq!(
+            ParseLimit::time_allowed(16 * 1024 * 1024),
+            TIME_BASE + Duration::from_secs(256)
+        );
+    }
+}

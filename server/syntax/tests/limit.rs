@@ -1,0 +1,183 @@
+//! A parse that takes longer than its text's size allows gives up (E002):
+//! the text before the line it reached is parsed and checked, the rest is
+//! blank to the parser, and the next edit parses afresh. Deterministic
+//! tests stop the parse after a count of tree-sitter's progress calls
+//! (`ParseLimit::Checks`); the tests of the real deadline use inputs whose
+//! unbounded parse takes far longer than the deadline (F11, F12) and real
+//! programs far larger than any written by hand, which must never meet it.
+
+use std::path::Path;
+
+use op2_syntax::{Code, FileId, Parse, ParseLimit, synth};
+
+/// `text` with everything from `cut` on but line breaks made spaces.
+fn blanked(text: &str, cut: usize) -> String {
+    let rest: String = text[cut..]
+        .chars()
+        .flat_map(|c| {
+            let keep = c == '\n' || c == '\r';
+            std::iter::repeat_n(
+                if keep { c } else { ' ' },
+                if keep { 1 } else { c.len_utf8() },
+            )
+        })
+        .collect();
+    format!("{}{rest}", &text[..cut])
+}
+
+/// What every parse that gave up must satisfy: it stopped at a line start,
+/// its tree is that of the text blanked from there, E002 is reported there
+/// once, and every other error lies before it.
+fn assert_gave_up_well(parse: &Parse) -> usize {
+    let text = parse.text();
+    let cut = parse.stopped_at().expect("the parse gave up");
+    assert!(
+        cut == 0 || text.as_bytes()[cut - 1] == b'\n',
+        "stopped at {cut}, not a line start"
+    );
+    let root = parse.tree().root_node();
+    assert_eq!(root.end_byte(), text.len(), "the tree spans the whole text");
+    let prefix = Parse::new(blanked(text, cut));
+    assert_eq!(prefix.stopped_at(), None);
+    assert_eq!(root.to_sexp(), prefix.tree().root_node().to_sexp());
+    let errors = parse.errors(FileId::MAIN);
+    let stops: Vec<_> = errors.iter().filter(|e| e.code == Code::E002).collect();
+    assert_eq!(stops.len(), 1, "one E002: {errors:?}");
+    assert_eq!(stops[0].location.range.start as usize, cut);
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.code == Code::E002 || (e.location.range.start as usize) < cut),
+        "no error after the place parsing stopped: {errors:?}"
+    );
+    let unparsed = parse.unparsed_errors(FileId::MAIN);
+    assert!(unparsed.iter().any(|e| e.code == Code::E002));
+    cut
+}
+
+#[test]
+fn a_parse_that_gives_up_checks_the_lines_before_the_place_it_reached() {
+    let text = format!(
+        "set cells;\nmain {{ int x = 1 }}\n{}",
+        synth::broken_statement_lines(400)
+    );
+    let parse = Parse::with_limit(text.as_str(), ParseLimit::Checks(20));
+    let cut = assert_gave_up_well(&parse);
+    assert!(cut > 0, "the lines before the place reached are kept");
+    let errors = parse.errors(FileId::MAIN);
+    // The missing `;` in `main` (line 2) is still reported.
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.code == Code::E001 && e.location.range.start < 30),
+        "{errors:?}"
+    );
+    // Without a limit on this small input, the parse is complete.
+    let complete = Parse::new(text.as_str());
+    assert_eq!(complete.stopped_at(), None);
+    assert!(
+        complete
+            .errors(FileId::MAIN)
+            .iter()
+            .all(|e| e.code != Code::E002)
+    );
+}
+
+#[test]
+fn the_next_edit_after_a_give_up_parses_afresh() {
+    let limit = ParseLimit::Checks(20);
+    let broken = synth::broken_statement_lines(400);
+    let mut parse = Parse::with_limit(broken.as_str(), limit);
+    assert_gave_up_well(&parse);
+
+    // An edit that keeps the run of errors: the same as a fresh parse
+    // within the same limit (an incremental parse would reuse the tree of
+    // the blanked text).
+    let at = broken.len() - 8;
+    parse.edit(at..at, "s[1] = 2;\n").expect("valid edit");
+    let fresh = Parse::with_limit(parse.text(), limit);
+    assert_eq!(parse.stopped_at(), fresh.stopped_at());
+    assert_eq!(
+        parse.tree().root_node().to_sexp(),
+        fresh.tree().root_node().to_sexp()
+    );
+    assert_gave_up_well(&parse);
+
+    // Deleting the run of errors: the whole text is parsed and checked.
+    let start = parse.text().find("s[2] =}").expect("a broken line");
+    let end = parse.text().len();
+    parse.edit(start..end, "}\n").expect("valid edit");
+    assert_eq!(parse.stopped_at(), None);
+    assert!(!parse.tree().root_node().has_error(), "{}", parse.text());
+    assert!(parse.errors(FileId::MAIN).is_empty());
+
+    // Several edits at once take the same path.
+    let mut many = Parse::with_limit(broken.as_str(), limit);
+    many.edit_many([(0..0, "set faces;\n"), (0..0, "// two edits\n")])
+        .expect("valid edits");
+    let fresh = Parse::with_limit(many.text(), limit);
+    assert_eq!(many.stopped_at(), fresh.stopped_at());
+    assert_gave_up_well(&many);
+}
+
+#[test]
+fn an_incremental_parse_that_gives_up_keeps_the_lines_before() {
+    let limit = ParseLimit::Checks(20);
+    let mut parse = Parse::with_limit(
+        "set cells;\nkernel k(double *s) {\n    s[0] = 1;\n}\n",
+        limit,
+    );
+    assert_eq!(parse.stopped_at(), None);
+    // Pasting the run of errors into the kernel.
+    let at = parse.text().rfind('}').expect("the closing brace");
+    parse
+        .edit(at..at, &"s[2] =}\n".repeat(400))
+        .expect("valid edit");
+    assert_gave_up_well(&parse);
+}
+
+#[test]
+fn runs_of_errors_give_up_within_the_time_allowed() {
+    // Unbounded, this parse takes about a minute (6.7 s at 2,000 lines,
+    // quadratic); the deadline for its 48 KB is 1.7 s.
+    let parse = Parse::new(synth::broken_statement_lines(6_000));
+    let cut = assert_gave_up_well(&parse);
+    assert!(cut > 0, "the kernel's first lines are kept");
+}
+
+#[test]
+fn deep_nesting_with_an_error_inside_gives_up_within_the_time_allowed() {
+    // Unbounded, about half a minute (N^2.4: 1.9 s at 2,000 heads); the
+    // deadline for its 156 KB is 3.4 s.
+    let parse = Parse::new(synth::nested_ifs_with_a_stray_bracket(6_000));
+    assert_gave_up_well(&parse);
+}
+
+#[test]
+fn large_real_programs_never_meet_the_deadline() {
+    // The examples concatenated to 4 MB (their names clash, which the
+    // parser does not mind) and a 2 MB generated program: about 1 s and
+    // 0.5 s to parse where 65 s and 33 s are allowed.
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples");
+    let mut examples = String::new();
+    for entry in std::fs::read_dir(&dir).expect("docs/examples") {
+        let path = entry.expect("an entry").path();
+        if path.extension().is_some_and(|ext| ext == "op2") {
+            examples.push_str(&std::fs::read_to_string(&path).expect("an example"));
+        }
+    }
+    assert!(
+        examples.len() > 10_000,
+        "the examples: {} bytes",
+        examples.len()
+    );
+    let many = examples.repeat(4_000_000 / examples.len());
+    for text in [many, synth::program(50_000)] {
+        let parse = Parse::new(text.as_str());
+        assert_eq!(parse.stopped_at(), None, "a {} byte program", text.len());
+        assert!(
+            parse.errors(FileId::MAIN).is_empty(),
+            "a clean program stays clean"
+        );
+    }
+}
