@@ -10,9 +10,10 @@
 //! generous enough that no real program comes near it (docs/reliability.md,
 //! "Limits", has the measured margin). When the deadline passes, the parse
 //! is cancelled and the text is parsed again with everything from the start
-//! of the line the parser had reached blanked to spaces (line breaks kept,
-//! so every position stays right): what comes before still gets its
-//! diagnostics, and E002 says where checking stopped.
+//! of a line before the place the parser had reached blanked to spaces (line
+//! breaks kept, so every position stays right; see [`parse_prefix`] for
+//! which line): what comes before still gets its diagnostics, and E002 says
+//! where checking stopped.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -27,11 +28,22 @@ pub const TIME_BASE: Duration = Duration::from_secs(1);
 /// measured on (docs/reliability.md), fifty times faster than this.
 pub const BYTES_PER_SECOND: usize = 64 * 1024;
 
-/// Attempts after a give-up: the text blanked from the line reached, then
-/// from half as far (snapped to a line start) each time, and in the end
-/// blanked whole. The total time is at most this plus one times the
-/// deadline.
+/// Attempts after a give-up, each from half as far past the first error
+/// as the one before (snapped to a line start); then one from the line of
+/// the first error, and in the end the text blanked whole. A parse takes at
+/// most `RETRIES + 2` times its allowance and a blank parse; usually the
+/// first retry succeeds, in a quarter of the allowance or less.
 const RETRIES: usize = 3;
+
+/// Where a parse that was stopped had got to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stopped {
+    /// The byte offset the parser had reached.
+    pub reached: usize,
+    /// The offset it had reached when it first had an error (within a
+    /// hundred parse actions of the first error), if it had one.
+    pub first_error: Option<usize>,
+}
 
 /// What stops a parse.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -54,20 +66,24 @@ impl ParseLimit {
 }
 
 /// Parses `text` (reusing `old`, edited to match it) with `parser` within
-/// `limit`. `Err` holds the byte offset the parser had reached when it was
-/// stopped; the parser is then reset, ready for another text.
+/// `limit`. `Err` says where the parser had got to when it was stopped; the
+/// parser is then reset, ready for another text.
 pub(crate) fn parse_within(
     parser: &mut Parser,
     text: &str,
     old: Option<&Tree>,
     limit: ParseLimit,
-) -> Result<Tree, usize> {
+) -> Result<Tree, Stopped> {
     let started = Instant::now();
     let allowed = ParseLimit::time_allowed(text.len());
     let mut reached = 0;
+    let mut first_error = None;
     let mut checks = 0u64;
     let mut progress = |state: &ParseState| {
         reached = reached.max(state.current_byte_offset());
+        if state.has_error() && first_error.is_none() {
+            first_error = Some(reached);
+        }
         checks += 1;
         let over = match limit {
             ParseLimit::Time => started.elapsed() > allowed,
@@ -90,29 +106,40 @@ pub(crate) fn parse_within(
         None => {
             // A cancelled parser resumes where it stopped unless reset.
             parser.reset();
-            Err(reached.min(text.len()))
+            Err(Stopped {
+                reached: reached.min(text.len()),
+                first_error: first_error.map(|at| at.min(text.len())),
+            })
         }
     }
 }
 
-/// A tree for `text` after a parse was stopped at byte `reached`: the text
-/// blanked from the start of that line is parsed, and if that is stopped
-/// too, blanked from half as far. Returns the tree and the offset blanked
-/// from.
+/// A tree for `text` after a parse was `stopped`: the text blanked from a
+/// line start is parsed. Where the parser had got to took the whole
+/// allowance, and the work grows faster than the text after the first error,
+/// so the first cut is half way from the first error to the place reached,
+/// and each retry halves that distance again; then the line of the first
+/// error (before it the text parses in linear time). Returns the tree and
+/// the offset blanked from.
 pub(crate) fn parse_prefix(
     parser: &mut Parser,
     text: &str,
-    reached: usize,
+    stopped: Stopped,
     limit: ParseLimit,
 ) -> (Tree, usize) {
-    let mut cut = line_start(text, reached);
+    let reached = stopped.reached.min(text.len());
+    let error = stopped.first_error.unwrap_or(0).min(reached);
+    let mut past_error = reached - error;
     for _ in 0..RETRIES {
-        match parse_within(parser, &blank_from(text, cut), None, limit) {
-            Ok(tree) => return (tree, cut),
-            // The cost up to where it stopped exhausted the time again:
-            // half as far costs at most half as much.
-            Err(again) => cut = line_start(text, again.min(cut) / 2),
+        past_error /= 2;
+        let cut = line_start(text, error + past_error);
+        if let Ok(tree) = parse_within(parser, &blank_from(text, cut), None, limit) {
+            return (tree, cut);
         }
+    }
+    let cut = line_start(text, error);
+    if let Ok(tree) = parse_within(parser, &blank_from(text, cut), None, limit) {
+        return (tree, cut);
     }
     // Nothing but spaces and line breaks: a few actions per line, linear.
     let blank = blank_from(text, 0);

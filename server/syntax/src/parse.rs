@@ -9,7 +9,7 @@ use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 use crate::ast::{SourceFile, language};
 use crate::diagnostic::{Diagnostic, FileId};
 use crate::errors::{Part, errors_in, syntax_errors};
-use crate::limit::{ParseLimit, parse_prefix, parse_within};
+use crate::limit::{ParseLimit, Stopped, parse_prefix, parse_within};
 use crate::{Code, Location, TextRange};
 
 thread_local! {
@@ -25,9 +25,9 @@ fn new_parser() -> Parser {
     parser
 }
 
-/// Parses `text` (reusing `old`) within `limit`; `Err` holds the offset the
-/// parser had reached when it was stopped.
-fn run_parser(text: &str, old: Option<&Tree>, limit: ParseLimit) -> Result<Tree, usize> {
+/// Parses `text` (reusing `old`) within `limit`; `Err` says where the parser
+/// had got to when it was stopped.
+fn run_parser(text: &str, old: Option<&Tree>, limit: ParseLimit) -> Result<Tree, Stopped> {
     PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit))
 }
 
@@ -226,12 +226,12 @@ impl Parse {
         (self.tree, self.stopped) = parse_fresh(&self.text, self.limit);
     }
 
-    /// After an incremental parse: when it gave up at `Err(reached)`, the
-    /// text blanked from there is parsed afresh.
-    fn settle(&mut self, outcome: Result<(), usize>) {
-        if let Err(reached) = outcome {
+    /// After an incremental parse: when it gave up, the text blanked from
+    /// before where it had got to is parsed afresh.
+    fn settle(&mut self, outcome: Result<(), Stopped>) {
+        if let Err(stopped) = outcome {
             let (tree, cut) = PARSER.with(|parser| {
-                parse_prefix(&mut parser.borrow_mut(), &self.text, reached, self.limit)
+                parse_prefix(&mut parser.borrow_mut(), &self.text, stopped, self.limit)
             });
             self.tree = tree;
             self.stopped = Some(cut);
@@ -248,7 +248,7 @@ impl Parse {
     /// top-level items that hold an error are parsed again with nothing
     /// inside them reused ([`Parse::reparse_damaged`]). That costs a parse
     /// of the damaged items, not of the file.
-    fn reparse(&mut self) -> Result<(), usize> {
+    fn reparse(&mut self) -> Result<(), Stopped> {
         self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
         if self.tree.root_node().has_error() {
             self.reparse_damaged()?;
@@ -341,7 +341,7 @@ impl Parse {
     /// error lies inside those ranges, that is the fresh parse (the damaged
     /// items had no reuse inside, as [`Parse::reparse_damaged`] ensures);
     /// otherwise the damaged items are parsed once more.
-    fn reparse_with_fresh_items(&mut self, fresh: &[Range<usize>]) -> Result<(), usize> {
+    fn reparse_with_fresh_items(&mut self, fresh: &[Range<usize>]) -> Result<(), Stopped> {
         for range in fresh {
             let start = point_at(&self.text, range.start);
             let end = advance(start, &self.text[range.clone()]);
@@ -382,7 +382,7 @@ impl Parse {
     /// edits break several items at once, most of them more than typing
     /// does); without this step they find a difference in about one edit in
     /// five hundred.
-    fn reparse_damaged(&mut self) -> Result<(), usize> {
+    fn reparse_damaged(&mut self) -> Result<(), Stopped> {
         let damaged = self.damaged_items();
         for (start_byte, end_byte, start_position, end_position) in damaged {
             // An edit that replaces the range by itself marks every node in
