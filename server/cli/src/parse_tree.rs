@@ -17,6 +17,16 @@ pub fn run(path: &Path) -> Result<Outcome> {
     let mut out = BufWriter::new(io::stdout().lock());
     write_tree(&mut out, &parse)?;
     out.flush()?;
+    if let Some(cut) = parse.stopped_at() {
+        // The tree holds the text before that line only (E002).
+        let line = source.text[..cut].matches('\n').count() + 1;
+        writeln!(
+            io::stderr().lock(),
+            "error[E002]: {}:{line}: the parser gave up here; the tree above ends at this line",
+            path.display()
+        )?;
+        return Ok(Outcome::Errors);
+    }
     Ok(if parse.tree().root_node().has_error() {
         Outcome::Errors
     } else {

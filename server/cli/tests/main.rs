@@ -16,6 +16,7 @@ mod instance;
 mod kernel_loops;
 mod layout;
 mod outputs;
+mod parse_limit;
 mod render;
 mod simulate;
 mod threads;
