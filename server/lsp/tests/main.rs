@@ -10,6 +10,7 @@ mod editing;
 mod generated;
 mod import;
 mod navigation;
+mod parse_limit;
 mod transport;
 mod transport_binary;
 mod transport_build;
