@@ -49,8 +49,6 @@ fn every_regression_input_passes() {
 #[test]
 fn deep_inputs_with_a_missing_token_pass() {
     let depth = 20_000;
-    let folder = std::env::temp_dir().join(format!("op2-fuzz-deep-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("a temporary folder");
     let programs = [
         (
             "deep-blocks-missing-name.op2",
@@ -68,13 +66,53 @@ fn deep_inputs_with_a_missing_token_pass() {
             ),
         ),
     ];
-    for (name, text) in &programs {
+    replay_generated("deep", &programs, 60);
+}
+
+/// F12 (campaign seed 23, cases 14238 and 50566): runs of recoverable
+/// errors, `s[2] =}` on 8,000 lines and `*] ` 4,000 times in a kernel's
+/// expression, on which tree-sitter's error recovery is quadratic and worse
+/// (minutes for each command unbounded). Every parse now gives up at a
+/// deadline proportional to the text (E002), so each command ends in a few
+/// seconds, far under `--slow-secs`. F11 (deep nesting with an error
+/// inside) is tested through the commands by `op2-cli`'s
+/// `tests/parse_limit.rs`.
+#[test]
+fn runs_of_errors_end_in_time() {
+    let programs = [
+        (
+            "broken-statement-lines.op2",
+            op2_syntax::synth::broken_statement_lines(8_000),
+        ),
+        (
+            "stray-brackets-in-an-expression.op2",
+            format!(
+                "set cells;\nkernel k(double *t, const double *q, const double *s) {{\n    *t += q[0] {}* s[0];\n}}\n",
+                "*] ".repeat(4_000)
+            ),
+        ),
+    ];
+    replay_generated("runs", &programs, 30);
+}
+
+/// Writes `programs` (name, text) into a temporary folder and replays them
+/// through the binary with `--slow-secs slow_secs`: every one must pass.
+fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {
+    let folder = std::env::temp_dir().join(format!("op2-fuzz-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("a temporary folder");
+    for (name, text) in programs {
         std::fs::write(folder.join(name), text).expect("write the input");
     }
     let output = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
         .arg("replay")
         .arg(&folder)
-        .args(["--hang-secs", "120", "--slow-secs", "60", "--quiet"])
+        .args([
+            "--hang-secs",
+            "120",
+            "--slow-secs",
+            &slow_secs.to_string(),
+            "--quiet",
+        ])
         .output()
         .expect("op2-fuzz runs");
     let _ = std::fs::remove_dir_all(&folder);
@@ -84,5 +122,8 @@ fn deep_inputs_with_a_missing_token_pass() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(output.status.success(), "{report}");
-    assert!(report.contains("2 cases"), "{report}");
+    assert!(
+        report.contains(&format!("{} cases", programs.len())),
+        "{report}"
+    );
 }
