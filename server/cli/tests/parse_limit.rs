@@ -38,6 +38,15 @@ fn check_reports_where_parsing_of_a_run_of_errors_stopped() {
             .any(|r| r["line"].as_u64().is_some_and(|l| l < line)),
         "{records:?}"
     );
+    // `op2 parse` prints the tree of the lines before and fails, saying where.
+    let output = scratch
+        .op2(&["parse", file])
+        .timeout(GENEROUS)
+        .output()
+        .expect("op2 runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("error[E002]: broken.op2:"), "{stderr}");
 }
 
 #[test]
