@@ -1,5 +1,7 @@
 //! Synthetic, valid `.op2` programs of a chosen size, for benchmarks and
-//! tests that need a large realistic file.
+//! tests that need a large realistic file, and the broken inputs on which
+//! tree-sitter's error recovery is superlinear (F11, F12), for the tests of
+//! the parse deadline.
 
 use std::fmt::Write;
 
