@@ -77,13 +77,18 @@ impl Source {
     }
 }
 
-/// Visits `root` and its descendants in order, without recursion; `visit`
-/// returns whether to descend into the node.
-pub fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
+/// Visits `root` and its descendants in order, without recursion and
+/// without climbing the tree with tree-sitter's `parent()` (which searches
+/// down from the root every time): `visit` gets each node with its
+/// ancestors up to `root` (nearest last) and returns whether to descend into
+/// the node.
+pub fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>, &[Node<'t>]) -> bool) {
     let mut cursor = root.walk();
+    let mut ancestors: Vec<Node<'t>> = Vec::new();
     loop {
         let node = cursor.node();
-        if visit(node) && cursor.goto_first_child() {
+        if visit(node, &ancestors) && cursor.goto_first_child() {
+            ancestors.push(node);
             continue;
         }
         loop {
@@ -96,14 +101,95 @@ pub fn walk<'t>(root: Node<'t>, mut visit: impl FnMut(Node<'t>) -> bool) {
             if !cursor.goto_parent() {
                 return;
             }
+            ancestors.pop();
         }
     }
+}
+
+/// The nearest of `ancestors` (as [`walk`] gives them), `up` levels above
+/// the node: `up = 0` is its parent.
+pub fn ancestor<'t>(ancestors: &[Node<'t>], up: usize) -> Option<Node<'t>> {
+    ancestors.len().checked_sub(up + 1).map(|i| ancestors[i])
+}
+
+/// Whether `node` is the function its parent call calls.
+pub fn is_callee(node: Node<'_>, ancestors: &[Node<'_>]) -> bool {
+    ancestor(ancestors, 0).is_some_and(|p| {
+        p.kind() == "call_expression" && p.child_by_field_name("function") == Some(node)
+    })
+}
+
+/// The name of the call whose argument list holds `node` directly.
+pub fn enclosing_call<'s>(source: &'s Source, ancestors: &[Node<'_>]) -> Option<&'s str> {
+    ancestor(ancestors, 0)
+        .filter(|list| list.kind() == "argument_list")
+        .and(ancestor(ancestors, 1))
+        .and_then(|call| called_name(source, call))
+}
+
+/// The object-like macros `source` defines as nothing (`#define NAME`).
+pub fn empty_macros(source: &Source) -> Vec<String> {
+    let mut names = Vec::new();
+    walk(source.tree.root_node(), |node, _| {
+        if node.kind() == "preproc_def" {
+            if node.child_by_field_name("value").is_none()
+                && let Some(name) = node.child_by_field_name("name")
+            {
+                names.push(source.text(name).to_owned());
+            }
+            return false;
+        }
+        node.kind() != "function_definition"
+    });
+    names
+}
+
+/// `text` with every whole-word use of `words` outside preprocessor lines
+/// replaced by as many spaces, so that lines and columns stay.
+pub fn blank_words(text: &str, words: &[String]) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with('#') {
+            out.push_str(line);
+            continue;
+        }
+        out.push_str(&map_words(line, |word| {
+            words
+                .iter()
+                .any(|w| w == word)
+                .then(|| " ".repeat(word.len()))
+        }));
+    }
+    out
+}
+
+/// `text` with each C word (an identifier, not a part of a number such as
+/// the `e5` of `1e5`) that `replace` gives a replacement for replaced.
+pub fn map_words(text: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        let (before, word_on) = rest.split_at(start);
+        let end = word_on
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(word_on.len());
+        let word = &word_on[..end];
+        out.push_str(before);
+        let in_number = before.ends_with(|c: char| c.is_ascii_digit() || c == '.');
+        match if in_number { None } else { replace(word) } {
+            Some(with) => out.push_str(&with),
+            None => out.push_str(word),
+        }
+        rest = &word_on[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Whether `root` contains a call of a function named `name`.
 pub fn contains_call(source: &Source, root: Node<'_>, name: &str) -> bool {
     let mut found = false;
-    walk(root, |node| {
+    walk(root, |node, _| {
         if called_name(source, node) == Some(name) {
             found = true;
         }
@@ -113,13 +199,24 @@ pub fn contains_call(source: &Source, root: Node<'_>, name: &str) -> bool {
 }
 
 /// The name of the function a `call_expression` calls, when it is a plain
-/// identifier.
+/// identifier or a name in `std::` (`std::min` is `min`).
 pub fn called_name<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     if node.kind() != "call_expression" {
         return None;
     }
     let function = node.child_by_field_name("function")?;
-    (function.kind() == "identifier").then(|| source.text(function))
+    match function.kind() {
+        "identifier" => Some(source.text(function)),
+        "qualified_identifier" => std_name(source, function),
+        _ => None,
+    }
+}
+
+/// `min` from the qualified name `std::min`.
+pub fn std_name<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
+    let scope = node.child_by_field_name("scope")?;
+    let name = node.child_by_field_name("name")?;
+    (source.text(scope) == "std" && name.kind() == "identifier").then(|| source.text(name))
 }
 
 /// The named children of a call's argument list, comments left out.
@@ -164,29 +261,37 @@ pub fn declared_name<'t>(mut node: Node<'t>) -> Option<(Node<'t>, bool, usize)> 
 /// Replacements of byte ranges in a text, applied at once.
 #[derive(Debug, Default)]
 pub struct Edits {
-    edits: Vec<(usize, usize, String)>,
+    /// By start, then outermost first; a later edit of the same range
+    /// replaces an earlier one.
+    edits: std::collections::BTreeMap<(usize, std::cmp::Reverse<usize>), String>,
 }
 
 impl Edits {
     /// Replaces `node`'s text.
     pub fn replace(&mut self, node: Node<'_>, with: impl Into<String>) {
-        self.edits
-            .push((node.start_byte(), node.end_byte(), with.into()));
+        self.replace_range(node.start_byte(), node.end_byte(), with);
     }
 
-    /// The text of `range` in `text` with the edits inside it applied.
-    /// Edits never overlap: the walks skip what they replace.
+    /// Replaces the bytes `start..end`.
+    pub fn replace_range(&mut self, start: usize, end: usize, with: impl Into<String>) {
+        self.edits
+            .insert((start, std::cmp::Reverse(end)), with.into());
+    }
+
+    /// The text of `range` in `text` with the edits inside it applied. Of
+    /// nested edits the outermost is applied (an expanded macro call holds
+    /// the edits of its arguments).
     pub fn apply(&self, text: &str, range: std::ops::Range<usize>) -> String {
-        let mut edits: Vec<_> = self
-            .edits
-            .iter()
-            .filter(|(s, e, _)| *s >= range.start && *e <= range.end)
-            .collect();
-        edits.sort_by_key(|(s, e, _)| (*s, *e));
         let mut out = String::new();
         let mut at = range.start;
-        for (start, end, with) in edits {
-            if *start < at {
+        for ((start, std::cmp::Reverse(end)), with) in self
+            .edits
+            .range((range.start, std::cmp::Reverse(usize::MAX))..)
+        {
+            if *start >= range.end {
+                break;
+            }
+            if *start < at || *end > range.end {
                 continue;
             }
             out.push_str(&text[at..*start]);

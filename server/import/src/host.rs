@@ -19,6 +19,8 @@ pub struct Context {
     pub consts: BTreeSet<String>,
     /// C variables holding an `op_set`, `op_map` or `op_dat`.
     pub handles: BTreeSet<String>,
+    /// Object-like macros (`#define NITER 2`), expanded where named.
+    pub objects: BTreeMap<String, String>,
 }
 
 /// The translated host program.
@@ -36,6 +38,19 @@ pub struct Host {
     pub globals: BTreeMap<String, Location>,
     /// Kernels the par_loops name, in order of first use.
     pub kernels: Vec<(String, Location)>,
+    /// For each kernel, for each par_loop that runs it, each argument's
+    /// mode (`None` for `idx` and `INFO`) and dimension (`None` when not an
+    /// integer literal).
+    pub kernel_args: BTreeMap<String, Vec<Vec<ArgUse>>>,
+}
+
+/// How a par_loop passes one argument to its kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArgUse {
+    /// `READ`, `INC`, …; `None` for `idx` and `INFO`.
+    pub mode: Option<&'static str>,
+    /// The stated dimension, when an integer literal.
+    pub dim: Option<usize>,
 }
 
 const DROPPED: &[(&str, &str)] = &[
@@ -85,7 +100,7 @@ pub fn translate(
     };
     // Locals first: names are not scoped more finely than `main`.
     for statement in statements {
-        walk(*statement, |node| {
+        walk(*statement, |node, _| {
             if node.kind() == "declaration" {
                 for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
                     if let Some((ident, _, _)) = c::declared_name(declarator) {
@@ -97,11 +112,15 @@ pub fn translate(
         });
     }
     for statement in statements {
-        walk(*statement, |node| {
+        walk(*statement, |node, ancestors| {
             if !node.is_named() {
                 return true;
             }
             let kind = node.kind();
+            // The callee of a call is translated with the call.
+            if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
+                return false;
+            }
             match kind {
                 "comment"
                 | "number_literal"
@@ -197,20 +216,12 @@ pub fn translate(
                             None,
                         );
                     } else {
-                        fail(
-                            report,
-                            node,
-                            "`return` with an exit status: `main` in `.op2` has none".to_owned(),
-                            None,
-                        );
+                        exit_status(source, node, &value, &mut edits, report);
                     }
                     false
                 }
                 "string_literal" | "concatenated_string" => {
-                    let in_print = node
-                        .parent()
-                        .and_then(|list| list.parent())
-                        .and_then(|call| c::called_name(source, call))
+                    let in_print = c::enclosing_call(source, ancestors)
                         .is_some_and(|name| name == "op_printf" || name == "printf");
                     match c::string_literal(source, node) {
                         Some(value) if in_print => edits.replace(node, format!("\"{value}\"")),
@@ -225,11 +236,13 @@ pub fn translate(
                 }
                 "identifier" => {
                     let name = source.text(node);
-                    let is_callee = node.parent().is_some_and(|p| {
-                        p.kind() == "call_expression"
-                            && p.child_by_field_name("function") == Some(node)
-                    });
-                    if is_callee {
+                    if c::is_callee(node, ancestors) {
+                        return false;
+                    }
+                    if !host.locals.contains(name)
+                        && let Some(body) = context.objects.get(name)
+                    {
+                        edits.replace(node, body.clone());
                         return false;
                     }
                     if context.handles.contains(name) {
@@ -249,8 +262,7 @@ pub fn translate(
                     }
                     if !host.locals.contains(name) {
                         host.referenced.insert(name.to_owned());
-                        let parent = node.parent();
-                        let assigned = parent.is_some_and(|p| {
+                        let assigned = c::ancestor(ancestors, 0).is_some_and(|p| {
                             (p.kind() == "assignment_expression"
                                 && p.child_by_field_name("left") == Some(node))
                                 || p.kind() == "update_expression"
@@ -261,9 +273,9 @@ pub fn translate(
                     }
                     false
                 }
-                "call_expression" => {
-                    call(source, node, context, &dead, &mut host, &mut edits, report)
-                }
+                "call_expression" => call(
+                    source, node, ancestors, context, &dead, &mut host, &mut edits, report,
+                ),
                 _ => {
                     fail(
                         report,
@@ -284,9 +296,11 @@ pub fn translate(
 }
 
 /// A call in the host code; returns whether to look inside it.
+#[allow(clippy::too_many_arguments)]
 fn call(
     source: &Source,
     node: Node<'_>,
+    ancestors: &[Node<'_>],
     context: &Context,
     dead: &BTreeSet<String>,
     host: &mut Host,
@@ -299,7 +313,7 @@ fn call(
     });
     let location = source.location(node);
     let args = c::call_arguments(node);
-    let whole_statement = node.parent().filter(|p| p.kind() == "expression_statement");
+    let whole_statement = c::ancestor(ancestors, 0).filter(|p| p.kind() == "expression_statement");
     match name {
         "op_par_loop" => {
             match par_loop(source, node, &args, context, host, report) {
@@ -350,7 +364,21 @@ fn call(
             }
             false
         }
-        _ if BUILTINS.contains(&name) => true,
+        _ if BUILTINS.contains(&name) => {
+            if let Some(f) = node
+                .child_by_field_name("function")
+                .filter(|f| f.kind() == "qualified_identifier")
+            {
+                edits.replace(f, name);
+            }
+            true
+        }
+        "exit" if args.len() == 1 && whole_statement.is_some() => {
+            if let Some(statement) = whole_statement {
+                exit_status(source, statement, &args, edits, report);
+            }
+            false
+        }
         _ => {
             let dropped = DROPPED.iter().find(|(n, _)| *n == name);
             let file_output = FILE_OUTPUT.contains(&name);
@@ -414,12 +442,39 @@ fn call(
     }
 }
 
+/// `return STATUS;` or `exit(STATUS);` (the statement `node`, the status in
+/// `status`): `main` in `.op2` ends with `return;` and has no exit status,
+/// so the status is dropped with a note saying which it was.
+fn exit_status(
+    source: &Source,
+    node: Node<'_>,
+    status: &[Node<'_>],
+    edits: &mut Edits,
+    report: &mut Report,
+) {
+    let status = status
+        .iter()
+        .map(|s| source.text(*s))
+        .collect::<Vec<_>>()
+        .join(", ");
+    edits.replace(node, "return;");
+    report.add(
+        Kind::Dropped,
+        Some(source.location(node)),
+        format!(
+            "the exit status `{status}` of `{}`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
+            source.text(node).trim_end_matches(';').trim()
+        ),
+        Some("what the program prints is unchanged; a script that tests the exit status must test the output instead"),
+    );
+}
+
 /// Pointers declared in the host code that are used only as the buffer of
 /// `op_fetch_data` and `free`: leftovers of checks that were removed.
 fn dead_pointers(source: &Source, statements: &[Node<'_>]) -> BTreeSet<String> {
     let mut pointers = BTreeSet::new();
     for statement in statements {
-        walk(*statement, |node| {
+        walk(*statement, |node, _| {
             if node.kind() == "declaration" {
                 for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
                     if let Some((ident, true, _)) = c::declared_name(declarator) {
@@ -432,15 +487,11 @@ fn dead_pointers(source: &Source, statements: &[Node<'_>]) -> BTreeSet<String> {
     }
     let mut live = BTreeSet::new();
     for statement in statements {
-        walk(*statement, |node| {
+        walk(*statement, |node, ancestors| {
             if node.kind() == "identifier" && pointers.contains(source.text(node)) {
-                let declared = node
-                    .parent()
+                let declared = c::ancestor(ancestors, 0)
                     .is_some_and(|p| matches!(p.kind(), "pointer_declarator" | "init_declarator"));
-                let in_fetch = node
-                    .parent()
-                    .and_then(|list| list.parent())
-                    .and_then(|call| c::called_name(source, call))
+                let in_fetch = c::enclosing_call(source, ancestors)
                     .is_some_and(|name| FETCHES.contains(&name));
                 if !declared && !in_fetch {
                     live.insert(source.text(node).to_owned());
@@ -530,12 +581,17 @@ fn par_loop(
     // The modes and names of global arguments, for op_arg_info's reference.
     let mut modes: Vec<Option<(&str, String)>> = Vec::new();
     let mut out = Vec::new();
+    let mut uses = Vec::new();
     for arg in rest {
         let callee = c::called_name(source, *arg).unwrap_or("");
         let inner = c::call_arguments(*arg);
         let text = match (callee, inner.as_slice()) {
-            ("op_arg_dat", [dat, idx, map, _dim, _ty, acc]) => {
+            ("op_arg_dat", [dat, idx, map, dim, _ty, acc]) => {
                 modes.push(None);
+                uses.push(ArgUse {
+                    mode: access(source, *acc),
+                    dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
+                });
                 let Some(mode) = access(source, *acc) else {
                     return fail(
                         report,
@@ -573,7 +629,11 @@ fn par_loop(
                     }
                 }
             }
-            ("op_arg_gbl", [data, _dim, _ty, acc]) => {
+            ("op_arg_gbl", [data, dim, _ty, acc]) => {
+                uses.push(ArgUse {
+                    mode: access(source, *acc),
+                    dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
+                });
                 let Some(mode) = access(source, *acc) else {
                     return fail(
                         report,
@@ -601,6 +661,10 @@ fn par_loop(
             }
             ("op_arg_idx", [idx, map]) => {
                 modes.push(None);
+                uses.push(ArgUse {
+                    mode: None,
+                    dim: Some(1),
+                });
                 match integer(source, *idx) {
                     Some(-1) if source.text(*map) == "OP_ID" => "idx".to_owned(),
                     Some(k) if k >= 0 && map.kind() == "identifier" => {
@@ -639,6 +703,10 @@ fn par_loop(
                     );
                 };
                 modes.push(None);
+                uses.push(ArgUse {
+                    mode: None,
+                    dim: None,
+                });
                 host.globals
                     .entry(name.to_owned())
                     .or_insert_with(|| source.location(*data));
@@ -667,6 +735,10 @@ fn par_loop(
         };
         out.push(text);
     }
+    host.kernel_args
+        .entry(kernel_name.clone())
+        .or_default()
+        .push(uses);
     report.add(
         Kind::Translated,
         Some(location),

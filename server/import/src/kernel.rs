@@ -3,11 +3,12 @@
 //! thing differently; every construct outside the kernel subset is reported
 //! at its C location.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
 use crate::c::{self, BUILTINS, Edits, Source, op2_name, scalar_type, walk};
+use crate::inline::Helpers;
 use crate::report::{Kind, Report};
 
 /// A translated kernel.
@@ -23,7 +24,7 @@ pub struct Kernel {
 }
 
 /// Node kinds of C that mean the same in the `.op2` kernel subset.
-const KERNEL_KINDS: &[&str] = &[
+pub(crate) const KERNEL_KINDS: &[&str] = &[
     "compound_statement",
     "declaration",
     "init_declarator",
@@ -63,9 +64,27 @@ const KERNEL_KINDS: &[&str] = &[
     "false",
 ];
 
+/// A call the kernel makes to a macro or a function inlined into it.
+enum Inlined<'t> {
+    Macro(Node<'t>, String),
+    Function(Node<'t>, String),
+}
+
 /// Translates the function definition `function` of `source` into a
-/// kernel, reporting what cannot be translated.
-pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Kernel {
+/// kernel, inlining the `helpers` it calls and reporting what cannot be
+/// translated.
+///
+/// `inc` maps the position of each parameter that every par_loop binds to
+/// an `INC` argument to the argument's dimension: where the body reads such
+/// a parameter or assigns it with `=`, the parameter is staged through a
+/// local (see [`stage_increments`]).
+pub fn translate(
+    source: &Source,
+    function: Node<'_>,
+    helpers: &Helpers,
+    inc: &BTreeMap<usize, usize>,
+    report: &mut Report,
+) -> Kernel {
     let location = source.location(function);
     let declarator = function.child_by_field_name("declarator");
     let name = declarator
@@ -97,7 +116,19 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
     }
     let parameters = declarator.and_then(|d| d.child_by_field_name("parameters"));
     let mut first = true;
+    // Each parameter's name and `.op2` type, by position.
+    let mut param_names: Vec<(String, &'static str)> = Vec::new();
     for parameter in parameters.map(c::named_children).unwrap_or_default() {
+        param_names.push((
+            parameter
+                .child_by_field_name("declarator")
+                .and_then(c::declared_name)
+                .map_or_else(String::new, |(i, _, _)| source.text(i).to_owned()),
+            parameter
+                .child_by_field_name("type")
+                .and_then(|t| scalar_type(source.text(t)))
+                .unwrap_or("double"),
+        ));
         if !first {
             text.push_str(", ");
         }
@@ -138,7 +169,7 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
     };
     // Locals first, so that uses before a nested declaration still count
     // as local (names are not scoped more finely than the kernel).
-    walk(body, |node| {
+    walk(body, |node, _| {
         if node.kind() == "declaration" {
             for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
                 if let Some((ident, _, _)) = c::declared_name(declarator) {
@@ -148,10 +179,19 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
         }
         true
     });
-    walk(body, |node| {
+    let mut inlined = Vec::new();
+    // Uses of parameters bound to INC arguments: the identifier, the `*p`
+    // around it if any, and whether the use only adds to it.
+    let mut inc_uses: Vec<(usize, Node<'_>, Option<Node<'_>>, bool)> = Vec::new();
+    let mut returns = Vec::new();
+    walk(body, |node, ancestors| {
         let kind = node.kind();
         if !node.is_named() {
             return true;
+        }
+        // The callee of a call is checked with the call.
+        if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
+            return false;
         }
         if !KERNEL_KINDS.contains(&kind) {
             faithful = false;
@@ -167,14 +207,29 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
         match kind {
             "identifier" => {
                 let ident = source.text(node);
+                if c::is_callee(node, ancestors) {
+                    return false;
+                }
+                if !locals.contains(ident)
+                    && let Some(body) = helpers.objects.get(ident)
+                {
+                    // An object-like macro: its body, as the preprocessor
+                    // would put it there.
+                    free_names.extend(crate::inline::free_words(body, &[]));
+                    edits.replace(node, body.clone());
+                    return false;
+                }
                 let renamed = op2_name(ident);
                 if renamed != ident {
                     edits.replace(node, renamed);
                 }
-                let is_callee = node.parent().is_some_and(|p| {
-                    p.kind() == "call_expression" && p.child_by_field_name("function") == Some(node)
-                });
-                if !is_callee && !locals.contains(ident) {
+                if let Some(k) = param_names.iter().position(|(n, _)| n == ident)
+                    && inc.contains_key(&k)
+                {
+                    let (deref, adds) = increment_use(source, node, ancestors);
+                    inc_uses.push((k, node, deref, adds));
+                }
+                if !locals.contains(ident) {
                     free_names.insert(ident.to_owned());
                 }
             }
@@ -206,8 +261,7 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
                 return false;
             }
             "pointer_declarator"
-                if node
-                    .parent()
+                if c::ancestor(ancestors, 0)
                     .is_some_and(|p| p.kind() != "parameter_declaration") =>
             {
                 faithful = false;
@@ -226,28 +280,90 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
                     node.child_by_field_name("function")
                         .map_or("", |f| source.text(f))
                 });
-                if !BUILTINS.contains(&callee) {
+                let arity = c::call_arguments(node).len();
+                if BUILTINS.contains(&callee) {
+                    if let Some(f) = node
+                        .child_by_field_name("function")
+                        .filter(|f| f.kind() == "qualified_identifier")
+                    {
+                        edits.replace(f, callee);
+                    }
+                } else if let Some(m) = helpers.macros.get(callee) {
+                    if m.params.len() != arity {
+                        faithful = false;
+                        fail(
+                            report,
+                            node,
+                            format!(
+                                "macro `{callee}` takes {} arguments but is given {arity} (in kernel `{name}`)",
+                                m.params.len()
+                            ),
+                            None,
+                        );
+                        return false;
+                    }
+                    free_names.extend(m.free_names(&helpers.objects));
+                    inlined.push(Inlined::Macro(node, callee.to_owned()));
+                } else if let Some(helper) = helpers.functions.get(callee) {
+                    let problem = match helper {
+                        Ok(t) if t.arity() != arity => Some((
+                            format!(
+                                "`{callee}` takes {} arguments but is given {arity} (in kernel `{name}`)",
+                                t.arity()
+                            ),
+                            None,
+                        )),
+                        Ok(_) => c::call_arguments(node)
+                            .into_iter()
+                            .find(|a| has_side_effect(source, *a, helpers))
+                            .map(|a| {
+                                (
+                                    format!(
+                                        "argument `{}` of `{callee}` has a side effect, which inlining `{callee}` would repeat or drop (in kernel `{name}`)",
+                                        source.text(a)
+                                    ),
+                                    Some("compute the argument into a local first"),
+                                )
+                            }),
+                        Err((at, why)) => Some((
+                            format!(
+                                "call to `{callee}`, which cannot be inlined into kernel `{name}`: {why} (at {at})"
+                            ),
+                            Some("write the helper as one `return EXPRESSION;` of its scalar parameters, or inline it by hand"),
+                        )),
+                    };
+                    if let Some((message, help)) = problem {
+                        faithful = false;
+                        fail(report, node, message, help);
+                        return false;
+                    }
+                    if let Ok(t) = helper {
+                        free_names.extend(t.free_names.iter().cloned());
+                    }
+                    inlined.push(Inlined::Function(node, callee.to_owned()));
+                } else {
                     faithful = false;
                     let (message, help) = if callee == "printf" || callee == "op_printf" {
                         (
                             format!(
-                                "`{callee}` inside a kernel is not yet translated (in kernel `{name}`)"
+                                "`{callee}` inside a kernel (in kernel `{name}`): `.op2` prints only from `main`; printing from a kernel needs the simulator and the compiled engine to print per element, which they do not yet"
                             ),
                             "print from `main` after reducing the value into a global",
                         )
                     } else {
                         (
                             format!(
-                                "call to `{callee}`: a kernel may call only the math built-ins (in kernel `{name}`)"
+                                "call to `{callee}`: a kernel may call only the math built-ins, function-like macros and functions that are one `return EXPRESSION;` (in kernel `{name}`)"
                             ),
-                            "inline the function into the kernel",
+                            "define the function in the main file or a header it includes with `\"…\"`, or inline it by hand",
                         )
                     };
                     fail(report, node, message, Some(help));
                     return false;
                 }
             }
-            "return_statement" if !c::named_children(node).is_empty() => {
+            "return_statement" if c::named_children(node).is_empty() => returns.push(node),
+            "return_statement" => {
                 faithful = false;
                 fail(
                     report,
@@ -284,6 +400,66 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
         }
         true
     });
+    let staged = stage_increments(
+        body,
+        inc,
+        &param_names,
+        &locals,
+        &inc_uses,
+        &returns,
+        &mut edits,
+    );
+    // Inner calls first, so that an outer one expands their expansions.
+    inlined.sort_by_key(|i| match i {
+        Inlined::Macro(n, _) | Inlined::Function(n, _) => n.end_byte() - n.start_byte(),
+    });
+    for call in inlined {
+        let (node, expansion) = match &call {
+            Inlined::Macro(node, callee) => {
+                let args = argument_texts(source, *node, &edits);
+                match helpers
+                    .macros
+                    .get(callee)
+                    .map(|m| m.expand(&args, &helpers.objects))
+                {
+                    Some(Ok(text)) => (*node, text),
+                    Some(Err(why)) => {
+                        faithful = false;
+                        fail(
+                            report,
+                            *node,
+                            format!(
+                                "macro `{callee}` cannot be expanded into kernel `{name}`: {why}"
+                            ),
+                            Some("inline it by hand"),
+                        );
+                        continue;
+                    }
+                    None => continue,
+                }
+            }
+            Inlined::Function(node, callee) => {
+                let args = argument_texts(source, *node, &edits);
+                match helpers.functions.get(callee) {
+                    Some(Ok(t)) => (*node, t.expand(&args)),
+                    _ => continue,
+                }
+            }
+        };
+        edits.replace(node, expansion);
+    }
+    if let Some(first) = staged.first() {
+        report.add(
+            Kind::Translated,
+            Some(source.location(*first)),
+            format!(
+                "kernel `{name}` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument and as `.op2` defines INC"
+            ),
+            Some(
+                "OP2's sequential backend hands the kernel the target itself instead; the two agree when the kernel only adds to the parameter",
+            ),
+        );
+    }
     text.push_str(&edits.apply(&source.text, body.byte_range()));
     text.push('\n');
     if faithful {
@@ -299,6 +475,140 @@ pub fn translate(source: &Source, function: Node<'_>, report: &mut Report) -> Ke
         free_names,
         location,
     }
+}
+
+/// Whether the identifier `node` (a parameter) is used only to add to it
+/// (`p[i] += …`, `*p -= …`, `(*p)++`), and the `*p` around it if any.
+fn increment_use<'t>(
+    source: &Source,
+    node: Node<'t>,
+    ancestors: &[Node<'t>],
+) -> (Option<Node<'t>>, bool) {
+    let mut top = node;
+    let mut deref = None;
+    let mut above = ancestors.iter().rev();
+    let parent = loop {
+        let Some(parent) = above.next() else {
+            return (deref, false);
+        };
+        match parent.kind() {
+            "subscript_expression" if parent.child_by_field_name("argument") == Some(top) => {
+                top = *parent;
+            }
+            "pointer_expression"
+                if parent
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| source.text(o) == "*") =>
+            {
+                if top == node {
+                    deref = Some(*parent);
+                }
+                top = *parent;
+            }
+            "parenthesized_expression" => top = *parent,
+            _ => break *parent,
+        }
+    };
+    let adds = match parent.kind() {
+        "update_expression" => true,
+        "assignment_expression" => {
+            parent.child_by_field_name("left") == Some(top)
+                && parent
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| matches!(source.text(o), "+=" | "-="))
+        }
+        _ => false,
+    };
+    (deref, adds)
+}
+
+/// Stages each parameter bound to an INC argument that the body reads or
+/// assigns with `=`: OP2 defines an INC argument as an increment, which its
+/// parallel backends give the kernel as a zeroed local that is added to the
+/// target afterwards, and `.op2` defines INC the same way but allows only
+/// `+=`, `-=`, `++` and `--` on the parameter. So the body works on a local
+/// `NAME_inc[DIM]` that starts at zero, and `NAME[i] += NAME_inc[i]` for
+/// every component is added where the kernel ends (before each `return;`
+/// and at the end of the body). Returns where each staged parameter is first
+/// used in a way `.op2` forbids.
+#[allow(clippy::too_many_arguments)]
+fn stage_increments<'t>(
+    body: Node<'t>,
+    inc: &BTreeMap<usize, usize>,
+    params: &[(String, &'static str)],
+    locals: &BTreeSet<String>,
+    uses: &[(usize, Node<'t>, Option<Node<'t>>, bool)],
+    returns: &[Node<'t>],
+    edits: &mut Edits,
+) -> Vec<Node<'t>> {
+    let mut first_misuse = Vec::new();
+    let mut declarations = String::new();
+    let mut adds = String::new();
+    for (&k, &dim) in inc {
+        let Some(misuse) = uses.iter().find(|u| u.0 == k && !u.3) else {
+            continue;
+        };
+        first_misuse.push(misuse.1);
+        let (name, ty) = &params[k];
+        let mut local = format!("{name}_inc");
+        while locals.contains(&local) || params.iter().any(|(p, _)| *p == local) {
+            local.push('_');
+        }
+        let zero = match *ty {
+            "double" => "0.0",
+            "float" => "0.0f",
+            "uint" => "0u",
+            _ => "0",
+        };
+        let zeros = vec![zero; dim].join(", ");
+        declarations.push_str(&format!("\n    {ty} {local}[{dim}] = {{{zeros}}};"));
+        for i in 0..dim {
+            adds.push_str(&format!(" {}[{i}] += {local}[{i}];", op2_name(name)));
+        }
+        for (_, ident, deref, _) in uses.iter().filter(|u| u.0 == k) {
+            match deref {
+                Some(deref) => edits.replace(*deref, format!("{local}[0]")),
+                None => edits.replace(*ident, local.clone()),
+            }
+        }
+    }
+    if first_misuse.is_empty() {
+        return first_misuse;
+    }
+    for ret in returns {
+        edits.replace(*ret, format!("{{{adds} return; }}"));
+    }
+    // After the opening brace, and before the closing one.
+    let open = body.start_byte() + 1;
+    edits.replace_range(open, open, declarations);
+    let close = body.end_byte() - 1;
+    edits.replace_range(close, close, format!("{adds}\n"));
+    first_misuse
+}
+
+/// The translated texts of a call's arguments.
+fn argument_texts(source: &Source, call: Node<'_>, edits: &Edits) -> Vec<String> {
+    c::call_arguments(call)
+        .into_iter()
+        .map(|a| edits.apply(&source.text, a.byte_range()))
+        .collect()
+}
+
+/// Whether evaluating `node` changes something: an assignment, `++`, `--`,
+/// or a call of anything but the math built-ins and macros.
+fn has_side_effect(source: &Source, node: Node<'_>, helpers: &Helpers) -> bool {
+    let mut found = false;
+    walk(node, |n, _| {
+        found |= match n.kind() {
+            "assignment_expression" | "update_expression" => true,
+            "call_expression" => c::called_name(source, n).is_none_or(|callee| {
+                !BUILTINS.contains(&callee) && !helpers.macros.contains_key(callee)
+            }),
+            _ => false,
+        };
+        !found
+    });
+    found
 }
 
 /// A parameter's `.op2` text and name: `[const] TYPE *NAME` or

@@ -22,6 +22,7 @@
 pub mod c;
 pub mod capture;
 pub mod host;
+pub mod inline;
 pub mod kernel;
 pub mod report;
 
@@ -177,7 +178,17 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     let read = |path: &Path| -> Result<Source, ImportError> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ImportError::Read(format!("cannot read `{}`: {e}", path.display())))?;
-        Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)
+        let source =
+            Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)?;
+        // A macro defined empty (`#define OP_FUN_PREFIX`) in front of a type
+        // confuses the parser: blank its uses (same lines and columns) and
+        // parse again.
+        let empty = c::empty_macros(&source);
+        if empty.is_empty() {
+            return Ok(source);
+        }
+        let text = c::blank_words(&source.text, &empty);
+        Source::parse(path, source.display, text).map_err(ImportError::Read)
     };
     let main_source = read(&options.main)?;
     let mut headers = Vec::new();
@@ -210,7 +221,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     let stop_location = main_source.location(stop_node);
     for statement in &statements[stop..] {
         let mut bad = None;
-        walk(*statement, |node| {
+        walk(*statement, |node, _| {
             if let Some(name) = c::called_name(&main_source, node)
                 && name.starts_with("op_decl_")
                 && bad.is_none()
@@ -254,7 +265,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     let mut consts = BTreeMap::new();
     let mut decl_sites: BTreeMap<String, Location> = BTreeMap::new();
     for statement in &statements[..stop] {
-        walk(*statement, |node| {
+        walk(*statement, |node, ancestors| {
             let Some(name) = c::called_name(&main_source, node) else {
                 return true;
             };
@@ -279,7 +290,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                     ),
                 }
             } else if name.starts_with("op_decl_") {
-                if let Some(var) = assigned_variable(&main_source, node) {
+                if let Some(var) = assigned_variable(&main_source, ancestors) {
                     decl_sites.insert(var, main_source.location(node));
                 }
                 if name.ends_with("_hdf5") {
@@ -313,9 +324,20 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         .filter(|(_, d)| d.handle)
         .map(|(n, _)| n.clone())
         .collect();
+    let sources: Vec<&Source> = headers.iter().chain([&main_source]).collect();
+    let helper_functions: Vec<(&Source, Node<'_>)> = sources
+        .iter()
+        .flat_map(|source| {
+            functions(source)
+                .into_iter()
+                .map(move |(_, n)| (*source, n))
+        })
+        .collect();
+    let helpers = inline::Helpers::new(&sources, &helper_functions);
     let context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
+        objects: helpers.objects.clone(),
     };
 
     // First pass over the host code: what it reads and which kernels.
@@ -334,13 +356,14 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             definitions.entry(name).or_insert((index, node));
         }
     }
-    let sources: Vec<&Source> = headers.iter().chain([&main_source]).collect();
     let mut kernels = Vec::new();
     let mut kernel_reads = BTreeSet::new();
     for (name, used_at) in &scan.kernels {
         match definitions.get(name) {
             Some((index, node)) => {
-                let translated = kernel::translate(sources[*index], *node, &mut report);
+                let inc = increments(scan.kernel_args.get(name));
+                let translated =
+                    kernel::translate(sources[*index], *node, &helpers, &inc, &mut report);
                 kernel_reads.extend(translated.free_names.iter().cloned());
                 kernels.push(translated);
             }
@@ -485,6 +508,26 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     })
 }
 
+/// The positions of the parameters that every par_loop running a kernel
+/// binds to an INC argument of one dimension, with that dimension.
+fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, usize> {
+    let mut inc = BTreeMap::new();
+    let Some((first, rest)) = loops.and_then(|l| l.split_first()) else {
+        return inc;
+    };
+    for (k, arg) in first.iter().enumerate() {
+        if let host::ArgUse {
+            mode: Some("INC"),
+            dim: Some(dim),
+        } = *arg
+            && rest.iter().all(|other| other.get(k) == Some(arg))
+        {
+            inc.insert(k, dim);
+        }
+    }
+    inc
+}
+
 /// The `.op2` names of the captured declarations.
 struct Names {
     sets: Vec<String>,
@@ -531,7 +574,7 @@ impl Names {
 /// The paths of `#include "…"` lines in the main file.
 fn includes(source: &Source) -> Vec<String> {
     let mut out = Vec::new();
-    walk(source.tree.root_node(), |node| {
+    walk(source.tree.root_node(), |node, _| {
         if node.kind() == "preproc_include" {
             if let Some(path) = node.child_by_field_name("path")
                 && path.kind() == "string_literal"
@@ -549,7 +592,7 @@ fn includes(source: &Source) -> Vec<String> {
 /// Function definitions outside other functions, by name.
 fn functions(source: &Source) -> Vec<(String, Node<'_>)> {
     let mut out = Vec::new();
-    walk(source.tree.root_node(), |node| {
+    walk(source.tree.root_node(), |node, _| {
         if node.kind() == "function_definition" {
             if let Some(name) = node
                 .child_by_field_name("declarator")
@@ -578,11 +621,25 @@ fn declarations(
     let Some(ty) = node.child_by_field_name("type") else {
         return;
     };
-    let handle = matches!(source.text(ty), "op_set" | "op_map" | "op_dat");
+    let typed_handle = matches!(source.text(ty), "op_set" | "op_map" | "op_dat");
     for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
         if declarator.kind() == "function_declarator" {
             continue;
         }
+        // `auto s = op_decl_set(…)` holds a handle too.
+        let handle = typed_handle
+            || (source.text(ty) == "auto"
+                && declarator
+                    .child_by_field_name("value")
+                    .and_then(|v| c::called_name(source, v))
+                    .is_some_and(|f| {
+                        ["op_decl_set", "op_decl_map", "op_decl_dat"]
+                            .iter()
+                            .any(|d| {
+                                f.strip_prefix(d)
+                                    .is_some_and(|r| r.is_empty() || r == "_hdf5")
+                            })
+                    }));
         if let Some((ident, pointer, _)) = c::declared_name(declarator) {
             declared.insert(
                 source.text(ident).to_owned(),
@@ -609,9 +666,10 @@ fn pointee<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     }
 }
 
-/// The variable a call's result is stored in (`x = f()` or `T x = f()`).
-fn assigned_variable(source: &Source, call: Node<'_>) -> Option<String> {
-    let parent = call.parent()?;
+/// The variable a call's result is stored in (`x = f()` or `T x = f()`),
+/// from the call's ancestors.
+fn assigned_variable(source: &Source, ancestors: &[Node<'_>]) -> Option<String> {
+    let parent = c::ancestor(ancestors, 0)?;
     let target = match parent.kind() {
         "init_declarator" => parent.child_by_field_name("declarator")?,
         "assignment_expression" => parent.child_by_field_name("left")?,

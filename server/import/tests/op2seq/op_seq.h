@@ -11,6 +11,10 @@
 #include <cstring>
 #include <utility>
 
+// OP2's own function-like macros (its op_lib_core.h defines them so).
+#define MIN(a, b) ((a < b) ? (a) : (b))
+#define MAX(a, b) ((a > b) ? (a) : (b))
+
 typedef enum { OP_READ, OP_WRITE, OP_RW, OP_INC, OP_MIN, OP_MAX } op_access;
 
 struct op_set_core { int size; };

@@ -1,10 +1,11 @@
 // Constructs op2 import reports rather than translates: a vector-map
-// argument, printf in a kernel and a call to a helper function.
+// argument, printf in a kernel and a call to a helper function that is not
+// one `return` (so it cannot be inlined).
 #include <stdio.h>
 
 #include "op_seq.h"
 
-inline double twice(double v) { return 2 * v; }
+inline double twice(double v) { double w = 2 * v; return w; }
 
 inline void gather(const double **x, double *sum) {
   for (int k = 0; k < 2; k++)

@@ -1,0 +1,35 @@
+// Kernels that call what op2 import inlines: a function-like macro of the
+// application's, OP2's MAX, a function of one `return` (with an int argument
+// converted to its float parameter) and std::min; and a kernel that assigns
+// parameters bound to INC arguments.
+#ifndef HELPERS_KERNELS_H
+#define HELPERS_KERNELS_H
+
+#define HALF_SQUARE(v) (0.5 * (v) * (v))
+#define WEIGHT 3
+
+#ifndef FUN_PREFIX
+#define FUN_PREFIX
+#endif
+
+static inline FUN_PREFIX double blend(double a, float b) {
+  return a > b ? a - b : b * WEIGHT;
+}
+
+inline void measure(const double *a, const double *b, const int *k, double *big,
+                    int *small, double *sum) {
+  *big = MAX(*big, blend(*a, *k) + HALF_SQUARE(*b));
+  *small = std::min(*small, *k);
+  *sum += blend(*b, *k);
+}
+
+inline void spread(const double *x, double *acc) {
+  acc[0] = *x;
+  acc[1] = HALF_SQUARE(acc[0]);
+}
+
+inline void collect(const double *acc, double *total) {
+  *total += acc[0] + acc[1];
+}
+
+#endif

@@ -1,0 +1,7 @@
+//! Every integration test of this crate, in one test binary: each `tests/*.rs` is a
+//! module here (one link of the whole graph instead of one per file; docs/benchmarks.md,
+//! "The test command"). A new test file needs its `mod` line below, which
+//! `op2-cli`'s `layout::every_test_file_is_compiled` checks; run one file's tests with
+//! `cargo test -p op2-import --test integration FILE::`.
+
+mod apps;
