@@ -21,6 +21,9 @@ pub struct Context {
     pub handles: BTreeSet<String>,
     /// Object-like macros (`#define NITER 2`), expanded where named.
     pub objects: BTreeMap<String, String>,
+    /// For each kernel, the positions of its parameters bound to direct INC
+    /// arguments that it reads or assigns: those arguments become RW.
+    pub increments_read: BTreeMap<String, BTreeSet<usize>>,
 }
 
 /// The translated host program.
@@ -51,6 +54,8 @@ pub struct ArgUse {
     pub mode: Option<&'static str>,
     /// The stated dimension, when an integer literal.
     pub dim: Option<usize>,
+    /// Whether it is a dat passed directly (`-1, OP_ID`).
+    pub direct: bool,
 }
 
 const DROPPED: &[(&str, &str)] = &[
@@ -588,11 +593,14 @@ fn par_loop(
         let text = match (callee, inner.as_slice()) {
             ("op_arg_dat", [dat, idx, map, dim, _ty, acc]) => {
                 modes.push(None);
+                let map_text = source.text(*map);
+                let direct = integer(source, *idx) == Some(-1) && map_text == "OP_ID";
                 uses.push(ArgUse {
                     mode: access(source, *acc),
                     dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
+                    direct,
                 });
-                let Some(mode) = access(source, *acc) else {
+                let Some(mut mode) = access(source, *acc) else {
                     return fail(
                         report,
                         *acc,
@@ -600,8 +608,16 @@ fn par_loop(
                         None,
                     );
                 };
+                if direct
+                    && mode == "INC"
+                    && context
+                        .increments_read
+                        .get(&kernel_name)
+                        .is_some_and(|k| k.contains(&(uses.len() - 1)))
+                {
+                    mode = "RW";
+                }
                 let dat = op2_name(source.text(*dat));
-                let map_text = source.text(*map);
                 match integer(source, *idx) {
                     Some(-1) if map_text == "OP_ID" => format!("{dat} {mode}"),
                     Some(k) if k >= 0 && map.kind() == "identifier" => {
@@ -633,6 +649,7 @@ fn par_loop(
                 uses.push(ArgUse {
                     mode: access(source, *acc),
                     dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
+                    direct: false,
                 });
                 let Some(mode) = access(source, *acc) else {
                     return fail(
@@ -664,6 +681,7 @@ fn par_loop(
                 uses.push(ArgUse {
                     mode: None,
                     dim: Some(1),
+                    direct: false,
                 });
                 match integer(source, *idx) {
                     Some(-1) if source.text(*map) == "OP_ID" => "idx".to_owned(),
@@ -706,6 +724,7 @@ fn par_loop(
                 uses.push(ArgUse {
                     mode: None,
                     dim: None,
+                    direct: false,
                 });
                 host.globals
                     .entry(name.to_owned())

@@ -21,6 +21,9 @@ pub struct Kernel {
     pub free_names: BTreeSet<String>,
     /// Where the C function starts.
     pub location: c::Location,
+    /// The positions of its parameters bound to direct INC arguments that
+    /// it reads or assigns: the par_loops pass those arguments as RW.
+    pub increments_read: BTreeSet<usize>,
 }
 
 /// Node kinds of C that mean the same in the `.op2` kernel subset.
@@ -75,14 +78,16 @@ enum Inlined<'t> {
 /// translated.
 ///
 /// `inc` maps the position of each parameter that every par_loop binds to
-/// an `INC` argument to the argument's dimension: where the body reads such
-/// a parameter or assigns it with `=`, the parameter is staged through a
-/// local (see [`stage_increments`]).
+/// an `INC` argument to the argument's dimension and whether it is a dat
+/// passed directly. Where the body reads such a parameter or assigns it with
+/// `=`: OP2 hands a kernel a direct argument's own element in every backend,
+/// so a direct argument becomes RW ([`Kernel::increments_read`]); any other
+/// is staged through a local (see [`stage_increments`]).
 pub fn translate(
     source: &Source,
     function: Node<'_>,
     helpers: &Helpers,
-    inc: &BTreeMap<usize, usize>,
+    inc: &BTreeMap<usize, (usize, bool)>,
     report: &mut Report,
 ) -> Kernel {
     let location = source.location(function);
@@ -165,6 +170,7 @@ pub fn translate(
             text,
             free_names,
             location,
+            increments_read: BTreeSet::new(),
         };
     };
     // Locals first, so that uses before a nested declaration still count
@@ -400,9 +406,29 @@ pub fn translate(
         }
         true
     });
+    let mut increments_read = BTreeSet::new();
+    for (&k, _) in inc.iter().filter(|(_, (_, direct))| *direct) {
+        if let Some(misuse) = inc_uses.iter().find(|u| u.0 == k && !u.3) {
+            increments_read.insert(k);
+            report.add(
+                Kind::Translated,
+                Some(source.location(misuse.1)),
+                format!(
+                    "kernel `{name}` reads or assigns `{}`, bound to a dat passed directly with OP_INC: OP2 hands a kernel the element's own data for a direct argument, so the argument is passed as RW",
+                    param_names[k].0
+                ),
+                None,
+            );
+        }
+    }
+    let staged_inc: BTreeMap<usize, usize> = inc
+        .iter()
+        .filter(|(_, (_, direct))| !*direct)
+        .map(|(&k, &(dim, _))| (k, dim))
+        .collect();
     let staged = stage_increments(
         body,
-        inc,
+        &staged_inc,
         &param_names,
         &locals,
         &inc_uses,
@@ -474,6 +500,7 @@ pub fn translate(
         text,
         free_names,
         location,
+        increments_read,
     }
 }
 

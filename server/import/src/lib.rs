@@ -334,10 +334,11 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         })
         .collect();
     let helpers = inline::Helpers::new(&sources, &helper_functions);
-    let context = Context {
+    let mut context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
         objects: helpers.objects.clone(),
+        increments_read: BTreeMap::new(),
     };
 
     // First pass over the host code: what it reads and which kernels.
@@ -365,6 +366,9 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                 let translated =
                     kernel::translate(sources[*index], *node, &helpers, &inc, &mut report);
                 kernel_reads.extend(translated.free_names.iter().cloned());
+                context
+                    .increments_read
+                    .insert(name.clone(), translated.increments_read.clone());
                 kernels.push(translated);
             }
             None => report.add(
@@ -509,8 +513,9 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
 }
 
 /// The positions of the parameters that every par_loop running a kernel
-/// binds to an INC argument of one dimension, with that dimension.
-fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, usize> {
+/// binds to an INC argument of one dimension, with that dimension and
+/// whether it is always a dat passed directly.
+fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, (usize, bool)> {
     let mut inc = BTreeMap::new();
     let Some((first, rest)) = loops.and_then(|l| l.split_first()) else {
         return inc;
@@ -519,10 +524,11 @@ fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, usize> 
         if let host::ArgUse {
             mode: Some("INC"),
             dim: Some(dim),
+            direct,
         } = *arg
             && rest.iter().all(|other| other.get(k) == Some(arg))
         {
-            inc.insert(k, dim);
+            inc.insert(k, (dim, direct));
         }
     }
     inc

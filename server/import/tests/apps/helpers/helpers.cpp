@@ -33,6 +33,7 @@ int main(int argc, char **argv) {
   int smallest = 1000;
   double total = 0.0;
   double sum = 0.0;
+  double peak = -1.0e300;
   op_par_loop(measure, "measure", edges,
               op_arg_dat(p_x, 0, pedge, 1, "double", OP_READ),
               op_arg_dat(p_x, 1, pedge, 1, "double", OP_READ),
@@ -40,15 +41,19 @@ int main(int argc, char **argv) {
               op_arg_gbl(&biggest, 1, "double", OP_MAX),
               op_arg_gbl(&smallest, 1, "int", OP_MIN),
               op_arg_gbl(&total, 1, "double", OP_INC));
-  op_par_loop(spread, "spread", nodes,
-              op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
-              op_arg_dat(p_acc, -1, OP_ID, 2, "double", OP_INC));
+  // Each node is the first end of one edge.
+  op_par_loop(spread, "spread", edges,
+              op_arg_dat(p_x, 0, pedge, 1, "double", OP_READ),
+              op_arg_dat(p_acc, 0, pedge, 2, "double", OP_INC));
+  op_par_loop(grow, "grow", nodes,
+              op_arg_dat(p_acc, -1, OP_ID, 2, "double", OP_INC),
+              op_arg_gbl(&peak, 1, "double", OP_MAX));
   op_par_loop(collect, "collect", nodes,
               op_arg_dat(p_acc, -1, OP_ID, 2, "double", OP_READ),
               op_arg_gbl(&sum, 1, "double", OP_INC));
   std::printf("biggest %.17g smallest %d total %.17g\n", biggest, smallest,
               total);
-  std::printf("spread %.17g\n", sum);
+  std::printf("spread %.17g peak %.17g\n", sum, peak);
   std::printf("%d nodes, %d edges, mean %.17g\n", op_get_size(nodes),
               op_get_size(edges), (total + sum) / n);
   op_exit();

@@ -1,7 +1,7 @@
 // Kernels that call what op2 import inlines: a function-like macro of the
 // application's, OP2's MAX, a function of one `return` (with an int argument
-// converted to its float parameter) and std::min; and a kernel that assigns
-// parameters bound to INC arguments.
+// converted to its float parameter) and std::min; and kernels that read or
+// assign parameters bound to INC arguments, through a map and directly.
 #ifndef HELPERS_KERNELS_H
 #define HELPERS_KERNELS_H
 
@@ -26,6 +26,11 @@ inline void measure(const double *a, const double *b, const int *k, double *big,
 inline void spread(const double *x, double *acc) {
   acc[0] = *x;
   acc[1] = HALF_SQUARE(acc[0]);
+}
+
+inline void grow(double *v, double *peak) {
+  v[0] += 1.0;
+  *peak = MAX(*peak, v[0] + v[1]);
 }
 
 inline void collect(const double *acc, double *total) {
