@@ -14,7 +14,7 @@ use crate::report::{Kind, Report};
 
 /// What the translation knows from the declarations and the capture.
 #[derive(Debug, Default)]
-pub struct Context {
+pub struct Context<'a> {
     /// Names declared with `op_decl_const`.
     pub consts: BTreeSet<String>,
     /// C variables holding an `op_set`, `op_map` or `op_dat`.
@@ -24,6 +24,69 @@ pub struct Context {
     /// For each kernel, the positions of its parameters bound to direct INC
     /// arguments that it reads or assigns: those arguments become RW.
     pub increments_read: BTreeMap<String, BTreeSet<usize>>,
+    /// Host buffers the set-up declared dats with (known once captured):
+    /// globals of the program, which `op_fetch_data` fills.
+    pub buffers: BTreeMap<String, Buffer>,
+    /// Functions of the application that the host code may call, inlined
+    /// at the call: their source, definition and template parameters.
+    pub functions: BTreeMap<String, HostFunction<'a>>,
+    /// Inside an inlined function: its parameters' names in the caller.
+    pub renames: BTreeMap<String, String>,
+    /// Inside an inlined function: its template parameters' types.
+    pub types: BTreeMap<String, String>,
+    /// Inside an inlined function: what its `return VALUE;` assigns.
+    pub result: Option<String>,
+    /// How many inlined functions deep this is.
+    pub depth: usize,
+}
+
+/// A function the host code may call: its source, definition and template
+/// parameters.
+pub type HostFunction<'a> = (&'a Source, Node<'a>, Vec<String>);
+
+/// A call of an application function, inlined once the walk has translated
+/// its arguments.
+struct Pending<'t> {
+    /// The statement the call makes up, replaced.
+    statement: Node<'t>,
+    /// `T x = f(…)`: the type of `x`, declared before the inlined body.
+    declare: Option<String>,
+    /// The node naming what the result is assigned to.
+    target: Option<Node<'t>>,
+    /// The inlined body, translated.
+    body: String,
+    /// Scalar parameters: their local name, type, and argument.
+    params: Vec<(String, String, Node<'t>)>,
+}
+
+/// A host buffer that holds a dat's values: `op_decl_dat(set, dim, "t",
+/// BUFFER, …)`.
+#[derive(Debug, Clone)]
+pub struct Buffer {
+    /// The dat's `.op2` name.
+    pub dat: String,
+    /// Its set's `.op2` name.
+    pub set: String,
+    /// Components per element.
+    pub dim: usize,
+    /// Elements × components.
+    pub len: usize,
+    /// The element type, in `.op2`.
+    pub ty: String,
+}
+
+impl Buffer {
+    /// The kernel that copies the dat into the buffer, one element at a
+    /// time: a global `INC` argument that starts at zero, so that each
+    /// element adds its values to zeros.
+    pub fn fetch_kernel(&self) -> String {
+        format!(
+            "// copies dat `{dat}` into the global that stands for its host buffer (`op_fetch_data`)\nkernel op2_fetch_{dat}(const {ty} *d, const int *i, {ty} *h) {{\n    for (int c = 0; c < {dim}; c++)\n        h[{dim} * i[0] + c] += d[c];\n}}\n\n",
+            dat = self.dat,
+            ty = self.ty,
+            dim = self.dim
+        )
+    }
 }
 
 /// The translated host program.
@@ -41,6 +104,8 @@ pub struct Host {
     pub globals: BTreeMap<String, Location>,
     /// Kernels the par_loops name, in order of first use.
     pub kernels: Vec<(String, Location)>,
+    /// Host buffers `op_fetch_data` fills, translated to par_loops.
+    pub fetched: BTreeSet<String>,
     /// For each kernel, for each par_loop that runs it, each argument's
     /// mode (`None` for `idx` and `INFO`) and dimension (`None` when not an
     /// integer literal).
@@ -91,7 +156,7 @@ const FETCHES: &[&str] = &["op_fetch_data", "op_fetch_data_idx", "free", "op_fre
 pub fn translate(
     source: &Source,
     statements: &[Node<'_>],
-    context: &Context,
+    context: &Context<'_>,
     report: &mut Report,
 ) -> Host {
     let mut host = Host::default();
@@ -100,6 +165,18 @@ pub fn translate(
     };
     let dead = dead_pointers(source, statements);
     let mut edits = Edits::default();
+    let mut pending = Vec::new();
+    if context.depth > 0 {
+        for statement in statements {
+            if let Err(at) = shape_returns(*statement, &mut edits) {
+                report.not_translated(
+                    source.location(at),
+                    "a `return` that is not where the function ends: op2 import inlines a function whose `return`s end its body or end an `if` that the rest of the body follows".to_owned(),
+                    Some("restructure the function so that each `return` ends it"),
+                );
+            }
+        }
+    }
     let fail = |report: &mut Report, node: Node<'_>, message: String, help: Option<&str>| {
         report.not_translated(source.location(node), message, help);
     };
@@ -123,7 +200,15 @@ pub fn translate(
             }
             let kind = node.kind();
             // The callee of a call is translated with the call.
-            if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
+            if matches!(kind, "qualified_identifier" | "template_function")
+                && c::is_callee(node, ancestors)
+            {
+                return false;
+            }
+            if kind == "type_identifier"
+                && let Some(ty) = context.types.get(source.text(node))
+            {
+                edits.replace(node, ty.clone());
                 return false;
             }
             match kind {
@@ -207,6 +292,22 @@ pub fn translate(
                     }
                     true
                 }
+                "return_statement" if context.depth > 0 => {
+                    // In an inlined function, whose `return`s end it
+                    // (`shape_returns`): the value goes to the result.
+                    match (c::named_children(node).first(), &context.result) {
+                        (None, _) => edits.replace(node, ""),
+                        (Some(value), Some(target)) => edits.replace_range(
+                            node.start_byte(),
+                            value.start_byte(),
+                            format!("{target} = "),
+                        ),
+                        (Some(value), None) => {
+                            edits.replace_range(node.start_byte(), value.start_byte(), "")
+                        }
+                    }
+                    true
+                }
                 "return_statement" => {
                     let value = c::named_children(node);
                     if value.is_empty() {
@@ -244,6 +345,13 @@ pub fn translate(
                     if c::is_callee(node, ancestors) {
                         return false;
                     }
+                    if let Some(renamed) = context.renames.get(name) {
+                        edits.replace(node, op2_name(renamed));
+                        if context.buffers.contains_key(renamed) {
+                            host.referenced.insert(renamed.clone());
+                        }
+                        return false;
+                    }
                     if !host.locals.contains(name)
                         && let Some(body) = context.objects.get(name)
                     {
@@ -279,7 +387,15 @@ pub fn translate(
                     false
                 }
                 "call_expression" => call(
-                    source, node, ancestors, context, &dead, &mut host, &mut edits, report,
+                    source,
+                    node,
+                    ancestors,
+                    context,
+                    &dead,
+                    &mut pending,
+                    &mut host,
+                    &mut edits,
+                    report,
                 ),
                 _ => {
                     fail(
@@ -296,18 +412,38 @@ pub fn translate(
             }
         });
     }
+    for call in pending {
+        let mut text = String::new();
+        let target = call
+            .target
+            .map(|t| edits.apply(&source.text, t.byte_range()));
+        if let (Some(ty), Some(target)) = (&call.declare, &target) {
+            text.push_str(&format!("{ty} {target};\n"));
+        }
+        text.push_str("{\n");
+        for (local, ty, arg) in &call.params {
+            text.push_str(&format!(
+                "{ty} {local} = {};\n",
+                edits.apply(&source.text, arg.byte_range())
+            ));
+        }
+        text.push_str(&call.body);
+        text.push_str("\n}");
+        edits.replace(call.statement, text);
+    }
     host.text = edits.apply(&source.text, first.start_byte()..last.end_byte());
     host
 }
 
 /// A call in the host code; returns whether to look inside it.
 #[allow(clippy::too_many_arguments)]
-fn call(
+fn call<'t>(
     source: &Source,
-    node: Node<'_>,
-    ancestors: &[Node<'_>],
-    context: &Context,
+    node: Node<'t>,
+    ancestors: &[Node<'t>],
+    context: &Context<'_>,
     dead: &BTreeSet<String>,
+    pending: &mut Vec<Pending<'t>>,
     host: &mut Host,
     edits: &mut Edits,
     report: &mut Report,
@@ -340,6 +476,16 @@ fn call(
         "op_printf" | "printf" => {
             if let Some(function) = node.child_by_field_name("function") {
                 edits.replace(function, "print");
+            }
+            if let Some(format) = args.first().and_then(|f| c::string_literal(source, *f))
+                && !format.ends_with("\\n")
+            {
+                report.add(
+                    Kind::NotTranslated,
+                    Some(location.clone()),
+                    format!("`{name}` of part of a line: `print` in `.op2` writes whole lines (each ends with a newline, as each is one log entry on POETS), so the output would be split into more lines"),
+                    Some("print each line with one call whose format ends with `\\n`"),
+                );
             }
             if args
                 .first()
@@ -396,6 +542,36 @@ fn call(
                     };
                     ident.is_some_and(|i| dead.contains(source.text(i)))
                 });
+            let buffer = (name == "op_fetch_data")
+                .then(|| args.get(1))
+                .flatten()
+                .and_then(|b| context.buffers.get_key_value(source.text(*b)));
+            if let (Some(statement), Some((buffer_name, buffer)), false) =
+                (whole_statement, buffer, dead_fetch)
+            {
+                let zero = if buffer.ty == "float" { "0.0f" } else { "0" };
+                edits.replace(
+                    statement,
+                    format!(
+                        "for (int op2_k = 0; op2_k < {len}; op2_k++)\n    {b}[op2_k] = {zero};\npar_loop op2_fetch_{dat} over {set} ({dat} READ, idx, {b} INC);",
+                        len = buffer.len,
+                        b = op2_name(buffer_name),
+                        dat = buffer.dat,
+                        set = buffer.set,
+                    ),
+                );
+                host.fetched.insert(buffer_name.clone());
+                report.add(
+                    Kind::Translated,
+                    Some(location),
+                    format!(
+                        "`op_fetch_data` into `{buffer_name}`: a par_loop copies dat `{}` into the global `{buffer_name}`",
+                        buffer.dat
+                    ),
+                    None,
+                );
+                return false;
+            }
             match (whole_statement, dropped, file_output, dead_fetch) {
                 (Some(statement), Some((_, what)), _, _) => {
                     edits.replace(statement, "");
@@ -426,6 +602,12 @@ fn call(
                         None,
                     );
                 }
+                _ if callee_and_types(source, node)
+                    .is_some_and(|(f, _)| context.functions.contains_key(f)) =>
+                {
+                    // Inlined: its arguments are translated as any code.
+                    return inline(source, node, ancestors, context, host, pending, report);
+                }
                 _ => {
                     let help = match name {
                         "op_fetch_data" | "op_fetch_data_idx" => {
@@ -445,6 +627,330 @@ fn call(
             false
         }
     }
+}
+
+/// The name a call calls and its explicit template arguments
+/// (`check_result<float>(…)`).
+fn callee_and_types<'s>(source: &'s Source, call: Node<'_>) -> Option<(&'s str, Vec<&'s str>)> {
+    let function = call.child_by_field_name("function")?;
+    match function.kind() {
+        "identifier" => Some((source.text(function), Vec::new())),
+        "template_function" => Some((
+            source.text(function.child_by_field_name("name")?),
+            function
+                .child_by_field_name("arguments")
+                .map(c::named_children)
+                .unwrap_or_default()
+                .into_iter()
+                .map(|a| source.text(a))
+                .collect(),
+        )),
+        _ => None,
+    }
+}
+
+/// `.op2`'s name for a C type in an inlined function: a template
+/// parameter's type, or a scalar type.
+fn concrete_type(text: &str, types: &BTreeMap<String, String>) -> Option<String> {
+    types
+        .get(text.trim())
+        .cloned()
+        .or_else(|| scalar_type(text).map(str::to_owned))
+}
+
+/// Inlines a call of a function of the application (in the main file or a
+/// header it includes) that makes up a statement: `f(…);`, `x = f(…);` or
+/// `T x = f(…);`. Its body is translated as host code with its parameters
+/// as locals of a block (a pointer parameter names the caller's buffer), its
+/// template parameters as the types the call gives or its casts show, and
+/// its `return VALUE;` assigning the result. Returns whether it was inlined
+/// (else it is reported).
+fn inline<'t>(
+    source: &Source,
+    call: Node<'t>,
+    ancestors: &[Node<'t>],
+    context: &Context<'_>,
+    host: &mut Host,
+    pending: &mut Vec<Pending<'t>>,
+    report: &mut Report,
+) -> bool {
+    let Some((name, explicit)) = callee_and_types(source, call) else {
+        return false;
+    };
+    let Some((fsource, function, tparams)) = context.functions.get(name) else {
+        return false;
+    };
+    let fail = |report: &mut Report, message: String| {
+        report.not_translated(
+            source.location(call),
+            format!("call to `{name}`, which op2 import cannot inline: {message}"),
+            Some("inline the function by hand"),
+        );
+        false
+    };
+    if context.depth >= 8 {
+        return fail(
+            report,
+            "calls nest more than eight deep (recursion?)".to_owned(),
+        );
+    }
+    let parent = c::ancestor(ancestors, 0);
+    let grandparent = c::ancestor(ancestors, 1);
+    let (statement, target, declare) = match (parent, grandparent) {
+        (Some(p), _) if p.kind() == "expression_statement" => (p, None, None),
+        (Some(p), Some(g))
+            if p.kind() == "assignment_expression"
+                && g.kind() == "expression_statement"
+                && p.child_by_field_name("right") == Some(call)
+                && p
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| source.text(o) == "=") =>
+        {
+            (g, p.child_by_field_name("left"), None)
+        }
+        (Some(p), Some(g))
+            if p.kind() == "init_declarator"
+                && g.kind() == "declaration"
+                && g.children_by_field_name("declarator", &mut g.walk()).count() == 1 =>
+        {
+            let ty = g
+                .child_by_field_name("type")
+                .and_then(|t| concrete_type(source.text(t), &context.types));
+            match (ty, p.child_by_field_name("declarator")) {
+                (Some(ty), Some(d)) if d.kind() == "identifier" => (g, Some(d), Some(ty)),
+                _ => return fail(report, "the variable it initialises is not a scalar".to_owned()),
+            }
+        }
+        _ => return fail(report, "it is called inside an expression; op2 import inlines calls that make up a statement (`f(…);`, `x = f(…);`, `T x = f(…);`)".to_owned()),
+    };
+    let declarator = function.child_by_field_name("declarator");
+    let params = declarator
+        .and_then(|d| d.child_by_field_name("parameters"))
+        .map(c::named_children)
+        .unwrap_or_default();
+    let args = c::call_arguments(call);
+    if params.len() != args.len() {
+        return fail(
+            report,
+            format!(
+                "it takes {} arguments and is given {}",
+                params.len(),
+                args.len()
+            ),
+        );
+    }
+    let mut types: BTreeMap<String, String> = tparams
+        .iter()
+        .cloned()
+        .zip(
+            explicit
+                .iter()
+                .filter_map(|t| concrete_type(t, &context.types)),
+        )
+        .collect();
+    // Deduced from arguments whose type shows: casts.
+    for (param, arg) in params.iter().zip(&args) {
+        if let Some(ty) = param.child_by_field_name("type").map(|t| fsource.text(t))
+            && tparams.iter().any(|p| p == ty)
+            && !types.contains_key(ty)
+            && arg.kind() == "cast_expression"
+            && let Some(cast) = arg
+                .child_by_field_name("type")
+                .and_then(|t| concrete_type(source.text(t), &context.types))
+        {
+            types.insert(ty.to_owned(), cast);
+        }
+    }
+    if let Some(unknown) = tparams.iter().find(|p| !types.contains_key(*p)) {
+        return fail(
+            report,
+            format!(
+                "its template parameter `{unknown}` is not given, nor shown by a cast argument"
+            ),
+        );
+    }
+    let mut renames = BTreeMap::new();
+    let mut locals = Vec::new();
+    for (param, arg) in params.iter().zip(&args) {
+        let Some((ident, pointer, arrays)) = param
+            .child_by_field_name("declarator")
+            .and_then(c::declared_name)
+        else {
+            return fail(report, "a parameter without a name".to_owned());
+        };
+        let pname = fsource.text(ident).to_owned();
+        if pointer || arrays > 0 {
+            // The caller's buffer itself.
+            let Some(buffer) = (arg.kind() == "identifier").then(|| source.text(*arg)) else {
+                return fail(
+                    report,
+                    format!("pointer parameter `{pname}` is not given a variable"),
+                );
+            };
+            let buffer = context
+                .renames
+                .get(buffer)
+                .cloned()
+                .unwrap_or_else(|| buffer.to_owned());
+            renames.insert(pname, buffer);
+            continue;
+        }
+        let Some(ty) = param
+            .child_by_field_name("type")
+            .and_then(|t| concrete_type(fsource.text(t), &types))
+        else {
+            return fail(
+                report,
+                format!("parameter `{pname}` is not of a scalar type"),
+            );
+        };
+        let local = format!("{pname}_{name}{}", context.depth + 1);
+        renames.insert(pname, local.clone());
+        locals.push((local, ty, *arg));
+    }
+    let Some(body) = function.child_by_field_name("body") else {
+        return fail(report, "it has no body".to_owned());
+    };
+    let result = target.map(|t| {
+        let text = source.text(t);
+        context
+            .renames
+            .get(text)
+            .cloned()
+            .unwrap_or_else(|| op2_name(text))
+    });
+    let inner = Context {
+        consts: context.consts.clone(),
+        handles: context.handles.clone(),
+        objects: context.objects.clone(),
+        increments_read: BTreeMap::new(),
+        buffers: context.buffers.clone(),
+        functions: context.functions.clone(),
+        renames,
+        types,
+        result,
+        depth: context.depth + 1,
+    };
+    let translated = translate(fsource, &[body], &inner, report);
+    // A local of the function would hide the caller's variable that its
+    // result or a pointer parameter names.
+    if let Some(hidden) = inner
+        .result
+        .iter()
+        .chain(inner.renames.values())
+        .find(|n| translated.locals.contains(*n))
+    {
+        return fail(
+            report,
+            format!(
+                "it declares a local `{hidden}`, which would hide the caller's `{hidden}` it must reach"
+            ),
+        );
+    }
+    host.referenced.extend(translated.referenced);
+    host.assigned.extend(translated.assigned);
+    host.fetched.extend(translated.fetched);
+    for (global, at) in translated.globals {
+        host.globals.entry(global).or_insert(at);
+    }
+    pending.push(Pending {
+        statement,
+        declare,
+        target,
+        body: translated.text,
+        params: locals,
+    });
+    report.add(
+        Kind::Translated,
+        Some(source.location(call)),
+        format!("call to `{name}`, inlined"),
+        None,
+    );
+    true
+}
+
+/// Checks that every `return` inside `node` ends the function: it is the
+/// last statement of the body, or the last of an `if` (without `else`)
+/// whose following statements then become its `else` (`if (c) { …; return
+/// 1; } return 0;` is `if (c) { …; return 1; } else { return 0; }`). The
+/// `else` braces are added to `edits`. Returns the first `return` elsewhere.
+fn shape_returns<'t>(node: Node<'t>, edits: &mut Edits) -> Result<(), Node<'t>> {
+    let contains_return = |n: Node<'t>| {
+        let mut found = false;
+        walk(n, |m, _| {
+            found |= m.kind() == "return_statement";
+            !found
+        });
+        found
+    };
+    let first_return = |n: Node<'t>| {
+        let mut found = None;
+        walk(n, |m, _| {
+            if m.kind() == "return_statement" && found.is_none() {
+                found = Some(m);
+            }
+            found.is_none()
+        });
+        found.unwrap_or(n)
+    };
+    // A list of statements, checked from the outermost block inwards
+    // without recursion: (the list, whether its end ends the function).
+    let mut closers: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut lists = vec![(c::named_children(node), true)];
+    if node.kind() != "compound_statement" {
+        lists = vec![(vec![node], true)];
+    }
+    while let Some((list, tail)) = lists.pop() {
+        let Some(last_index) = list.len().checked_sub(1) else {
+            continue;
+        };
+        for (i, statement) in list.iter().enumerate() {
+            let last = i == last_index && tail;
+            match statement.kind() {
+                "return_statement" if last => {}
+                "return_statement" => return Err(*statement),
+                "compound_statement" => lists.push((c::named_children(*statement), last)),
+                "if_statement" if contains_return(*statement) => {
+                    let consequence = statement.child_by_field_name("consequence");
+                    let alternative = statement.child_by_field_name("alternative");
+                    let ends_in_return = consequence.is_some_and(|c| {
+                        c.kind() == "return_statement"
+                            || c.kind() == "compound_statement"
+                                && c::named_children(c)
+                                    .last()
+                                    .is_some_and(|s| s.kind() == "return_statement")
+                    });
+                    match (consequence, alternative) {
+                        (Some(c), Some(a)) if last => {
+                            lists.push((vec![c], true));
+                            lists.push((c::named_children(a), true));
+                        }
+                        (Some(c), None) if ends_in_return && tail => {
+                            lists.push((vec![c], true));
+                            if !last {
+                                // The rest becomes the `else`.
+                                edits.replace_range(
+                                    statement.end_byte(),
+                                    statement.end_byte(),
+                                    " else {",
+                                );
+                                *closers.entry(list[last_index].end_byte()).or_default() += 1;
+                                lists.push((list[i + 1..].to_vec(), true));
+                                break;
+                            }
+                        }
+                        _ => return Err(first_return(*statement)),
+                    }
+                }
+                _ if contains_return(*statement) => return Err(first_return(*statement)),
+                _ => {}
+            }
+        }
+    }
+    for (at, count) in closers {
+        edits.replace_range(at, at, "\n}".repeat(count));
+    }
+    Ok(())
 }
 
 /// `return STATUS;` or `exit(STATUS);` (the statement `node`, the status in
@@ -548,7 +1054,7 @@ fn par_loop(
     source: &Source,
     node: Node<'_>,
     args: &[Node<'_>],
-    context: &Context,
+    context: &Context<'_>,
     host: &mut Host,
     report: &mut Report,
 ) -> Option<String> {

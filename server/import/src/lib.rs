@@ -264,6 +264,8 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     }
     let mut consts = BTreeMap::new();
     let mut decl_sites: BTreeMap<String, Location> = BTreeMap::new();
+    // Host buffer → the dat variable declared with it.
+    let mut dat_buffers: BTreeMap<String, String> = BTreeMap::new();
     for statement in &statements[..stop] {
         walk(*statement, |node, ancestors| {
             let Some(name) = c::called_name(&main_source, node) else {
@@ -291,6 +293,11 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                 }
             } else if name.starts_with("op_decl_") {
                 if let Some(var) = assigned_variable(&main_source, ancestors) {
+                    if name == "op_decl_dat"
+                        && let Some(buffer) = args.get(3).filter(|b| b.kind() == "identifier")
+                    {
+                        dat_buffers.insert(main_source.text(*buffer).to_owned(), var.clone());
+                    }
                     decl_sites.insert(var, main_source.location(node));
                 }
                 if name.ends_with("_hdf5") {
@@ -333,12 +340,21 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                 .map(move |(_, n)| (*source, n))
         })
         .collect();
-    let helpers = inline::Helpers::new(&sources, &helper_functions);
+    // The main file's macros first: it defines them before it includes the
+    // headers, whose `#ifndef NAME` defaults they then override.
+    let macro_sources: Vec<&Source> = std::iter::once(&main_source).chain(&headers).collect();
+    let helpers = inline::Helpers::new(&macro_sources, &helper_functions);
     let mut context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
         objects: helpers.objects.clone(),
         increments_read: BTreeMap::new(),
+        buffers: BTreeMap::new(),
+        functions: sources
+            .iter()
+            .flat_map(|source| host_functions(source))
+            .collect(),
+        ..Context::default()
     };
 
     // First pass over the host code: what it reads and which kernels.
@@ -401,6 +417,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             Some(d) if in_scope(d) && !d.pointer => {
                 let _ = write!(insertion, "op2_import_value(\"{name}\", {name}); ");
             }
+            Some(d) if d.pointer && dat_buffers.contains_key(name) => {}
             Some(d) if d.pointer => report.add(
                 Kind::NotTranslated,
                 Some(d.location.clone()),
@@ -435,6 +452,27 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
 
     // Names of the declarations: the C variables holding them.
     let names = Names::new(&captured);
+    for (buffer, dat_var) in &dat_buffers {
+        let dat = captured
+            .handles
+            .iter()
+            .find(|(name, kind, _)| name == dat_var && *kind == "dat")
+            .and_then(|(_, _, i)| Some((*i, captured.dats.get(*i)?)));
+        if let Some((i, dat)) = dat
+            && let Some(set) = captured.sets.get(dat.set)
+        {
+            context.buffers.insert(
+                buffer.clone(),
+                host::Buffer {
+                    dat: names.dats[i].clone(),
+                    set: names.set(dat.set),
+                    dim: dat.dim,
+                    len: set.size * dat.dim,
+                    ty: dat.ty.clone(),
+                },
+            );
+        }
+    }
     let host = host::translate(&main_source, host_statements, &context, &mut report);
 
     let stem = options.main.file_stem().map_or_else(
@@ -457,6 +495,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         &decl_sites,
         &kernels,
         main_fn,
+        &context.buffers,
         &mut report,
     );
     let text = match op2_syntax::format::format(&text) {
@@ -614,6 +653,37 @@ fn functions(source: &Source) -> Vec<(String, Node<'_>)> {
     out
 }
 
+/// The functions of `source` that host code may call (all but `main`), by
+/// name, with their template parameters.
+fn host_functions(source: &Source) -> Vec<(String, host::HostFunction<'_>)> {
+    let mut out = Vec::new();
+    walk(source.tree.root_node(), |node, ancestors| {
+        if node.kind() != "function_definition" {
+            return true;
+        }
+        if let Some(name) = inline::function_name(source, node)
+            && name != "main"
+        {
+            let tparams = c::ancestor(ancestors, 0)
+                .filter(|t| t.kind() == "template_declaration")
+                .and_then(|t| t.child_by_field_name("parameters"))
+                .map(c::named_children)
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|p| {
+                    c::named_children(p)
+                        .into_iter()
+                        .find(|n| n.kind() == "type_identifier")
+                        .map(|n| source.text(n).to_owned())
+                })
+                .collect();
+            out.push((name.to_owned(), (source, node, tparams)));
+        }
+        false
+    });
+    out
+}
+
 /// Records the variables a top-level declaration (or parameter) declares.
 fn declarations(
     source: &Source,
@@ -746,6 +816,7 @@ fn program_text(
     decl_sites: &BTreeMap<String, Location>,
     kernels: &[kernel::Kernel],
     main_fn: Node<'_>,
+    buffers: &BTreeMap<String, host::Buffer>,
     report: &mut Report,
 ) -> String {
     let mut out = String::new();
@@ -850,6 +921,51 @@ fn program_text(
         );
     }
     out.push_str(&globals);
+    // Host buffers the translated code reads: globals that start with the
+    // values the dat was declared with (OP2 copies them at `op_decl_dat`),
+    // and that `op_fetch_data` fills.
+    for (name, buffer) in buffers
+        .iter()
+        .filter(|(name, _)| host.referenced.contains(*name) || host.fetched.contains(*name))
+    {
+        let Some(dat) = names
+            .dats
+            .iter()
+            .position(|d| *d == buffer.dat)
+            .and_then(|i| capture.dats.get(i))
+        else {
+            continue;
+        };
+        let values: Vec<String> = match &dat.data {
+            Some(data) => data
+                .iter()
+                .map(|v| literal(&buffer.ty, v).unwrap_or_else(|| "0".to_owned()))
+                .collect(),
+            None => vec!["0".to_owned(); buffer.len],
+        };
+        let site = declared.get(name).map(|d| &d.location);
+        let _ = write!(
+            out,
+            "{}global {}: {}[{}] = {{{}}};\n\n",
+            from(site),
+            op2_name(name),
+            buffer.ty,
+            buffer.len,
+            values.join(", ")
+        );
+        report.add(
+            Kind::Captured,
+            site.cloned(),
+            format!(
+                "host buffer `{name}` of dat `{}`: a global starting with the values the dat was declared with",
+                buffer.dat
+            ),
+            None,
+        );
+        if host.fetched.contains(name) {
+            out.push_str(&buffer.fetch_kernel());
+        }
+    }
     for kernel in kernels {
         out.push_str(&kernel.text);
         out.push('\n');

@@ -488,3 +488,35 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         imported.report
     );
 }
+
+#[test]
+fn host_code_reading_fetched_dats_and_calling_a_check_function_prints_what_the_native_build_prints()
+{
+    if compiler("fetch").is_none() {
+        return;
+    }
+    let (imported, _work) = same_numbers("fetch", "fetch", "fetch.cpp", 0.0);
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        // The buffers: globals with the values the dats were declared with.
+        "global x: double[12] = {0.5, -0.0, 0.75, -0.125,",
+        "global w: double[6] = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5};",
+        // `op_fetch_data(p_x, x)`.
+        "par_loop op2_fetch_p_x over cells (p_x READ, idx, x INC);",
+        "kernel op2_fetch_p_x(const double *d, const int *i, double *h) {",
+        // `int result = check<double>(x, n, 1e-12);`, `STRIDE` from the
+        // main file, `T` from the cast in the call of `differs`.
+        "int result;",
+        "double tol_check1 = 1e-12;",
+        "int bad;",
+        "double val_differs2 = x[2 * i];",
+        "double expected = 0.75 * i + 1.0;",
+        "double ref_differs2 = (double) expected;",
+        "bad = 1;",
+        "} else {",
+        "result = failed;",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+}

@@ -1,0 +1,41 @@
+// Host code that reads dats after op_fetch_data, and a check function with
+// loops and early returns, as OP2's jac apps end.
+#include <math.h>
+#include <stdlib.h>
+
+#include "op_seq.h"
+
+#define STRIDE 2
+#include "check.h"
+
+inline void step(const double *w, double *x) {
+  x[0] += w[0];
+  x[1] -= w[0];
+}
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  const int n = 6;
+  double *x = (double *)malloc(2 * n * sizeof(double));
+  double *w = (double *)malloc(n * sizeof(double));
+  for (int i = 0; i < n; i++) {
+    x[2 * i] = 0.25 * i + 0.5;
+    x[2 * i + 1] = -0.125 * i;
+    w[i] = 0.25 * i + 0.25;
+  }
+  op_set cells = op_decl_set(n, "cells");
+  op_dat p_x = op_decl_dat(cells, 2, "double", x, "p_x");
+  op_dat p_w = op_decl_dat(cells, 1, "double", w, "p_w");
+  for (int iter = 0; iter < 2; iter++)
+    op_par_loop(step, "step", cells,
+                op_arg_dat(p_w, -1, OP_ID, 1, "double", OP_READ),
+                op_arg_dat(p_x, -1, OP_ID, 2, "double", OP_RW));
+  op_fetch_data(p_x, x);
+  for (int i = 0; i < n; i++)
+    op_printf("%d: %.17g %.17g (weight %g)\n", i, x[2 * i], x[2 * i + 1], w[i]);
+  int result = check<double>(x, n, 1e-12);
+  op_exit();
+  free(x);
+  free(w);
+  return result;
+}
