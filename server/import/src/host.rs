@@ -30,6 +30,10 @@ pub struct Context<'a> {
     /// Functions of the application that the host code may call, inlined
     /// at the call: their source, definition and template parameters.
     pub functions: BTreeMap<String, HostFunction<'a>>,
+    /// Scalar host values captured where the set-up ended, as written.
+    pub values: BTreeMap<String, String>,
+    /// Host variables the host code assigns.
+    pub assigned: BTreeSet<String>,
     /// Inside an inlined function: its parameters' names in the caller.
     pub renames: BTreeMap<String, String>,
     /// Inside an inlined function: its template parameters' types.
@@ -826,6 +830,8 @@ fn inline<'t>(
         increments_read: BTreeMap::new(),
         buffers: context.buffers.clone(),
         functions: context.functions.clone(),
+        values: context.values.clone(),
+        assigned: context.assigned.clone(),
         renames,
         types,
         result,
@@ -1048,6 +1054,36 @@ fn variable<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     }
 }
 
+/// Whether the flag of an `op_opt_arg_dat` is set: a literal, or a host
+/// variable the set-up computed (captured) and the host code never
+/// assigns; or why it cannot be known.
+fn optional_flag(
+    source: &Source,
+    flag: Node<'_>,
+    context: &Context<'_>,
+    host: &mut Host,
+) -> Result<bool, String> {
+    match flag.kind() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        "number_literal" => integer(source, flag)
+            .map(|v| v != 0)
+            .ok_or_else(|| "is not an integer".to_owned()),
+        "identifier" => {
+            let name = source.text(flag);
+            host.referenced.insert(name.to_owned());
+            if context.assigned.contains(name) {
+                return Err(format!("`{name}` is assigned by the host code"));
+            }
+            match context.values.get(name) {
+                Some(value) => Ok(value.parse::<f64>().is_ok_and(|v| v != 0.0)),
+                None => Err(format!("`{name}` was not captured")),
+            }
+        }
+        _ => Err("is an expression".to_owned()),
+    }
+}
+
 /// `op_par_loop(kernel, "name", set, args…)` as a `par_loop` statement, or
 /// `None` (reported) when an argument cannot be translated.
 fn par_loop(
@@ -1094,8 +1130,40 @@ fn par_loop(
     let mut out = Vec::new();
     let mut uses = Vec::new();
     for arg in rest {
-        let callee = c::called_name(source, *arg).unwrap_or("");
-        let inner = c::call_arguments(*arg);
+        let mut callee = c::called_name(source, *arg).unwrap_or("");
+        let mut inner = c::call_arguments(*arg);
+        // `op_opt_arg_dat(flag, …)`: an `op_arg_dat` when the flag is set;
+        // when it is not, OP2 hands the kernel the argument unused.
+        let mut unused = false;
+        if callee == "op_opt_arg_dat" && inner.len() == 7 {
+            match optional_flag(source, inner[0], context, host) {
+                Ok(flag) => {
+                    unused = !flag;
+                    report.add(
+                        Kind::Translated,
+                        Some(source.location(*arg)),
+                        if flag {
+                            "`op_opt_arg_dat` whose flag is set: an argument like any other".to_owned()
+                        } else {
+                            "`op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored".to_owned()
+                        },
+                        None,
+                    );
+                    callee = "op_arg_dat";
+                    inner.remove(0);
+                }
+                Err(why) => {
+                    return fail(
+                        report,
+                        inner[0],
+                        format!("`op_opt_arg_dat` whose flag {why}"),
+                        Some(
+                            "the flag must be a literal, or a variable the set-up computes and `main` never assigns",
+                        ),
+                    );
+                }
+            }
+        }
         let text = match (callee, inner.as_slice()) {
             ("op_arg_dat", [dat, idx, map, dim, _ty, acc]) => {
                 modes.push(None);
@@ -1123,8 +1191,13 @@ fn par_loop(
                 {
                     mode = "RW";
                 }
+                if unused && mode == "WRITE" {
+                    mode = "RW";
+                }
                 let dat = op2_name(source.text(*dat));
                 match integer(source, *idx) {
+                    // As OP2 does, an unused optional argument is direct.
+                    _ if unused => format!("{dat} {mode}"),
                     Some(-1) if map_text == "OP_ID" => format!("{dat} {mode}"),
                     Some(k) if k >= 0 && map.kind() == "identifier" => {
                         format!("{dat}[{}[{k}]] {mode}", op2_name(map_text))
@@ -1238,14 +1311,7 @@ fn par_loop(
                 host.referenced.insert(name.to_owned());
                 format!("{} INFO({of})", op2_name(name))
             }
-            ("op_opt_arg_dat", _) => {
-                return fail(
-                    report,
-                    *arg,
-                    "optional arguments (`op_opt_arg_dat`) are not yet in the language".into(),
-                    Some("split the loop into one par_loop with the argument and one without"),
-                );
-            }
+
             _ => {
                 return fail(
                     report,

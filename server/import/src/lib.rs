@@ -473,6 +473,13 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             );
         }
     }
+    context.values = captured
+        .values
+        .iter()
+        .filter(|(_, v)| !v.array && v.values.len() == 1)
+        .map(|(n, v)| (n.clone(), v.values[0].clone()))
+        .collect();
+    context.assigned = scan.assigned.clone();
     let host = host::translate(&main_source, host_statements, &context, &mut report);
 
     let stem = options.main.file_stem().map_or_else(

@@ -461,6 +461,8 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         "acc[1] += acc_inc[1];",
         // A direct INC argument the kernel reads is passed as RW.
         "par_loop grow over nodes (p_acc RW, peak MAX);",
+        // Optional arguments: set, and not set (WRITE passed as RW).
+        "par_loop weigh over nodes (p_x READ, p_k READ, p_acc RW, weighed INC);",
         "par_loop spread over edges (p_x[pedge[0]] READ, p_acc[pedge[0]] INC);",
         "set edges;",
     ] {
@@ -475,14 +477,16 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
             let at = e.location.as_ref()?;
             Some(format!("{}:{}: {}", at.line, at.column, e.message))
         })
-        .filter(|m| m.contains("INC") || m.contains("exit status"))
+        .filter(|m| m.contains("INC") || m.contains("exit status") || m.contains("op_opt_arg_dat"))
         .collect();
     assert_eq!(
         notes,
         [
             "27:3: kernel `spread` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument and as `.op2` defines INC",
             "33:22: kernel `grow` reads or assigns `v`, bound to a dat passed directly with OP_INC: OP2 hands a kernel the element's own data for a direct argument, so the argument is passed as RW",
-            "61:5: the exit status `3` of `exit(3)`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
+            "56:15: `op_opt_arg_dat` whose flag is set: an argument like any other",
+            "57:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored",
+            "69:5: the exit status `3` of `exit(3)`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
         ],
         "{}",
         imported.report

@@ -62,6 +62,12 @@ inline int op_get_size(op_set set) { return set->size; }
 inline op_arg op_arg_dat(op_dat dat, int idx, op_map map, int, const char *, op_access) {
   return op_arg{ARG_DAT, dat, idx, map, 0};
 }
+// As in OP2's sequential library, an argument whose flag is not set is
+// handed to the kernel as if direct; the kernel must not use it.
+inline op_arg op_opt_arg_dat(int opt, op_dat dat, int idx, op_map map, int dim, const char *type,
+                             op_access acc) {
+  return opt ? op_arg_dat(dat, idx, map, dim, type, acc) : op_arg_dat(dat, -1, nullptr, dim, type, acc);
+}
 template <class T> op_arg op_arg_gbl(T *data, int, const char *, op_access) {
   return op_arg{ARG_GBL, 0, -1, 0, (char *)data};
 }

@@ -34,6 +34,8 @@ int main(int argc, char **argv) {
   double total = 0.0;
   double sum = 0.0;
   double peak = -1.0e300;
+  double weighed = 0.0;
+  int use_k = argc > 0;
   op_par_loop(measure, "measure", edges,
               op_arg_dat(p_x, 0, pedge, 1, "double", OP_READ),
               op_arg_dat(p_x, 1, pedge, 1, "double", OP_READ),
@@ -48,12 +50,18 @@ int main(int argc, char **argv) {
   op_par_loop(grow, "grow", nodes,
               op_arg_dat(p_acc, -1, OP_ID, 2, "double", OP_INC),
               op_arg_gbl(&peak, 1, "double", OP_MAX));
+  // Optional arguments: one whose flag the set-up computed, one never used.
+  op_par_loop(weigh, "weigh", nodes,
+              op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
+              op_opt_arg_dat(use_k, p_k, -1, OP_ID, 1, "int", OP_READ),
+              op_opt_arg_dat(0, p_acc, 0, pedge, 2, "double", OP_WRITE),
+              op_arg_gbl(&weighed, 1, "double", OP_INC));
   op_par_loop(collect, "collect", nodes,
               op_arg_dat(p_acc, -1, OP_ID, 2, "double", OP_READ),
               op_arg_gbl(&sum, 1, "double", OP_INC));
   std::printf("biggest %.17g smallest %d total %.17g\n", biggest, smallest,
               total);
-  std::printf("spread %.17g peak %.17g\n", sum, peak);
+  std::printf("spread %.17g peak %.17g weighed %.17g\n", sum, peak, weighed);
   std::printf("%d nodes, %d edges, mean %.17g\n", op_get_size(nodes),
               op_get_size(edges), (total + sum) / n);
   op_exit();

@@ -33,6 +33,10 @@ inline void grow(double *v, double *peak) {
   *peak = MAX(*peak, v[0] + v[1]);
 }
 
+inline void weigh(const double *x, const int *k, double *unused, double *w) {
+  *w += *x * *k;
+}
+
 inline void collect(const double *acc, double *total) {
   *total += acc[0] + acc[1];
 }
