@@ -414,10 +414,11 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     }
     for name in &wanted {
         match declared.get(name) {
+            // The dat's buffer: a global made from the dat (below).
+            Some(_) if dat_buffers.contains_key(name) => {}
             Some(d) if in_scope(d) && !d.pointer => {
                 let _ = write!(insertion, "op2_import_value(\"{name}\", {name}); ");
             }
-            Some(d) if d.pointer && dat_buffers.contains_key(name) => {}
             Some(d) if d.pointer => report.add(
                 Kind::NotTranslated,
                 Some(d.location.clone()),
@@ -460,6 +461,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             .and_then(|(_, _, i)| Some((*i, captured.dats.get(*i)?)));
         if let Some((i, dat)) = dat
             && let Some(set) = captured.sets.get(dat.set)
+            && let Some(len) = set.size.checked_mul(dat.dim)
         {
             context.buffers.insert(
                 buffer.clone(),
@@ -467,7 +469,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
                     dat: names.dats[i].clone(),
                     set: names.set(dat.set),
                     dim: dat.dim,
-                    len: set.size * dat.dim,
+                    len,
                     ty: dat.ty.clone(),
                 },
             );

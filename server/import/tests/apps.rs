@@ -218,26 +218,36 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
         })
         .collect();
     found.sort();
-    let expected: [(usize, usize, &str); 4] = [
+    let expected: [(usize, usize, &str); 6] = [
         (
-            10,
+            12,
             20,
             "parameter `x` has 2 levels of indirection; a vector-map argument (negative index) is not yet translated",
         ),
         (
-            16,
+            18,
             3,
             "`printf` inside a kernel (in kernel `show`): `.op2` prints only from `main`; printing from a kernel needs the simulator and the compiled engine to print per element, which they do not yet",
         ),
         (
-            20,
+            22,
             10,
-            "call to `twice`, which cannot be inlined into kernel `scale`: its body is not a single `return EXPRESSION;` (at vector.cpp:8:31)",
+            "call to `twice`, which cannot be inlined into kernel `scale`: its body is not a single `return EXPRESSION;` (at vector.cpp:10:31)",
         ),
         (
-            33,
+            28,
+            7,
+            "a `return` that is not where the function ends: op2 import inlines a function whose `return`s end its body or end an `if` that the rest of the body follows",
+        ),
+        (
+            42,
             31,
             "vector-map argument (index -2) of `gather` is not yet translated",
+        ),
+        (
+            49,
+            48,
+            "call to `first_big`, which op2 import cannot inline: it is called inside an expression; op2 import inlines calls that make up a statement (`f(…);`, `x = f(…);`, `T x = f(…);`)",
         ),
     ];
     let found_view: Vec<(usize, usize, &str)> =

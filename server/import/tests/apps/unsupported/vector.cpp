@@ -1,6 +1,8 @@
 // Constructs op2 import reports rather than translates: a vector-map
-// argument, printf in a kernel and a call to a helper function that is not
-// one `return` (so it cannot be inlined).
+// argument, printf in a kernel, a call to a helper function that is not
+// one `return` (so it cannot be inlined), and host functions that cannot be
+// inlined into `main` (a `return` inside a loop; a call inside an
+// expression).
 #include <stdio.h>
 
 #include "op_seq.h"
@@ -20,6 +22,13 @@ inline void scale(double *x) {
   x[0] = twice(x[0]);
 }
 
+inline int first_big(const double *v, int n) {
+  for (int i = 0; i < n; i++)
+    if (v[i] > 3.0)
+      return i;
+  return -1;
+}
+
 int main(int argc, char **argv) {
   op_init(argc, argv, 2);
   int pairs[4] = {0, 1, 1, 2};
@@ -35,5 +44,8 @@ int main(int argc, char **argv) {
   op_par_loop(show, "show", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ));
   op_par_loop(scale, "scale", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_RW));
   op_printf("sum %g\n", sum);
+  op_fetch_data(p_x, xs);
+  int at = first_big(xs, 3);
+  op_printf("first big %d, then %d\n", at, 1 + first_big(xs, 2));
   op_exit();
 }
