@@ -30,6 +30,10 @@ pub struct Context<'a> {
     /// Functions of the application that the host code may call, inlined
     /// at the call: their source, definition and template parameters.
     pub functions: BTreeMap<String, HostFunction<'a>>,
+    /// Locals of the host code that par_loops take as globals, with their
+    /// `.op2` types: declared as globals, their declarations become
+    /// assignments.
+    pub hoisted: BTreeMap<String, String>,
     /// Scalar host values captured where the set-up ended, as written.
     pub values: BTreeMap<String, String>,
     /// Host variables the host code assigns.
@@ -47,6 +51,10 @@ pub struct Context<'a> {
 /// A function the host code may call: its source, definition and template
 /// parameters.
 pub type HostFunction<'a> = (&'a Source, Node<'a>, Vec<String>);
+
+/// A declaration of locals that become globals: the declaration, and each
+/// variable with its initial value.
+type Hoist<'t, 's> = (Node<'t>, Vec<(&'s str, Option<Node<'t>>)>);
 
 /// A call of an application function, inlined once the walk has translated
 /// its arguments.
@@ -110,6 +118,11 @@ pub struct Host {
     pub kernels: Vec<(String, Location)>,
     /// Host buffers `op_fetch_data` fills, translated to par_loops.
     pub fetched: BTreeSet<String>,
+    /// The scalar type (in `.op2`) of each local the statements declare.
+    pub local_types: BTreeMap<String, String>,
+    /// Locals of the host code passed to par_loops as globals: globals of
+    /// the program (name → `.op2` type), their declarations assignments.
+    pub hoisted: BTreeMap<String, String>,
     /// For each kernel, for each par_loop that runs it, each argument's
     /// mode (`None` for `idx` and `INFO`) and dimension (`None` when not an
     /// integer literal).
@@ -170,6 +183,10 @@ pub fn translate(
     let dead = dead_pointers(source, statements);
     let mut edits = Edits::default();
     let mut pending = Vec::new();
+    let mut hoists: Vec<Hoist<'_, '_>> = Vec::new();
+    if context.depth == 0 {
+        host.hoisted = context.hoisted.clone();
+    }
     if context.depth > 0 {
         for statement in statements {
             if let Err(at) = shape_returns(*statement, &mut edits) {
@@ -266,6 +283,48 @@ pub fn translate(
                     false
                 }
                 "declaration" => {
+                    let declarators: Vec<Node<'_>> = node
+                        .children_by_field_name("declarator", &mut node.walk())
+                        .collect();
+                    let scalars: Vec<(&str, Option<Node<'_>>)> = declarators
+                        .iter()
+                        .filter_map(|d| match d.kind() {
+                            "identifier" => Some((source.text(*d), None)),
+                            "init_declarator" => d
+                                .child_by_field_name("declarator")
+                                .filter(|i| i.kind() == "identifier")
+                                .map(|i| (source.text(i), d.child_by_field_name("value"))),
+                            _ => None,
+                        })
+                        .collect();
+                    if let Some(ty) = node
+                        .child_by_field_name("type")
+                        .and_then(|t| scalar_type(source.text(t)))
+                    {
+                        for (name, _) in &scalars {
+                            host.local_types.insert((*name).to_owned(), ty.to_owned());
+                        }
+                    }
+                    if scalars
+                        .iter()
+                        .any(|(n, _)| context.hoisted.contains_key(*n))
+                    {
+                        if scalars.len() != declarators.len()
+                            || !scalars
+                                .iter()
+                                .all(|(n, _)| context.hoisted.contains_key(*n))
+                        {
+                            fail(
+                                report,
+                                node,
+                                "a declaration of variables passed to par_loops together with others".to_owned(),
+                                Some("declare the variables a par_loop takes on their own"),
+                            );
+                            return false;
+                        }
+                        hoists.push((node, scalars));
+                        return true;
+                    }
                     let pointer = node
                         .children_by_field_name("declarator", &mut node.walk())
                         .filter_map(c::declared_name)
@@ -285,7 +344,7 @@ pub fn translate(
                                 report,
                                 node,
                                 format!(
-                                    "host pointer `{name}`: host code that reads dat values after `op_fetch_data` is not yet translated"
+                                    "host pointer `{name}`, which is not the buffer of a dat: `.op2` has no pointers"
                                 ),
                                 Some(
                                     "reduce the values into a global in a par_loop and print that",
@@ -415,6 +474,20 @@ pub fn translate(
                 }
             }
         });
+    }
+    for (declaration, variables) in hoists {
+        let assignments: Vec<String> = variables
+            .iter()
+            .filter_map(|(name, value)| {
+                let value = (*value)?;
+                Some(format!(
+                    "{} = {};",
+                    op2_name(name),
+                    edits.apply(&source.text, value.byte_range())
+                ))
+            })
+            .collect();
+        edits.replace(declaration, assignments.join(" "));
     }
     for call in pending {
         let mut text = String::new();
@@ -832,6 +905,7 @@ fn inline<'t>(
         functions: context.functions.clone(),
         values: context.values.clone(),
         assigned: context.assigned.clone(),
+        hoisted: context.hoisted.clone(),
         renames,
         types,
         result,

@@ -175,16 +175,25 @@ pub fn translate(
     };
     // Locals first, so that uses before a nested declaration still count
     // as local (names are not scoped more finely than the kernel).
+    // Local arrays of two dimensions (`double x[4][2]`), which `.op2`
+    // does not have: flattened, `x[i][j]` becoming `x[(i) * 2 + (j)]`.
+    let mut flat: BTreeMap<String, (Node<'_>, u64, u64)> = BTreeMap::new();
     walk(body, |node, _| {
         if node.kind() == "declaration" {
             for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
-                if let Some((ident, _, _)) = c::declared_name(declarator) {
+                if let Some((ident, _, arrays)) = c::declared_name(declarator) {
                     locals.insert(source.text(ident).to_owned());
+                    if arrays == 2
+                        && let Some((outer, rows, columns)) = two_dimensions(source, declarator)
+                    {
+                        flat.insert(source.text(ident).to_owned(), (outer, rows, columns));
+                    }
                 }
             }
         }
         true
     });
+    let mut flat_uses = Vec::new();
     let mut inlined = Vec::new();
     // Uses of parameters bound to INC arguments: the identifier, the `*p`
     // around it if any, and whether the use only adds to it.
@@ -215,6 +224,35 @@ pub fn translate(
                 let ident = source.text(node);
                 if c::is_callee(node, ancestors) {
                     return false;
+                }
+                if let Some((declared, rows, columns)) = flat.get(ident) {
+                    let inner = c::ancestor(ancestors, 0)
+                        .filter(|p| p.kind() == "subscript_expression")
+                        .filter(|p| p.child_by_field_name("argument") == Some(node));
+                    let outer = c::ancestor(ancestors, 1)
+                        .filter(|p| p.kind() == "subscript_expression")
+                        .filter(|p| p.child_by_field_name("argument") == inner);
+                    let in_declaration = c::ancestor(ancestors, 1) == Some(*declared);
+                    match (inner, outer) {
+                        (Some(inner), Some(outer)) => flat_uses.push((outer, inner, *columns)),
+                        _ if in_declaration => {
+                            edits.replace(
+                                *declared,
+                                format!("{}[{}]", op2_name(ident), rows * columns),
+                            );
+                        }
+                        _ => {
+                            faithful = false;
+                            fail(
+                                report,
+                                node,
+                                format!(
+                                    "the two-dimensional local array `{ident}` used other than as `{ident}[i][j]` (in kernel `{name}`)"
+                                ),
+                                Some("index both dimensions, or declare the array with one"),
+                            );
+                        }
+                    }
                 }
                 if !locals.contains(ident)
                     && let Some(body) = helpers.objects.get(ident)
@@ -406,6 +444,26 @@ pub fn translate(
         }
         true
     });
+    for (outer, inner, columns) in flat_uses {
+        let index = |subscript: Node<'_>| {
+            subscript
+                .child_by_field_name("indices")
+                .map(c::named_children)
+                .and_then(|i| i.first().copied())
+                .map(|i| edits.apply(&source.text, i.byte_range()))
+                .unwrap_or_default()
+        };
+        let name = inner
+            .child_by_field_name("argument")
+            .map_or("", |a| source.text(a));
+        let text = format!(
+            "{}[({}) * {columns} + ({})]",
+            op2_name(name),
+            index(inner),
+            index(outer)
+        );
+        edits.replace(outer, text);
+    }
     let mut increments_read = BTreeSet::new();
     for (&k, _) in inc.iter().filter(|(_, (_, direct))| *direct) {
         if let Some(misuse) = inc_uses.iter().find(|u| u.0 == k && !u.3) {
@@ -502,6 +560,28 @@ pub fn translate(
         location,
         increments_read,
     }
+}
+
+/// The array declarator of `x[R][C]` (the outer one) and its sizes, when
+/// both are integer literals.
+fn two_dimensions<'t>(source: &Source, declarator: Node<'t>) -> Option<(Node<'t>, u64, u64)> {
+    let outer = if declarator.kind() == "init_declarator" {
+        if declarator.child_by_field_name("value").is_some() {
+            return None;
+        }
+        declarator.child_by_field_name("declarator")?
+    } else {
+        declarator
+    };
+    let inner = outer.child_by_field_name("declarator")?;
+    if outer.kind() != "array_declarator" || inner.kind() != "array_declarator" {
+        return None;
+    }
+    let size =
+        |n: Node<'_>| -> Option<u64> { source.text(n.child_by_field_name("size")?).parse().ok() };
+    let (rows, columns) = (size(inner)?, size(outer)?);
+    rows.checked_mul(columns)?;
+    Some((outer, rows, columns))
 }
 
 /// Whether the identifier `node` (a parameter) is used only to add to it

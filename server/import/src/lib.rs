@@ -482,6 +482,29 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         .map(|(n, v)| (n.clone(), v.values[0].clone()))
         .collect();
     context.assigned = scan.assigned.clone();
+    // Locals of `main` that par_loops take as globals.
+    for (name, at) in &scan.globals {
+        if !scan.locals.contains(name) {
+            continue;
+        }
+        match scan.local_types.get(name) {
+            Some(ty) => {
+                context.hoisted.insert(name.clone(), ty.clone());
+                report.add(
+                    Kind::Translated,
+                    Some(at.clone()),
+                    format!("`{name}`, a local of `main` that a par_loop takes: a global, its declarations assignments"),
+                    None,
+                );
+            }
+            None => report.add(
+                Kind::NotTranslated,
+                Some(at.clone()),
+                format!("`{name}`, a local of `main` that a par_loop takes, is not a scalar"),
+                Some("declare it before the first par_loop"),
+            ),
+        }
+    }
     let host = host::translate(&main_source, host_statements, &context, &mut report);
 
     let stem = options.main.file_stem().map_or_else(
@@ -930,6 +953,14 @@ fn program_text(
         );
     }
     out.push_str(&globals);
+    for (name, ty) in &host.hoisted {
+        let _ = write!(
+            out,
+            "{}global {}: {ty};\n\n",
+            from(host.globals.get(name)),
+            op2_name(name)
+        );
+    }
     // Host buffers the translated code reads: globals that start with the
     // values the dat was declared with (OP2 copies them at `op_decl_dat`),
     // and that `op_fetch_data` fills.

@@ -32,7 +32,6 @@ int main(int argc, char **argv) {
   double biggest = -1.0e300;
   int smallest = 1000;
   double total = 0.0;
-  double sum = 0.0;
   double peak = -1.0e300;
   double weighed = 0.0;
   int use_k = argc > 0;
@@ -56,6 +55,8 @@ int main(int argc, char **argv) {
               op_opt_arg_dat(use_k, p_k, -1, OP_ID, 1, "int", OP_READ),
               op_opt_arg_dat(0, p_acc, 0, pedge, 2, "double", OP_WRITE),
               op_arg_gbl(&weighed, 1, "double", OP_INC));
+  // A local of the host code that a par_loop takes.
+  double sum = 0.0;
   op_par_loop(collect, "collect", nodes,
               op_arg_dat(p_acc, -1, OP_ID, 2, "double", OP_READ),
               op_arg_gbl(&sum, 1, "double", OP_INC));

@@ -1,7 +1,8 @@
 // Kernels that call what op2 import inlines: a function-like macro of the
 // application's, OP2's MAX, a function of one `return` (with an int argument
 // converted to its float parameter) and std::min; and kernels that read or
-// assign parameters bound to INC arguments, through a map and directly.
+// assign parameters bound to INC arguments, through a map and directly; and
+// a local array of two dimensions.
 #ifndef HELPERS_KERNELS_H
 #define HELPERS_KERNELS_H
 
@@ -38,7 +39,11 @@ inline void weigh(const double *x, const int *k, double *unused, double *w) {
 }
 
 inline void collect(const double *acc, double *total) {
-  *total += acc[0] + acc[1];
+  double m[2][2];
+  for (int r = 0; r < 2; r++)
+    for (int c = 0; c < 2; c++)
+      m[r][c] = acc[c] * (r + 1);
+  *total += m[0][0] + m[0][1] + 0.5 * m[1][1];
 }
 
 #endif
