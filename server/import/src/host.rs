@@ -1,8 +1,10 @@
 //! The host program from the first par_loop on, translated into `main`.
 //! Statements are copied as written with edits: `op_par_loop` becomes
-//! `par_loop`, `op_printf` becomes `print`, `op_get_size` becomes `len`;
-//! timers, diagnostics and profiling are dropped with a note; anything else
-//! outside the `.op2` subset is reported at its C location.
+//! `par_loop`, `op_printf` becomes `print`, `op_get_size` becomes `len`,
+//! `op_fetch_data` a par_loop that copies the dat into a global standing for
+//! its host buffer, and a call of the application's own function its body
+//! (inlined); timers, diagnostics and profiling are dropped with a note;
+//! anything else outside the `.op2` subset is reported at its C location.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -688,7 +690,7 @@ fn call<'t>(
                 _ => {
                     let help = match name {
                         "op_fetch_data" | "op_fetch_data_idx" => {
-                            "host code that reads a dat after `op_fetch_data` is not yet translated; reduce into a global instead"
+                            "`op_fetch_data` is translated into the host array the dat was declared with (`op_decl_dat(…, BUFFER, …)`); fetch into that one, or reduce into a global"
                         }
                         "exit" | "abort" => "end `main` with `return;`",
                         _ => "`main` may call only the math built-ins; inline the function",
