@@ -598,6 +598,9 @@ fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, (usize,
             direct,
         } = *arg
             && rest.iter().all(|other| other.get(k) == Some(arg))
+            // A staged copy is a local array written out in full; past this
+            // the analysis reports the access (E502) instead.
+            && dim <= 1024
         {
             inc.insert(k, (dim, direct));
         }
