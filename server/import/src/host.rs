@@ -932,6 +932,14 @@ fn inline<'t>(
     host.referenced.extend(translated.referenced);
     host.assigned.extend(translated.assigned);
     host.fetched.extend(translated.fetched);
+    for (kernel, at) in translated.kernels {
+        if !host.kernels.iter().any(|(k, _)| *k == kernel) {
+            host.kernels.push((kernel, at));
+        }
+    }
+    for (kernel, loops) in translated.kernel_args {
+        host.kernel_args.entry(kernel).or_default().extend(loops);
+    }
     for (global, at) in translated.globals {
         host.globals.entry(global).or_insert(at);
     }

@@ -523,6 +523,9 @@ fn host_code_reading_fetched_dats_and_calling_a_check_function_prints_what_the_n
         // The buffers: globals with the values the dats were declared with.
         "global x: double[12] = {0.5, -0.0, 0.75, -0.125,",
         "global w: double[6] = {0.25, 0.5, 0.75, 1.0, 1.25, 1.5};",
+        // `advance(1);`, whose par_loop runs the kernel `step` too.
+        "int steps_advance1 = 1;",
+        "for (int s = 0; s < steps_advance1; s++)",
         // `op_fetch_data(p_x, x)`.
         "par_loop op2_fetch_p_x over cells (p_x READ, idx, x INC);",
         "kernel op2_fetch_p_x(const double *d, const int *i, double *h) {",

@@ -13,6 +13,17 @@ inline void step(const double *w, double *x) {
   x[1] -= w[0];
 }
 
+op_set cells;
+op_dat p_x, p_w;
+
+// A host function that runs a par_loop, inlined where `main` calls it.
+void advance(int steps) {
+  for (int s = 0; s < steps; s++)
+    op_par_loop(step, "step", cells,
+                op_arg_dat(p_w, -1, OP_ID, 1, "double", OP_READ),
+                op_arg_dat(p_x, -1, OP_ID, 2, "double", OP_RW));
+}
+
 int main(int argc, char **argv) {
   op_init(argc, argv, 2);
   const int n = 6;
@@ -23,13 +34,13 @@ int main(int argc, char **argv) {
     x[2 * i + 1] = -0.125 * i;
     w[i] = 0.25 * i + 0.25;
   }
-  op_set cells = op_decl_set(n, "cells");
-  op_dat p_x = op_decl_dat(cells, 2, "double", x, "p_x");
-  op_dat p_w = op_decl_dat(cells, 1, "double", w, "p_w");
-  for (int iter = 0; iter < 2; iter++)
-    op_par_loop(step, "step", cells,
-                op_arg_dat(p_w, -1, OP_ID, 1, "double", OP_READ),
-                op_arg_dat(p_x, -1, OP_ID, 2, "double", OP_RW));
+  cells = op_decl_set(n, "cells");
+  p_x = op_decl_dat(cells, 2, "double", x, "p_x");
+  p_w = op_decl_dat(cells, 1, "double", w, "p_w");
+  op_par_loop(step, "step", cells,
+              op_arg_dat(p_w, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_dat(p_x, -1, OP_ID, 2, "double", OP_RW));
+  advance(1);
   op_fetch_data(p_x, x);
   for (int i = 0; i < n; i++)
     op_printf("%d: %.17g %.17g (weight %g)\n", i, x[2 * i], x[2 * i + 1], w[i]);
