@@ -80,6 +80,11 @@ pub struct SimulateOptions {
     pub atol: f64,
     #[command(flatten)]
     pub fan: crate::FanLimit,
+    /// How handlers run kernels: `compiled` (machine code, the default
+    /// where the machine has a code generator) or `interp` (the reference
+    /// interpreter); both give bit-identical results in the same order.
+    #[arg(long, value_enum, default_value_t = EngineChoice::Compiled)]
+    pub engine: EngineChoice,
 }
 
 struct Loaded {
@@ -268,6 +273,10 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         seed: options.seed,
         max_iterations: common.max_iterations.unwrap_or(u64::MAX),
         injection: None,
+        engine: match options.engine {
+            EngineChoice::Compiled => Engine::Compiled,
+            EngineChoice::Interp => Engine::Interp,
+        },
     };
     let bar = spinner();
     let mut progress = |statistics: &simulate::Statistics| {
@@ -302,6 +311,9 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
             return Ok(Outcome::Errors);
         }
     };
+    for reason in &statistics.interpreted {
+        writeln!(stderr, "note: {reason}")?;
+    }
     writeln!(
         stderr,
         "simulation statistics (seed {}):\n{statistics}",

@@ -26,7 +26,9 @@ use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::FxHashMap;
 
 use crate::interp::{Compiled, CompiledExpr, Fault, Frame, Host};
-use crate::reference::{RuntimeError, add_into, combine, describe, prepare};
+use crate::native::KernelCalls;
+use crate::native::flat::{from_slot, to_slot};
+use crate::reference::{Engine, RuntimeError, add_into, combine, describe, prepare};
 use crate::state::State;
 
 /// A fault planted in the graph, to show that the simulator catches it
@@ -72,6 +74,10 @@ pub struct Options {
     pub max_iterations: u64,
     /// A planted fault.
     pub injection: Option<Injection>,
+    /// How handlers run kernels: compiled to machine code (the default),
+    /// or by the interpreter (the reference); both give bit-identical
+    /// results, in the same delivery order.
+    pub engine: Engine,
 }
 
 impl Default for Options {
@@ -80,6 +86,7 @@ impl Default for Options {
             seed: 0,
             max_iterations: u64::MAX,
             injection: None,
+            engine: Engine::Compiled,
         }
     }
 }
@@ -164,6 +171,10 @@ pub struct Statistics {
     pub evaluations: u64,
     /// The cost model.
     pub cost: Cost,
+    /// With the compiled engine: why kernels run interpreted, if some do
+    /// (a kernel the compiler declines, or a machine without a code
+    /// generator).
+    pub interpreted: Vec<String>,
 }
 
 impl Statistics {
@@ -474,6 +485,10 @@ struct Simulator<'a> {
     /// When the controller started the current invocation.
     invocation_start: u64,
     kernels: Vec<Option<crate::reference::PreparedInvocation>>,
+    /// The kernels compiled to machine code (the compiled engine).
+    calls: Option<KernelCalls>,
+    /// Reused staging slots of a compiled kernel call.
+    staged: Vec<u64>,
     in_flight: Vec<InFlight>,
     ready: Vec<usize>,
     ready_position: Vec<usize>,
@@ -865,6 +880,20 @@ impl<'a> Simulator<'a> {
             ..Statistics::default()
         };
         let kernels = prepare(&program);
+        let mut statistics = statistics;
+        let calls = match options.engine {
+            Engine::Interp => None,
+            Engine::Compiled => match KernelCalls::new(&program, &state.set_sizes, &state.consts) {
+                Ok(calls) => {
+                    statistics.interpreted.clone_from(&calls.declined);
+                    Some(calls)
+                }
+                Err(reason) => {
+                    statistics.interpreted.push(reason);
+                    None
+                }
+            },
+        };
         let bases = types.iter().map(|info| set_base[&info.set].0).collect();
         let mut simulator = Simulator {
             program,
@@ -885,6 +914,8 @@ impl<'a> Simulator<'a> {
             costs: vec![InvocationCost::default(); graph.invocations.len()],
             invocation_start: 0,
             kernels,
+            calls,
+            staged: Vec::new(),
             in_flight: Vec::new(),
             ready: Vec::new(),
             ready_position: vec![NOT_READY; device_count],
@@ -1491,7 +1522,19 @@ impl<'a> Simulator<'a> {
             })
             .collect();
         let mut no_globals: [Vec<Value>; 0] = [];
-        let result = {
+        let compiled = self.calls.as_ref().and_then(|calls| {
+            let offsets = calls.offsets(id)?;
+            Some((calls, offsets))
+        });
+        let result = if let Some((calls, offsets)) = compiled
+            && let Some(staged) = stage(invocation, layout, offsets, &slots, &mut self.staged)
+        {
+            // The same staging, the kernel compiled: its parameters in
+            // 8-byte slots and back.
+            let result = calls.call(id, staged);
+            unstage(invocation, layout, offsets, staged, &mut slots);
+            result
+        } else {
             let mut frame = Frame {
                 slots: &mut slots,
                 consts: &self.state.consts,
@@ -1922,6 +1965,57 @@ impl<'a> Simulator<'a> {
                     return Ok(());
                 }
             }
+        }
+    }
+}
+
+/// The parameters of a kernel call staged in the interpreter's frame
+/// `slots` (`layout`), as 8-byte slots for the compiled call (`offsets`),
+/// or `None` when a value does not have its argument's type (the
+/// interpreter then runs the call, as `op2 run`'s compiled engine refuses
+/// such a global).
+fn stage<'s>(
+    invocation: &op2_analysis::model::Invocation,
+    layout: &crate::interp::Layout,
+    offsets: &[usize],
+    slots: &[Value],
+    staged: &'s mut Vec<u64>,
+) -> Option<&'s mut [u64]> {
+    staged.clear();
+    staged.resize(offsets.last().copied().unwrap_or(0), 0);
+    for (position, (_, arg)) in invocation.resolved_args().enumerate() {
+        if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
+            continue;
+        }
+        let (base, length) = layout.params[position];
+        let target = &mut staged[offsets[position]..offsets[position] + length];
+        for (slot, value) in target.iter_mut().zip(&slots[base..base + length]) {
+            if value.ty() != arg.ty.scalar {
+                return None;
+            }
+            *slot = to_slot(*value);
+        }
+    }
+    Some(staged.as_mut_slice())
+}
+
+/// The parameters a compiled kernel call left in `staged`, back into the
+/// interpreter's frame `slots`.
+fn unstage(
+    invocation: &op2_analysis::model::Invocation,
+    layout: &crate::interp::Layout,
+    offsets: &[usize],
+    staged: &[u64],
+    slots: &mut [Value],
+) {
+    for (position, (_, arg)) in invocation.resolved_args().enumerate() {
+        if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
+            continue;
+        }
+        let (base, length) = layout.params[position];
+        let source = &staged[offsets[position]..offsets[position] + length];
+        for (value, slot) in slots[base..base + length].iter_mut().zip(source) {
+            *value = from_slot(*slot, arg.ty.scalar);
         }
     }
 }

@@ -44,3 +44,18 @@ fn airfoil_100_iterations_agree_on_the_small_mesh() {
         assert!(statistics.total.delivered > 1_000_000, "{statistics}");
     }
 }
+
+/// The kernels compiled for `op2 simulate` against the interpreter on the
+/// small mesh: bit-identical under several delivery orders.
+#[test]
+fn airfoil_simulates_alike_under_both_engines() {
+    let Some(case) = airfoil_case("airfoil_I10_J15.json", 3) else {
+        return;
+    };
+    for seed in [0, 1, 7, 42] {
+        let statistics = case
+            .assert_engines_simulate_alike(seed, u64::MAX)
+            .expect("airfoil simulates");
+        assert!(statistics.evaluations > 1000, "{statistics}");
+    }
+}

@@ -3,7 +3,8 @@
 //! casts, shifts, integer division that may fault, computed indices that
 //! may leave their array, loops, built-ins, reductions), each run by both
 //! engines, which must print the same text and end in bit-identical
-//! states, or fail with the same message. `OP2_DIFFERENTIAL_PROGRAMS`
+//! states, or fail with the same message; the same for `op2 simulate`'s
+//! two engines on each program's graph. `OP2_DIFFERENTIAL_PROGRAMS`
 //! sets how many (default 150, a few seconds); thousands are a documented
 //! campaign (docs/benchmarks.md).
 
@@ -628,6 +629,13 @@ fn generated_programs_run_identically_under_both_engines() {
         let result = std::panic::catch_unwind(|| assert_same_run(&interpreted, &compiled));
         if result.is_err() {
             panic!("seed {seed} differs; the program:\n{text}\ninstance: {json}");
+        }
+        // The simulator's two engines, on the program's graph.
+        let result = std::panic::catch_unwind(|| {
+            case.assert_engines_simulate_alike(seed, 10_000);
+        });
+        if result.is_err() {
+            panic!("seed {seed} simulates differently; the program:\n{text}\ninstance: {json}");
         }
         accepted += 1;
         faulted += usize::from(interpreted.is_err());

@@ -14,5 +14,6 @@ mod examples;
 mod faults;
 mod indices;
 mod repeated_inc;
+mod simulate_engines;
 mod threads;
 mod tolerance;

@@ -218,6 +218,7 @@ pub fn check(
         seed: program.seed,
         max_iterations: program.max_iterations,
         injection: None,
+        engine: op2_exec::Engine::Compiled,
     };
     let simulated = simulate::simulate(&analysis, &graph, &data, options, &mut print);
     match (&expected, &simulated) {

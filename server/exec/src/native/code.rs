@@ -203,6 +203,21 @@ pub(crate) struct Stop {
     pub index: i64,
 }
 
+impl Stop {
+    /// What compiled code returned: 0, or a site code with `out`.
+    fn from_code(code: i32, out: [i64; 2]) -> Result<(), Stop> {
+        if code == 0 {
+            Ok(())
+        } else {
+            Err(Stop {
+                site: usize::try_from(code).unwrap_or(0),
+                element: out[0],
+                index: out[1],
+            })
+        }
+    }
+}
+
 /// The finished machine code of a program's loops.
 pub(crate) struct Code {
     module: Option<JITModule>,
@@ -318,6 +333,72 @@ impl Code {
 
 type Entry = extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32;
 
+impl Code {
+    /// The kernel call `function` (`super::compile::compile_kernel_call`),
+    /// which reads and writes `staged` slots of its staging buffer and
+    /// reads the consts of `slots` (all [`Slot::Const`]) from `consts`.
+    ///
+    /// The call holds pointers into the module and into `consts`: the
+    /// caller keeps both alive, and `consts`' buffers unchanged, for as
+    /// long as the call lives.
+    pub(crate) fn kernel_call(
+        &self,
+        function: FuncId,
+        staged: usize,
+        slots: &[Slot],
+        consts: &[Vec<u64>],
+    ) -> KernelCall {
+        let module = self
+            .module
+            .as_ref()
+            .expect("the module lives until the code is dropped");
+        let table = slots
+            .iter()
+            .map(|slot| match *slot {
+                Slot::Const(c) => consts[c].as_ptr().cast_mut().cast(),
+                _ => unreachable!("a kernel call reads only const slots"),
+            })
+            .collect();
+        let entry = module.get_finalized_function(function);
+        // SAFETY: as in `bind_memory`: a function of the live module with
+        // this signature.
+        let entry = unsafe { std::mem::transmute::<*const u8, Entry>(entry) };
+        KernelCall {
+            entry,
+            staged,
+            table,
+        }
+    }
+}
+
+/// One kernel call's code, with the const table it reads.
+pub(crate) struct KernelCall {
+    entry: Entry,
+    staged: usize,
+    table: Vec<*mut u8>,
+}
+
+impl KernelCall {
+    /// Runs the kernel on `staged`.
+    pub(crate) fn call(&self, staged: &mut [u64]) -> Result<(), Stop> {
+        assert!(staged.len() >= self.staged, "staging buffer too short");
+        let mut out = [0i64; 2];
+        // SAFETY: the code reads and writes the first `self.staged` slots
+        // of the staging buffer (checked above), and reads the consts
+        // through the table, whose buffers the owner keeps alive and
+        // unchanged (see `Code::kernel_call`); the const indices the code
+        // computes are bounds-checked by the code itself. One call at a
+        // time: the buffer is borrowed mutably.
+        let code = (self.entry)(
+            staged.as_mut_ptr().cast::<*mut u8>().cast_const(),
+            self.table.as_ptr() as i64,
+            0,
+            out.as_mut_ptr(),
+        );
+        Stop::from_code(code, out)
+    }
+}
+
 /// A loop's code bound to the memory it works on: its table of checked
 /// pointers. It borrows the memory (and the code) for as long as it lives.
 pub(crate) struct Bound<'m> {
@@ -394,15 +475,7 @@ impl<'m> Bound<'m> {
             i64::try_from(end).unwrap_or(i64::MAX),
             out.as_mut_ptr(),
         );
-        if code == 0 {
-            Ok(())
-        } else {
-            Err(Stop {
-                site: usize::try_from(code).unwrap_or(0),
-                element: out[0],
-                index: out[1],
-            })
-        }
+        Stop::from_code(code, out)
     }
 }
 

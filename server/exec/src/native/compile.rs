@@ -230,14 +230,26 @@ fn literal(expr: &Expr) -> Option<i64> {
     }
 }
 
-/// Builds the IR of `invocation` into `function`.
-pub(crate) fn compile_loop<'a>(
+/// A function under construction: the generator over the kernel's
+/// parameters and locals, the resolved arguments, the function's four
+/// parameters (`table`, `start`, `end`, `out`) and its element variable.
+struct Started<'a, 'f> {
+    g: Gen<'a, 'f>,
+    args: Vec<op2_analysis::model::Arg>,
+    params: [ir::Value; 4],
+    element: Variable,
+}
+
+/// Checks `invocation`'s arguments against what they pass and starts a
+/// function of [`loop_signature`] with the kernel's parameters and locals
+/// laid out: what a whole loop and a single kernel call share.
+fn start_function<'a, 'f>(
     cx: &'a Context<'a>,
     declare_math: DeclareMath<'a>,
     invocation: &Invocation,
-    function: &mut ir::Function,
-    builder_context: &mut cranelift_frontend::FunctionBuilderContext,
-) -> Result<LoopShape, Unsupported> {
+    function: &'f mut ir::Function,
+    builder_context: &'f mut cranelift_frontend::FunctionBuilderContext,
+) -> Result<(Started<'a, 'f>, &'a Body), Unsupported> {
     let program = cx.program;
     let kernel_id = invocation.kernel.ok_or("the kernel does not resolve")?;
     invocation.set.ok_or("the set does not resolve")?;
@@ -289,10 +301,12 @@ pub(crate) fn compile_loop<'a>(
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
-    let table = b.block_params(entry)[0];
-    let start = b.block_params(entry)[1];
-    let end = b.block_params(entry)[2];
-    let out = b.block_params(entry)[3];
+    let function_params = [
+        b.block_params(entry)[0],
+        b.block_params(entry)[1],
+        b.block_params(entry)[2],
+        b.block_params(entry)[3],
+    ];
 
     let array = |b: &mut FunctionBuilder<'_>, ty: ScalarType, length: usize, computed: bool| {
         let storage = if computed {
@@ -344,7 +358,7 @@ pub(crate) fn compile_loop<'a>(
     let steps = b.declare_var(types::I64);
     let finish = b.create_block();
     let fault = b.create_block();
-    let mut g = Gen {
+    let g = Gen {
         b,
         cx,
         declare_math,
@@ -364,6 +378,85 @@ pub(crate) fn compile_loop<'a>(
         lengths,
         ended: false,
     };
+    Ok((
+        Started {
+            g,
+            args,
+            params: function_params,
+            element,
+        },
+        body,
+    ))
+}
+
+/// Loads the base pointer of each of `needed`'s slots from `table` once, in
+/// the entry block, deduplicated.
+fn load_bases(g: &mut Gen<'_, '_>, table: ir::Value, needed: Vec<Slot>) -> Result<(), Unsupported> {
+    for slot in needed {
+        if g.slot_index.contains_key(&slot) {
+            continue;
+        }
+        let offset = i32::try_from(g.slots.len() * 8).map_err(|_| "too many arguments")?;
+        let base = g.b.ins().load(types::I64, FLAGS, table, offset);
+        g.slot_index.insert(slot, g.slots.len());
+        g.slots.push(slot);
+        g.bases.push(base);
+    }
+    Ok(())
+}
+
+/// The consts `body` indexes by a computed index: their slots hold the
+/// values the code reads at run time.
+fn computed_consts(body: &Body, needed: &mut Vec<Slot>) {
+    for stmt in &body.statements {
+        op2_analysis::hir::walk_stmt_exprs(stmt, &mut |e| {
+            if let ExprKind::Load(place) = &e.kind
+                && let Var::Const(id) = place.var
+                && place.index.as_deref().is_some_and(|i| literal(i).is_none())
+            {
+                needed.push(Slot::Const(id.index()));
+            }
+        });
+    }
+}
+
+/// The staged value of component `c` of an argument that passes a constant
+/// of the run (a const or `len`), or `None` for one that passes data.
+fn stage_constant(
+    g: &mut Gen<'_, '_>,
+    arg: &op2_analysis::model::Arg,
+    c: usize,
+) -> Option<ir::Value> {
+    match arg.kind {
+        ArgKind::Const(id) => {
+            let v = g.cx.consts[id.index()][c];
+            Some(g.constant(v))
+        }
+        ArgKind::Len(set) => {
+            let v = g.lengths[set.index()];
+            Some(g_iconst32(&mut g.b, v))
+        }
+        _ => None,
+    }
+}
+
+/// Builds the IR of `invocation` into `function`.
+pub(crate) fn compile_loop<'a>(
+    cx: &'a Context<'a>,
+    declare_math: DeclareMath<'a>,
+    invocation: &Invocation,
+    function: &mut ir::Function,
+    builder_context: &mut cranelift_frontend::FunctionBuilderContext,
+) -> Result<LoopShape, Unsupported> {
+    let program = cx.program;
+    let (started, body) = start_function(cx, declare_math, invocation, function, builder_context)?;
+    let Started {
+        mut g,
+        args,
+        params: [table, start, end, out],
+        element,
+    } = started;
+
     // Base pointers, loaded once: every slot the loop needs is known from
     // its arguments and the consts its body indexes by a computed index.
     let mut needed = Vec::new();
@@ -381,26 +474,8 @@ pub(crate) fn compile_loop<'a>(
             ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(None) => {}
         }
     }
-    for stmt in &body.statements {
-        op2_analysis::hir::walk_stmt_exprs(stmt, &mut |e| {
-            if let ExprKind::Load(place) = &e.kind
-                && let Var::Const(id) = place.var
-                && place.index.as_deref().is_some_and(|i| literal(i).is_none())
-            {
-                needed.push(Slot::Const(id.index()));
-            }
-        });
-    }
-    for slot in needed {
-        if g.slot_index.contains_key(&slot) {
-            continue;
-        }
-        let offset = i32::try_from(g.slots.len() * 8).map_err(|_| "too many arguments")?;
-        let base = g.b.ins().load(types::I64, FLAGS, table, offset);
-        g.slot_index.insert(slot, g.slots.len());
-        g.slots.push(slot);
-        g.bases.push(base);
-    }
+    computed_consts(body, &mut needed);
+    load_bases(&mut g, table, needed)?;
     // Every element's copy of an `INFO` global starts from its value when
     // the loop began (a loop with one runs in a single call over all its
     // elements: `plan` makes it sequential).
@@ -421,10 +496,7 @@ pub(crate) fn compile_loop<'a>(
         }
     }
     g.b.def_var(element, start);
-    let zero32 = g_iconst32(&mut g.b, 0);
-    g.b.def_var(fault_code, zero32);
-    let zero64 = g.b.ins().iconst(types::I64, 0);
-    g.b.def_var(fault_index, zero64);
+    g.clear_fault();
     let header = g.b.create_block();
     let body_block = g.b.create_block();
     let done = g.b.create_block();
@@ -494,30 +566,16 @@ pub(crate) fn compile_loop<'a>(
                     let row = row_of(&mut g, arg.kind);
                     g.b.ins().ireduce(types::I32, row)
                 }
-                ArgKind::Const(id) => {
-                    let v = g.cx.consts[id.index()][c];
-                    g.constant(v)
-                }
-                ArgKind::Len(set) => {
-                    let v = g.lengths[set.index()];
-                    g_iconst32(&mut g.b, v)
+                ArgKind::Const(_) | ArgKind::Len(_) => {
+                    stage_constant(&mut g, arg, c).ok_or("an argument that passes no constant")?
                 }
             };
             let at = g.b.ins().iconst(types::I64, c as i64);
             g.store_array(Var::Param(k as u32), at, c, value)?;
         }
     }
-    // The kernel, its loops counted from 0 for each element.
-    let zero = g.b.ins().iconst(types::I64, 0);
-    g.b.def_var(steps, zero);
-    for stmt in &body.statements {
-        g.stmt(stmt)?;
-    }
-    if !g.ended {
-        g.b.ins().jump(finish, &[]);
-    }
+    g.kernel(body)?;
     // Store the results back.
-    g.switch(finish);
     let e = g.b.use_var(element);
     // Which `INFO` globals this element sets: those whose MIN or MAX global
     // it improves, judged before anything is combined.
@@ -608,23 +666,73 @@ pub(crate) fn compile_loop<'a>(
     g.b.ins().jump(header, &[]);
 
     g.switch(done);
-    let ok = g_iconst32(&mut g.b, 0);
-    g.b.ins().return_(&[ok]);
+    Ok(g.end_function(element, out))
+}
 
-    g.switch(fault);
-    let e = g.b.use_var(element);
-    g.b.ins().store(FLAGS, e, out, 0);
-    let index = g.b.use_var(fault_index);
-    g.b.ins().store(FLAGS, index, out, 8);
-    let code = g.b.use_var(fault_code);
-    g.b.ins().return_(&[code]);
-
-    g.b.seal_all_blocks();
-    let Gen {
-        b, slots, sites, ..
-    } = g;
-    b.finalize();
-    Ok(LoopShape { slots, sites })
+/// Builds the IR of one kernel call of `invocation` into `function`, for
+/// the simulator: the caller stages every argument that passes data into
+/// one buffer of 8-byte slots (argument `k`'s component `c` at slot
+/// `offsets[k] + c`, its value in the low bytes) and passes it as `table`;
+/// `start` is the table of the const slots the body indexes by a computed
+/// index (the returned shape's `slots`, all [`Slot::Const`]), `end` is
+/// unused. The code loads the parameters from the buffer, runs the kernel
+/// and stores every parameter that passes data back where it came from;
+/// consts and `len` are compiled in as `compile_loop` does. Returns the
+/// shape and `offsets`, followed by the number of slots.
+pub(crate) fn compile_kernel_call<'a>(
+    cx: &'a Context<'a>,
+    declare_math: DeclareMath<'a>,
+    invocation: &Invocation,
+    function: &mut ir::Function,
+    builder_context: &mut cranelift_frontend::FunctionBuilderContext,
+) -> Result<(LoopShape, Vec<usize>), Unsupported> {
+    let (started, body) = start_function(cx, declare_math, invocation, function, builder_context)?;
+    let Started {
+        mut g,
+        args,
+        params: [staged, consts, _, out],
+        element,
+    } = started;
+    let mut needed = Vec::new();
+    computed_consts(body, &mut needed);
+    load_bases(&mut g, consts, needed)?;
+    let zero = g.b.ins().iconst(types::I64, 0);
+    g.b.def_var(element, zero);
+    g.clear_fault();
+    let mut offsets = Vec::with_capacity(args.len());
+    let mut total = 0usize;
+    for arg in &args {
+        offsets.push(total);
+        total += arg.ty.dimension as usize;
+    }
+    offsets.push(total);
+    let slot_offset = |k: usize, c: usize| offset8(offsets[k] + c);
+    for (k, arg) in args.iter().enumerate() {
+        for c in 0..arg.ty.dimension as usize {
+            let value = match stage_constant(&mut g, arg, c) {
+                Some(value) => value,
+                None => {
+                    let offset = slot_offset(k, c)?;
+                    g.b.ins()
+                        .load(ir_type(arg.ty.scalar), FLAGS, staged, offset)
+                }
+            };
+            let at = g.b.ins().iconst(types::I64, c as i64);
+            g.store_array(Var::Param(k as u32), at, c, value)?;
+        }
+    }
+    g.kernel(body)?;
+    for (k, arg) in args.iter().enumerate() {
+        if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
+            continue;
+        }
+        for c in 0..arg.ty.dimension as usize {
+            let value = g.load_param(k, c)?;
+            let offset = slot_offset(k, c)?;
+            g.b.ins().store(FLAGS, value, staged, offset);
+        }
+    }
+    Ok((g.end_function(element, out), offsets))
 }
 
 fn g_iconst32(b: &mut FunctionBuilder<'_>, v: i32) -> ir::Value {
@@ -655,6 +763,50 @@ impl Gen<'_, '_> {
         let t = Typed { value: old, ty };
         let better = self.binary(op, v, t, TextRange::default())?;
         Ok(self.truth(better))
+    }
+
+    /// No fault yet.
+    fn clear_fault(&mut self) {
+        let zero32 = g_iconst32(&mut self.b, 0);
+        self.b.def_var(self.fault_code, zero32);
+        let zero64 = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(self.fault_index, zero64);
+    }
+
+    /// The kernel's statements, its loops counted from 0, ending in the
+    /// `finish` block (where `return` goes too), which is current after.
+    fn kernel(&mut self, body: &Body) -> Result<(), Unsupported> {
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(self.steps, zero);
+        for stmt in &body.statements {
+            self.stmt(stmt)?;
+        }
+        if !self.ended {
+            self.b.ins().jump(self.finish, &[]);
+        }
+        self.switch(self.finish);
+        Ok(())
+    }
+
+    /// Returns 0 from the current block, and fills the fault exit: the
+    /// element in `out[0]`, the offending index in `out[1]`, the site code
+    /// returned. Finishes the function.
+    fn end_function(mut self, element: Variable, out: ir::Value) -> LoopShape {
+        let ok = g_iconst32(&mut self.b, 0);
+        self.b.ins().return_(&[ok]);
+        self.switch(self.fault);
+        let e = self.b.use_var(element);
+        self.b.ins().store(FLAGS, e, out, 0);
+        let index = self.b.use_var(self.fault_index);
+        self.b.ins().store(FLAGS, index, out, 8);
+        let code = self.b.use_var(self.fault_code);
+        self.b.ins().return_(&[code]);
+        self.b.seal_all_blocks();
+        let Gen {
+            b, slots, sites, ..
+        } = self;
+        b.finalize();
+        LoopShape { slots, sites }
     }
 
     fn base(&self, slot: Slot) -> ir::Value {

@@ -70,68 +70,37 @@ impl Native {
     /// loop cannot be compiled.
     pub(crate) fn new(program: &Program, state: &mut State) -> Result<Native, String> {
         let mut module = code::new_module()?;
-        let call_conv = module.isa().default_call_conv();
-        let signature = compile::loop_signature(call_conv);
         let cx = Context {
             program,
             set_sizes: &state.set_sizes,
             consts: &state.consts,
         };
-        let mut declared: Vec<(String, cranelift_module::FuncId)> = Vec::new();
-        let mut builder_context = FunctionBuilderContext::new();
-        let mut context = module.make_context();
+        let mut functions = Functions::new(&module);
         let mut loops = Vec::with_capacity(program.invocations.len());
         for (index, invocation) in program.invocations.iter().enumerate() {
-            if invocation.kernel.is_none()
-                || invocation.set.is_none()
-                || invocation.args.iter().any(Option::is_none)
-            {
+            if !runnable(invocation) {
                 // The interpreter skips these too (a program with errors
                 // never runs).
                 loops.push(None);
                 continue;
             }
-            context.func.signature = signature.clone();
-            let shape = {
-                let module_ref = &mut module;
-                let declared_ref = &mut declared;
-                let mut declare_math =
-                    |name: &str, arity: usize, func: &mut cranelift_codegen::ir::Function| {
-                        let id = match declared_ref.iter().find(|(n, _)| n == name) {
-                            Some((_, id)) => *id,
-                            None => {
-                                let mut sig = module_ref.make_signature();
-                                for _ in 0..arity {
-                                    sig.params.push(AbiParam::new(types::F64));
-                                }
-                                sig.returns.push(AbiParam::new(types::F64));
-                                let id = module_ref
-                                    .declare_function(name, Linkage::Import, &sig)
-                                    .expect("math functions are declared once, consistently");
-                                declared_ref.push((name.to_owned(), id));
-                                id
-                            }
-                        };
-                        module_ref.declare_func_in_func(id, func)
-                    };
-                compile::compile_loop(
-                    &cx,
-                    &mut declare_math,
-                    invocation,
-                    &mut context.func,
-                    &mut builder_context,
+            let (id, shape) = functions
+                .define(
+                    &mut module,
+                    &format!("loop{index}"),
+                    |declare_math, function, builder_context| {
+                        compile::compile_loop(
+                            &cx,
+                            declare_math,
+                            invocation,
+                            function,
+                            builder_context,
+                        )
+                    },
                 )
                 .map_err(|reason| {
                     format!("par_loop `{}` is not compiled: {reason}", invocation.name)
-                })?
-            };
-            let id = module
-                .declare_function(&format!("loop{index}"), Linkage::Local, &signature)
-                .map_err(|e| e.to_string())?;
-            module
-                .define_function(id, &mut context)
-                .map_err(|e| format!("par_loop `{}`: {e:?}", invocation.name))?;
-            module.clear_context(&mut context);
+                })?;
             let set = invocation.set.map_or(0, |s| s.index());
             let elements = state.set_sizes[set];
             // What each slot's code may reach.
@@ -366,36 +335,10 @@ impl Native {
         }
         match result {
             Ok(()) => Ok(elements as u64),
-            Err(stop) => {
-                let site = compiled.sites.get(stop.site.wrapping_sub(1)).copied();
-                let fault = match site {
-                    Some(Site {
-                        kind: SiteKind::Division,
-                        range,
-                    }) => Fault::DivisionByZero(range),
-                    Some(Site {
-                        kind: SiteKind::Index(length),
-                        range,
-                    }) => Fault::IndexOutOfRange {
-                        range,
-                        index: stop.index,
-                        length,
-                    },
-                    Some(Site {
-                        kind: SiteKind::Operands,
-                        range,
-                    }) => Fault::Host(format!("invalid operands at {range:?}")),
-                    Some(Site {
-                        kind: SiteKind::LoopLimit,
-                        range,
-                    }) => crate::interp::kernel_loop_limit(range),
-                    None => Fault::Host("internal error: an unknown fault site".into()),
-                };
-                Err(Stopped {
-                    fault,
-                    element: usize::try_from(stop.element).unwrap_or(0),
-                })
-            }
+            Err(stop) => Err(Stopped {
+                fault: fault_at(&compiled.sites, &stop),
+                element: usize::try_from(stop.element).unwrap_or(0),
+            }),
         }
     }
 
@@ -403,5 +346,225 @@ impl Native {
     pub(crate) fn finish(self, state: &mut State) {
         state.dats = self.dats.iter().map(Buffer::to_values).collect();
         state.maps = self.maps.into_inner();
+    }
+}
+
+/// Whether an invocation runs at all: the interpreter skips one whose
+/// kernel, set or some argument does not resolve (a program with errors
+/// never runs).
+fn runnable(invocation: &op2_analysis::model::Invocation) -> bool {
+    invocation.kernel.is_some()
+        && invocation.set.is_some()
+        && invocation.args.iter().all(Option::is_some)
+}
+
+/// The fault of the interpreter that compiled code stopped with at `stop`.
+fn fault_at(sites: &[Site], stop: &code::Stop) -> Fault {
+    match sites.get(stop.site.wrapping_sub(1)).copied() {
+        Some(Site {
+            kind: SiteKind::Division,
+            range,
+        }) => Fault::DivisionByZero(range),
+        Some(Site {
+            kind: SiteKind::Index(length),
+            range,
+        }) => Fault::IndexOutOfRange {
+            range,
+            index: stop.index,
+            length,
+        },
+        Some(Site {
+            kind: SiteKind::Operands,
+            range,
+        }) => Fault::Host(format!("invalid operands at {range:?}")),
+        Some(Site {
+            kind: SiteKind::LoopLimit,
+            range,
+        }) => crate::interp::kernel_loop_limit(range),
+        None => Fault::Host("internal error: an unknown fault site".into()),
+    }
+}
+
+/// Defining functions of [`compile::loop_signature`] in one module, with
+/// the math functions their code calls declared once.
+struct Functions {
+    signature: cranelift_codegen::ir::Signature,
+    declared: Vec<(String, cranelift_module::FuncId)>,
+    builder_context: FunctionBuilderContext,
+}
+
+impl Functions {
+    fn new(module: &cranelift_jit::JITModule) -> Functions {
+        Functions {
+            signature: compile::loop_signature(module.isa().default_call_conv()),
+            declared: Vec::new(),
+            builder_context: FunctionBuilderContext::new(),
+        }
+    }
+
+    /// Builds a function with `build` and defines it in `module` as `name`.
+    fn define<T>(
+        &mut self,
+        module: &mut cranelift_jit::JITModule,
+        name: &str,
+        build: impl FnOnce(
+            compile::DeclareMath<'_>,
+            &mut cranelift_codegen::ir::Function,
+            &mut FunctionBuilderContext,
+        ) -> Result<T, String>,
+    ) -> Result<(cranelift_module::FuncId, T), String> {
+        let mut context = module.make_context();
+        context.func.signature = self.signature.clone();
+        let shape = {
+            let module_ref = &mut *module;
+            let declared = &mut self.declared;
+            let mut declare_math =
+                |name: &str, arity: usize, func: &mut cranelift_codegen::ir::Function| {
+                    let id = match declared.iter().find(|(n, _)| n == name) {
+                        Some((_, id)) => *id,
+                        None => {
+                            let mut sig = module_ref.make_signature();
+                            for _ in 0..arity {
+                                sig.params.push(AbiParam::new(types::F64));
+                            }
+                            sig.returns.push(AbiParam::new(types::F64));
+                            let id = module_ref
+                                .declare_function(name, Linkage::Import, &sig)
+                                .expect("math functions are declared once, consistently");
+                            declared.push((name.to_owned(), id));
+                            id
+                        }
+                    };
+                    module_ref.declare_func_in_func(id, func)
+                };
+            build(
+                &mut declare_math,
+                &mut context.func,
+                &mut self.builder_context,
+            )?
+        };
+        let id = module
+            .declare_function(name, Linkage::Local, &self.signature)
+            .map_err(|e| e.to_string())?;
+        module
+            .define_function(id, &mut context)
+            .map_err(|e| format!("{e:?}"))?;
+        module.clear_context(&mut context);
+        Ok((id, shape))
+    }
+}
+
+/// Every kernel of a program compiled for single calls, as the simulator
+/// makes them (one per device and execute): the caller stages the
+/// arguments that pass data into 8-byte slots
+/// ([`compile::compile_kernel_call`]).
+pub(crate) struct KernelCalls {
+    calls: Vec<Option<Call>>,
+    /// The consts' slots the calls read, kept alive for their tables.
+    _consts: Vec<Vec<u64>>,
+    /// Owns the machine code; dropped after `calls`.
+    _code: Code,
+    /// Why some kernels are not compiled (they run interpreted).
+    pub(crate) declined: Vec<String>,
+}
+
+/// One invocation's compiled call, its fault sites and its staging
+/// offsets.
+type Call = (code::KernelCall, Vec<Site>, Vec<usize>);
+
+impl std::fmt::Debug for KernelCalls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KernelCalls")
+    }
+}
+
+impl KernelCalls {
+    /// Compiles the kernel call of every invocation of `program` for a run
+    /// with `consts` and `set_sizes`; an invocation that cannot be compiled
+    /// is left to the interpreter, with the reason in `declined`. Fails only
+    /// when the machine has no code generator.
+    pub(crate) fn new(
+        program: &Program,
+        set_sizes: &[usize],
+        consts: &[Vec<Value>],
+    ) -> Result<KernelCalls, String> {
+        let mut module = code::new_module()?;
+        let cx = Context {
+            program,
+            set_sizes,
+            consts,
+        };
+        let mut functions = Functions::new(&module);
+        let mut defined = Vec::with_capacity(program.invocations.len());
+        let mut declined = Vec::new();
+        for (index, invocation) in program.invocations.iter().enumerate() {
+            if !runnable(invocation) {
+                defined.push(None);
+                continue;
+            }
+            let result = functions.define(
+                &mut module,
+                &format!("call{index}"),
+                |declare_math, function, builder_context| {
+                    compile::compile_kernel_call(
+                        &cx,
+                        declare_math,
+                        invocation,
+                        function,
+                        builder_context,
+                    )
+                },
+            );
+            match result {
+                Ok(defined_call) => defined.push(Some(defined_call)),
+                Err(reason) => {
+                    declined.push(format!(
+                        "the kernel of par_loop `{}` runs interpreted: {reason}",
+                        invocation.name
+                    ));
+                    defined.push(None);
+                }
+            }
+        }
+        let code = Code::new(module)?;
+        let consts: Vec<Vec<u64>> = consts
+            .iter()
+            .map(|values| values.iter().map(|v| to_slot(*v)).collect())
+            .collect();
+        let calls = defined
+            .into_iter()
+            .map(|entry| {
+                let (id, (shape, offsets)) = entry?;
+                let staged = offsets.last().copied().unwrap_or(0);
+                let call = code.kernel_call(id, staged, &shape.slots, &consts);
+                Some((call, shape.sites, offsets))
+            })
+            .collect();
+        Ok(KernelCalls {
+            calls,
+            _consts: consts,
+            _code: code,
+            declined,
+        })
+    }
+
+    /// Where invocation `id`'s compiled call wants each argument's first
+    /// component in the staged slots, and after them the number of slots,
+    /// or `None` when it runs interpreted.
+    pub(crate) fn offsets(&self, id: InvocationId) -> Option<&[usize]> {
+        self.calls[id.index()]
+            .as_ref()
+            .map(|(_, _, o)| o.as_slice())
+    }
+
+    /// Runs invocation `id`'s kernel on `staged` (laid out as
+    /// [`KernelCalls::offsets`] says).
+    pub(crate) fn call(&self, id: InvocationId, staged: &mut [u64]) -> Result<(), Fault> {
+        let Some((call, sites, _)) = &self.calls[id.index()] else {
+            return Err(Fault::Host(
+                "internal error: a kernel call that was not compiled".into(),
+            ));
+        };
+        call.call(staged).map_err(|stop| fault_at(sites, &stop))
     }
 }

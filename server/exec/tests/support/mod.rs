@@ -194,3 +194,52 @@ pub fn assert_same_run(
         ),
     }
 }
+
+impl Case {
+    /// Simulates with `seed` under the interpreter and the compiled engine
+    /// and asserts that both print the same, end in bit-identical states
+    /// after the same steps, deliveries, kernel evaluations and makespan,
+    /// or fail with the same message. Returns the compiled run's
+    /// statistics, if it succeeded.
+    pub fn assert_engines_simulate_alike(
+        &self,
+        seed: u64,
+        max_iterations: u64,
+    ) -> Option<Statistics> {
+        let options = |engine| simulate::Options {
+            seed,
+            max_iterations,
+            engine,
+            ..simulate::Options::default()
+        };
+        let interpreted = self.simulate(options(Engine::Interp));
+        let compiled = self.simulate(options(Engine::Compiled));
+        match (interpreted, compiled) {
+            (Ok((a, out_a, stats_a)), Ok((b, out_b, stats_b))) => {
+                assert_eq!(out_a, out_b, "seed {seed}: both engines print the same");
+                if let Some(difference) = first_difference(&a, &b) {
+                    panic!("seed {seed}: the engines' final states differ: {difference}");
+                }
+                assert_eq!(stats_a.steps, stats_b.steps, "seed {seed}: steps");
+                assert_eq!(stats_a.total, stats_b.total, "seed {seed}: traffic");
+                assert_eq!(stats_a.evaluations, stats_b.evaluations, "seed {seed}");
+                assert_eq!(stats_a.cost.makespan, stats_b.cost.makespan, "seed {seed}");
+                assert!(
+                    stats_b.interpreted.is_empty(),
+                    "seed {seed}: kernels ran interpreted under the compiled engine: {:?}",
+                    stats_b.interpreted
+                );
+                Some(stats_b)
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "seed {seed}: both fail alike");
+                None
+            }
+            (a, b) => panic!(
+                "seed {seed}: one engine failed: interpreter {:?}, compiled {:?}",
+                a.err().map(|e| e.to_string()),
+                b.err().map(|e| e.to_string())
+            ),
+        }
+    }
+}
