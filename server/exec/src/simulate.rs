@@ -28,6 +28,9 @@ use rustc_hash::FxHashMap;
 use crate::interp::{Compiled, CompiledExpr, Fault, Frame, Host};
 use crate::native::KernelCalls;
 use crate::native::flat::{from_slot, to_slot};
+use store::{Column, Payloads, add_slots, combine_slots};
+
+mod store;
 use crate::reference::{Engine, RuntimeError, add_into, combine, describe, prepare};
 use crate::state::State;
 
@@ -327,6 +330,23 @@ struct PlanInfo {
     end_out: usize,
     /// Argument indices that have a landing pad, in slot order.
     buffers: Vec<usize>,
+    /// Position of the type's set among the invocation's involved sets,
+    /// where its count properties are (`Counts`).
+    involved: Option<usize>,
+    /// Per argument (by index): its landing pad (in `buffers`) or, for a
+    /// global or an `INFO` global, its pad (in `TypeInfo::pads`); 0
+    /// otherwise.
+    arg_store: Vec<usize>,
+    /// Per begin global of the invocation: its pad, if the type has one.
+    begin_pads: Vec<Option<usize>>,
+    /// Per end global of the invocation: its pad.
+    end_pads: Vec<usize>,
+    /// Per `INFO` global of the invocation: the pads of `G` and of the MIN
+    /// or MAX global `R` it follows.
+    info_pads: Vec<(usize, usize)>,
+    /// Per resolved argument: where its components start in a kernel
+    /// call's staging slots; after them, the number of slots.
+    offsets: Vec<usize>,
 }
 
 /// What an input pin of a set device type does.
@@ -355,34 +375,48 @@ struct TypeInfo {
     pads: Vec<GlobalId>,
 }
 
-#[derive(Clone, Default)]
-struct PlanState {
-    in_progress: bool,
-    read_send_mask: u32,
-    read_recv_count: u32,
-    write_send_mask: u32,
-    write_recv_count: u32,
-    buffers: Vec<Vec<Value>>,
-    /// Per `INFO` global of the plan: the element that set it, or
-    /// `NO_ELEMENT` (the generated `element_G`).
-    info_elements: Vec<u32>,
+/// The state of one invocation on every element of a set device type,
+/// as columns (structure of arrays).
+struct PlanColumns {
+    in_progress: Vec<bool>,
+    read_send_mask: Vec<u32>,
+    read_recv_count: Vec<u32>,
+    write_send_mask: Vec<u32>,
+    write_recv_count: Vec<u32>,
+    /// The landing pads, in `PlanInfo::buffers` order.
+    buffers: Vec<Column>,
+    /// Per element, per `INFO` global of the invocation: the element that
+    /// set it, or `NO_ELEMENT` (the generated `element_G`).
+    info_elements: Column,
 }
 
-#[derive(Clone)]
-struct ElementState {
-    plans: Vec<PlanState>,
-    pads: Vec<Vec<Value>>,
+/// The state of every element of a set device type.
+struct TypeColumns {
+    plans: Vec<PlanColumns>,
+    /// The globals' pads, in `TypeInfo::pads` order.
+    pads: Vec<Column>,
 }
 
-/// A message on its way.
-#[derive(Clone)]
+/// A message on its way: 24 bytes, its payload shared in [`Payloads`].
+#[derive(Clone, Copy)]
 struct InFlight {
-    device: usize,
-    pin: usize,
-    plan: usize,
-    payload: Arc<Vec<Value>>,
     /// The step of the cost model from which it can be handled.
     arrival: u64,
+    device: u32,
+    pin: u32,
+    plan: u32,
+    payload: u32,
+}
+
+/// The types of a payload's components, for [`Injection::PerturbMessage`].
+#[derive(Clone, Copy)]
+enum PayloadTypes {
+    /// All of one type.
+    Uniform(ScalarType),
+    /// The begin globals of the invocation at this graph position.
+    Begin(usize),
+    /// Its end globals.
+    End(usize),
 }
 
 /// An aggregator of an invocation's tree (compilation.md §11).
@@ -461,15 +495,28 @@ struct Simulator<'a> {
     state: State,
     counts: Counts,
     types: Vec<TypeInfo>,
-    /// Per device: the index of its set type (devices from 1).
-    owners: Vec<usize>,
+    /// Per device: the index of its set type (devices from 1 to
+    /// `first_aggregator`).
+    owners: Vec<u32>,
     /// Per set type: the device index of its element 0.
     bases: Vec<usize>,
-    elements: Vec<ElementState>,
-    /// Per device, per output pin: the range of its edges in `edges`.
-    fanout: Vec<Vec<(usize, usize)>>,
-    /// Destinations: (device, input pin).
-    edges: Vec<(usize, usize)>,
+    /// Per set type: its elements' state.
+    columns: Vec<TypeColumns>,
+    /// The dats' values.
+    dats: Vec<Column>,
+    /// Per device: the index in `pin_ends` of its output pin 0; then the
+    /// number of output pins of all devices.
+    pin_base: Vec<u32>,
+    /// Per output pin of every device, in device order: the end of its
+    /// edges in `edges` (each starts where the one before ends).
+    pin_ends: Vec<u32>,
+    /// Destinations: (device, input pin), grouped by source device and
+    /// output pin, in the topology's order.
+    edges: Vec<(u32, u32)>,
+    payloads: Payloads,
+    /// Reused slots: a payload being sent, one being handled.
+    outgoing: Vec<u64>,
+    incoming: Vec<u64>,
     controller: Controller,
     /// Device index of the first aggregator; aggregators follow the set
     /// devices, invocation by invocation.
@@ -490,8 +537,8 @@ struct Simulator<'a> {
     /// Reused staging slots of a compiled kernel call.
     staged: Vec<u64>,
     in_flight: Vec<InFlight>,
-    ready: Vec<usize>,
-    ready_position: Vec<usize>,
+    ready: Vec<u32>,
+    ready_position: Vec<u32>,
     /// Ready output pins per device, as of its last handler.
     ready_masks: Vec<u64>,
     /// Set sizes as `int`s, for `len`.
@@ -500,6 +547,9 @@ struct Simulator<'a> {
     scratch: Vec<Value>,
     /// The globals one kernel run has already added to, reused.
     incremented: Vec<GlobalId>,
+    /// The starts of the MIN or MAX globals `INFO` globals follow in one
+    /// kernel run, reused.
+    info_starts: Vec<u64>,
     random: Random,
     statistics: Statistics,
     out: &'a mut dyn FnMut(&str),
@@ -512,7 +562,7 @@ struct Simulator<'a> {
     perturb: Option<u64>,
 }
 
-const NOT_READY: usize = usize::MAX;
+const NOT_READY: u32 = u32::MAX;
 
 /// Steps between two calls of the progress callback.
 pub const PROGRESS_STEPS: u64 = 1 << 18;
@@ -540,11 +590,13 @@ pub fn simulate_with_progress(
     progress: &mut dyn FnMut(&Statistics),
 ) -> Result<(State, Statistics), SimulationError> {
     let start = Instant::now();
-    let mut simulator = Simulator::new(analysis, graph, data, options, out, progress);
+    let mut simulator = Simulator::new(analysis, graph, data, options, out, progress)?;
     simulator.run()?;
     simulator.statistics.elapsed = start.elapsed();
     simulator.statistics.cost = simulator.cost();
-    Ok((simulator.state, simulator.statistics))
+    let mut state = simulator.state;
+    state.dats = simulator.dats.iter().map(Column::to_values).collect();
+    Ok((state, simulator.statistics))
 }
 
 fn identity(ty: ScalarType, mode: AccessMode) -> Value {
@@ -563,6 +615,11 @@ fn identity(ty: ScalarType, mode: AccessMode) -> Value {
         (AccessMode::Min, ScalarType::Bool) => Value::Bool(true),
         _ => Value::zero(ty),
     }
+}
+
+/// The position of `global`'s pad among a set device type's `pads`.
+fn pad_of(pads: &[GlobalId], global: GlobalId) -> Option<usize> {
+    pads.iter().position(|g| *g == global)
 }
 
 fn pin_index(device: &DeviceType, role: PinRole, output: bool) -> usize {
@@ -584,9 +641,17 @@ impl<'a> Simulator<'a> {
         options: Options,
         out: &'a mut dyn FnMut(&str),
         progress: &'a mut dyn FnMut(&Statistics),
-    ) -> Simulator<'a> {
+    ) -> Result<Simulator<'a>, SimulationError> {
         let program = Arc::clone(&analysis.program);
-        let state = State::new(&program, data);
+        let mut state = State::new(&program, data);
+        let dats: Vec<Column> = program
+            .dats
+            .iter()
+            .zip(std::mem::take(&mut state.dats))
+            .map(|(dat, values)| {
+                Column::from_values(dat.ty.scalar, dat.ty.dimension as usize, &values)
+            })
+            .collect();
         let mut counts = Counts::new(&program, graph, data);
         match options.injection {
             Some(Injection::WriteTotalPlusOne { plan, set, index }) => {
@@ -679,6 +744,16 @@ impl<'a> Simulator<'a> {
                         .collect(),
                     end_out: pin_index(device, PinRole::End(id), true),
                     buffers: buffers.clone(),
+                    involved: graph
+                        .invocations
+                        .iter()
+                        .find(|p| p.id == id)
+                        .and_then(|p| p.involved_sets.iter().position(|x| *x == set)),
+                    arg_store: Vec::new(),
+                    begin_pads: Vec::new(),
+                    end_pads: Vec::new(),
+                    info_pads: Vec::new(),
+                    offsets: Vec::new(),
                 };
                 inputs[info.begin_in] = Input::Begin(index);
                 for (arg, pin) in &info.read_recvs {
@@ -716,6 +791,47 @@ impl<'a> Simulator<'a> {
                     })
                 })
                 .collect();
+            for info in &mut plans {
+                let invocation = &program.invocations[info.invocation.index()];
+                info.arg_store = invocation
+                    .args
+                    .iter()
+                    .enumerate()
+                    .map(|(k, arg)| match arg.as_ref().map(|a| a.kind) {
+                        Some(ArgKind::Global(global) | ArgKind::Info { global, .. }) => {
+                            pad_of(&pads, global).unwrap_or(0)
+                        }
+                        _ => info.buffers.iter().position(|b| *b == k).unwrap_or(0),
+                    })
+                    .collect();
+                let plan = &graph.invocations[info.plan];
+                info.begin_pads = plan
+                    .begin_globals
+                    .iter()
+                    .map(|g| pad_of(&pads, *g))
+                    .collect();
+                info.end_pads = plan
+                    .end_globals
+                    .iter()
+                    .map(|(g, _)| pad_of(&pads, *g).unwrap_or(0))
+                    .collect();
+                info.info_pads = plan
+                    .infos
+                    .iter()
+                    .map(|i| {
+                        (
+                            pad_of(&pads, i.global).unwrap_or(0),
+                            pad_of(&pads, i.of).unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                let mut total = 0;
+                for (_, arg) in invocation.resolved_args() {
+                    info.offsets.push(total);
+                    total += arg.ty.dimension as usize;
+                }
+                info.offsets.push(total);
+            }
             set_base.insert(set, (device_count, types.len()));
             device_count += state.set_sizes[set.index()];
             types.push(TypeInfo {
@@ -727,48 +843,53 @@ impl<'a> Simulator<'a> {
             });
         }
 
-        // Per-element state.
-        let mut elements = Vec::with_capacity(device_count);
-        let mut owners: Vec<usize> = vec![usize::MAX; device_count];
+        // Per-element state, a column per field.
+        let mut columns = Vec::with_capacity(types.len());
+        let mut owners: Vec<u32> = vec![u32::MAX; device_count];
         for (t, info) in types.iter().enumerate() {
-            let template = ElementState {
-                plans: info
-                    .plans
-                    .iter()
-                    .map(|p| PlanState {
-                        buffers: p
-                            .buffers
-                            .iter()
-                            .map(|a| {
-                                let arg = program.invocations[p.invocation.index()].args[*a]
-                                    .as_ref()
-                                    .map(|a| a.ty);
-                                let ty = arg.map_or(ScalarType::Double, |t| t.scalar);
-                                vec![Value::zero(ty); arg.map_or(1, |t| t.dimension as usize)]
-                            })
-                            .collect(),
-                        ..PlanState::default()
-                    })
-                    .collect(),
-                pads: info
-                    .pads
-                    .iter()
-                    .map(|g| {
-                        vec![
-                            Value::zero(program.globals[g.index()].ty.scalar);
-                            program.globals[g.index()].ty.dimension as usize
-                        ]
-                    })
-                    .collect(),
-            };
+            let elements = state.set_sizes[info.set.index()];
+            let plans = info
+                .plans
+                .iter()
+                .map(|p| PlanColumns {
+                    in_progress: vec![false; elements],
+                    read_send_mask: vec![0; elements],
+                    read_recv_count: vec![0; elements],
+                    write_send_mask: vec![0; elements],
+                    write_recv_count: vec![0; elements],
+                    buffers: p
+                        .buffers
+                        .iter()
+                        .map(|a| {
+                            let ty = program.invocations[p.invocation.index()].args[*a]
+                                .as_ref()
+                                .map(|a| a.ty);
+                            Column::zeros(
+                                ty.map_or(ScalarType::Double, |t| t.scalar),
+                                ty.map_or(1, |t| t.dimension as usize),
+                                elements,
+                            )
+                        })
+                        .collect(),
+                    info_elements: Column::filled(
+                        ScalarType::Uint,
+                        graph.invocations[p.plan].infos.len(),
+                        elements,
+                        to_slot(Value::Uint(NO_ELEMENT)),
+                    ),
+                })
+                .collect();
+            let pads = info
+                .pads
+                .iter()
+                .map(|g| {
+                    let ty = program.globals[g.index()].ty;
+                    Column::zeros(ty.scalar, ty.dimension as usize, elements)
+                })
+                .collect();
+            columns.push(TypeColumns { plans, pads });
             let (base, _) = set_base[&info.set];
-            for element in 0..state.set_sizes[info.set.index()] {
-                owners[base + element] = t;
-            }
-            elements.extend(std::iter::repeat_n(
-                template,
-                state.set_sizes[info.set.index()],
-            ));
+            owners[base..base + elements].fill(u32::try_from(t).unwrap_or(u32::MAX));
         }
 
         // The aggregators of each invocation's tree, after the set devices.
@@ -819,39 +940,79 @@ impl<'a> Simulator<'a> {
                     .tree_device_type(plan.id)
                     .unwrap_or(&graph.device_types[0])
             } else {
-                let set = types[owners[index]].set;
+                let set = types[owners[index] as usize].set;
                 graph.set_device_type(set).unwrap_or(&graph.device_types[0])
             }
         };
-        let mut lists: Vec<Vec<Vec<(usize, usize)>>> = (0..device_count)
-            .map(|d| vec![Vec::new(); device_type_of(d).outputs.len()])
-            .collect();
+        // Edges in two passes over the topology (it streams them): count
+        // each output pin's edges, then place each edge after the ones
+        // before it, so that a pin's edges keep the topology's order.
+        let too_large = || {
+            SimulationError::Assertion(
+                "the graph has more than 4294967295 edges or output pins: too large to simulate"
+                    .to_owned(),
+            )
+        };
+        let mut pin_base = Vec::with_capacity(device_count + 1);
+        let mut pins = 0u64;
+        for d in 0..device_count {
+            pin_base.push(u32::try_from(pins).map_err(|_| too_large())?);
+            pins += device_type_of(d).outputs.len() as u64;
+        }
+        pin_base.push(u32::try_from(pins).map_err(|_| too_large())?);
+        #[allow(clippy::cast_possible_truncation)]
+        let mut pin_ends = vec![0u32; pins as usize];
         let mut number = 0usize;
-        for_each_edge(&program, graph, data, |edge| {
-            let dropped = options.injection == Some(Injection::DropEdge(number));
-            number += 1;
+        let mut overflow = false;
+        // An edge's output pin slot and destination, or `None` for the
+        // dropped edge; `number` counts the edges enumerated.
+        let edge_slot = |number: &mut usize, edge: &op2_codegen::topology::Edge| {
+            let dropped = options.injection == Some(Injection::DropEdge(*number));
+            *number += 1;
             if dropped {
-                return;
+                return None;
             }
             let source = device_index(edge.source.0);
             let destination = device_index(edge.destination.0);
             let out_pin = pin_index(device_type_of(source), edge.source.1, true);
             let in_pin = pin_index(device_type_of(destination), edge.destination.1, false);
-            lists[source][out_pin].push((destination, in_pin));
+            Some((
+                pin_base[source] as usize + out_pin,
+                (
+                    u32::try_from(destination).unwrap_or(u32::MAX),
+                    u32::try_from(in_pin).unwrap_or(u32::MAX),
+                ),
+            ))
+        };
+        for_each_edge(&program, graph, data, |edge| {
+            if let Some((slot, _)) = edge_slot(&mut number, &edge) {
+                let count = &mut pin_ends[slot];
+                match count.checked_add(1) {
+                    Some(more) => *count = more,
+                    None => overflow = true,
+                }
+            }
         });
-        let mut edges = Vec::with_capacity(number);
-        let fanout = lists
-            .into_iter()
-            .map(|pins| {
-                pins.into_iter()
-                    .map(|list| {
-                        let start = edges.len();
-                        edges.extend(list);
-                        (start, edges.len())
-                    })
-                    .collect()
-            })
-            .collect();
+        // Each pin's start, then filled up to its end.
+        let mut total = 0u64;
+        for end in &mut pin_ends {
+            let count = u64::from(*end);
+            *end = u32::try_from(total).unwrap_or(u32::MAX);
+            total += count;
+        }
+        if overflow || total > u64::from(u32::MAX) {
+            return Err(too_large());
+        }
+        #[allow(clippy::cast_possible_truncation)]
+        let mut edges = vec![(0u32, 0u32); total as usize];
+        let mut number = 0usize;
+        for_each_edge(&program, graph, data, |edge| {
+            if let Some((slot, destination)) = edge_slot(&mut number, &edge) {
+                let at = &mut pin_ends[slot];
+                edges[*at as usize] = destination;
+                *at += 1;
+            }
+        });
 
         let controller = Controller {
             program: compile_controller(&program, graph),
@@ -864,10 +1025,10 @@ impl<'a> Simulator<'a> {
             ],
             pc: 0,
             running: true,
-            info_elements: Vec::new(),
             begin_pending: 0,
             end_count: 0,
             finished: false,
+            info_elements: Vec::new(),
         };
         let statistics = Statistics {
             invocations: graph
@@ -903,9 +1064,14 @@ impl<'a> Simulator<'a> {
             types,
             owners,
             bases,
-            elements,
-            fanout,
+            columns,
+            dats,
+            pin_base,
+            pin_ends,
             edges,
+            payloads: Payloads::default(),
+            outgoing: Vec::new(),
+            incoming: Vec::new(),
             controller,
             first_aggregator,
             aggregators,
@@ -923,6 +1089,7 @@ impl<'a> Simulator<'a> {
             lengths: Vec::new(),
             scratch: Vec::new(),
             incremented: Vec::new(),
+            info_starts: Vec::new(),
             random: Random(options.seed),
             statistics,
             out,
@@ -937,14 +1104,14 @@ impl<'a> Simulator<'a> {
         };
         simulator.lengths = simulator.state.lengths();
         simulator.update_ready(0);
-        simulator
+        Ok(simulator)
     }
 
     fn device_location(&self, device: usize) -> Option<(usize, SetId, u32)> {
         if device == 0 {
             return None;
         }
-        let t = *self.owners.get(device)?;
+        let t = *self.owners.get(device)? as usize;
         let index = u32::try_from(device - self.bases[t]).unwrap_or(u32::MAX);
         Some((t, self.types[t].set, index))
     }
@@ -994,35 +1161,59 @@ impl<'a> Simulator<'a> {
         let Some((t, set, index)) = self.device_location(device) else {
             return 0;
         };
+        let _ = set;
         let info = &self.types[t];
-        let element = &self.elements[device - 1];
+        let e = index as usize;
         let mut mask = 0u64;
-        for (p, plan) in info.plans.iter().enumerate() {
-            let s = &element.plans[p];
-            if !s.in_progress {
+        for (plan, s) in info.plans.iter().zip(&self.columns[t].plans) {
+            if !s.in_progress[e] {
                 continue;
             }
+            let read_send_mask = s.read_send_mask[e];
             for (bit, (_, pin)) in plan.read_sends.iter().enumerate() {
-                if s.read_send_mask & (1 << bit) != 0 {
+                if read_send_mask & (1 << bit) != 0 {
                     mask |= 1 << pin;
                 }
             }
-            if s.read_recv_count == self.counts.read_total(self.graph, plan.plan, set, index) {
+            if s.read_recv_count[e] == self.read_total(plan, e) {
                 mask |= 1 << plan.execute_out;
             }
+            let write_send_mask = s.write_send_mask[e];
             for (bit, (_, pin)) in plan.write_sends.iter().enumerate() {
-                if s.write_send_mask & (1 << bit) != 0 {
+                if write_send_mask & (1 << bit) != 0 {
                     mask |= 1 << pin;
                 }
             }
-            if s.read_send_mask == 0
-                && s.write_send_mask == 0
-                && s.write_recv_count == self.counts.write_total(self.graph, plan.plan, set, index)
+            if read_send_mask == 0
+                && write_send_mask == 0
+                && s.write_recv_count[e] == self.write_total(plan, e)
             {
                 mask |= 1 << plan.end_out;
             }
         }
         mask
+    }
+
+    /// `{inv}_read_recv_total` of element `e` of the type of `plan`.
+    fn read_total(&self, plan: &PlanInfo, e: usize) -> u32 {
+        plan.involved
+            .map_or(0, |s| self.counts.read_recv_total[plan.plan][s][e])
+    }
+
+    /// `{inv}_write_recv_total` of element `e` of the type of `plan`.
+    fn write_total(&self, plan: &PlanInfo, e: usize) -> u32 {
+        plan.involved
+            .map_or(0, |s| self.counts.write_recv_total[plan.plan][s][e])
+    }
+
+    /// Whether set device `device` is inside some invocation.
+    fn in_progress(&self, device: usize) -> bool {
+        self.device_location(device).is_some_and(|(t, _, index)| {
+            self.columns[t]
+                .plans
+                .iter()
+                .any(|p| p.in_progress[index as usize])
+        })
     }
 
     fn update_ready(&mut self, device: usize) {
@@ -1032,13 +1223,16 @@ impl<'a> Simulator<'a> {
         let position = self.ready_position[device];
         match (ready, position == NOT_READY) {
             (true, true) => {
-                self.ready_position[device] = self.ready.len();
-                self.ready.push(device);
+                // Fewer devices than `u32::MAX`: their indices are u32.
+                self.ready_position[device] = u32::try_from(self.ready.len()).unwrap_or(NOT_READY);
+                self.ready.push(u32::try_from(device).unwrap_or(u32::MAX));
             }
             (false, false) => {
+                let position = position as usize;
                 let last = self.ready.len() - 1;
                 self.ready.swap(position, last);
-                self.ready_position[self.ready[position]] = position;
+                self.ready_position[self.ready[position] as usize] =
+                    u32::try_from(position).unwrap_or(NOT_READY);
                 self.ready.pop();
                 self.ready_position[device] = NOT_READY;
             }
@@ -1058,7 +1252,7 @@ impl<'a> Simulator<'a> {
                 (self.progress)(&self.statistics);
             }
             if choice < self.ready.len() {
-                let device = self.ready[choice];
+                let device = self.ready[choice] as usize;
                 let mask = self.ready_masks[device];
                 // A random ready pin: the k-th set bit.
                 let mut k = self.random.below(mask.count_ones() as usize);
@@ -1071,12 +1265,18 @@ impl<'a> Simulator<'a> {
                 self.send(device, pin)?;
             } else {
                 let message = self.in_flight.swap_remove(choice - self.ready.len());
-                self.receive(message)?;
+                let mut payload = std::mem::take(&mut self.incoming);
+                payload.clear();
+                payload.extend_from_slice(self.payloads.get(message.payload));
+                self.payloads.release(message.payload);
+                let result = self.receive(message, &payload);
+                self.incoming = payload;
+                result?;
             }
         }
         // The program ended: nothing may be left half done.
-        let pending: Vec<String> = (1..self.elements.len() + 1)
-            .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
+        let pending: Vec<String> = (1..self.first_aggregator)
+            .filter(|&d| self.in_progress(d))
             .take(8)
             .map(|d| self.device_report(d))
             .collect();
@@ -1146,11 +1346,12 @@ impl<'a> Simulator<'a> {
                 c.pc, c.running, c.begin_pending, c.end_count
             );
         };
+        let _ = set;
         let info = &self.types[t];
+        let e = index as usize;
         let mut report = String::new();
-        for (p, plan) in info.plans.iter().enumerate() {
-            let s = &self.elements[device - 1].plans[p];
-            if !s.in_progress {
+        for (plan, s) in info.plans.iter().zip(&self.columns[t].plans) {
+            if !s.in_progress[e] {
                 continue;
             }
             let name = &self.graph.invocations[plan.plan].name;
@@ -1158,12 +1359,12 @@ impl<'a> Simulator<'a> {
                 report,
                 "  {} in `{name}`: read_recv_count {}/{}, write_recv_count {}/{}, read_send_mask {:#x}, write_send_mask {:#x}",
                 self.device_name(device),
-                s.read_recv_count,
-                self.counts.read_total(self.graph, plan.plan, set, index),
-                s.write_recv_count,
-                self.counts.write_total(self.graph, plan.plan, set, index),
-                s.read_send_mask,
-                s.write_send_mask,
+                s.read_recv_count[e],
+                self.read_total(plan, e),
+                s.write_recv_count[e],
+                self.write_total(plan, e),
+                s.read_send_mask[e],
+                s.write_send_mask[e],
             );
         }
         report
@@ -1176,13 +1377,13 @@ impl<'a> Simulator<'a> {
             // count is being collected: that is the last ParLoop taken.
             *i + 1 == c.begin_pending
         });
-        let mut stuck: Vec<String> = (1..self.elements.len() + 1)
-            .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
+        let mut stuck: Vec<String> = (1..self.first_aggregator)
+            .filter(|&d| self.in_progress(d))
             .take(12)
             .map(|d| self.device_report(d))
             .collect();
-        let total_stuck = (1..self.elements.len() + 1)
-            .filter(|d| self.elements[d - 1].plans.iter().any(|p| p.in_progress))
+        let total_stuck = (1..self.first_aggregator)
+            .filter(|&d| self.in_progress(d))
             .count();
         stuck.extend(
             (self.first_aggregator..self.first_aggregator + self.aggregators.len())
@@ -1248,44 +1449,120 @@ impl<'a> Simulator<'a> {
         self.busy[device] += steps;
     }
 
-    fn deliver(&mut self, device: usize, pin: usize, plan: usize, mut payload: Vec<Value>) {
-        let (start, end) = self.fanout[device][pin];
+    /// The range of the edges of `device`'s output pin `pin` in `edges`.
+    fn fan(&self, device: usize, pin: usize) -> (usize, usize) {
+        let at = self.pin_base[device] as usize + pin;
+        let start = if at == 0 {
+            0
+        } else {
+            self.pin_ends[at - 1] as usize
+        };
+        (start, self.pin_ends[at] as usize)
+    }
+
+    /// The types of a payload's components, one per component.
+    fn payload_types(&self, types: PayloadTypes, length: usize) -> Vec<ScalarType> {
+        let globals = |globals: &mut dyn Iterator<Item = GlobalId>| -> Vec<ScalarType> {
+            globals
+                .flat_map(|g| {
+                    let ty = self.program.globals[g.index()].ty;
+                    std::iter::repeat_n(ty.scalar, ty.dimension as usize)
+                })
+                .collect()
+        };
+        match types {
+            PayloadTypes::Uniform(ty) => vec![ty; length],
+            PayloadTypes::Begin(plan) => {
+                globals(&mut self.graph.invocations[plan].begin_globals.iter().copied())
+            }
+            PayloadTypes::End(plan) => {
+                // The end globals, then each `INFO` global with its element.
+                let plan = &self.graph.invocations[plan];
+                let mut types = globals(&mut plan.end_globals.iter().map(|(g, _)| *g));
+                for info in &plan.infos {
+                    types.extend(globals(&mut std::iter::once(info.global)));
+                    types.push(ScalarType::Uint);
+                }
+                types
+            }
+        }
+    }
+
+    /// Sends `payload` on `device`'s output pin `pin`: one delivery per
+    /// edge.
+    fn deliver(
+        &mut self,
+        device: usize,
+        pin: usize,
+        plan: usize,
+        payload: &mut [u64],
+        types: PayloadTypes,
+    ) -> Result<(), SimulationError> {
+        let (start, end) = self.fan(device, pin);
         // One step per edge: the sender emits a packet per destination, and
         // packet i can be handled one step after it left.
         let sent_at = self.clocks[device];
         self.charge(device, ((end - start) as u64).max(1));
         if start == end {
-            return;
+            return Ok(());
         }
-        if let Some(target) = self.perturb
-            && payload.iter().any(|v| v.ty().is_floating())
-        {
-            if self.floating_sent == target {
-                for value in &mut payload {
-                    if let Value::Double(x) = value {
-                        *x *= 1.0 + PERTURBATION;
-                    } else if let Value::Float(x) = value {
-                        *x *= 1.0 + PERTURBATION as f32;
+        if let Some(target) = self.perturb {
+            let types = self.payload_types(types, payload.len());
+            if types.iter().any(|ty| ty.is_floating()) {
+                if self.floating_sent == target {
+                    for (slot, ty) in payload.iter_mut().zip(types) {
+                        if let Value::Double(x) = from_slot(*slot, ty) {
+                            *slot = to_slot(Value::Double(x * (1.0 + PERTURBATION)));
+                        } else if let Value::Float(x) = from_slot(*slot, ty) {
+                            #[allow(clippy::cast_possible_truncation)]
+                            let factor = 1.0 + PERTURBATION as f32;
+                            *slot = to_slot(Value::Float(x * factor));
+                        }
                     }
                 }
+                self.floating_sent += 1;
             }
-            self.floating_sent += 1;
         }
-        let payload = Arc::new(payload);
+        let deliveries = u32::try_from(end - start).unwrap_or(u32::MAX);
+        let id = self.payloads.store(payload, deliveries).map_err(|_| {
+            SimulationError::Assertion(
+                "more than 134217728 messages of one size in flight: too many to simulate"
+                    .to_owned(),
+            )
+        })?;
         self.statistics.total.sent += 1;
         self.statistics.invocations[plan].1.sent += 1;
         let delivered = (end - start) as u64;
         self.statistics.total.delivered += delivered;
         self.statistics.invocations[plan].1.delivered += delivered;
+        let plan = u32::try_from(plan).unwrap_or(u32::MAX);
         for (i, &(destination, input)) in self.edges[start..end].iter().enumerate() {
             self.in_flight.push(InFlight {
+                arrival: sent_at + i as u64 + 1,
                 device: destination,
                 pin: input,
                 plan,
-                payload: Arc::clone(&payload),
-                arrival: sent_at + i as u64 + 1,
+                payload: id,
             });
         }
+        Ok(())
+    }
+
+    /// Sends the values `fill` writes into the reused outgoing buffer.
+    fn deliver_with(
+        &mut self,
+        device: usize,
+        pin: usize,
+        plan: usize,
+        types: PayloadTypes,
+        fill: impl FnOnce(&Self, &mut Vec<u64>),
+    ) -> Result<(), SimulationError> {
+        let mut payload = std::mem::take(&mut self.outgoing);
+        payload.clear();
+        fill(self, &mut payload);
+        let result = self.deliver(device, pin, plan, &mut payload, types);
+        self.outgoing = payload;
+        result
     }
 
     fn send(&mut self, device: usize, pin: usize) -> Result<(), SimulationError> {
@@ -1297,20 +1574,26 @@ impl<'a> Simulator<'a> {
         if device >= self.first_aggregator {
             let a = &mut self.aggregators[device - self.first_aggregator];
             let plan = a.plan;
-            let payload = if pin == 0 {
+            let (values, types) = if pin == 0 {
                 a.begin_pending = false;
-                a.begin.clone()
+                (&a.begin, PayloadTypes::Begin(plan))
             } else {
                 a.end_count = 0;
-                a.partials.clone()
+                (&a.partials, PayloadTypes::End(plan))
             };
-            self.deliver(device, pin, plan, payload);
+            let mut payload = std::mem::take(&mut self.outgoing);
+            payload.clear();
+            payload.extend(values.iter().map(|v| to_slot(*v)));
+            let result = self.deliver(device, pin, plan, &mut payload, types);
+            self.outgoing = payload;
+            result?;
             self.update_ready(device);
             return Ok(());
         }
         let Some((t, _, index)) = self.device_location(device) else {
             return Ok(());
         };
+        let e = index as usize;
         let (p, role) = match self.types[t].outputs[pin] {
             Output::ReadSend { plan, bit } => (plan, (0, bit)),
             Output::Execute { plan } => (plan, (1, 0)),
@@ -1321,74 +1604,61 @@ impl<'a> Simulator<'a> {
         match role {
             (0, bit) => {
                 // Send `dat_D` once; the edges fan it out.
-                let dat = self.types[t].plans[p].read_sends[bit].0;
-                let dimension = self.program.dats[dat.index()].ty.dimension as usize;
-                let row = index as usize * dimension;
-                let payload = self.state.dats[dat.index()][row..row + dimension].to_vec();
-                self.elements[device - 1].plans[p].read_send_mask &= !(1 << bit);
-                self.deliver(device, pin, plan_index, payload);
+                let dat = self.types[t].plans[p].read_sends[bit].0.index();
+                self.columns[t].plans[p].read_send_mask[e] &= !(1 << bit);
+                let ty = PayloadTypes::Uniform(self.dats[dat].ty);
+                self.deliver_with(device, pin, plan_index, ty, |this, payload| {
+                    payload.extend_from_slice(this.dats[dat].row(e));
+                })?;
             }
             (1, _) => self.execute(device, t, p, index)?,
             (2, bit) => {
                 let arg = self.types[t].plans[p].write_sends[bit].0;
-                let buffer = self.types[t].plans[p]
-                    .buffers
-                    .iter()
-                    .position(|b| *b == arg)
-                    .unwrap_or(0);
-                let payload = self.elements[device - 1].plans[p].buffers[buffer].clone();
-                self.elements[device - 1].plans[p].write_send_mask &= !(1 << bit);
-                self.deliver(device, pin, plan_index, payload);
+                let buffer = self.types[t].plans[p].arg_store[arg];
+                self.columns[t].plans[p].write_send_mask[e] &= !(1 << bit);
+                let ty = PayloadTypes::Uniform(self.columns[t].plans[p].buffers[buffer].ty);
+                self.deliver_with(device, pin, plan_index, ty, |this, payload| {
+                    payload.extend_from_slice(this.columns[t].plans[p].buffers[buffer].row(e));
+                })?;
             }
             _ => {
                 // End: the partial reductions, or identities where the kernel
                 // did not run.
-                let plan = &self.graph.invocations[plan_index];
-                let iterates = self.types[t].plans[p].iterates;
-                let mut payload = Vec::new();
-                for (global, mode) in &plan.end_globals {
-                    let g = &self.program.globals[global.index()];
-                    if iterates {
-                        let pad = self.types[t]
-                            .pads
-                            .iter()
-                            .position(|x| x == global)
-                            .unwrap_or(0);
-                        payload.extend_from_slice(&self.elements[device - 1].pads[pad]);
-                    } else {
-                        payload.extend(std::iter::repeat_n(
-                            identity(g.ty.scalar, *mode),
-                            g.ty.dimension as usize,
-                        ));
+                let state = &mut self.columns[t].plans[p];
+                state.write_recv_count[e] = 0;
+                state.in_progress[e] = false;
+                let types = PayloadTypes::End(plan_index);
+                self.deliver_with(device, pin, plan_index, types, |this, payload| {
+                    let plan = &this.graph.invocations[plan_index];
+                    let info = &this.types[t].plans[p];
+                    let columns = &this.columns[t];
+                    for ((global, mode), &pad) in plan.end_globals.iter().zip(&info.end_pads) {
+                        let g = &this.program.globals[global.index()];
+                        if info.iterates {
+                            payload.extend_from_slice(columns.pads[pad].row(e));
+                        } else {
+                            payload.extend(std::iter::repeat_n(
+                                to_slot(identity(g.ty.scalar, *mode)),
+                                g.ty.dimension as usize,
+                            ));
+                        }
                     }
-                }
-                for (i, info) in plan.infos.iter().enumerate() {
-                    let g = &self.program.globals[info.global.index()];
-                    let element = if iterates {
-                        let pad = self.types[t]
-                            .pads
-                            .iter()
-                            .position(|x| *x == info.global)
-                            .unwrap_or(0);
-                        payload.extend_from_slice(&self.elements[device - 1].pads[pad]);
-                        self.elements[device - 1].plans[p]
-                            .info_elements
-                            .get(i)
-                            .copied()
-                            .unwrap_or(NO_ELEMENT)
-                    } else {
-                        payload.extend(std::iter::repeat_n(
-                            Value::zero(g.ty.scalar),
-                            g.ty.dimension as usize,
-                        ));
-                        NO_ELEMENT
-                    };
-                    payload.push(Value::Uint(element));
-                }
-                let state = &mut self.elements[device - 1].plans[p];
-                state.write_recv_count = 0;
-                state.in_progress = false;
-                self.deliver(device, pin, plan_index, payload);
+                    // Each `INFO` global and the element that set it (zeros
+                    // and none where the kernel did not run).
+                    let elements = columns.plans[p].info_elements.row(e);
+                    for ((i, &(pad, _)), &element) in
+                        plan.infos.iter().zip(&info.info_pads).zip(elements)
+                    {
+                        if info.iterates {
+                            payload.extend_from_slice(columns.pads[pad].row(e));
+                            payload.push(element);
+                        } else {
+                            let dimension = this.program.globals[i.global.index()].ty.dimension;
+                            payload.extend(std::iter::repeat_n(0, dimension as usize));
+                            payload.push(to_slot(Value::Uint(NO_ELEMENT)));
+                        }
+                    }
+                })?;
             }
         }
         self.update_ready(device);
@@ -1402,10 +1672,9 @@ impl<'a> Simulator<'a> {
         p: usize,
         index: u32,
     ) -> Result<(), SimulationError> {
-        let plan_index = self.types[t].plans[p].plan;
         if self.types[t].plans[p].iterates {
             let id = self.types[t].plans[p].invocation;
-            self.run_kernel(device, t, p, id, index as usize)?;
+            self.run_kernel(t, p, id, index as usize)?;
             let arguments = self.program.invocations[id.index()].args.len() as u64;
             self.charge(device, 1 + arguments);
         } else {
@@ -1419,20 +1688,21 @@ impl<'a> Simulator<'a> {
                 (1u32 << bits) - 1
             }
         };
-        let state = &mut self.elements[device - 1].plans[p];
-        state.read_recv_count = 0;
-        state.write_recv_count += 1;
-        state.write_send_mask = write_mask;
-        let _ = plan_index;
+        let e = index as usize;
+        let state = &mut self.columns[t].plans[p];
+        state.read_recv_count[e] = 0;
+        state.write_recv_count[e] += 1;
+        state.write_send_mask[e] = write_mask;
         Ok(())
     }
 
     /// Runs the kernel on one iteration element: INC landing pads are
     /// zeroed first, then the kernel works on the device's own data in
-    /// place, as the generated C++ does.
+    /// place, as the generated C++ does. The arguments are staged in
+    /// 8-byte slots, which the compiled kernel call reads and writes; the
+    /// interpreter gets them as values.
     fn run_kernel(
         &mut self,
-        device: usize,
         t: usize,
         p: usize,
         id: InvocationId,
@@ -1443,109 +1713,111 @@ impl<'a> Simulator<'a> {
         let Some(prepared) = self.kernels[id.index()].as_ref() else {
             return Ok(());
         };
-        let layout = &prepared.compiled.layout;
-        let mut slots = std::mem::take(&mut self.scratch);
-        slots.resize(layout.size, Value::Int(0));
-        let lengths = &self.lengths;
+        let info = &self.types[t].plans[p];
+        let offsets = &info.offsets;
+        let mut staged = std::mem::take(&mut self.staged);
+        staged.clear();
+        staged.resize(offsets.last().copied().unwrap_or(0), 0);
+        let columns = &mut self.columns[t];
         for (position, (k, arg)) in invocation.resolved_args().enumerate() {
-            let (base, length) = layout.params[position];
-            let zero = Value::zero(arg.ty.scalar);
-            let target = &mut slots[base..base + length];
+            let length = arg.ty.dimension as usize;
+            let target = &mut staged[offsets[position]..offsets[position] + length];
             match arg.kind {
                 // An INC argument of a direct dat is a zeroed temporary,
-                // added to the dat after the kernel.
-                ArgKind::DirectDat(_) if arg.mode == AccessMode::Inc => target.fill(zero),
+                // added to the dat after the kernel (zero is the all-zero
+                // slot in every type).
+                ArgKind::DirectDat(_) if arg.mode == AccessMode::Inc => target.fill(0),
                 ArgKind::DirectDat(dat) => {
-                    target.copy_from_slice(
-                        &self.state.dats[dat.index()][element * length..(element + 1) * length],
-                    );
+                    target.copy_from_slice(self.dats[dat.index()].row(element));
                 }
                 ArgKind::IndirectDat { .. } => {
-                    let buffer = self.types[t].plans[p]
-                        .buffers
-                        .iter()
-                        .position(|b| *b == k)
-                        .unwrap_or(0);
-                    let values = &mut self.elements[device - 1].plans[p].buffers[buffer];
+                    let values = columns.plans[p].buffers[info.arg_store[k]].row_mut(element);
                     if arg.mode == AccessMode::Inc {
-                        values.fill(zero);
+                        values.fill(0);
                     }
                     target.copy_from_slice(values);
                 }
-                ArgKind::Global(global) => {
-                    let pad = self.types[t]
-                        .pads
-                        .iter()
-                        .position(|g| *g == global)
-                        .unwrap_or(0);
-                    let values = &mut self.elements[device - 1].pads[pad];
+                ArgKind::Global(_) => {
+                    let values = columns.pads[info.arg_store[k]].row_mut(element);
                     if arg.mode == AccessMode::Inc {
                         // Each INC argument its own zeroed copy, however
                         // often the global is passed.
-                        values.fill(zero);
-                        target.fill(zero);
+                        values.fill(0);
+                        target.fill(0);
                     } else {
                         target.copy_from_slice(values);
                     }
                 }
-                ArgKind::Info { global, .. } => {
-                    let pad = self.types[t]
-                        .pads
-                        .iter()
-                        .position(|g| *g == global)
-                        .unwrap_or(0);
-                    target.copy_from_slice(&self.elements[device - 1].pads[pad]);
+                ArgKind::Info { .. } => {
+                    target.copy_from_slice(columns.pads[info.arg_store[k]].row(element));
                 }
-                ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
-                ArgKind::Len(set) => target[0] = Value::Int(lengths[set.index()]),
                 // The device's own index, or the map's target, as the
                 // generated properties `index` and `{inv}_arg{i}_index`.
                 ArgKind::Index(_) => {
-                    target[0] = crate::reference::index_value(
+                    target[0] = to_slot(crate::reference::index_value(
                         self.state.row_of(&program, arg.kind, element),
-                    );
+                    ));
                 }
+                // Compiled in, or put in the interpreter's frame below.
+                ArgKind::Const(_) | ArgKind::Len(_) => {}
             }
         }
         // The starting value of the MIN or MAX global each `INFO` follows.
-        let plan_index = self.types[t].plans[p].plan;
-        let starts: Vec<Value> = self.graph.invocations[plan_index]
-            .infos
-            .iter()
-            .map(|info| {
-                let pad = self.types[t]
-                    .pads
-                    .iter()
-                    .position(|g| *g == info.of)
-                    .unwrap_or(0);
-                self.elements[device - 1].pads[pad][0]
-            })
-            .collect();
-        let mut no_globals: [Vec<Value>; 0] = [];
-        let compiled = self.calls.as_ref().and_then(|calls| {
-            let offsets = calls.offsets(id)?;
-            Some((calls, offsets))
-        });
-        let result = if let Some((calls, offsets)) = compiled
-            && let Some(staged) = stage(invocation, layout, offsets, &slots, &mut self.staged)
-        {
-            // The same staging, the kernel compiled: its parameters in
-            // 8-byte slots and back.
-            let result = calls.call(id, staged);
-            unstage(invocation, layout, offsets, staged, &mut slots);
-            result
+        let mut starts = std::mem::take(&mut self.info_starts);
+        starts.clear();
+        starts.extend(
+            info.info_pads
+                .iter()
+                .map(|&(_, r)| columns.pads[r].row(element)[0]),
+        );
+        let compiled = self
+            .calls
+            .as_ref()
+            .filter(|calls| calls.offsets(id).is_some());
+        let result = if let Some(calls) = compiled {
+            calls.call(id, &mut staged)
         } else {
+            let layout = &prepared.compiled.layout;
+            let mut slots = std::mem::take(&mut self.scratch);
+            slots.resize(layout.size, Value::Int(0));
+            for (position, (_, arg)) in invocation.resolved_args().enumerate() {
+                let (base, length) = layout.params[position];
+                let target = &mut slots[base..base + length];
+                let source = &staged[offsets[position]..offsets[position] + length];
+                match arg.kind {
+                    ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
+                    ArgKind::Len(set) => target[0] = Value::Int(self.lengths[set.index()]),
+                    _ => {
+                        for (value, slot) in target.iter_mut().zip(source) {
+                            *value = from_slot(*slot, arg.ty.scalar);
+                        }
+                    }
+                }
+            }
+            let mut no_globals: [Vec<Value>; 0] = [];
             let mut frame = Frame {
                 slots: &mut slots,
                 consts: &self.state.consts,
-                lengths,
+                lengths: &self.lengths,
                 globals: &mut no_globals,
                 host: None,
                 budget: crate::interp::MAX_KERNEL_ITERATIONS,
             };
-            prepared.compiled.run(&mut frame)
+            let result = prepared.compiled.run(&mut frame);
+            for (position, (_, arg)) in invocation.resolved_args().enumerate() {
+                let (base, length) = layout.params[position];
+                let target = &mut staged[offsets[position]..offsets[position] + length];
+                if !matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
+                    for (slot, value) in target.iter_mut().zip(&slots[base..base + length]) {
+                        *slot = to_slot(*value);
+                    }
+                }
+            }
+            self.scratch = slots;
+            result
         };
         if let Err(fault) = result {
+            self.staged = staged;
             let kernel = &program.kernels[invocation.kernel.map_or(0, |k| k.index())];
             let set = invocation
                 .set
@@ -1568,78 +1840,71 @@ impl<'a> Simulator<'a> {
         // partial itself, zeroed: copying equals adding to zero).
         let mut incremented = std::mem::take(&mut self.incremented);
         incremented.clear();
+        let info = &self.types[t].plans[p];
+        let columns = &mut self.columns[t];
         for (position, (k, arg)) in invocation.resolved_args().enumerate() {
-            let (base, length) = layout.params[position];
-            let values = &slots[base..base + length];
+            let length = arg.ty.dimension as usize;
+            let values = &staged[offsets[position]..offsets[position] + length];
             match arg.kind {
-                ArgKind::DirectDat(dat) if arg.mode == AccessMode::Inc => add_into(
-                    &mut self.state.dats[dat.index()][element * length..(element + 1) * length],
-                    values,
-                ),
+                ArgKind::DirectDat(dat) if arg.mode == AccessMode::Inc => {
+                    let column = &mut self.dats[dat.index()];
+                    add_slots(column.ty, column.row_mut(element), values);
+                }
                 ArgKind::DirectDat(dat) => {
                     if arg.mode != AccessMode::Read {
-                        self.state.dats[dat.index()][element * length..(element + 1) * length]
+                        self.dats[dat.index()]
+                            .row_mut(element)
                             .copy_from_slice(values);
                     }
                 }
                 ArgKind::IndirectDat { .. } => {
-                    let buffer = self.types[t].plans[p]
-                        .buffers
-                        .iter()
-                        .position(|b| *b == k)
-                        .unwrap_or(0);
-                    self.elements[device - 1].plans[p].buffers[buffer].copy_from_slice(values);
+                    columns.plans[p].buffers[info.arg_store[k]]
+                        .row_mut(element)
+                        .copy_from_slice(values);
                 }
                 ArgKind::Global(global) => {
-                    let pad = self.types[t]
-                        .pads
-                        .iter()
-                        .position(|g| *g == global)
-                        .unwrap_or(0);
-                    let partial = &mut self.elements[device - 1].pads[pad];
+                    let pad = &mut columns.pads[info.arg_store[k]];
+                    let ty = pad.ty;
+                    let partial = pad.row_mut(element);
                     if matches!(arg.mode, AccessMode::Min | AccessMode::Max) {
                         // Each MIN or MAX copy combines into the partial,
                         // as the reference combines each into the global.
-                        combine(partial, values, arg.mode);
+                        combine_slots(ty, partial, values, arg.mode);
                     } else if arg.mode != AccessMode::Inc {
                         partial.copy_from_slice(values);
                     } else if incremented.contains(&global) {
-                        add_into(partial, values);
+                        add_slots(ty, partial, values);
                     } else {
                         incremented.push(global);
                         partial.copy_from_slice(values);
                     }
                 }
-                ArgKind::Info { global, .. } => {
-                    let pad = self.types[t]
-                        .pads
-                        .iter()
-                        .position(|g| *g == global)
-                        .unwrap_or(0);
-                    self.elements[device - 1].pads[pad].copy_from_slice(values);
+                ArgKind::Info { .. } => {
+                    columns.pads[info.arg_store[k]]
+                        .row_mut(element)
+                        .copy_from_slice(values);
                 }
                 ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => {}
             }
         }
         // `element_G`: this element, when it improved on the start of `R`.
-        let infos = &self.graph.invocations[plan_index].infos;
-        let mut elements = Vec::with_capacity(infos.len());
-        for (info, start) in infos.iter().zip(starts) {
-            let pad = self.types[t]
-                .pads
-                .iter()
-                .position(|g| *g == info.of)
-                .unwrap_or(0);
-            let value = self.elements[device - 1].pads[pad][0];
-            elements.push(if crate::reference::improves(value, start, info.mode) {
+        let infos = &self.graph.invocations[info.plan].infos;
+        for (i, ((plan, &(_, r)), &start)) in
+            infos.iter().zip(&info.info_pads).zip(&starts).enumerate()
+        {
+            let pad = &columns.pads[r];
+            let value = from_slot(pad.row(element)[0], pad.ty);
+            let start = from_slot(start, pad.ty);
+            let set = crate::reference::improves(value, start, plan.mode);
+            columns.plans[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
                 u32::try_from(element).unwrap_or(NO_ELEMENT)
             } else {
                 NO_ELEMENT
-            });
+            }));
         }
-        self.elements[device - 1].plans[p].info_elements = elements;
+        self.info_starts = starts;
         self.incremented = incremented;
-        self.scratch = slots;
+        self.staged = staged;
         Ok(())
     }
 
@@ -1651,87 +1916,96 @@ impl<'a> Simulator<'a> {
         ))
     }
 
-    fn receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
-        let device = message.device;
+    fn receive(&mut self, message: InFlight, payload: &[u64]) -> Result<(), SimulationError> {
+        let device = message.device as usize;
         self.charge_receive(device, message.arrival);
         if device == 0 {
-            self.controller_receive(message)?;
+            self.controller_receive(message, payload)?;
             self.update_ready(0);
             return Ok(());
         }
         if device >= self.first_aggregator {
-            self.aggregator_receive(message)?;
+            self.aggregator_receive(message, payload)?;
             self.update_ready(device);
             return Ok(());
         }
-        let Some((t, set, index)) = self.device_location(device) else {
+        let Some((t, _, index)) = self.device_location(device) else {
             return Ok(());
         };
-        let input = self.types[t].inputs[message.pin];
+        let e = index as usize;
+        let input = self.types[t].inputs[message.pin as usize];
         let p = match input {
             Input::Begin(p)
             | Input::ReadRecv { plan: p, .. }
             | Input::WriteRecv { plan: p, .. } => p,
         };
-        let plan_index = self.types[t].plans[p].plan;
-        if message.plan != plan_index {
+        let info = &self.types[t].plans[p];
+        let plan_index = info.plan;
+        if message.plan as usize != plan_index {
             return Err(
                 self.assertion(device, "a message arrived on the pin of another invocation")
             );
         }
         // Step 1: the first message of the invocation.
         let read_mask = {
-            let bits = self.types[t].plans[p].read_sends.len();
+            let bits = info.read_sends.len();
             if bits >= 32 {
                 u32::MAX
             } else {
                 (1u32 << bits) - 1
             }
         };
+        let read_total = self.read_total(info, e);
+        let write_total = self.write_total(info, e);
+        let iterates = info.iterates;
+        let columns = &mut self.columns[t];
         {
-            let state = &mut self.elements[device - 1].plans[p];
-            if !state.in_progress {
-                state.in_progress = true;
-                state.read_send_mask = read_mask;
+            let state = &mut columns.plans[p];
+            if !state.in_progress[e] {
+                state.in_progress[e] = true;
+                state.read_send_mask[e] = read_mask;
             }
         }
-        let read_total = self.counts.read_total(self.graph, plan_index, set, index);
-        let write_total = self.counts.write_total(self.graph, plan_index, set, index);
         match input {
             Input::Begin(_) => {
-                if self.types[t].plans[p].iterates {
+                if iterates {
                     let plan = &self.graph.invocations[plan_index];
+                    let pads = &self.types[t].plans[p].begin_pads;
                     let mut offset = 0;
-                    for global in &plan.begin_globals {
+                    for (global, pad) in plan.begin_globals.iter().zip(pads) {
                         let dimension = self.program.globals[global.index()].ty.dimension as usize;
-                        if let Some(pad) = self.types[t].pads.iter().position(|g| g == global) {
-                            self.elements[device - 1].pads[pad]
-                                .copy_from_slice(&message.payload[offset..offset + dimension]);
+                        if let Some(pad) = *pad {
+                            columns.pads[pad]
+                                .row_mut(e)
+                                .copy_from_slice(&payload[offset..offset + dimension]);
                         }
                         offset += dimension;
                     }
                 }
-                self.elements[device - 1].plans[p].read_recv_count += 1;
+                columns.plans[p].read_recv_count[e] += 1;
             }
             Input::ReadRecv { buffer, .. } => {
-                let state = &mut self.elements[device - 1].plans[p];
-                state.buffers[buffer].copy_from_slice(&message.payload);
-                state.read_recv_count += 1;
+                let state = &mut columns.plans[p];
+                let row = state.buffers[buffer].row_mut(e);
+                let width = row.len();
+                row.copy_from_slice(&payload[..width]);
+                state.read_recv_count[e] += 1;
             }
             Input::WriteRecv { dat, add, .. } => {
-                let dimension = self.program.dats[dat.index()].ty.dimension as usize;
-                let row = index as usize * dimension;
-                let stored = &mut self.state.dats[dat.index()][row..row + dimension];
+                let column = &mut self.dats[dat.index()];
+                let ty = column.ty;
+                let stored = column.row_mut(e);
+                let width = stored.len();
                 if add {
-                    add_into(stored, &message.payload);
+                    add_slots(ty, stored, &payload[..width]);
                 } else {
-                    stored.copy_from_slice(&message.payload);
+                    stored.copy_from_slice(&payload[..width]);
                 }
-                self.elements[device - 1].plans[p].write_recv_count += 1;
+                columns.plans[p].write_recv_count[e] += 1;
             }
         }
-        let state = &self.elements[device - 1].plans[p];
-        if state.read_recv_count > read_total || state.write_recv_count > write_total {
+        let state = &columns.plans[p];
+        if state.read_recv_count[e] > read_total || state.write_recv_count[e] > write_total {
             return Err(self.assertion(
                 device,
                 "more messages arrived than the device's count properties allow",
@@ -1741,20 +2015,34 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
+    /// The values of a payload of globals, each of its type.
+    fn payload_values(&self, types: PayloadTypes, payload: &[u64]) -> Vec<Value> {
+        self.payload_types(types, payload.len())
+            .into_iter()
+            .zip(payload)
+            .map(|(ty, &slot)| from_slot(slot, ty))
+            .collect()
+    }
+
     /// An aggregator's inputs: input 0 takes the begin from its parent,
     /// input 1 an end from a child (`op2_codegen::build::tree_device`).
-    fn aggregator_receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
-        let device = message.device;
+    fn aggregator_receive(
+        &mut self,
+        message: InFlight,
+        payload: &[u64],
+    ) -> Result<(), SimulationError> {
+        let device = message.device as usize;
         let a = &self.aggregators[device - self.first_aggregator];
-        if message.plan != a.plan {
+        if message.plan as usize != a.plan {
             return Err(
                 self.assertion(device, "a message arrived on the pin of another invocation")
             );
         }
         let plan = &self.graph.invocations[a.plan];
-        let a = &mut self.aggregators[device - self.first_aggregator];
         if message.pin == 0 {
-            a.begin.clone_from(&message.payload);
+            let begin = self.payload_values(PayloadTypes::Begin(a.plan), payload);
+            let a = &mut self.aggregators[device - self.first_aggregator];
+            a.begin = begin;
             let mut offset = 0;
             for (global, mode) in &plan.end_globals {
                 let g = &self.program.globals[global.index()];
@@ -1770,14 +2058,16 @@ impl<'a> Simulator<'a> {
             a.begin_pending = true;
             return Ok(());
         }
+        let partials = self.payload_values(PayloadTypes::End(a.plan), payload);
+        let a = &mut self.aggregators[device - self.first_aggregator];
         // Before the MIN or MAX partial it follows takes this child's.
         for slot in info_slots(&self.program, plan) {
-            info_combine(&mut a.partials, &message.payload, &slot);
+            info_combine(&mut a.partials, &partials, &slot);
         }
         let mut offset = 0;
         for (global, mode) in &plan.end_globals {
             let dimension = self.program.globals[global.index()].ty.dimension as usize;
-            let partial = &message.payload[offset..offset + dimension];
+            let partial = &partials[offset..offset + dimension];
             let target = &mut a.partials[offset..offset + dimension];
             match mode {
                 AccessMode::Inc => add_into(target, partial),
@@ -1806,15 +2096,22 @@ impl<'a> Simulator<'a> {
         let cost = &mut self.costs[plan_index];
         cost.first_begin.get_or_insert(self.invocation_start);
         cost.last_begin = self.invocation_start;
-        let plan = &self.graph.invocations[plan_index];
-        let mut payload = Vec::new();
-        for global in &plan.begin_globals {
-            payload.extend_from_slice(&self.state.globals[global.index()]);
-        }
         self.controller.begin_pending = 0;
         self.controller.end_count = 0;
-        self.controller.info_elements = vec![NO_ELEMENT; plan.infos.len()];
-        self.deliver(0, pin, plan_index, payload);
+        self.controller.info_elements.clear();
+        self.controller
+            .info_elements
+            .resize(self.graph.invocations[plan_index].infos.len(), NO_ELEMENT);
+        let types = PayloadTypes::Begin(plan_index);
+        self.deliver_with(0, pin, plan_index, types, |this, payload| {
+            for global in &this.graph.invocations[plan_index].begin_globals {
+                payload.extend(
+                    this.state.globals[global.index()]
+                        .iter()
+                        .map(|v| to_slot(*v)),
+                );
+            }
+        })?;
         if self.counts.end_total[plan_index] == 0 {
             self.controller.running = true;
             self.invocation_done(plan_index);
@@ -1822,14 +2119,19 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
-    fn controller_receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
-        let plan_index = message.pin;
-        if plan_index != message.plan {
+    fn controller_receive(
+        &mut self,
+        message: InFlight,
+        payload: &[u64],
+    ) -> Result<(), SimulationError> {
+        let plan_index = message.pin as usize;
+        if plan_index != message.plan as usize {
             return Err(
                 self.assertion(0, "an end message arrived on the pin of another invocation")
             );
         }
         let plan = &self.graph.invocations[plan_index];
+        let partials = self.payload_values(PayloadTypes::End(plan_index), payload);
         // Before the MIN or MAX global it follows takes this partial.
         for (i, (info, slot)) in plan
             .infos
@@ -1841,8 +2143,8 @@ impl<'a> Simulator<'a> {
                 r, at, dimension, ..
             } = slot;
             let current = self.state.globals[info.of.index()][0];
-            let incoming = message.payload[r];
-            let element = message.payload[at + dimension];
+            let incoming = partials[r];
+            let element = partials[at + dimension];
             let held = Value::Uint(self.controller.info_elements[i]);
             if takes(incoming, current, element, held, info.mode) {
                 self.controller.info_elements[i] = match element {
@@ -1850,13 +2152,13 @@ impl<'a> Simulator<'a> {
                     _ => NO_ELEMENT,
                 };
                 self.state.globals[info.global.index()]
-                    .copy_from_slice(&message.payload[at..at + dimension]);
+                    .copy_from_slice(&partials[at..at + dimension]);
             }
         }
         let mut offset = 0;
         for (global, mode) in &plan.end_globals {
             let dimension = self.program.globals[global.index()].ty.dimension as usize;
-            let partial = &message.payload[offset..offset + dimension];
+            let partial = &partials[offset..offset + dimension];
             let target = &mut self.state.globals[global.index()];
             match mode {
                 AccessMode::Inc => add_into(target, partial),
@@ -1965,57 +2267,6 @@ impl<'a> Simulator<'a> {
                     return Ok(());
                 }
             }
-        }
-    }
-}
-
-/// The parameters of a kernel call staged in the interpreter's frame
-/// `slots` (`layout`), as 8-byte slots for the compiled call (`offsets`),
-/// or `None` when a value does not have its argument's type (the
-/// interpreter then runs the call, as `op2 run`'s compiled engine refuses
-/// such a global).
-fn stage<'s>(
-    invocation: &op2_analysis::model::Invocation,
-    layout: &crate::interp::Layout,
-    offsets: &[usize],
-    slots: &[Value],
-    staged: &'s mut Vec<u64>,
-) -> Option<&'s mut [u64]> {
-    staged.clear();
-    staged.resize(offsets.last().copied().unwrap_or(0), 0);
-    for (position, (_, arg)) in invocation.resolved_args().enumerate() {
-        if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
-            continue;
-        }
-        let (base, length) = layout.params[position];
-        let target = &mut staged[offsets[position]..offsets[position] + length];
-        for (slot, value) in target.iter_mut().zip(&slots[base..base + length]) {
-            if value.ty() != arg.ty.scalar {
-                return None;
-            }
-            *slot = to_slot(*value);
-        }
-    }
-    Some(staged.as_mut_slice())
-}
-
-/// The parameters a compiled kernel call left in `staged`, back into the
-/// interpreter's frame `slots`.
-fn unstage(
-    invocation: &op2_analysis::model::Invocation,
-    layout: &crate::interp::Layout,
-    offsets: &[usize],
-    staged: &[u64],
-    slots: &mut [Value],
-) {
-    for (position, (_, arg)) in invocation.resolved_args().enumerate() {
-        if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
-            continue;
-        }
-        let (base, length) = layout.params[position];
-        let source = &staged[offsets[position]..offsets[position] + length];
-        for (value, slot) in slots[base..base + length].iter_mut().zip(source) {
-            *value = from_slot(*slot, arg.ty.scalar);
         }
     }
 }
@@ -2144,7 +2395,6 @@ fn compile_controller(program: &Program, graph: &GraphType) -> ControllerProgram
     let loops = loop_marks(&graph.controller.blocks);
     ControllerProgram { blocks, loops }
 }
-
 /// `element_G` when no element set an `INFO` global
 /// (`op2_codegen::names::NO_ELEMENT`).
 const NO_ELEMENT: u32 = op2_codegen::names::NO_ELEMENT;
