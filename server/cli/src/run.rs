@@ -282,8 +282,10 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     let mut progress = |statistics: &simulate::Statistics| {
         if let Some(bar) = &bar {
             bar.set_message(format!(
-                "{} messages delivered, {} kernel evaluations",
-                statistics.total.delivered, statistics.evaluations
+                "{} messages delivered ({:.2} M/s), {} kernel evaluations",
+                statistics.total.delivered,
+                statistics.messages_per_second() / 1e6,
+                statistics.evaluations
             ));
         }
     };

@@ -168,7 +168,7 @@ pub struct Statistics {
     pub edges: usize,
     /// Handlers run (sends and receives).
     pub steps: u64,
-    /// Wall-clock time.
+    /// Wall-clock time (so far, in the progress callback).
     pub elapsed: Duration,
     /// Kernel evaluations.
     pub evaluations: u64,
@@ -181,7 +181,8 @@ pub struct Statistics {
 }
 
 impl Statistics {
-    /// Deliveries per second of simulation.
+    /// Deliveries per second of simulation (`elapsed` includes building
+    /// the graph's state and compiling the kernels).
     pub fn messages_per_second(&self) -> f64 {
         let seconds = self.elapsed.as_secs_f64();
         if seconds > 0.0 {
@@ -210,7 +211,7 @@ impl fmt::Display for Statistics {
         )?;
         write!(
             f,
-            "  {} devices, {} edges, {} steps, {} kernel evaluations, {:.2?}, {:.0} messages/s",
+            "  {} devices, {} edges, {} steps, {} kernel evaluations, {:.2?}, {:.0} deliveries/s",
             self.devices,
             self.edges,
             self.steps,
@@ -557,6 +558,8 @@ struct Simulator<'a> {
     budget: u64,
     max_iterations: u64,
     progress: &'a mut dyn FnMut(&Statistics),
+    /// When the simulation started, for the progress callback's rate.
+    started: Instant,
     /// Messages with a floating value sent so far, and the one to perturb.
     floating_sent: u64,
     perturb: Option<u64>,
@@ -1096,6 +1099,7 @@ impl<'a> Simulator<'a> {
             budget: options.max_iterations,
             max_iterations: options.max_iterations,
             progress,
+            started: Instant::now(),
             floating_sent: 0,
             perturb: match options.injection {
                 Some(Injection::PerturbMessage(number)) => Some(number),
@@ -1249,6 +1253,7 @@ impl<'a> Simulator<'a> {
             let choice = self.random.below(choices);
             self.statistics.steps += 1;
             if self.statistics.steps.is_multiple_of(PROGRESS_STEPS) {
+                self.statistics.elapsed = self.started.elapsed();
                 (self.progress)(&self.statistics);
             }
             if choice < self.ready.len() {
