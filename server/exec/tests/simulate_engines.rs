@@ -72,6 +72,43 @@ fn fnv1a(bytes: &[u8]) -> u64 {
     })
 }
 
+/// `steps deliveries makespan hash` of `case` simulated with `seed` under
+/// `engine`: what the fixtures record of a run.
+fn recorded(case: &support::Case, seed: u64, engine: op2_exec::Engine) -> String {
+    let (state, _, statistics) = case
+        .simulate(op2_exec::simulate::Options {
+            seed,
+            engine,
+            ..Default::default()
+        })
+        .expect("simulates");
+    let json = state.final_state_json(&case.analysis.program);
+    format!(
+        "{} {} {} {:016x}",
+        statistics.steps,
+        statistics.total.delivered,
+        statistics.cost.makespan,
+        fnv1a(json.as_bytes())
+    )
+}
+
+/// The lines of a fixture in `server/exec/tests/fixtures`, split into
+/// fields, without its comments.
+fn fixture(name: &str) -> Vec<Vec<String>> {
+    let text = std::fs::read_to_string(repository().join("server/exec/tests/fixtures").join(name))
+        .expect("fixture");
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+fn number(text: &str) -> u64 {
+    text.parse().expect("a number")
+}
+
+const ENGINES: [op2_exec::Engine; 2] = [op2_exec::Engine::Interp, op2_exec::Engine::Compiled];
+
 /// The delivery order, and so every final state, is the one the simulator
 /// had before its state became columns and its kernels compiled: the
 /// fixture was recorded by that version (its header says how) for three
@@ -79,41 +116,60 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// it.
 #[test]
 fn the_delivery_order_is_the_one_recorded_before_the_restructuring() {
-    let fixture =
-        std::fs::read_to_string(repository().join("server/exec/tests/fixtures/simulate_order.txt"))
-            .expect("fixture");
     let mut checked = 0;
-    for line in fixture.lines().filter(|l| !l.starts_with('#')) {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let [stem, fan, seed, steps, delivered, makespan, hash] = fields[..] else {
-            panic!("bad fixture line {line:?}");
+    for fields in fixture("simulate_order.txt") {
+        let [stem, fan, seed, expected @ ..] = &fields[..] else {
+            panic!("bad fixture line {fields:?}");
         };
-        let number = |text: &str| text.parse::<u64>().expect("a number");
         let case =
             support::example(stem).with_fan_limit(u32::try_from(number(fan)).expect("a fan limit"));
-        for engine in [op2_exec::Engine::Interp, op2_exec::Engine::Compiled] {
-            let (state, _, statistics) = case
-                .simulate(op2_exec::simulate::Options {
-                    seed: number(seed),
-                    engine,
-                    ..Default::default()
-                })
-                .expect("simulates");
-            let json = state.final_state_json(&case.analysis.program);
-            let actual = format!(
-                "{} {} {} {:016x}",
-                statistics.steps,
-                statistics.total.delivered,
-                statistics.cost.makespan,
-                fnv1a(json.as_bytes())
-            );
+        for engine in ENGINES {
             assert_eq!(
-                actual,
-                format!("{steps} {delivered} {makespan} {hash}"),
-                "{line} ({engine:?})"
+                recorded(&case, number(seed), engine),
+                expected.join(" "),
+                "{fields:?} ({engine:?})"
             );
         }
         checked += 1;
     }
     assert_eq!(checked, 45, "the fixture's runs");
+}
+
+/// `idx` and `INFO` (a float[2] INFO following an int MAX, an int INFO
+/// following a double MIN, extremes that tie, three runs of the loop so
+/// that an aggregator's partial from the run before is still there): both
+/// engines reproduce the order and final state main's simulator had, for
+/// three fan limits and five seeds, and agree with the reference run
+/// exactly.
+#[test]
+fn idx_and_info_simulate_as_before_under_both_engines() {
+    let fixtures = repository().join("server/exec/tests/fixtures");
+    let read = |name: &str| std::fs::read(fixtures.join(name)).expect("fixture");
+    let text = String::from_utf8(read("simulate_info.op2")).expect("utf-8");
+    let json = read("simulate_info.instance.json");
+    let mut checked = 0;
+    for fields in fixture("simulate_info_order.txt") {
+        let [fan, seed, expected @ ..] = &fields[..] else {
+            panic!("bad fixture line {fields:?}");
+        };
+        let case = load("simulate_info", &text, &json)
+            .with_fan_limit(u32::try_from(number(fan)).expect("a fan limit"));
+        for engine in ENGINES {
+            assert_eq!(
+                recorded(&case, number(seed), engine),
+                expected.join(" "),
+                "{fields:?} ({engine:?})"
+            );
+        }
+        case.assert_engines_simulate_alike(number(seed), u64::MAX);
+        case.assert_agree(
+            number(seed),
+            op2_exec::Tolerance {
+                relative: 0.0,
+                absolute: 0.0,
+            },
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 15, "the fixture's runs");
 }
