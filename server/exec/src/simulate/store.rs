@@ -59,6 +59,24 @@ impl Column {
 /// `target += values` component by component in type `ty`, as
 /// `reference::add_into` adds values.
 pub(super) fn add_slots(ty: ScalarType, target: &mut [u64], values: &[u64]) {
+    // The floating types directly: `value::binary` adds two doubles or
+    // two floats as these do.
+    match ty {
+        ScalarType::Double => {
+            for (t, v) in target.iter_mut().zip(values) {
+                *t = (f64::from_bits(*t) + f64::from_bits(*v)).to_bits();
+            }
+            return;
+        }
+        ScalarType::Float => {
+            #[allow(clippy::cast_possible_truncation)]
+            for (t, v) in target.iter_mut().zip(values) {
+                *t = u64::from((f32::from_bits(*t as u32) + f32::from_bits(*v as u32)).to_bits());
+            }
+            return;
+        }
+        _ => {}
+    }
     for (t, v) in target.iter_mut().zip(values) {
         let old = from_slot(*t, ty);
         let sum =
