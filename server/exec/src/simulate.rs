@@ -348,6 +348,224 @@ struct PlanInfo {
     /// Per resolved argument: where its components start in a kernel
     /// call's staging slots; after them, the number of slots.
     offsets: Vec<usize>,
+    /// The kernel call's staging and store-back steps.
+    stage: Vec<Stage>,
+    store: Vec<Store>,
+    /// Per read send (by bit), per write send: its output pin's bit.
+    read_send_pins: Vec<u64>,
+    write_send_pins: Vec<u64>,
+    /// The bits of the execute and end pins, and of all the invocation's
+    /// output pins.
+    execute_pin: u64,
+    end_pin: u64,
+    pins: u64,
+    /// A bit per read send and per write send (all set past 31).
+    read_mask: u32,
+    write_mask: u32,
+}
+
+/// One step of staging a kernel call's arguments into their slots
+/// (`at..at + length` of the staging buffer), worked out once per
+/// invocation and set device type.
+#[derive(Clone, Copy)]
+enum Stage {
+    /// Zeros: an INC argument of a direct dat is a zeroed temporary, added
+    /// to the dat after the kernel (zero is the all-zero slot in every
+    /// type).
+    Zero { at: usize, length: usize },
+    /// The element's row of a dat.
+    Dat {
+        dat: usize,
+        at: usize,
+        length: usize,
+    },
+    /// The element's landing pad, zeroed first for an INC argument.
+    Buffer {
+        buffer: usize,
+        at: usize,
+        length: usize,
+        zero: bool,
+    },
+    /// A global's pad (an `INFO` global's too); for an INC argument, the
+    /// pad and the slots zeroed: each INC argument its own zeroed copy,
+    /// however often the global is passed.
+    Pad {
+        pad: usize,
+        at: usize,
+        length: usize,
+        zero: bool,
+    },
+    /// The device's own index, or the map's target, as the generated
+    /// properties `index` and `{inv}_arg{i}_index`.
+    Index { kind: ArgKind, at: usize },
+}
+
+/// One step of storing a kernel call's slots back, as the generated C++
+/// does after the kernel wrote through its pointers.
+#[derive(Clone, Copy)]
+enum Store {
+    /// Into the element's row of a dat, added (an INC temporary) or copied
+    /// (a written one).
+    Dat {
+        dat: usize,
+        at: usize,
+        length: usize,
+        add: bool,
+    },
+    /// Into the element's landing pad.
+    Buffer {
+        buffer: usize,
+        at: usize,
+        length: usize,
+    },
+    /// Into a global's pad, as `PadStore` says.
+    Pad {
+        pad: usize,
+        at: usize,
+        length: usize,
+        how: PadStore,
+    },
+}
+
+/// How a kernel call's slots go back into a global's pad.
+#[derive(Clone, Copy)]
+enum PadStore {
+    /// Copied: the first INC argument of a global is its partial itself,
+    /// zeroed (copying equals adding to zero); a READ global; an `INFO`
+    /// global.
+    Copy,
+    /// Added: an INC argument of a global passed INC before.
+    Add,
+    /// Combined: each MIN or MAX copy combines into the partial, as the
+    /// reference combines each into the global.
+    Combine(AccessMode),
+}
+
+/// The staging and store-back steps of `invocation`'s kernel call on a set
+/// device type, from its arguments' landing pads and pads (`arg_store`)
+/// and their slots (`offsets`).
+fn staging(
+    invocation: &op2_analysis::model::Invocation,
+    arg_store: &[usize],
+    offsets: &[usize],
+) -> (Vec<Stage>, Vec<Store>) {
+    let mut stage = Vec::new();
+    let mut store = Vec::new();
+    let mut incremented = Vec::new();
+    for (position, (k, arg)) in invocation.resolved_args().enumerate() {
+        let at = offsets[position];
+        let length = arg.ty.dimension as usize;
+        let inc = arg.mode == AccessMode::Inc;
+        match arg.kind {
+            ArgKind::DirectDat(dat) => {
+                let dat = dat.index();
+                stage.push(if inc {
+                    Stage::Zero { at, length }
+                } else {
+                    Stage::Dat { dat, at, length }
+                });
+                if arg.mode != AccessMode::Read {
+                    store.push(Store::Dat {
+                        dat,
+                        at,
+                        length,
+                        add: inc,
+                    });
+                }
+            }
+            ArgKind::IndirectDat { .. } => {
+                let buffer = arg_store[k];
+                stage.push(Stage::Buffer {
+                    buffer,
+                    at,
+                    length,
+                    zero: inc,
+                });
+                store.push(Store::Buffer { buffer, at, length });
+            }
+            ArgKind::Global(_) | ArgKind::Info { .. } => {
+                let pad = arg_store[k];
+                let global = match arg.kind {
+                    ArgKind::Global(global) => Some(global),
+                    _ => None,
+                };
+                stage.push(Stage::Pad {
+                    pad,
+                    at,
+                    length,
+                    zero: inc && global.is_some(),
+                });
+                let how = match (global, arg.mode) {
+                    (Some(_), mode @ (AccessMode::Min | AccessMode::Max)) => {
+                        PadStore::Combine(mode)
+                    }
+                    (Some(global), AccessMode::Inc) if incremented.contains(&global) => {
+                        PadStore::Add
+                    }
+                    (Some(global), AccessMode::Inc) => {
+                        incremented.push(global);
+                        PadStore::Copy
+                    }
+                    _ => PadStore::Copy,
+                };
+                store.push(Store::Pad {
+                    pad,
+                    at,
+                    length,
+                    how,
+                });
+            }
+            ArgKind::Index(_) => stage.push(Stage::Index { kind: arg.kind, at }),
+            // Compiled in, or put in the interpreter's frame.
+            ArgKind::Const(_) | ArgKind::Len(_) => {}
+        }
+    }
+    (stage, store)
+}
+
+/// The bit of output pin `pin` in a ready mask.
+fn pin_bit(pin: usize) -> u64 {
+    // As `1 << pin` with the shift's overflow unchecked.
+    1u64.wrapping_shl(u32::try_from(pin).unwrap_or(u32::MAX))
+}
+
+/// A bit per send, all of them past 31.
+fn send_mask(sends: usize) -> u32 {
+    if sends >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << sends) - 1
+    }
+}
+
+impl PlanInfo {
+    /// The ready output pins of an element in state `s` of this invocation
+    /// (the generated `ReadyToSend`, this invocation's part).
+    fn ready(&self, s: &Progress) -> u64 {
+        if !s.in_progress {
+            return 0;
+        }
+        let pins = |mask: u32, pins: &[u64]| -> u64 {
+            let mut ready = 0;
+            let mut bits = mask;
+            while bits != 0 {
+                if let Some(pin) = pins.get(bits.trailing_zeros() as usize) {
+                    ready |= pin;
+                }
+                bits &= bits - 1;
+            }
+            ready
+        };
+        let mut mask = pins(s.read_send_mask, &self.read_send_pins)
+            | pins(s.write_send_mask, &self.write_send_pins);
+        if s.read_recv_count == s.read_total {
+            mask |= self.execute_pin;
+        }
+        if s.read_send_mask == 0 && s.write_send_mask == 0 && s.write_recv_count == s.write_total {
+            mask |= self.end_pin;
+        }
+        mask
+    }
 }
 
 /// What an input pin of a set device type does.
@@ -376,14 +594,27 @@ struct TypeInfo {
     pads: Vec<GlobalId>,
 }
 
+/// Where one element is in one invocation: its handshake state and its
+/// count properties, kept together since every handler reads them all to
+/// decide the ready pins.
+#[derive(Clone, Copy, Debug, Default)]
+struct Progress {
+    read_send_mask: u32,
+    read_recv_count: u32,
+    write_send_mask: u32,
+    write_recv_count: u32,
+    /// `{inv}_read_recv_total`.
+    read_total: u32,
+    /// `{inv}_write_recv_total`.
+    write_total: u32,
+    in_progress: bool,
+}
+
 /// The state of one invocation on every element of a set device type,
 /// as columns (structure of arrays).
 struct PlanColumns {
-    in_progress: Vec<bool>,
-    read_send_mask: Vec<u32>,
-    read_recv_count: Vec<u32>,
-    write_send_mask: Vec<u32>,
-    write_recv_count: Vec<u32>,
+    /// Per element.
+    progress: Vec<Progress>,
     /// The landing pads, in `PlanInfo::buffers` order.
     buffers: Vec<Column>,
     /// Per element, per `INFO` global of the invocation: the element that
@@ -518,6 +749,10 @@ struct Simulator<'a> {
     /// Reused slots: a payload being sent, one being handled.
     outgoing: Vec<u64>,
     incoming: Vec<u64>,
+    /// Per invocation, in graph order: its payloads' layout.
+    layouts: Vec<PayloadLayout>,
+    /// Reused values of a payload being combined.
+    values: Vec<Value>,
     controller: Controller,
     /// Device index of the first aggregator; aggregators follow the set
     /// devices, invocation by invocation.
@@ -546,8 +781,6 @@ struct Simulator<'a> {
     lengths: Vec<i32>,
     /// Reused kernel frame.
     scratch: Vec<Value>,
-    /// The globals one kernel run has already added to, reused.
-    incremented: Vec<GlobalId>,
     /// The starts of the MIN or MAX globals `INFO` globals follow in one
     /// kernel run, reused.
     info_starts: Vec<u64>,
@@ -757,7 +990,36 @@ impl<'a> Simulator<'a> {
                     end_pads: Vec::new(),
                     info_pads: Vec::new(),
                     offsets: Vec::new(),
+                    stage: Vec::new(),
+                    store: Vec::new(),
+                    read_send_pins: Vec::new(),
+                    write_send_pins: Vec::new(),
+                    execute_pin: 0,
+                    end_pin: 0,
+                    pins: 0,
+                    read_mask: 0,
+                    write_mask: 0,
                 };
+                let mut info = info;
+                info.read_send_pins = info
+                    .read_sends
+                    .iter()
+                    .map(|(_, pin)| pin_bit(*pin))
+                    .collect();
+                info.write_send_pins = info
+                    .write_sends
+                    .iter()
+                    .map(|(_, pin)| pin_bit(*pin))
+                    .collect();
+                info.execute_pin = pin_bit(info.execute_out);
+                info.end_pin = pin_bit(info.end_out);
+                info.pins = info
+                    .read_send_pins
+                    .iter()
+                    .chain(&info.write_send_pins)
+                    .fold(info.execute_pin | info.end_pin, |pins, pin| pins | pin);
+                info.read_mask = send_mask(info.read_sends.len());
+                info.write_mask = send_mask(info.write_sends.len());
                 inputs[info.begin_in] = Input::Begin(index);
                 for (arg, pin) in &info.read_recvs {
                     let buffer = buffers.iter().position(|b| b == arg).unwrap_or(0);
@@ -834,6 +1096,7 @@ impl<'a> Simulator<'a> {
                     total += arg.ty.dimension as usize;
                 }
                 info.offsets.push(total);
+                (info.stage, info.store) = staging(invocation, &info.arg_store, &info.offsets);
             }
             set_base.insert(set, (device_count, types.len()));
             device_count += state.set_sizes[set.index()];
@@ -855,11 +1118,23 @@ impl<'a> Simulator<'a> {
                 .plans
                 .iter()
                 .map(|p| PlanColumns {
-                    in_progress: vec![false; elements],
-                    read_send_mask: vec![0; elements],
-                    read_recv_count: vec![0; elements],
-                    write_send_mask: vec![0; elements],
-                    write_recv_count: vec![0; elements],
+                    progress: {
+                        // The count properties move here from `counts`.
+                        let totals = |all: &mut Vec<Vec<Vec<u32>>>| {
+                            p.involved
+                                .map(|s| std::mem::take(&mut all[p.plan][s]))
+                                .unwrap_or_default()
+                        };
+                        let reads = totals(&mut counts.read_recv_total);
+                        let writes = totals(&mut counts.write_recv_total);
+                        (0..elements)
+                            .map(|e| Progress {
+                                read_total: reads.get(e).copied().unwrap_or(0),
+                                write_total: writes.get(e).copied().unwrap_or(0),
+                                ..Progress::default()
+                            })
+                            .collect()
+                    },
                     buffers: p
                         .buffers
                         .iter()
@@ -1059,6 +1334,11 @@ impl<'a> Simulator<'a> {
             },
         };
         let bases = types.iter().map(|info| set_base[&info.set].0).collect();
+        let layouts = graph
+            .invocations
+            .iter()
+            .map(|plan| payload_layout(&program, plan))
+            .collect();
         let mut simulator = Simulator {
             program,
             graph,
@@ -1075,6 +1355,8 @@ impl<'a> Simulator<'a> {
             payloads: Payloads::default(),
             outgoing: Vec::new(),
             incoming: Vec::new(),
+            layouts,
+            values: Vec::new(),
             controller,
             first_aggregator,
             aggregators,
@@ -1091,7 +1373,6 @@ impl<'a> Simulator<'a> {
             ready_masks: vec![0; device_count],
             lengths: Vec::new(),
             scratch: Vec::new(),
-            incremented: Vec::new(),
             info_starts: Vec::new(),
             random: Random(options.seed),
             statistics,
@@ -1162,52 +1443,15 @@ impl<'a> Simulator<'a> {
             }
             return mask;
         }
-        let Some((t, set, index)) = self.device_location(device) else {
+        let Some((t, _, index)) = self.device_location(device) else {
             return 0;
         };
-        let _ = set;
-        let info = &self.types[t];
         let e = index as usize;
-        let mut mask = 0u64;
-        for (plan, s) in info.plans.iter().zip(&self.columns[t].plans) {
-            if !s.in_progress[e] {
-                continue;
-            }
-            let read_send_mask = s.read_send_mask[e];
-            for (bit, (_, pin)) in plan.read_sends.iter().enumerate() {
-                if read_send_mask & (1 << bit) != 0 {
-                    mask |= 1 << pin;
-                }
-            }
-            if s.read_recv_count[e] == self.read_total(plan, e) {
-                mask |= 1 << plan.execute_out;
-            }
-            let write_send_mask = s.write_send_mask[e];
-            for (bit, (_, pin)) in plan.write_sends.iter().enumerate() {
-                if write_send_mask & (1 << bit) != 0 {
-                    mask |= 1 << pin;
-                }
-            }
-            if read_send_mask == 0
-                && write_send_mask == 0
-                && s.write_recv_count[e] == self.write_total(plan, e)
-            {
-                mask |= 1 << plan.end_out;
-            }
-        }
-        mask
-    }
-
-    /// `{inv}_read_recv_total` of element `e` of the type of `plan`.
-    fn read_total(&self, plan: &PlanInfo, e: usize) -> u32 {
-        plan.involved
-            .map_or(0, |s| self.counts.read_recv_total[plan.plan][s][e])
-    }
-
-    /// `{inv}_write_recv_total` of element `e` of the type of `plan`.
-    fn write_total(&self, plan: &PlanInfo, e: usize) -> u32 {
-        plan.involved
-            .map_or(0, |s| self.counts.write_recv_total[plan.plan][s][e])
+        self.types[t]
+            .plans
+            .iter()
+            .zip(&self.columns[t].plans)
+            .fold(0, |mask, (plan, s)| mask | plan.ready(&s.progress[e]))
     }
 
     /// Whether set device `device` is inside some invocation.
@@ -1216,12 +1460,27 @@ impl<'a> Simulator<'a> {
             self.columns[t]
                 .plans
                 .iter()
-                .any(|p| p.in_progress[index as usize])
+                .any(|p| p.progress[index as usize].in_progress)
         })
     }
 
     fn update_ready(&mut self, device: usize) {
         let mask = self.ready_pins(device);
+        self.set_ready(device, mask);
+    }
+
+    /// After a handler of set device `device` (type `t`, element `e`) for
+    /// its invocation `p`: only that invocation's pins can have changed.
+    fn update_plan_ready(&mut self, device: usize, t: usize, p: usize, e: usize) {
+        let plan = &self.types[t].plans[p];
+        let mask = (self.ready_masks[device] & !plan.pins)
+            | plan.ready(&self.columns[t].plans[p].progress[e]);
+        debug_assert_eq!(mask, self.ready_pins(device), "the ready pins of {device}");
+        self.set_ready(device, mask);
+    }
+
+    /// Records `device`'s ready pins, and whether it is among the ready.
+    fn set_ready(&mut self, device: usize, mask: u64) {
         self.ready_masks[device] = mask;
         let ready = mask != 0;
         let position = self.ready_position[device];
@@ -1344,19 +1603,19 @@ impl<'a> Simulator<'a> {
                 a.end_total
             );
         }
-        let Some((t, set, index)) = self.device_location(device) else {
+        let Some((t, _, index)) = self.device_location(device) else {
             let c = &self.controller;
             return format!(
                 "  global: pc {}, running {}, begin_pending {}, end_count {}",
                 c.pc, c.running, c.begin_pending, c.end_count
             );
         };
-        let _ = set;
         let info = &self.types[t];
         let e = index as usize;
         let mut report = String::new();
         for (plan, s) in info.plans.iter().zip(&self.columns[t].plans) {
-            if !s.in_progress[e] {
+            let s = &s.progress[e];
+            if !s.in_progress {
                 continue;
             }
             let name = &self.graph.invocations[plan.plan].name;
@@ -1364,12 +1623,12 @@ impl<'a> Simulator<'a> {
                 report,
                 "  {} in `{name}`: read_recv_count {}/{}, write_recv_count {}/{}, read_send_mask {:#x}, write_send_mask {:#x}",
                 self.device_name(device),
-                s.read_recv_count[e],
-                self.read_total(plan, e),
-                s.write_recv_count[e],
-                self.write_total(plan, e),
-                s.read_send_mask[e],
-                s.write_send_mask[e],
+                s.read_recv_count,
+                s.read_total,
+                s.write_recv_count,
+                s.write_total,
+                s.read_send_mask,
+                s.write_send_mask,
             );
         }
         report
@@ -1467,29 +1726,10 @@ impl<'a> Simulator<'a> {
 
     /// The types of a payload's components, one per component.
     fn payload_types(&self, types: PayloadTypes, length: usize) -> Vec<ScalarType> {
-        let globals = |globals: &mut dyn Iterator<Item = GlobalId>| -> Vec<ScalarType> {
-            globals
-                .flat_map(|g| {
-                    let ty = self.program.globals[g.index()].ty;
-                    std::iter::repeat_n(ty.scalar, ty.dimension as usize)
-                })
-                .collect()
-        };
         match types {
             PayloadTypes::Uniform(ty) => vec![ty; length],
-            PayloadTypes::Begin(plan) => {
-                globals(&mut self.graph.invocations[plan].begin_globals.iter().copied())
-            }
-            PayloadTypes::End(plan) => {
-                // The end globals, then each `INFO` global with its element.
-                let plan = &self.graph.invocations[plan];
-                let mut types = globals(&mut plan.end_globals.iter().map(|(g, _)| *g));
-                for info in &plan.infos {
-                    types.extend(globals(&mut std::iter::once(info.global)));
-                    types.push(ScalarType::Uint);
-                }
-                types
-            }
+            PayloadTypes::Begin(plan) => self.layouts[plan].begin.clone(),
+            PayloadTypes::End(plan) => self.layouts[plan].end.clone(),
         }
     }
 
@@ -1610,7 +1850,7 @@ impl<'a> Simulator<'a> {
             (0, bit) => {
                 // Send `dat_D` once; the edges fan it out.
                 let dat = self.types[t].plans[p].read_sends[bit].0.index();
-                self.columns[t].plans[p].read_send_mask[e] &= !(1 << bit);
+                self.columns[t].plans[p].progress[e].read_send_mask &= !(1 << bit);
                 let ty = PayloadTypes::Uniform(self.dats[dat].ty);
                 self.deliver_with(device, pin, plan_index, ty, |this, payload| {
                     payload.extend_from_slice(this.dats[dat].row(e));
@@ -1620,7 +1860,7 @@ impl<'a> Simulator<'a> {
             (2, bit) => {
                 let arg = self.types[t].plans[p].write_sends[bit].0;
                 let buffer = self.types[t].plans[p].arg_store[arg];
-                self.columns[t].plans[p].write_send_mask[e] &= !(1 << bit);
+                self.columns[t].plans[p].progress[e].write_send_mask &= !(1 << bit);
                 let ty = PayloadTypes::Uniform(self.columns[t].plans[p].buffers[buffer].ty);
                 self.deliver_with(device, pin, plan_index, ty, |this, payload| {
                     payload.extend_from_slice(this.columns[t].plans[p].buffers[buffer].row(e));
@@ -1629,9 +1869,9 @@ impl<'a> Simulator<'a> {
             _ => {
                 // End: the partial reductions, or identities where the kernel
                 // did not run.
-                let state = &mut self.columns[t].plans[p];
-                state.write_recv_count[e] = 0;
-                state.in_progress[e] = false;
+                let state = &mut self.columns[t].plans[p].progress[e];
+                state.write_recv_count = 0;
+                state.in_progress = false;
                 let types = PayloadTypes::End(plan_index);
                 self.deliver_with(device, pin, plan_index, types, |this, payload| {
                     let plan = &this.graph.invocations[plan_index];
@@ -1666,7 +1906,7 @@ impl<'a> Simulator<'a> {
                 })?;
             }
         }
-        self.update_ready(device);
+        self.update_plan_ready(device, t, p, e);
         Ok(())
     }
 
@@ -1685,19 +1925,11 @@ impl<'a> Simulator<'a> {
         } else {
             self.charge(device, 1);
         }
-        let write_mask = {
-            let bits = self.types[t].plans[p].write_sends.len();
-            if bits >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << bits) - 1
-            }
-        };
-        let e = index as usize;
-        let state = &mut self.columns[t].plans[p];
-        state.read_recv_count[e] = 0;
-        state.write_recv_count[e] += 1;
-        state.write_send_mask[e] = write_mask;
+        let write_mask = self.types[t].plans[p].write_mask;
+        let state = &mut self.columns[t].plans[p].progress[index as usize];
+        state.read_recv_count = 0;
+        state.write_recv_count += 1;
+        state.write_send_mask = write_mask;
         Ok(())
     }
 
@@ -1724,47 +1956,43 @@ impl<'a> Simulator<'a> {
         staged.clear();
         staged.resize(offsets.last().copied().unwrap_or(0), 0);
         let columns = &mut self.columns[t];
-        for (position, (k, arg)) in invocation.resolved_args().enumerate() {
-            let length = arg.ty.dimension as usize;
-            let target = &mut staged[offsets[position]..offsets[position] + length];
-            match arg.kind {
-                // An INC argument of a direct dat is a zeroed temporary,
-                // added to the dat after the kernel (zero is the all-zero
-                // slot in every type).
-                ArgKind::DirectDat(_) if arg.mode == AccessMode::Inc => target.fill(0),
-                ArgKind::DirectDat(dat) => {
-                    target.copy_from_slice(self.dats[dat.index()].row(element));
+        for step in &info.stage {
+            match *step {
+                Stage::Zero { at, length } => staged[at..at + length].fill(0),
+                Stage::Dat { dat, at, length } => {
+                    staged[at..at + length].copy_from_slice(self.dats[dat].row(element));
                 }
-                ArgKind::IndirectDat { .. } => {
-                    let values = columns.plans[p].buffers[info.arg_store[k]].row_mut(element);
-                    if arg.mode == AccessMode::Inc {
+                Stage::Buffer {
+                    buffer,
+                    at,
+                    length,
+                    zero,
+                } => {
+                    let values = columns.plans[p].buffers[buffer].row_mut(element);
+                    if zero {
                         values.fill(0);
                     }
-                    target.copy_from_slice(values);
+                    staged[at..at + length].copy_from_slice(values);
                 }
-                ArgKind::Global(_) => {
-                    let values = columns.pads[info.arg_store[k]].row_mut(element);
-                    if arg.mode == AccessMode::Inc {
-                        // Each INC argument its own zeroed copy, however
-                        // often the global is passed.
+                Stage::Pad {
+                    pad,
+                    at,
+                    length,
+                    zero,
+                } => {
+                    let values = columns.pads[pad].row_mut(element);
+                    if zero {
                         values.fill(0);
-                        target.fill(0);
+                        staged[at..at + length].fill(0);
                     } else {
-                        target.copy_from_slice(values);
+                        staged[at..at + length].copy_from_slice(values);
                     }
                 }
-                ArgKind::Info { .. } => {
-                    target.copy_from_slice(columns.pads[info.arg_store[k]].row(element));
-                }
-                // The device's own index, or the map's target, as the
-                // generated properties `index` and `{inv}_arg{i}_index`.
-                ArgKind::Index(_) => {
-                    target[0] = to_slot(crate::reference::index_value(
-                        self.state.row_of(&program, arg.kind, element),
+                Stage::Index { kind, at } => {
+                    staged[at] = to_slot(crate::reference::index_value(
+                        self.state.row_of(&program, kind, element),
                     ));
                 }
-                // Compiled in, or put in the interpreter's frame below.
-                ArgKind::Const(_) | ArgKind::Len(_) => {}
             }
         }
         // The starting value of the MIN or MAX global each `INFO` follows.
@@ -1839,57 +2067,46 @@ impl<'a> Simulator<'a> {
             )));
         }
         self.statistics.evaluations += 1;
-        // The kernel wrote through its pointers: copy everything back, and
-        // add each INC temporary into its dat or global partial, as the
-        // generated C++ does (the first INC argument of a global is its
-        // partial itself, zeroed: copying equals adding to zero).
-        let mut incremented = std::mem::take(&mut self.incremented);
-        incremented.clear();
+        // The kernel wrote through its pointers: everything goes back.
         let info = &self.types[t].plans[p];
         let columns = &mut self.columns[t];
-        for (position, (k, arg)) in invocation.resolved_args().enumerate() {
-            let length = arg.ty.dimension as usize;
-            let values = &staged[offsets[position]..offsets[position] + length];
-            match arg.kind {
-                ArgKind::DirectDat(dat) if arg.mode == AccessMode::Inc => {
-                    let column = &mut self.dats[dat.index()];
-                    add_slots(column.ty, column.row_mut(element), values);
-                }
-                ArgKind::DirectDat(dat) => {
-                    if arg.mode != AccessMode::Read {
-                        self.dats[dat.index()]
-                            .row_mut(element)
-                            .copy_from_slice(values);
+        for step in &info.store {
+            match *step {
+                Store::Dat {
+                    dat,
+                    at,
+                    length,
+                    add,
+                } => {
+                    let column = &mut self.dats[dat];
+                    let values = &staged[at..at + length];
+                    if add {
+                        add_slots(column.ty, column.row_mut(element), values);
+                    } else {
+                        column.row_mut(element).copy_from_slice(values);
                     }
                 }
-                ArgKind::IndirectDat { .. } => {
-                    columns.plans[p].buffers[info.arg_store[k]]
+                Store::Buffer { buffer, at, length } => {
+                    columns.plans[p].buffers[buffer]
                         .row_mut(element)
-                        .copy_from_slice(values);
+                        .copy_from_slice(&staged[at..at + length]);
                 }
-                ArgKind::Global(global) => {
-                    let pad = &mut columns.pads[info.arg_store[k]];
+                Store::Pad {
+                    pad,
+                    at,
+                    length,
+                    how,
+                } => {
+                    let pad = &mut columns.pads[pad];
                     let ty = pad.ty;
                     let partial = pad.row_mut(element);
-                    if matches!(arg.mode, AccessMode::Min | AccessMode::Max) {
-                        // Each MIN or MAX copy combines into the partial,
-                        // as the reference combines each into the global.
-                        combine_slots(ty, partial, values, arg.mode);
-                    } else if arg.mode != AccessMode::Inc {
-                        partial.copy_from_slice(values);
-                    } else if incremented.contains(&global) {
-                        add_slots(ty, partial, values);
-                    } else {
-                        incremented.push(global);
-                        partial.copy_from_slice(values);
+                    let values = &staged[at..at + length];
+                    match how {
+                        PadStore::Copy => partial.copy_from_slice(values),
+                        PadStore::Add => add_slots(ty, partial, values),
+                        PadStore::Combine(mode) => combine_slots(ty, partial, values, mode),
                     }
                 }
-                ArgKind::Info { .. } => {
-                    columns.pads[info.arg_store[k]]
-                        .row_mut(element)
-                        .copy_from_slice(values);
-                }
-                ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => {}
             }
         }
         // `element_G`: this element, when it improved on the start of `R`.
@@ -1908,7 +2125,6 @@ impl<'a> Simulator<'a> {
             }));
         }
         self.info_starts = starts;
-        self.incremented = incremented;
         self.staged = staged;
         Ok(())
     }
@@ -1952,23 +2168,14 @@ impl<'a> Simulator<'a> {
             );
         }
         // Step 1: the first message of the invocation.
-        let read_mask = {
-            let bits = info.read_sends.len();
-            if bits >= 32 {
-                u32::MAX
-            } else {
-                (1u32 << bits) - 1
-            }
-        };
-        let read_total = self.read_total(info, e);
-        let write_total = self.write_total(info, e);
+        let read_mask = info.read_mask;
         let iterates = info.iterates;
         let columns = &mut self.columns[t];
         {
-            let state = &mut columns.plans[p];
-            if !state.in_progress[e] {
-                state.in_progress[e] = true;
-                state.read_send_mask[e] = read_mask;
+            let state = &mut columns.plans[p].progress[e];
+            if !state.in_progress {
+                state.in_progress = true;
+                state.read_send_mask = read_mask;
             }
         }
         match input {
@@ -1987,14 +2194,14 @@ impl<'a> Simulator<'a> {
                         offset += dimension;
                     }
                 }
-                columns.plans[p].read_recv_count[e] += 1;
+                columns.plans[p].progress[e].read_recv_count += 1;
             }
             Input::ReadRecv { buffer, .. } => {
                 let state = &mut columns.plans[p];
                 let row = state.buffers[buffer].row_mut(e);
                 let width = row.len();
                 row.copy_from_slice(&payload[..width]);
-                state.read_recv_count[e] += 1;
+                state.progress[e].read_recv_count += 1;
             }
             Input::WriteRecv { dat, add, .. } => {
                 let column = &mut self.dats[dat.index()];
@@ -2006,27 +2213,18 @@ impl<'a> Simulator<'a> {
                 } else {
                     stored.copy_from_slice(&payload[..width]);
                 }
-                columns.plans[p].write_recv_count[e] += 1;
+                columns.plans[p].progress[e].write_recv_count += 1;
             }
         }
-        let state = &columns.plans[p];
-        if state.read_recv_count[e] > read_total || state.write_recv_count[e] > write_total {
+        let state = &columns.plans[p].progress[e];
+        if state.read_recv_count > state.read_total || state.write_recv_count > state.write_total {
             return Err(self.assertion(
                 device,
                 "more messages arrived than the device's count properties allow",
             ));
         }
-        self.update_ready(device);
+        self.update_plan_ready(device, t, p, e);
         Ok(())
-    }
-
-    /// The values of a payload of globals, each of its type.
-    fn payload_values(&self, types: PayloadTypes, payload: &[u64]) -> Vec<Value> {
-        self.payload_types(types, payload.len())
-            .into_iter()
-            .zip(payload)
-            .map(|(ty, &slot)| from_slot(slot, ty))
-            .collect()
     }
 
     /// An aggregator's inputs: input 0 takes the begin from its parent,
@@ -2044,10 +2242,10 @@ impl<'a> Simulator<'a> {
             );
         }
         let plan = &self.graph.invocations[a.plan];
+        let layout = &self.layouts[a.plan];
         if message.pin == 0 {
-            let begin = self.payload_values(PayloadTypes::Begin(a.plan), payload);
             let a = &mut self.aggregators[device - self.first_aggregator];
-            a.begin = begin;
+            payload_values(&layout.begin, payload, &mut a.begin);
             let mut offset = 0;
             for (global, mode) in &plan.end_globals {
                 let g = &self.program.globals[global.index()];
@@ -2063,11 +2261,12 @@ impl<'a> Simulator<'a> {
             a.begin_pending = true;
             return Ok(());
         }
-        let partials = self.payload_values(PayloadTypes::End(a.plan), payload);
+        let mut partials = std::mem::take(&mut self.values);
+        payload_values(&layout.end, payload, &mut partials);
         let a = &mut self.aggregators[device - self.first_aggregator];
         // Before the MIN or MAX partial it follows takes this child's.
-        for slot in info_slots(&self.program, plan) {
-            info_combine(&mut a.partials, &partials, &slot);
+        for slot in &layout.infos {
+            info_combine(&mut a.partials, &partials, slot);
         }
         let mut offset = 0;
         for (global, mode) in &plan.end_globals {
@@ -2080,6 +2279,8 @@ impl<'a> Simulator<'a> {
             }
             offset += dimension;
         }
+        self.values = partials;
+        let a = &mut self.aggregators[device - self.first_aggregator];
         a.end_count += 1;
         if a.end_count > a.end_total {
             return Err(self.assertion(
@@ -2136,17 +2337,14 @@ impl<'a> Simulator<'a> {
             );
         }
         let plan = &self.graph.invocations[plan_index];
-        let partials = self.payload_values(PayloadTypes::End(plan_index), payload);
+        let layout = &self.layouts[plan_index];
+        let mut partials = std::mem::take(&mut self.values);
+        payload_values(&layout.end, payload, &mut partials);
         // Before the MIN or MAX global it follows takes this partial.
-        for (i, (info, slot)) in plan
-            .infos
-            .iter()
-            .zip(info_slots(&self.program, plan))
-            .enumerate()
-        {
+        for (i, (info, slot)) in plan.infos.iter().zip(&layout.infos).enumerate() {
             let InfoSlot {
                 r, at, dimension, ..
-            } = slot;
+            } = *slot;
             let current = self.state.globals[info.of.index()][0];
             let incoming = partials[r];
             let element = partials[at + dimension];
@@ -2171,6 +2369,7 @@ impl<'a> Simulator<'a> {
             }
             offset += dimension;
         }
+        self.values = partials;
         self.controller.end_count += 1;
         if self.controller.end_count > self.counts.end_total[plan_index] {
             return Err(self.assertion(
@@ -2407,6 +2606,7 @@ const NO_ELEMENT: u32 = op2_codegen::names::NO_ELEMENT;
 /// Where an `INFO` global's partial lies in an `{inv}_end` payload (and in
 /// an aggregator's partials, laid out alike): `R` at `r`, the value at `at`
 /// (`dimension` components), then the element.
+#[derive(Clone, Copy)]
 struct InfoSlot {
     r: usize,
     at: usize,
@@ -2437,6 +2637,47 @@ fn info_slots(program: &Program, plan: &op2_codegen::model::InvocationPlan) -> V
         offset += dimension + 1;
     }
     slots
+}
+
+/// The types of the payloads of an invocation's begin and end messages,
+/// and where its `INFO` partials lie in the end's.
+struct PayloadLayout {
+    begin: Vec<ScalarType>,
+    end: Vec<ScalarType>,
+    infos: Vec<InfoSlot>,
+}
+
+fn payload_layout(program: &Program, plan: &op2_codegen::model::InvocationPlan) -> PayloadLayout {
+    let globals = |globals: &mut dyn Iterator<Item = GlobalId>| -> Vec<ScalarType> {
+        globals
+            .flat_map(|g| {
+                let ty = program.globals[g.index()].ty;
+                std::iter::repeat_n(ty.scalar, ty.dimension as usize)
+            })
+            .collect()
+    };
+    // The end globals, then each `INFO` global with its element.
+    let mut end = globals(&mut plan.end_globals.iter().map(|(g, _)| *g));
+    for info in &plan.infos {
+        end.extend(globals(&mut std::iter::once(info.global)));
+        end.push(ScalarType::Uint);
+    }
+    PayloadLayout {
+        begin: globals(&mut plan.begin_globals.iter().copied()),
+        end,
+        infos: info_slots(program, plan),
+    }
+}
+
+/// The values of a payload of components of `types`, into `values`.
+fn payload_values(types: &[ScalarType], payload: &[u64], values: &mut Vec<Value>) {
+    values.clear();
+    values.extend(
+        types
+            .iter()
+            .zip(payload)
+            .map(|(ty, &slot)| from_slot(slot, *ty)),
+    );
 }
 
 /// Whether an incoming `INFO` partial (`R` = `incoming`, element
