@@ -541,6 +541,7 @@ fn send_mask(sends: usize) -> u32 {
 impl PlanInfo {
     /// The ready output pins of an element in state `s` of this invocation
     /// (the generated `ReadyToSend`, this invocation's part).
+    #[inline]
     fn ready(&self, s: &Progress) -> u64 {
         if !s.in_progress {
             return 0;
@@ -1392,6 +1393,7 @@ impl<'a> Simulator<'a> {
         Ok(simulator)
     }
 
+    #[inline]
     fn device_location(&self, device: usize) -> Option<(usize, SetId, u32)> {
         if device == 0 {
             return None;
@@ -1471,6 +1473,7 @@ impl<'a> Simulator<'a> {
 
     /// After a handler of set device `device` (type `t`, element `e`) for
     /// its invocation `p`: only that invocation's pins can have changed.
+    #[inline]
     fn update_plan_ready(&mut self, device: usize, t: usize, p: usize, e: usize) {
         let plan = &self.types[t].plans[p];
         let mask = (self.ready_masks[device] & !plan.pins)
@@ -1480,6 +1483,7 @@ impl<'a> Simulator<'a> {
     }
 
     /// Records `device`'s ready pins, and whether it is among the ready.
+    #[inline]
     fn set_ready(&mut self, device: usize, mask: u64) {
         self.ready_masks[device] = mask;
         let ready = mask != 0;
@@ -1701,6 +1705,7 @@ impl<'a> Simulator<'a> {
 
     /// The cost model: handling a message takes the device one step, from
     /// the step it arrives or the device is free, whichever is later.
+    #[inline]
     fn charge_receive(&mut self, device: usize, arrival: u64) {
         let clock = &mut self.clocks[device];
         *clock = (*clock).max(arrival) + 1;
@@ -1708,12 +1713,14 @@ impl<'a> Simulator<'a> {
     }
 
     /// The cost model: a handler that takes `steps` steps of the device.
+    #[inline]
     fn charge(&mut self, device: usize, steps: u64) {
         self.clocks[device] += steps;
         self.busy[device] += steps;
     }
 
     /// The range of the edges of `device`'s output pin `pin` in `edges`.
+    #[inline]
     fn fan(&self, device: usize, pin: usize) -> (usize, usize) {
         let at = self.pin_base[device] as usize + pin;
         let start = if at == 0 {

@@ -47,10 +47,12 @@ impl Column {
         self.slots.iter().map(|&s| from_slot(s, self.ty)).collect()
     }
 
+    #[inline]
     pub fn row(&self, element: usize) -> &[u64] {
         &self.slots[element * self.width..(element + 1) * self.width]
     }
 
+    #[inline]
     pub fn row_mut(&mut self, element: usize) -> &mut [u64] {
         &mut self.slots[element * self.width..(element + 1) * self.width]
     }
@@ -156,6 +158,7 @@ impl Payloads {
 
     /// The slots of payload `id` (its class's width: the caller knows how
     /// many it sent).
+    #[inline]
     pub fn get(&self, id: u32) -> &[u64] {
         let (class, index) = Self::locate(id);
         let width = 1usize << class;
@@ -163,6 +166,7 @@ impl Payloads {
     }
 
     /// One delivery of payload `id` is done with it.
+    #[inline]
     pub fn release(&mut self, id: u32) {
         let (class, index) = Self::locate(id);
         let records = &mut self.classes[class];
