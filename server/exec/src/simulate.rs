@@ -747,9 +747,8 @@ struct Simulator<'a> {
     /// output pin, in the topology's order.
     edges: Vec<(u32, u32)>,
     payloads: Payloads,
-    /// Reused slots: a payload being sent, one being handled.
+    /// Reused slots of a payload being sent.
     outgoing: Vec<u64>,
-    incoming: Vec<u64>,
     /// Per invocation, in graph order: its payloads' layout.
     layouts: Vec<PayloadLayout>,
     /// Reused values of a payload being combined.
@@ -1355,7 +1354,6 @@ impl<'a> Simulator<'a> {
             edges,
             payloads: Payloads::default(),
             outgoing: Vec::new(),
-            incoming: Vec::new(),
             layouts,
             values: Vec::new(),
             controller,
@@ -1533,12 +1531,12 @@ impl<'a> Simulator<'a> {
                 self.send(device, pin)?;
             } else {
                 let message = self.in_flight.swap_remove(choice - self.ready.len());
-                let mut payload = std::mem::take(&mut self.incoming);
-                payload.clear();
-                payload.extend_from_slice(self.payloads.get(message.payload));
+                // The payload is read where it is stored: no handler of a
+                // delivery sends, so the pool can be set aside meanwhile.
+                let payloads = std::mem::take(&mut self.payloads);
+                let result = self.receive(message, payloads.get(message.payload));
+                self.payloads = payloads;
                 self.payloads.release(message.payload);
-                let result = self.receive(message, &payload);
-                self.incoming = payload;
                 result?;
             }
         }
