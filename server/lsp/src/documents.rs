@@ -1,9 +1,16 @@
 //! Open documents: the text as a rope (for position conversion) and as a
 //! parsed file (for analysis), kept in step by incremental edits.
 //!
+//! The server keeps an [`OpenDocument`] per open file: each `didChange`
+//! edits its rope at once (cheap, under the server's lock), and the parse
+//! catches up later, off the lock, as a [`ParseJob`] whose result is a
+//! [`Document`] (rope and tree of one version, consistent).
+//!
 //! Positions arrive in the negotiated encoding (UTF-8 or UTF-16) and are
 //! converted here, at the edge, to byte offsets; nothing below this crate
 //! sees an LSP position.
+
+use std::ops::Range as Bytes;
 
 use op2_syntax::{LineIndex, Parse, TextRange};
 use ropey::Rope;
@@ -61,59 +68,12 @@ impl Document {
     /// means the line's end; a line past the last means the end of the text
     /// (as LSP says); a column inside a character rounds down.
     pub fn offset(&self, position: Position, encoding: PositionEncoding) -> usize {
-        let rope = &self.rope;
-        let line = position.line as usize;
-        if line >= rope.len_lines() {
-            return rope.len_bytes();
-        }
-        let line_start_char = rope.line_to_char(line);
-        let line_slice = rope.line(line);
-        // The line's content, without its line break.
-        let mut content_chars = line_slice.len_chars();
-        while content_chars > 0 {
-            let c = line_slice.char(content_chars - 1);
-            if c == '\n' || c == '\r' {
-                content_chars -= 1;
-            } else {
-                break;
-            }
-        }
-        let line_end_char = line_start_char + content_chars;
-        let char_index = match encoding {
-            PositionEncoding::Utf16 => {
-                let start_units = rope.char_to_utf16_cu(line_start_char);
-                let end_units = rope.char_to_utf16_cu(line_end_char);
-                let units = (start_units + position.character as usize).min(end_units);
-                // `utf16_cu_to_char` rounds down inside a surrogate pair.
-                rope.utf16_cu_to_char(units)
-            }
-            PositionEncoding::Utf8 => {
-                let start_byte = rope.char_to_byte(line_start_char);
-                let end_byte = rope.char_to_byte(line_end_char);
-                let byte = (start_byte + position.character as usize).min(end_byte);
-                rope.byte_to_char(byte)
-            }
-        };
-        rope.char_to_byte(char_index.min(line_end_char))
+        offset_in(&self.rope, position, encoding)
     }
 
     /// The LSP position of a byte offset.
     pub fn position(&self, offset: usize, encoding: PositionEncoding) -> Position {
-        let rope = &self.rope;
-        let offset = offset.min(rope.len_bytes());
-        let char_index = rope.byte_to_char(offset);
-        let line = rope.char_to_line(char_index);
-        let line_start_char = rope.line_to_char(line);
-        let character = match encoding {
-            PositionEncoding::Utf16 => {
-                rope.char_to_utf16_cu(char_index) - rope.char_to_utf16_cu(line_start_char)
-            }
-            PositionEncoding::Utf8 => offset - rope.char_to_byte(line_start_char),
-        };
-        Position {
-            line: u32::try_from(line).unwrap_or(u32::MAX),
-            character: u32::try_from(character).unwrap_or(u32::MAX),
-        }
+        position_in(&self.rope, offset, encoding)
     }
 
     /// The LSP range of a byte range.
@@ -132,40 +92,333 @@ impl Document {
         version: i32,
         encoding: PositionEncoding,
     ) {
-        let mut edits: Vec<(std::ops::Range<usize>, String)> = Vec::new();
-        for change in changes {
-            match change.range {
-                Some(range) => {
-                    let start = self.offset(range.start, encoding);
-                    let end = self.offset(range.end, encoding).max(start);
-                    let start_char = self.rope.byte_to_char(start);
-                    let end_char = self.rope.byte_to_char(end);
-                    self.rope.remove(start_char..end_char);
-                    self.rope.insert(start_char, &change.text);
-                    edits.push((start..end, change.text));
-                }
-                None => {
-                    // The whole text: what came before it no longer counts.
-                    edits.clear();
-                    self.rope = Rope::from_str(&change.text);
-                    self.parse = Parse::new(change.text);
-                }
-            }
+        let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
+        if let Some(text) = whole {
+            self.parse = Parse::new(text);
         }
-        // Offsets come from the rope, on character boundaries, in range,
-        // each against the text as the edit before left it: the edits
-        // cannot fail.
-        let _ = self.parse.edit_many(
-            edits
-                .iter()
-                .map(|(range, text)| (range.clone(), text.as_str())),
-        );
+        reparse(&mut self.parse, &edits);
         self.version = version;
     }
 
     /// A line index of the current text (for converting many ranges).
     pub fn line_index(&self) -> LineIndex {
         LineIndex::new(self.text())
+    }
+}
+
+/// Byte offset of an LSP position in `rope` (see [`Document::offset`]).
+fn offset_in(rope: &Rope, position: Position, encoding: PositionEncoding) -> usize {
+    let line = position.line as usize;
+    if line >= rope.len_lines() {
+        return rope.len_bytes();
+    }
+    let line_start_char = rope.line_to_char(line);
+    let line_slice = rope.line(line);
+    // The line's content, without its line break.
+    let mut content_chars = line_slice.len_chars();
+    while content_chars > 0 {
+        let c = line_slice.char(content_chars - 1);
+        if c == '\n' || c == '\r' {
+            content_chars -= 1;
+        } else {
+            break;
+        }
+    }
+    let line_end_char = line_start_char + content_chars;
+    let char_index = match encoding {
+        PositionEncoding::Utf16 => {
+            let start_units = rope.char_to_utf16_cu(line_start_char);
+            let end_units = rope.char_to_utf16_cu(line_end_char);
+            let units = (start_units + position.character as usize).min(end_units);
+            // `utf16_cu_to_char` rounds down inside a surrogate pair.
+            rope.utf16_cu_to_char(units)
+        }
+        PositionEncoding::Utf8 => {
+            let start_byte = rope.char_to_byte(line_start_char);
+            let end_byte = rope.char_to_byte(line_end_char);
+            let byte = (start_byte + position.character as usize).min(end_byte);
+            rope.byte_to_char(byte)
+        }
+    };
+    rope.char_to_byte(char_index.min(line_end_char))
+}
+
+/// The LSP position of a byte offset in `rope` (see [`Document::position`]).
+fn position_in(rope: &Rope, offset: usize, encoding: PositionEncoding) -> Position {
+    let offset = offset.min(rope.len_bytes());
+    let char_index = rope.byte_to_char(offset);
+    let line = rope.char_to_line(char_index);
+    let line_start_char = rope.line_to_char(line);
+    let character = match encoding {
+        PositionEncoding::Utf16 => {
+            rope.char_to_utf16_cu(char_index) - rope.char_to_utf16_cu(line_start_char)
+        }
+        PositionEncoding::Utf8 => offset - rope.char_to_byte(line_start_char),
+    };
+    Position {
+        line: u32::try_from(line).unwrap_or(u32::MAX),
+        character: u32::try_from(character).unwrap_or(u32::MAX),
+    }
+}
+
+/// Applies the changes of one `didChange` to `rope`, in order, each range
+/// converted with the text as left by the change before. Returns the last
+/// whole text sent (what came before it no longer counts) and the edits
+/// after it, as byte ranges.
+fn edit_rope(
+    rope: &mut Rope,
+    changes: Vec<TextDocumentContentChangeEvent>,
+    encoding: PositionEncoding,
+) -> (Option<String>, Vec<(Bytes<usize>, String)>) {
+    let mut whole = None;
+    let mut edits = Vec::new();
+    for change in changes {
+        match change.range {
+            Some(range) => {
+                let start = offset_in(rope, range.start, encoding);
+                let end = offset_in(rope, range.end, encoding).max(start);
+                let start_char = rope.byte_to_char(start);
+                let end_char = rope.byte_to_char(end);
+                rope.remove(start_char..end_char);
+                rope.insert(start_char, &change.text);
+                edits.push((start..end, change.text));
+            }
+            None => {
+                edits.clear();
+                *rope = Rope::from_str(&change.text);
+                whole = Some(change.text);
+            }
+        }
+    }
+    (whole, edits)
+}
+
+/// Applies byte-range edits (each against the text the one before left) to
+/// a parse, reparsing once.
+fn reparse(parse: &mut Parse, edits: &Edits) {
+    // Offsets come from the rope, on character boundaries, in range, each
+    // against the text as the edit before left it: the edits cannot fail.
+    let _ = parse.edit_many(
+        edits
+            .iter()
+            .map(|(range, text)| (range.clone(), text.as_str())),
+    );
+}
+
+/// An open document as the server holds it: the current text (a rope,
+/// edited at once by each `didChange`) and the latest parse, which may be
+/// of an older text. A parse runs as a [`ParseJob`] taken out with
+/// [`OpenDocument::parse_job`] and put back with [`OpenDocument::install`],
+/// so that no lock is held while it runs.
+#[derive(Clone, Debug)]
+pub struct OpenDocument {
+    /// Tells this opening of the document from others (a job of a document
+    /// closed and opened again is not put back into the new one).
+    id: u64,
+    /// The client's version of the current text.
+    version: i32,
+    rope: Rope,
+    /// How many changes (`didOpen` and each `didChange`) made the current
+    /// text.
+    changes: u64,
+    /// The latest parse put back, and how many changes its text has.
+    parsed: Option<Document>,
+    parsed_changes: u64,
+    /// The change that replaced the whole text, when the parse has not
+    /// caught up with it: the next parse starts afresh.
+    whole_at: Option<u64>,
+    /// The edits after `parsed` (and after `whole_at`), each with the number
+    /// of its change, each range against the text left by the one before.
+    pending: Vec<(u64, Bytes<usize>, String)>,
+}
+
+/// Byte-range edits, each against the text the one before left.
+type Edits = Vec<(Bytes<usize>, String)>;
+
+/// What [`OpenDocument::parse_job`] gives.
+#[derive(Debug)]
+pub enum Snapshot {
+    /// The parse of the current text.
+    Parsed(Document),
+    /// The current text is not parsed yet: this job parses it.
+    Job(Box<ParseJob>),
+}
+
+/// A parse to run without a lock: of the text of an [`OpenDocument`] at one
+/// moment, incremental from its latest parse when it can be.
+#[derive(Debug)]
+pub struct ParseJob {
+    /// The latest parse, with the edits that lead to the text; `None`:
+    /// parse the text afresh.
+    base: Option<(Document, Edits)>,
+    rope: Rope,
+    version: i32,
+    /// The [`OpenDocument`]'s id, the changes of the base's text, and of
+    /// the text parsed.
+    id: u64,
+    from: u64,
+    to: u64,
+}
+
+/// The result of a [`ParseJob`].
+#[derive(Debug)]
+pub struct Parsed {
+    /// The document as parsed.
+    pub document: Document,
+    id: u64,
+    from: u64,
+    to: u64,
+}
+
+impl OpenDocument {
+    /// A document opened with `text` (not parsed yet: see
+    /// [`OpenDocument::parse_job`]).
+    pub fn new(text: &str, version: i32) -> OpenDocument {
+        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        OpenDocument {
+            id: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            version,
+            rope: Rope::from_str(text),
+            changes: 1,
+            parsed: None,
+            parsed_changes: 0,
+            whole_at: Some(1),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The client's version of the current text.
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// The version of the latest parse, if any.
+    pub fn parsed_version(&self) -> Option<i32> {
+        self.parsed.as_ref().map(|d| d.version)
+    }
+
+    /// The LSP position of a byte offset in the current text.
+    pub fn position(&self, offset: usize, encoding: PositionEncoding) -> Position {
+        position_in(&self.rope, offset, encoding)
+    }
+
+    /// The current text.
+    pub fn text(&self) -> String {
+        self.rope.to_string()
+    }
+
+    /// Whether the current text starts with `prefix`.
+    pub fn starts_with(&self, prefix: &str) -> bool {
+        let mut bytes = self.rope.bytes();
+        prefix.bytes().all(|b| bytes.next() == Some(b))
+    }
+
+    /// Applies the changes of one `didChange` to the text, in order (each
+    /// range converted with the text as left by the change before), without
+    /// parsing.
+    pub fn apply_changes(
+        &mut self,
+        changes: Vec<TextDocumentContentChangeEvent>,
+        version: i32,
+        encoding: PositionEncoding,
+    ) {
+        self.changes += 1;
+        let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
+        if whole.is_some() {
+            self.pending.clear();
+            self.whole_at = Some(self.changes);
+        }
+        let change = self.changes;
+        self.pending
+            .extend(edits.into_iter().map(|(range, text)| (change, range, text)));
+        self.version = version;
+    }
+
+    /// The parse of the current text when there is one, or the job that
+    /// makes it.
+    pub fn parse_job(&self) -> Snapshot {
+        match &self.parsed {
+            Some(document) if self.parsed_changes == self.changes => {
+                Snapshot::Parsed(document.clone())
+            }
+            parsed => {
+                let base = match (parsed, self.whole_at) {
+                    (Some(document), None) => Some((
+                        document.clone(),
+                        self.pending
+                            .iter()
+                            .map(|(_, range, text)| (range.clone(), text.clone()))
+                            .collect(),
+                    )),
+                    _ => None,
+                };
+                Snapshot::Job(Box::new(ParseJob {
+                    base,
+                    rope: self.rope.clone(),
+                    version: self.version,
+                    id: self.id,
+                    from: self.parsed_changes,
+                    to: self.changes,
+                }))
+            }
+        }
+    }
+
+    /// Puts a finished parse back, unless another one was put back since
+    /// its job was taken out (that one is as new or newer: this one is
+    /// dropped). A parse of a text that went by is kept all the same: the
+    /// next parse starts from it. Returns whether it is the parse of the
+    /// current text.
+    pub fn install(&mut self, parsed: Parsed) -> bool {
+        if parsed.id != self.id || parsed.from != self.parsed_changes {
+            return false;
+        }
+        self.parsed = Some(parsed.document);
+        self.parsed_changes = parsed.to;
+        self.pending.retain(|(change, _, _)| *change > parsed.to);
+        if self.whole_at.is_some_and(|at| at <= parsed.to) {
+            self.whole_at = None;
+        }
+        self.parsed_changes == self.changes
+    }
+
+    /// Parses the current text now, here, and puts the parse back (what the
+    /// server's worker does off the lock; for benchmarks and tests).
+    pub fn parsed(&mut self) -> Document {
+        match self.parse_job() {
+            Snapshot::Parsed(document) => document,
+            Snapshot::Job(job) => {
+                let parsed = job.run();
+                let document = parsed.document.clone();
+                self.install(parsed);
+                document
+            }
+        }
+    }
+}
+
+impl ParseJob {
+    /// Parses (the parse's own deadline bounds the time: E002).
+    pub fn run(self) -> Parsed {
+        let parse = match self.base {
+            Some((document, edits)) => {
+                let mut parse = document.parse;
+                reparse(&mut parse, &edits);
+                parse
+            }
+            None => Parse::new(self.rope.to_string()),
+        };
+        debug_assert_eq!(parse.text().len(), self.rope.len_bytes());
+        Parsed {
+            document: Document {
+                version: self.version,
+                rope: self.rope,
+                parse,
+            },
+            id: self.id,
+            from: self.from,
+            to: self.to,
+        }
     }
 }
 
@@ -238,5 +491,90 @@ mod tests {
             document.parse().tree().root_node().to_sexp(),
             fresh.tree().root_node().to_sexp()
         );
+    }
+
+    fn whole(text: &str) -> TextDocumentContentChangeEvent {
+        TextDocumentContentChangeEvent {
+            range: None,
+            range_length: None,
+            text: text.into(),
+        }
+    }
+
+    /// The tree of `document` is the tree of a fresh parse of its text.
+    fn assert_fresh(document: &Document, text: &str) {
+        assert_eq!(document.text(), text);
+        assert_eq!(
+            document.parse().tree().root_node().to_sexp(),
+            Parse::new(text).tree().root_node().to_sexp()
+        );
+    }
+
+    #[test]
+    fn an_open_document_is_parsed_off_its_edits_and_catches_up() {
+        let encoding = PositionEncoding::Utf16;
+        let mut open = OpenDocument::new("set a;\n", 1);
+        assert_eq!(open.parsed_version(), None, "opening does not parse");
+        assert_fresh(&open.parsed(), "set a;\n");
+
+        // A job taken out, then more edits before it is put back: the job's
+        // parse (of version 2) is kept as the base, and is not current.
+        open.apply_changes(vec![change((0, 4), (0, 5), "cells")], 2, encoding);
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("version 2 is not parsed yet")
+        };
+        open.apply_changes(vec![change((1, 0), (1, 0), "set b;")], 3, encoding);
+        assert_eq!(open.text(), "set cells;\nset b;");
+        let parsed = job.run();
+        assert_eq!(parsed.document.version, 2);
+        assert_fresh(&parsed.document, "set cells;\n");
+        assert!(!open.install(parsed), "version 3 came meanwhile");
+        assert_eq!(open.parsed_version(), Some(2));
+        // The next parse starts from it with the edit of version 3 alone.
+        let document = open.parsed();
+        assert_eq!(document.version, 3);
+        assert_fresh(&document, "set cells;\nset b;");
+        assert!(
+            matches!(open.parse_job(), Snapshot::Parsed(_)),
+            "nothing left to parse"
+        );
+
+        // Two jobs for the same text: the first put back wins, the other is
+        // dropped.
+        open.apply_changes(vec![change((1, 4), (1, 5), "c")], 4, encoding);
+        let (Snapshot::Job(first), Snapshot::Job(second)) = (open.parse_job(), open.parse_job())
+        else {
+            panic!("version 4 is not parsed yet")
+        };
+        assert!(open.install(first.run()));
+        assert!(!open.install(second.run()));
+        assert_fresh(&open.parsed(), "set cells;\nset c;");
+
+        // A whole text replacing everything while a job runs: the job's
+        // parse is the base, but the next parse starts afresh from the
+        // whole text (then its edit).
+        open.apply_changes(vec![change((0, 0), (0, 0), "// x\n")], 5, encoding);
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("version 5 is not parsed yet")
+        };
+        open.apply_changes(
+            vec![whole("set d;\n"), change((0, 4), (0, 5), "e")],
+            6,
+            encoding,
+        );
+        assert!(!open.install(job.run()));
+        let document = open.parsed();
+        assert_eq!(document.version, 6);
+        assert_fresh(&document, "set e;\n");
+        assert!(open.starts_with("set e"));
+        // A job of a document closed and opened again is not put back.
+        open.apply_changes(vec![change((0, 0), (0, 0), "// y\n")], 7, encoding);
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("version 7 is not parsed yet")
+        };
+        let mut reopened = OpenDocument::new("set f;\n", 1);
+        assert!(!reopened.install(job.run()));
+        assert_fresh(&reopened.parsed(), "set f;\n");
+        assert!(!open.starts_with("set e;\n and more"));
     }
 }

@@ -6,12 +6,15 @@
 //!
 //! 1. `didOpen`, `didChange` and `didClose` apply to the document store
 //!    under a short synchronous lock before any `.await`, so concurrent
-//!    notifications cannot reorder edits.
+//!    notifications cannot reorder edits. They edit the text only (a rope);
+//!    the parse catches up in the document's worker, off the lock, so that
+//!    a slow parse of one document (E002) delays no other.
 //! 2. Every analysis result carries the document version it was computed
 //!    for; a result for an older version is never published.
 //! 3. Requests to the client (progress, configuration) are spawned, never
 //!    awaited inside a handler.
-//! 4. Analysis runs on the blocking pool, never on the async threads.
+//! 4. Parsing and analysis run on the blocking pool, never on the async
+//!    threads, and never under the lock of the document store.
 //! 5. Positions are converted at the edge, in the negotiated encoding.
 //! 6. A panic in one request is caught and logged; the session goes on.
 //! 7. No message ends the session but `exit`: `transport` answers malformed

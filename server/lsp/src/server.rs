@@ -13,7 +13,7 @@ use tower_lsp_server::{Client, LanguageServer, LspService};
 use crate::transport::SessionEnd;
 
 use crate::config::Settings;
-use crate::documents::{Document, PositionEncoding};
+use crate::documents::{OpenDocument, PositionEncoding, Snapshot};
 use crate::handlers::{self, Context};
 use crate::world::{Analysed, Entry, World, analyse_cancellable, uri_to_path};
 
@@ -179,14 +179,19 @@ impl Backend {
         }
     }
 
-    /// Analyses the current text of `uri` on the blocking pool, keeps the
-    /// result when it is still current, and (for the worker) publishes it.
+    /// Parses (when the parse has not caught up with the text) and analyses
+    /// the current text of `uri` on the blocking pool, keeps the result
+    /// when it is still current, and (for the worker) publishes it. Only
+    /// the snapshot is taken under the world's lock: a slow parse (one that
+    /// gives up at its deadline, E002) or analysis of one document never
+    /// holds up requests on the others.
     async fn analyse_now(&self, uri: &Uri, asker: Asker) -> Option<Arc<Analysed>> {
-        let (document, generation, counter, path, engine, overlay) = {
+        let (snapshot, hang, generation, counter, path, engine, overlay) = {
             let world = lock(&self.world);
             let entry = world.documents.get(uri)?;
             (
-                entry.document.clone(),
+                entry.document.parse_job(),
+                self.allow_test_panic && entry.document.starts_with(TEST_HANG),
                 entry.generation(),
                 Arc::clone(&entry.generation),
                 entry.path.clone(),
@@ -195,11 +200,24 @@ impl Backend {
             )
         };
         let worker = asker == Asker::Worker;
-        let hang = self.allow_test_panic && document.text().starts_with(TEST_HANG);
+        let (world, parsed_uri) = (Arc::clone(&self.world), uri.clone());
         let task = tokio::task::spawn_blocking(move || {
             if hang {
                 std::thread::sleep(std::time::Duration::from_secs(10));
             }
+            let document = match snapshot {
+                Snapshot::Parsed(document) => document,
+                Snapshot::Job(job) => {
+                    // The parse is put back even when the text moved on
+                    // meanwhile: the next parse starts from it.
+                    let parsed = job.run();
+                    let document = parsed.document.clone();
+                    if let Some(entry) = lock(&world).documents.get_mut(&parsed_uri) {
+                        entry.document.install(parsed);
+                    }
+                    document
+                }
+            };
             // Only the worker's runs are cancelled: a request answers for
             // the text it was sent after, whatever came next.
             let cancelled = || worker && counter.load(Ordering::SeqCst) != generation;
@@ -265,7 +283,7 @@ impl Backend {
             entry.runaway = Some(generation);
             entry.engine = Arc::default();
             entry.published = Some(generation);
-            entry.document.version
+            entry.document.version()
         };
         let message = format!(
             "the analysis of this document did not finish within {} s and was abandoned; \
@@ -601,19 +619,20 @@ impl LanguageServer for Backend {
 
     async fn did_open(&self, params: DidOpenTextDocumentParams) {
         let document = params.text_document;
-        {
-            let mut world = lock(&self.world);
-            let path = uri_to_path(&document.uri);
-            world.documents.insert(
-                document.uri.clone(),
-                Entry::new(Document::new(&document.text, document.version), path),
-            );
-        }
+        // Not parsed here: the document's worker parses it off the lock.
+        let entry = Entry::new(
+            OpenDocument::new(&document.text, document.version),
+            uri_to_path(&document.uri),
+        );
+        lock(&self.world)
+            .documents
+            .insert(document.uri.clone(), entry);
         self.schedule(document.uri);
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
-        // Applied before any `.await` (rule 1).
+        // Applied to the text before any `.await` (rule 1); the parse
+        // catches up in the document's worker, off the lock.
         let uri = params.text_document.uri;
         {
             let mut world = lock(&self.world);

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 use tower_lsp_server::lsp_types::Uri;
 
 use crate::config::Settings;
-use crate::documents::{Document, PositionEncoding};
+use crate::documents::{Document, OpenDocument, PositionEncoding};
 
 /// The analysis of one version of a document, and its graph type when the
 /// program has no errors.
@@ -58,8 +58,9 @@ pub struct Engine {
 /// One open document with its analysis state.
 #[derive(Debug)]
 pub struct Entry {
-    /// The document's current text.
-    pub document: Document,
+    /// The document's current text, and its latest parse (which catches
+    /// up off the server's lock).
+    pub document: OpenDocument,
     /// The file path of the document, when it is a `file:` URI.
     pub path: Option<PathBuf>,
     /// The analyser and code generator of this document.
@@ -90,7 +91,7 @@ pub struct Entry {
 
 impl Entry {
     /// A newly opened document.
-    pub fn new(document: Document, path: Option<PathBuf>) -> Entry {
+    pub fn new(document: OpenDocument, path: Option<PathBuf>) -> Entry {
         Entry {
             document,
             path,
@@ -120,7 +121,8 @@ impl Entry {
     pub fn status(&self, uri: &Uri) -> serde_json::Value {
         serde_json::json!({
             "uri": uri.as_str(),
-            "version": self.document.version,
+            "version": self.document.version(),
+            "parsedVersion": self.document.parsed_version(),
             "generation": self.generation(),
             "analysedGeneration": self.analysed.as_ref().map(|a| a.generation),
             "publishedGeneration": self.published,
@@ -333,7 +335,7 @@ mod tests {
 
     #[test]
     fn generations_count_changes() {
-        let entry = Entry::new(Document::new(PROGRAM, 1), None);
+        let entry = Entry::new(OpenDocument::new(PROGRAM, 1), None);
         assert_eq!(entry.generation(), 0);
         entry.invalidate();
         assert_eq!(entry.generation(), 1);
