@@ -2,8 +2,10 @@
 //! (`op2_syntax::synth::program(5_000)`), against the budgets of
 //! architecture.md:
 //!
-//! - applying it (`Document::apply_changes`: position conversion, rope
-//!   edit, tree edit and reparse): p95 < 1 ms;
+//! - applying it (`OpenDocument::apply_changes`: position conversion and
+//!   rope edit, what `didChange` does under the server's lock; then its
+//!   parse job, which the document's worker runs off the lock: tree edit
+//!   and reparse): p95 < 1 ms;
 //! - keystroke to diagnostics computed: applying it, then what the server
 //!   does before publishing (snapshot of the document and the overlay of
 //!   open files, `world::analyse` with the warm analyser, conversion to LSP
