@@ -14,6 +14,11 @@
 //! breaks kept, so every position stays right; see [`parse_prefix`] for
 //! which line): what comes before still gets its diagnostics, and E002 says
 //! where checking stopped.
+//!
+//! The same callback asks the caller whether the parse is still wanted (the
+//! language server's worker cancels the parse of a version that went by):
+//! a cancelled parse stops at once and yields no tree, and nothing is
+//! parsed again.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -43,6 +48,8 @@ pub(crate) struct Stopped {
     /// The offset it had reached when it first had an error (within a
     /// hundred parse actions of the first error), if it had one.
     pub first_error: Option<usize>,
+    /// The caller cancelled the parse: it yields no tree.
+    pub cancelled: bool,
 }
 
 /// What stops a parse.
@@ -66,25 +73,33 @@ impl ParseLimit {
 }
 
 /// Parses `text` (reusing `old`, edited to match it) with `parser` within
-/// `limit`. `Err` says where the parser had got to when it was stopped; the
-/// parser is then reset, ready for another text.
+/// `limit`, unless `cancelled()` says so first (asked at each of
+/// tree-sitter's progress calls). `Err` says where the parser had got to
+/// when it was stopped, and whether it was cancelled; the parser is then
+/// reset, ready for another text.
 pub(crate) fn parse_within(
     parser: &mut Parser,
     text: &str,
     old: Option<&Tree>,
     limit: ParseLimit,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<Tree, Stopped> {
     let started = Instant::now();
     let allowed = ParseLimit::time_allowed(text.len());
     let mut reached = 0;
     let mut first_error = None;
     let mut checks = 0u64;
+    let mut was_cancelled = false;
     let mut progress = |state: &ParseState| {
         reached = reached.max(state.current_byte_offset());
         if state.has_error() && first_error.is_none() {
             first_error = Some(reached);
         }
         checks += 1;
+        if cancelled() {
+            was_cancelled = true;
+            return ControlFlow::Break(());
+        }
         let over = match limit {
             ParseLimit::Time => started.elapsed() > allowed,
             ParseLimit::Checks(most) => checks > most,
@@ -109,6 +124,7 @@ pub(crate) fn parse_within(
             Err(Stopped {
                 reached: reached.min(text.len()),
                 first_error: first_error.map(|at| at.min(text.len())),
+                cancelled: was_cancelled,
             })
         }
     }
@@ -120,33 +136,34 @@ pub(crate) fn parse_within(
 /// so the first cut is half way from the first error to the place reached,
 /// and each retry halves that distance again; then the line of the first
 /// error (before it the text parses in linear time). Returns the tree and
-/// the offset blanked from.
+/// the offset blanked from; `None` when `cancelled()` says so meanwhile.
 pub(crate) fn parse_prefix(
     parser: &mut Parser,
     text: &str,
     stopped: Stopped,
     limit: ParseLimit,
-) -> (Tree, usize) {
+    cancelled: &dyn Fn() -> bool,
+) -> Option<(Tree, usize)> {
     let reached = stopped.reached.min(text.len());
     let error = stopped.first_error.unwrap_or(0).min(reached);
     let mut past_error = reached - error;
-    for _ in 0..RETRIES {
+    let halved = (0..RETRIES).map(|_| {
         past_error /= 2;
-        let cut = line_start(text, error + past_error);
-        if let Ok(tree) = parse_within(parser, &blank_from(text, cut), None, limit) {
-            return (tree, cut);
+        line_start(text, error + past_error)
+    });
+    for cut in halved.chain(std::iter::once(line_start(text, error))) {
+        match parse_within(parser, &blank_from(text, cut), None, limit, cancelled) {
+            Ok(tree) => return Some((tree, cut)),
+            Err(stopped) if stopped.cancelled => return None,
+            Err(_) => {}
         }
-    }
-    let cut = line_start(text, error);
-    if let Ok(tree) = parse_within(parser, &blank_from(text, cut), None, limit) {
-        return (tree, cut);
     }
     // Nothing but spaces and line breaks: a few actions per line, linear.
     let blank = blank_from(text, 0);
     let tree = parser
         .parse(&blank, None)
         .expect("a parse without a progress callback always yields a tree");
-    (tree, 0)
+    Some((tree, 0))
 }
 
 /// `text` with every byte from `cut` on other than a line break (`\n`,

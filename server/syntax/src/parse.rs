@@ -25,24 +25,71 @@ fn new_parser() -> Parser {
     parser
 }
 
-/// Parses `text` (reusing `old`) within `limit`; `Err` says where the parser
-/// had got to when it was stopped.
-fn run_parser(text: &str, old: Option<&Tree>, limit: ParseLimit) -> Result<Tree, Stopped> {
-    PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit))
+/// Parses `text` (reusing `old`) within `limit` unless `cancelled()`; `Err`
+/// says where the parser had got to when it was stopped.
+fn run_parser(
+    text: &str,
+    old: Option<&Tree>,
+    limit: ParseLimit,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Tree, Stopped> {
+    PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit, cancelled))
+}
+
+/// After a parse was `stopped` by its limit: the tree of `text` blanked
+/// from a line before the place reached, and that line's offset.
+fn give_up(
+    text: &str,
+    stopped: Stopped,
+    limit: ParseLimit,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<(Tree, usize), Cancelled> {
+    if stopped.cancelled {
+        return Err(Cancelled);
+    }
+    PARSER
+        .with(|parser| parse_prefix(&mut parser.borrow_mut(), text, stopped, limit, cancelled))
+        .ok_or(Cancelled)
 }
 
 /// A fresh parse of `text` within `limit`, and where checking stopped when
 /// it gave up (see [`crate::limit`]).
-fn parse_fresh(text: &str, limit: ParseLimit) -> (Tree, Option<usize>) {
-    match run_parser(text, None, limit) {
-        Ok(tree) => (tree, None),
-        Err(reached) => {
-            let (tree, cut) =
-                PARSER.with(|parser| parse_prefix(&mut parser.borrow_mut(), text, reached, limit));
-            (tree, Some(cut))
+fn parse_fresh(
+    text: &str,
+    limit: ParseLimit,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<(Tree, Option<usize>), Cancelled> {
+    match run_parser(text, None, limit, cancelled) {
+        Ok(tree) => Ok((tree, None)),
+        Err(stopped) => {
+            let (tree, cut) = give_up(text, stopped, limit, cancelled)?;
+            Ok((tree, Some(cut)))
         }
     }
 }
+
+/// The cancellation signal of a parse nobody cancels.
+fn never() -> bool {
+    false
+}
+
+/// The result of a parse with [`never`] as its signal.
+fn uncancelled<T>(result: Result<T, Cancelled>) -> T {
+    result.unwrap_or_else(|Cancelled| unreachable!("only the caller's signal cancels a parse"))
+}
+
+/// A parse stopped by its caller's cancellation signal (see
+/// [`Parse::new_cancellable`]): it yields no tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cancelled;
+
+impl fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the parse was cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
 
 /// The text of one `.op2` file and its syntax tree, kept in step.
 #[derive(Clone)]
@@ -110,14 +157,26 @@ impl Parse {
 
     /// Parses `text` from scratch within `limit`, which later edits keep.
     pub fn with_limit(text: impl Into<String>, limit: ParseLimit) -> Parse {
+        uncancelled(Parse::new_cancellable(text, limit, &never))
+    }
+
+    /// Parses `text` from scratch within `limit`, unless `cancelled()`
+    /// says so first: it is asked at each of tree-sitter's progress calls
+    /// (one per hundred parse actions), and a cancelled parse stops there
+    /// and yields nothing.
+    pub fn new_cancellable(
+        text: impl Into<String>,
+        limit: ParseLimit,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Parse, Cancelled> {
         let text = text.into();
-        let (tree, stopped) = parse_fresh(&text, limit);
-        Parse {
+        let (tree, stopped) = parse_fresh(&text, limit, cancelled)?;
+        Ok(Parse {
             text,
             tree,
             stopped,
             limit,
-        }
+        })
     }
 
     /// Where the parser gave up (see [`crate::limit`]): the byte offset of
@@ -169,19 +228,35 @@ impl Parse {
     /// Replaces the bytes in `range` by `new_text` and reparses incrementally,
     /// reusing the old tree. Returns the tree-sitter edit that was applied.
     pub fn edit(&mut self, range: Range<usize>, new_text: &str) -> Result<InputEdit, EditError> {
+        uncancelled(self.edit_unless(range, new_text, &never))
+    }
+
+    /// [`Parse::edit`], stopped when `cancelled()` says so (then the tree
+    /// no longer matches the text: see [`Parse::edit_many_cancellable`]).
+    fn edit_unless(
+        &mut self,
+        range: Range<usize>,
+        new_text: &str,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Result<InputEdit, EditError>, Cancelled> {
         if self.stopped.is_some() {
-            let input = self.edit_text_only(range, new_text)?;
-            self.parse_afresh();
+            let input = self.edit_text_only(range, new_text);
+            if input.is_ok() {
+                self.parse_afresh(cancelled)?;
+            }
             return Ok(input);
         }
         let fresh = self.items_to_parse_afresh(range.clone(), new_text.len());
-        let input = self.edit_text_only(range, new_text)?;
-        let outcome = match fresh {
-            Some(ranges) => self.reparse_with_fresh_items(&ranges),
-            None => self.reparse(),
+        let input = match self.edit_text_only(range, new_text) {
+            Ok(input) => input,
+            Err(error) => return Ok(Err(error)),
         };
-        self.settle(outcome);
-        Ok(input)
+        let outcome = match fresh {
+            Some(ranges) => self.reparse_with_fresh_items(&ranges, cancelled),
+            None => self.reparse(cancelled),
+        };
+        self.settle(outcome, cancelled)?;
+        Ok(Ok(input))
     }
 
     /// Applies several edits in order (each range in the text as left by the
@@ -190,13 +265,35 @@ impl Parse {
         &mut self,
         edits: impl IntoIterator<Item = (Range<usize>, &'a str)>,
     ) -> Result<(), EditError> {
+        uncancelled(self.edit_many_unless(edits, &never))
+    }
+
+    /// [`Parse::edit_many`], unless `cancelled()` says so first (asked as
+    /// [`Parse::new_cancellable`] does): a cancelled parse is consumed, as
+    /// its tree no longer matches its text. `Ok` holds the parse and what
+    /// `edit_many` returns.
+    pub fn edit_many_cancellable<'a>(
+        mut self,
+        edits: impl IntoIterator<Item = (Range<usize>, &'a str)>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(Parse, Result<(), EditError>), Cancelled> {
+        let edited = self.edit_many_unless(edits, cancelled)?;
+        Ok((self, edited))
+    }
+
+    /// [`Parse::edit_many`], stopped when `cancelled()` says so.
+    fn edit_many_unless<'a>(
+        &mut self,
+        edits: impl IntoIterator<Item = (Range<usize>, &'a str)>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Result<(), EditError>, Cancelled> {
         let mut edits = edits.into_iter().peekable();
         let Some(first) = edits.next() else {
-            return Ok(());
+            return Ok(Ok(()));
         };
         if edits.peek().is_none() {
             // One edit (a keystroke): the path that knows which item it is in.
-            return self.edit(first.0, first.1).map(|_| ());
+            return Ok(self.edit_unless(first.0, first.1, cancelled)?.map(|_| ()));
         }
         let mut changed = false;
         let mut result = Ok(());
@@ -211,31 +308,35 @@ impl Parse {
         }
         if changed {
             if self.stopped.is_some() {
-                self.parse_afresh();
+                self.parse_afresh(cancelled)?;
             } else {
-                let outcome = self.reparse();
-                self.settle(outcome);
+                let outcome = self.reparse(cancelled);
+                self.settle(outcome, cancelled)?;
             }
         }
-        result
+        Ok(result)
     }
 
     /// Parses the whole text again with nothing reused: after a give-up the
     /// tree holds blanked text, which an incremental parse must not reuse.
-    fn parse_afresh(&mut self) {
-        (self.tree, self.stopped) = parse_fresh(&self.text, self.limit);
+    fn parse_afresh(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Cancelled> {
+        (self.tree, self.stopped) = parse_fresh(&self.text, self.limit, cancelled)?;
+        Ok(())
     }
 
     /// After an incremental parse: when it gave up, the text blanked from
     /// before where it had got to is parsed afresh.
-    fn settle(&mut self, outcome: Result<(), Stopped>) {
+    fn settle(
+        &mut self,
+        outcome: Result<(), Stopped>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), Cancelled> {
         if let Err(stopped) = outcome {
-            let (tree, cut) = PARSER.with(|parser| {
-                parse_prefix(&mut parser.borrow_mut(), &self.text, stopped, self.limit)
-            });
+            let (tree, cut) = give_up(&self.text, stopped, self.limit, cancelled)?;
             self.tree = tree;
             self.stopped = Some(cut);
         }
+        Ok(())
     }
 
     /// Reparses after edits, reusing the old tree.
@@ -248,10 +349,10 @@ impl Parse {
     /// top-level items that hold an error are parsed again with nothing
     /// inside them reused ([`Parse::reparse_damaged`]). That costs a parse
     /// of the damaged items, not of the file.
-    fn reparse(&mut self) -> Result<(), Stopped> {
-        self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
+    fn reparse(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Stopped> {
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
         if self.tree.root_node().has_error() {
-            self.reparse_damaged()?;
+            self.reparse_damaged(cancelled)?;
         }
         Ok(())
     }
@@ -341,7 +442,11 @@ impl Parse {
     /// error lies inside those ranges, that is the fresh parse (the damaged
     /// items had no reuse inside, as [`Parse::reparse_damaged`] ensures);
     /// otherwise the damaged items are parsed once more.
-    fn reparse_with_fresh_items(&mut self, fresh: &[Range<usize>]) -> Result<(), Stopped> {
+    fn reparse_with_fresh_items(
+        &mut self,
+        fresh: &[Range<usize>],
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), Stopped> {
         for range in fresh {
             let start = point_at(&self.text, range.start);
             let end = advance(start, &self.text[range.clone()]);
@@ -354,7 +459,7 @@ impl Parse {
                 new_end_position: end,
             });
         }
-        self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
         if !self.tree.root_node().has_error() {
             return Ok(());
         }
@@ -364,7 +469,7 @@ impl Parse {
                 .any(|range| range.start <= *start && *end <= range.end)
         });
         if !covered {
-            self.reparse_damaged()?;
+            self.reparse_damaged(cancelled)?;
         }
         Ok(())
     }
@@ -382,7 +487,7 @@ impl Parse {
     /// edits break several items at once, most of them more than typing
     /// does); without this step they find a difference in about one edit in
     /// five hundred.
-    fn reparse_damaged(&mut self) -> Result<(), Stopped> {
+    fn reparse_damaged(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Stopped> {
         let damaged = self.damaged_items();
         for (start_byte, end_byte, start_position, end_position) in damaged {
             // An edit that replaces the range by itself marks every node in
@@ -396,7 +501,7 @@ impl Parse {
                 new_end_position: end_position,
             });
         }
-        self.tree = run_parser(&self.text, Some(&self.tree), self.limit)?;
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
         Ok(())
     }
 

@@ -6,9 +6,10 @@
 //! unbounded parse takes far longer than the deadline (F11, F12) and real
 //! programs far larger than any written by hand, which must never meet it.
 
+use std::cell::Cell;
 use std::path::Path;
 
-use op2_syntax::{Code, FileId, Parse, ParseLimit, synth};
+use op2_syntax::{Cancelled, Code, FileId, Parse, ParseLimit, synth};
 
 /// `text` with everything from `cut` on but line breaks made spaces.
 fn blanked(text: &str, cut: usize) -> String {
@@ -134,6 +135,71 @@ fn an_incremental_parse_that_gives_up_keeps_the_lines_before() {
         .edit(at..at, &"s[2] =}\n".repeat(400))
         .expect("valid edit");
     assert_gave_up_well(&parse);
+}
+
+/// A cancellation signal that says "cancel" from its `after + 1`th
+/// question on, and counts the questions (one per tree-sitter progress
+/// call, a hundred parse actions).
+fn cancel_after(after: u64) -> (Cell<u64>, impl Fn(&Cell<u64>) -> bool) {
+    (Cell::new(0), move |asked: &Cell<u64>| {
+        asked.set(asked.get() + 1);
+        asked.get() > after
+    })
+}
+
+#[test]
+fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
+    let broken = synth::broken_statement_lines(400);
+    // Uncancelled, this parse asks many times and is complete.
+    let (asked, signal) = cancel_after(u64::MAX);
+    let whole = Parse::new_cancellable(broken.as_str(), ParseLimit::Time, &|| signal(&asked))
+        .expect("never cancelled");
+    assert_eq!(whole.stopped_at(), None);
+    let full = asked.get();
+    assert!(full > 100, "{full} progress calls");
+    assert_eq!(
+        whole.tree().root_node().to_sexp(),
+        Parse::new(broken.as_str()).tree().root_node().to_sexp()
+    );
+
+    // Cancelled at the fourth call: nothing more is parsed, nothing
+    // retried.
+    let (asked, signal) = cancel_after(3);
+    let cancelled = Parse::new_cancellable(broken.as_str(), ParseLimit::Time, &|| signal(&asked));
+    assert_eq!(cancelled.map(|_| ()), Err(Cancelled));
+    assert_eq!(asked.get(), 4, "stopped where it was cancelled, of {full}");
+
+    // A parse that gave up is cancelled in its retries too: the first
+    // parse stops at its 21st call (`Checks(20)`), the retries ask on.
+    let (asked, signal) = cancel_after(25);
+    let cancelled =
+        Parse::new_cancellable(broken.as_str(), ParseLimit::Checks(20), &|| signal(&asked));
+    assert_eq!(cancelled.map(|_| ()), Err(Cancelled));
+    assert_eq!(asked.get(), 26);
+
+    // An incremental parse: pasting the run of errors into a kernel.
+    let base = Parse::new("set cells;\nkernel k(double *s) {\n    s[0] = 1;\n}\n");
+    let at = base.text().rfind('}').expect("the closing brace");
+    let edits = [(at..at, broken.as_str())];
+    let (asked, signal) = cancel_after(u64::MAX);
+    let (edited, result) = base
+        .clone()
+        .edit_many_cancellable(edits.clone(), &|| signal(&asked))
+        .expect("never cancelled");
+    result.expect("valid edit");
+    let full = asked.get();
+    assert!(full > 100, "{full} progress calls");
+    let mut plain = base.clone();
+    plain.edit_many(edits.clone()).expect("valid edit");
+    assert_eq!(edited.text(), plain.text());
+    assert_eq!(
+        edited.tree().root_node().to_sexp(),
+        plain.tree().root_node().to_sexp()
+    );
+    let (asked, signal) = cancel_after(2);
+    let cancelled = base.edit_many_cancellable(edits, &|| signal(&asked));
+    assert_eq!(cancelled.map(|_| ()), Err(Cancelled));
+    assert_eq!(asked.get(), 3, "stopped where it was cancelled, of {full}");
 }
 
 #[test]
