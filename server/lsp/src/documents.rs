@@ -11,8 +11,10 @@
 //! sees an LSP position.
 
 use std::ops::Range as Bytes;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use op2_syntax::{LineIndex, Parse, TextRange};
+use op2_syntax::{LineIndex, Parse, ParseLimit, TextRange};
 use ropey::Rope;
 use tower_lsp_server::lsp_types::{Position, Range, TextDocumentContentChangeEvent};
 
@@ -221,6 +223,9 @@ pub struct OpenDocument {
     /// How many changes (`didOpen` and each `didChange`) made the current
     /// text.
     changes: u64,
+    /// `changes`, shared with the running parse jobs, or [`CLOSED`]: a job
+    /// of an older text is superseded (see [`ParseJob::superseded`]).
+    latest: Arc<AtomicU64>,
     /// The latest parse put back, and how many changes its text has.
     parsed: Option<Document>,
     parsed_changes: u64,
@@ -234,6 +239,9 @@ pub struct OpenDocument {
 
 /// Byte-range edits, each against the text the one before left.
 type Edits = Vec<(Bytes<usize>, String)>;
+
+/// What [`OpenDocument::latest`] holds once the document is closed.
+const CLOSED: u64 = u64::MAX;
 
 /// What [`OpenDocument::parse_job`] gives.
 #[derive(Debug)]
@@ -258,6 +266,8 @@ pub struct ParseJob {
     id: u64,
     from: u64,
     to: u64,
+    /// The document's latest change (see [`ParseJob::superseded`]).
+    latest: Arc<AtomicU64>,
 }
 
 /// The result of a [`ParseJob`].
@@ -274,12 +284,13 @@ impl OpenDocument {
     /// A document opened with `text` (not parsed yet: see
     /// [`OpenDocument::parse_job`]).
     pub fn new(text: &str, version: i32) -> OpenDocument {
-        static OPENED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        static OPENED: AtomicU64 = AtomicU64::new(0);
         OpenDocument {
-            id: OPENED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            id: OPENED.fetch_add(1, Ordering::Relaxed),
             version,
             rope: Rope::from_str(text),
             changes: 1,
+            latest: Arc::new(AtomicU64::new(1)),
             parsed: None,
             parsed_changes: 0,
             whole_at: Some(1),
@@ -323,6 +334,7 @@ impl OpenDocument {
         encoding: PositionEncoding,
     ) {
         self.changes += 1;
+        self.latest.store(self.changes, Ordering::SeqCst);
         let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
         if whole.is_some() {
             self.pending.clear();
@@ -359,6 +371,7 @@ impl OpenDocument {
                     id: self.id,
                     from: self.parsed_changes,
                     to: self.changes,
+                    latest: Arc::clone(&self.latest),
                 }))
             }
         }
@@ -366,8 +379,9 @@ impl OpenDocument {
 
     /// Puts a finished parse back, unless another one was put back since
     /// its job was taken out (that one is as new or newer: this one is
-    /// dropped). A parse of a text that went by is kept all the same: the
-    /// next parse starts from it. Returns whether it is the parse of the
+    /// dropped). A finished parse of a text that went by (a request's,
+    /// which is not cancelled) is kept all the same: the next parse starts
+    /// from it. Returns whether it is the parse of the
     /// current text.
     pub fn install(&mut self, parsed: Parsed) -> bool {
         if parsed.id != self.id || parsed.from != self.parsed_changes {
@@ -382,13 +396,18 @@ impl OpenDocument {
         self.parsed_changes == self.changes
     }
 
+    /// The document is closed: its running parse jobs are superseded.
+    pub fn close(&self) {
+        self.latest.store(CLOSED, Ordering::SeqCst);
+    }
+
     /// Parses the current text now, here, and puts the parse back (what the
     /// server's worker does off the lock; for benchmarks and tests).
     pub fn parsed(&mut self) -> Document {
         match self.parse_job() {
             Snapshot::Parsed(document) => document,
             Snapshot::Job(job) => {
-                let parsed = job.run();
+                let parsed = job.run(&|| false).expect("a parse nobody cancels finishes");
                 let document = parsed.document.clone();
                 self.install(parsed);
                 document
@@ -398,18 +417,38 @@ impl OpenDocument {
 }
 
 impl ParseJob {
-    /// Parses (the parse's own deadline bounds the time: E002).
-    pub fn run(self) -> Parsed {
+    /// Whether the text moved on since this job was taken (a `didChange`)
+    /// or the document was closed: a worker's parse of a text that went
+    /// by is then cancelled (see [`ParseJob::run`]).
+    pub fn superseded(&self) -> impl Fn() -> bool + Send + 'static {
+        let (latest, to) = (Arc::clone(&self.latest), self.to);
+        move || latest.load(Ordering::SeqCst) != to
+    }
+
+    /// Parses (the parse's own deadline bounds the time: E002), unless
+    /// `cancelled()` says so first: it is asked about every hundred parse
+    /// actions, and a cancelled parse stops there and gives `None` (no tree
+    /// to analyse, publish or start the next parse from).
+    pub fn run(self, cancelled: &dyn Fn() -> bool) -> Option<Parsed> {
         let parse = match self.base {
             Some((document, edits)) => {
-                let mut parse = document.parse;
-                reparse(&mut parse, &edits);
-                parse
+                // Offsets come from the rope: the edits cannot fail (see
+                // `reparse`).
+                let edits = edits
+                    .iter()
+                    .map(|(range, text)| (range.clone(), text.as_str()));
+                document
+                    .parse
+                    .edit_many_cancellable(edits, cancelled)
+                    .ok()?
+                    .0
             }
-            None => Parse::new(self.rope.to_string()),
+            None => {
+                Parse::new_cancellable(self.rope.to_string(), ParseLimit::Time, cancelled).ok()?
+            }
         };
         debug_assert_eq!(parse.text().len(), self.rope.len_bytes());
-        Parsed {
+        Some(Parsed {
             document: Document {
                 version: self.version,
                 rope: self.rope,
@@ -418,7 +457,7 @@ impl ParseJob {
             id: self.id,
             from: self.from,
             to: self.to,
-        }
+        })
     }
 }
 
@@ -525,7 +564,7 @@ mod tests {
         };
         open.apply_changes(vec![change((1, 0), (1, 0), "set b;")], 3, encoding);
         assert_eq!(open.text(), "set cells;\nset b;");
-        let parsed = job.run();
+        let parsed = job.run(&|| false).expect("never cancelled");
         assert_eq!(parsed.document.version, 2);
         assert_fresh(&parsed.document, "set cells;\n");
         assert!(!open.install(parsed), "version 3 came meanwhile");
@@ -546,8 +585,8 @@ mod tests {
         else {
             panic!("version 4 is not parsed yet")
         };
-        assert!(open.install(first.run()));
-        assert!(!open.install(second.run()));
+        assert!(open.install(first.run(&|| false).expect("never cancelled")));
+        assert!(!open.install(second.run(&|| false).expect("never cancelled")));
         assert_fresh(&open.parsed(), "set cells;\nset c;");
 
         // A whole text replacing everything while a job runs: the job's
@@ -562,7 +601,7 @@ mod tests {
             6,
             encoding,
         );
-        assert!(!open.install(job.run()));
+        assert!(!open.install(job.run(&|| false).expect("never cancelled")));
         let document = open.parsed();
         assert_eq!(document.version, 6);
         assert_fresh(&document, "set e;\n");
@@ -573,8 +612,52 @@ mod tests {
             panic!("version 7 is not parsed yet")
         };
         let mut reopened = OpenDocument::new("set f;\n", 1);
-        assert!(!reopened.install(job.run()));
+        assert!(!reopened.install(job.run(&|| false).expect("never cancelled")));
         assert_fresh(&reopened.parsed(), "set f;\n");
         assert!(!open.starts_with("set e;\n and more"));
+    }
+
+    #[test]
+    fn a_parse_job_of_a_text_that_went_by_is_cancelled_and_not_put_back() {
+        let encoding = PositionEncoding::Utf16;
+        let mut open = OpenDocument::new("set a;\n", 1);
+        open.parsed();
+        let broken = op2_syntax::synth::broken_statement_lines(400);
+        open.apply_changes(vec![change((1, 0), (1, 0), &broken)], 2, encoding);
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("version 2 is not parsed yet")
+        };
+        let superseded = job.superseded();
+        assert!(!superseded(), "version 2 is current");
+        // Version 3 arrives while version 2 is parsed (at its second
+        // progress call, through a clone, which shares the signal but not
+        // the text): the parse stops there and yields nothing.
+        let asked = std::cell::Cell::new(0);
+        let (text, version) = ("set b;\n", 3);
+        let parsed = job.run(&|| {
+            asked.set(asked.get() + 1);
+            if asked.get() == 2 {
+                open.clone()
+                    .apply_changes(vec![whole(text)], version, encoding);
+            }
+            superseded()
+        });
+        assert!(parsed.is_none(), "a superseded parse yields nothing");
+        assert_eq!(asked.get(), 2, "not asked again after version 3 came");
+        // The document itself moves on now, with nothing of version 2 put
+        // back.
+        open.apply_changes(vec![whole(text)], version, encoding);
+        assert_eq!(open.parsed_version(), Some(1));
+        assert_fresh(&open.parsed(), text);
+
+        // Closing the document supersedes its jobs too.
+        open.apply_changes(vec![change((0, 0), (0, 0), &broken)], 4, encoding);
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("version 4 is not parsed yet")
+        };
+        let superseded = job.superseded();
+        open.close();
+        assert!(superseded());
+        assert!(job.run(&superseded).is_none());
     }
 }

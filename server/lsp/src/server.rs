@@ -205,12 +205,17 @@ impl Backend {
             if hang {
                 std::thread::sleep(std::time::Duration::from_secs(10));
             }
+            // Only the worker's runs are cancelled: a request answers for
+            // the text it was sent after, whatever came next.
             let document = match snapshot {
                 Snapshot::Parsed(document) => document,
                 Snapshot::Job(job) => {
-                    // The parse is put back even when the text moved on
+                    // The worker's parse stops when the text moves on or
+                    // the document closes, and yields nothing. A request's
+                    // parse is put back even when the text moved on
                     // meanwhile: the next parse starts from it.
-                    let parsed = job.run();
+                    let superseded = job.superseded();
+                    let parsed = job.run(&|| worker && superseded())?;
                     let document = parsed.document.clone();
                     if let Some(entry) = lock(&world).documents.get_mut(&parsed_uri) {
                         entry.document.install(parsed);
@@ -218,8 +223,6 @@ impl Backend {
                     document
                 }
             };
-            // Only the worker's runs are cancelled: a request answers for
-            // the text it was sent after, whatever came next.
             let cancelled = || worker && counter.load(Ordering::SeqCst) != generation;
             analyse_cancellable(document, generation, path, &engine, &overlay, &cancelled)
         });
@@ -677,9 +680,13 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        lock(&self.world)
+        let closed = lock(&self.world)
             .documents
             .remove(&params.text_document.uri);
+        if let Some(entry) = closed {
+            // Its worker's parse, if one runs, stops.
+            entry.document.close();
+        }
         self.client
             .publish_diagnostics(params.text_document.uri, Vec::new(), None)
             .await;
