@@ -357,6 +357,45 @@ pub fn op2_name(name: &str) -> String {
     }
 }
 
+/// C's `float` versions of math built-ins whose result is the `double`
+/// version's rounded to `float` (these are exact or correctly rounded in
+/// both), with that version: `sqrtf(x)` is `(float) sqrt(x)`.
+const FLOAT_BUILTINS: &[(&str, &str)] = &[
+    ("sqrtf", "sqrt"),
+    ("fabsf", "fabs"),
+    ("fminf", "fmin"),
+    ("fmaxf", "fmax"),
+    ("floorf", "floor"),
+    ("ceilf", "ceil"),
+    ("roundf", "round"),
+];
+
+/// Whether `name` is a math built-in of `.op2` or a `float` version of one
+/// that [`builtin_call`] translates.
+pub fn is_builtin(name: &str) -> bool {
+    BUILTINS.contains(&name) || FLOAT_BUILTINS.iter().any(|(f, _)| *f == name)
+}
+
+/// Translates the call `node` of the math built-in `name` (`std::sqrt` →
+/// `sqrt`, `sqrtf` → `(float) sqrt`, the cast binding the call's result, as
+/// a call binds tighter than a cast); `false` when `name` is none.
+pub fn builtin_call(node: Node<'_>, name: &str, edits: &mut Edits) -> bool {
+    let function = node.child_by_field_name("function");
+    if let Some((_, double)) = FLOAT_BUILTINS.iter().find(|(f, _)| *f == name) {
+        if let Some(f) = function {
+            edits.replace(f, format!("(float) {double}"));
+        }
+        true
+    } else if BUILTINS.contains(&name) {
+        if let Some(f) = function.filter(|f| f.kind() == "qualified_identifier") {
+            edits.replace(f, name);
+        }
+        true
+    } else {
+        false
+    }
+}
+
 /// The math functions `.op2` knows.
 pub const BUILTINS: &[&str] = &[
     "sqrt", "fabs", "abs", "fmin", "fmax", "min", "max", "pow", "exp", "log", "log10", "sin",

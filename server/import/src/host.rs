@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
-use crate::c::{self, BUILTINS, Edits, Location, Source, op2_name, scalar_type, walk};
+use crate::c::{self, Edits, Location, Source, op2_name, scalar_type, walk};
 use crate::kernel::literal_problem;
 use crate::report::{Kind, Report};
 
@@ -594,15 +594,7 @@ fn call<'t>(
             }
             false
         }
-        _ if BUILTINS.contains(&name) => {
-            if let Some(f) = node
-                .child_by_field_name("function")
-                .filter(|f| f.kind() == "qualified_identifier")
-            {
-                edits.replace(f, name);
-            }
-            true
-        }
+        _ if c::builtin_call(node, name, edits) => true,
         "exit" if args.len() == 1 && whole_statement.is_some() => {
             if let Some(statement) = whole_statement {
                 exit_status(source, statement, &args, edits, report);

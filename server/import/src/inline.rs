@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
-use crate::c::{self, BUILTINS, Edits, Source, op2_name, scalar_type, walk};
+use crate::c::{self, Edits, Source, op2_name, scalar_type, walk};
 
 /// A function-like macro.
 #[derive(Debug, Clone)]
@@ -252,14 +252,7 @@ fn template(
                 problem = Some((node, "its expression takes an address".to_owned()));
             }
             "call_expression" => match c::called_name(source, node) {
-                Some(callee) if BUILTINS.contains(&callee) => {
-                    if let Some(f) = node
-                        .child_by_field_name("function")
-                        .filter(|f| f.kind() == "qualified_identifier")
-                    {
-                        edits.replace(f, callee);
-                    }
-                }
+                Some(callee) if c::builtin_call(node, callee, &mut edits) => {}
                 _ => {
                     problem = Some((
                         node,
@@ -341,7 +334,7 @@ pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     c::map_words(text, |word| {
         if !params.iter().any(|p| p == word)
-            && !BUILTINS.contains(&word)
+            && !c::is_builtin(word)
             && scalar_type(word).is_none()
             && !matches!(word, "const" | "long" | "unsigned" | "signed")
         {

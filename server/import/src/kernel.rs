@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use tree_sitter::Node;
 
-use crate::c::{self, BUILTINS, Edits, Source, op2_name, scalar_type, walk};
+use crate::c::{self, Edits, Source, op2_name, scalar_type, walk};
 use crate::inline::Helpers;
 use crate::report::{Kind, Report};
 
@@ -325,13 +325,7 @@ pub fn translate(
                         .map_or("", |f| source.text(f))
                 });
                 let arity = c::call_arguments(node).len();
-                if BUILTINS.contains(&callee) {
-                    if let Some(f) = node
-                        .child_by_field_name("function")
-                        .filter(|f| f.kind() == "qualified_identifier")
-                    {
-                        edits.replace(f, callee);
-                    }
+                if c::builtin_call(node, callee, &mut edits) {
                 } else if let Some(m) = helpers.macros.get(callee) {
                     if m.params.len() != arity {
                         faithful = false;
@@ -709,7 +703,7 @@ fn has_side_effect(source: &Source, node: Node<'_>, helpers: &Helpers) -> bool {
         found |= match n.kind() {
             "assignment_expression" | "update_expression" => true,
             "call_expression" => c::called_name(source, n).is_none_or(|callee| {
-                !BUILTINS.contains(&callee) && !helpers.macros.contains_key(callee)
+                !c::is_builtin(callee) && !helpers.macros.contains_key(callee)
             }),
             _ => false,
         };

@@ -482,6 +482,9 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         "par_loop weigh over nodes (p_x READ, p_k READ, p_acc RW, weighed INC);",
         "par_loop spread over edges (p_x[pedge[0]] READ, p_acc[pedge[0]] INC);",
         "set edges;",
+        // C's float math functions: the double built-in, its result cast.
+        "*w += *x * *k + (float) fabs((float) fmin((float) *x, 0.25f));",
+        "print(\"root %.9g\\n\", (float) sqrt((float) weighed));",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
@@ -501,9 +504,9 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         [
             "28:3: kernel `spread` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument and as `.op2` defines INC",
             "34:22: kernel `grow` reads or assigns `v`, bound to a dat passed directly with OP_INC: OP2 hands a kernel the element's own data for a direct argument, so the argument is passed as RW",
-            "55:15: `op_opt_arg_dat` whose flag is set: an argument like any other",
-            "56:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored",
-            "70:5: the exit status `3` of `exit(3)`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
+            "56:15: `op_opt_arg_dat` whose flag is set: an argument like any other",
+            "57:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored",
+            "72:5: the exit status `3` of `exit(3)`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
         ],
         "{}",
         imported.report

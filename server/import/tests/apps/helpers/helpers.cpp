@@ -1,6 +1,7 @@
 // A ring whose kernels call helpers that op2 import inlines, with handles
-// declared `auto`, std::printf on the host and an exit status.
+// declared `auto`, std::printf and `sqrtf` on the host and an exit status.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -65,6 +66,7 @@ int main(int argc, char **argv) {
   std::printf("spread %.17g peak %.17g weighed %.17g\n", sum, peak, weighed);
   std::printf("%d nodes, %d edges, mean %.17g\n", op_get_size(nodes),
               op_get_size(edges), (total + sum) / n);
+  std::printf("root %.9g\n", sqrtf((float)weighed));
   op_exit();
   if (smallest < -5)
     exit(3);

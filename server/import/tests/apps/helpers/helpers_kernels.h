@@ -2,7 +2,7 @@
 // application's, OP2's MAX, a function of one `return` (with an int argument
 // converted to its float parameter) and std::min; and kernels that read or
 // assign parameters bound to INC arguments, through a map and directly; and
-// a local array of two dimensions.
+// a local array of two dimensions; and C's `fabsf` and `fminf`.
 #ifndef HELPERS_KERNELS_H
 #define HELPERS_KERNELS_H
 
@@ -35,7 +35,7 @@ inline void grow(double *v, double *peak) {
 }
 
 inline void weigh(const double *x, const int *k, double *unused, double *w) {
-  *w += *x * *k;
+  *w += *x * *k + fabsf(fminf((float)*x, 0.25f));
 }
 
 inline void collect(const double *acc, double *total) {
