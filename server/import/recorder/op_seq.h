@@ -17,9 +17,9 @@
 
 typedef enum { OP_READ, OP_WRITE, OP_RW, OP_INC, OP_MIN, OP_MAX } op_access;
 
-struct op_set_core { int index; int size; };
-struct op_map_core { int index; op_set_core *from; op_set_core *to; int dim; };
-struct op_dat_core { int index; op_set_core *set; int dim; };
+struct op_set_core { int index; int size; char const *name; };
+struct op_map_core { int index; op_set_core *from; op_set_core *to; int dim; char const *name; };
+struct op_dat_core { int index; op_set_core *set; int dim; char const *name; };
 typedef op_set_core *op_set;
 typedef op_map_core *op_map;
 typedef op_dat_core *op_dat;
@@ -78,14 +78,14 @@ inline void op_partition(const char *, const char *, op_set, op_map, op_dat) {}
 inline void op_renumber(op_map) {}
 #define op_printf printf
 
-inline op_set op_decl_set(int size, char const *) {
-  op_set set = new op_set_core{op2_import_sets++, size};
+inline op_set op_decl_set(int size, char const *name) {
+  op_set set = new op_set_core{op2_import_sets++, size, name};
   fprintf(op2_import_file(), "set %d %d\n", set->index, size);
   return set;
 }
 
-inline op_map op_decl_map(op_set from, op_set to, int dim, int *data, char const *) {
-  op_map map = new op_map_core{op2_import_maps++, from, to, dim};
+inline op_map op_decl_map(op_set from, op_set to, int dim, int *data, char const *name) {
+  op_map map = new op_map_core{op2_import_maps++, from, to, dim, name};
   fprintf(op2_import_file(), "map %d %d %d %d\n", map->index, from->index, to->index, dim);
   if (data)
     op2_import_values(data, (long long)from->size * dim);
@@ -95,8 +95,8 @@ inline op_map op_decl_map(op_set from, op_set to, int dim, int *data, char const
 }
 
 template <class T>
-op_dat op_decl_dat(op_set set, int dim, char const *, T *data, char const *) {
-  op_dat dat = new op_dat_core{op2_import_dats++, set, dim};
+op_dat op_decl_dat(op_set set, int dim, char const *, T *data, char const *name) {
+  op_dat dat = new op_dat_core{op2_import_dats++, set, dim, name};
   fprintf(op2_import_file(), "dat %d %d %d %s\n", dat->index, set->index, dim,
           op2_import_kind<T>::name());
   if (data)
@@ -105,6 +105,13 @@ op_dat op_decl_dat(op_set set, int dim, char const *, T *data, char const *) {
     fputs("null\n", op2_import_file());
   return dat;
 }
+
+// A temporary dat: OP2 allocates it zeroed and ignores `data`.
+template <class T>
+op_dat op_decl_dat_temp(op_set set, int dim, char const *type, T *, char const *name) {
+  return op_decl_dat(set, dim, type, (T *)0, name);
+}
+inline int op_free_dat_temp(op_dat) { return 0; }
 
 // Values are read where op2 import stops the run, by name.
 template <class T> void op_decl_const(int, char const *, T *) {}

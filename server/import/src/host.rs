@@ -129,6 +129,9 @@ pub struct Host {
     /// mode (`None` for `idx` and `INFO`) and dimension (`None` when not an
     /// integer literal).
     pub kernel_args: BTreeMap<String, Vec<Vec<ArgUse>>>,
+    /// Temporary dats (`op_decl_dat_temp`) the statements declare, each
+    /// zeroed there by a par_loop of the kernel `op2_zero_NAME`.
+    pub temporaries: BTreeSet<String>,
 }
 
 /// How a par_loop passes one argument to its kernel.
@@ -227,6 +230,9 @@ pub fn translate(
                 && c::is_callee(node, ancestors)
             {
                 return false;
+            }
+            if let Some(descend) = temporary_dat(source, node, &mut edits, &mut host, report) {
+                return descend;
             }
             if kind == "type_identifier"
                 && let Some(ty) = context.types.get(source.text(node))
@@ -1064,6 +1070,83 @@ fn exit_status(
 
 /// Pointers declared in the host code that are used only as the buffer of
 /// `op_fetch_data` and `free`: leftovers of checks that were removed.
+/// Translates what concerns OP2's temporary dats: `op_dat d =
+/// op_decl_dat_temp(set, …);` becomes a par_loop that zeroes `d` (OP2
+/// allocates a temporary dat zeroed and ignores the data argument; the
+/// import declares the dat in the program), and `op_free_dat_temp(d)` is
+/// dropped, with an `if` that tests what it returns (it fails only for a
+/// dat that was never declared). `None` for any other node.
+fn temporary_dat(
+    source: &Source,
+    node: Node<'_>,
+    edits: &mut Edits,
+    host: &mut Host,
+    report: &mut Report,
+) -> Option<bool> {
+    let calls_free = |n: Node<'_>| c::contains_call(source, n, "op_free_dat_temp");
+    match node.kind() {
+        "declaration" => {
+            let declarator = node
+                .child_by_field_name("declarator")
+                .filter(|d| d.kind() == "init_declarator")?;
+            let ident = declarator
+                .child_by_field_name("declarator")
+                .filter(|i| i.kind() == "identifier")?;
+            let call = declarator.child_by_field_name("value")?;
+            if c::called_name(source, call) != Some("op_decl_dat_temp") {
+                return None;
+            }
+            let set = *c::call_arguments(call).first()?;
+            let name = op2_name(source.text(ident));
+            edits.replace(
+                node,
+                format!(
+                    "par_loop op2_zero_{name} over {} ({name} WRITE);",
+                    op2_name(source.text(set))
+                ),
+            );
+            report.add(
+                Kind::Translated,
+                Some(source.location(call)),
+                format!("`op_decl_dat_temp` of `{name}`: a dat of the program, zeroed here by a par_loop (OP2 allocates a temporary dat zeroed, whatever the data argument)"),
+                None,
+            );
+            host.temporaries.insert(source.text(ident).to_owned());
+            Some(false)
+        }
+        "expression_statement"
+            if c::named_children(node)
+                .first()
+                .is_some_and(|e| c::called_name(source, *e) == Some("op_free_dat_temp")) =>
+        {
+            edits.replace(node, "");
+            report.add(
+                Kind::Dropped,
+                Some(source.location(node)),
+                "`op_free_dat_temp`: the program's dats live as long as it runs",
+                None,
+            );
+            Some(false)
+        }
+        "if_statement"
+            if node.child_by_field_name("alternative").is_none()
+                && node
+                    .child_by_field_name("condition")
+                    .is_some_and(calls_free) =>
+        {
+            edits.replace(node, "");
+            report.add(
+                Kind::Dropped,
+                Some(source.location(node)),
+                "`if` on what `op_free_dat_temp` returns: it fails only for a dat never declared, and the program's dats live as long as it runs",
+                None,
+            );
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
 fn dead_pointers(source: &Source, statements: &[Node<'_>]) -> BTreeSet<String> {
     let mut pointers = BTreeSet::new();
     for statement in statements {
@@ -1085,7 +1168,7 @@ fn dead_pointers(source: &Source, statements: &[Node<'_>]) -> BTreeSet<String> {
                 let declared = c::ancestor(ancestors, 0)
                     .is_some_and(|p| matches!(p.kind(), "pointer_declarator" | "init_declarator"));
                 let in_fetch = c::enclosing_call(source, ancestors)
-                    .is_some_and(|name| FETCHES.contains(&name));
+                    .is_some_and(|name| FETCHES.contains(&name) || name == "op_decl_dat_temp");
                 if !declared && !in_fetch {
                     live.insert(source.text(node).to_owned());
                 }

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 
 use tree_sitter::Node;
 
-use crate::c::{Location, Source, op2_name, walk};
+use crate::c::{Location, Source, op2_name, scalar_type, walk};
 pub use crate::capture::CaptureError;
 use crate::capture::{Capture, Value};
 use crate::host::Context;
@@ -219,11 +219,18 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         .ok_or_else(|| ImportError::NoParLoop(main_source.location(main_fn)))?;
     let stop_node = statements[stop];
     let stop_location = main_source.location(stop_node);
+    // Temporary dats declared in the host code (`op_dat d =
+    // op_decl_dat_temp(…)`): the set-up declares each once more where it
+    // stops, so that the capture knows it; the host code zeroes it where C
+    // declares it.
+    let temporaries = temporary_dats(&main_source, &statements[stop..]);
     for statement in &statements[stop..] {
         let mut bad = None;
         walk(*statement, |node, _| {
             if let Some(name) = c::called_name(&main_source, node)
                 && name.starts_with("op_decl_")
+                && !(name == "op_decl_dat_temp"
+                    && temporaries.iter().any(|t| t.call == node.start_byte()))
                 && bad.is_none()
             {
                 bad = Some((name.to_owned(), main_source.location(node)));
@@ -326,11 +333,15 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             true
         });
     }
-    let handles: BTreeSet<String> = declared
+    let mut handles: BTreeSet<String> = declared
         .iter()
         .filter(|(_, d)| d.handle)
         .map(|(n, _)| n.clone())
         .collect();
+    for temporary in &temporaries {
+        handles.insert(temporary.name.clone());
+        decl_sites.insert(temporary.name.clone(), temporary.location.clone());
+    }
     let sources: Vec<&Source> = headers.iter().chain([&main_source]).collect();
     let helper_functions: Vec<(&Source, Node<'_>)> = sources
         .iter()
@@ -433,6 +444,16 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             ),
             _ => {}
         }
+    }
+    for t in &temporaries {
+        let _ = write!(
+            insertion,
+            "op2_import_handle(\"{name}\", op_decl_dat_temp({set}, {dim}, \"{ty}\", ({ty} *)0, \"{name}\")); ",
+            name = t.name,
+            set = t.set,
+            dim = t.dim,
+            ty = t.ty
+        );
     }
     insertion.push_str("op2_import_stop(); ");
     let mut instrumented = main_source.text.clone();
@@ -1009,6 +1030,23 @@ fn program_text(
             out.push_str(&buffer.fetch_kernel());
         }
     }
+    for name in &host.temporaries {
+        let Some(dat) = capture
+            .handles
+            .iter()
+            .find(|(n, kind, _)| n == name && *kind == "dat")
+            .and_then(|(_, _, i)| capture.dats.get(*i))
+        else {
+            continue;
+        };
+        let _ = write!(
+            out,
+            "// zeroes the temporary dat `{name}` where the application declares it (`op_decl_dat_temp`)\nkernel op2_zero_{dat}({ty} *d) {{\n    for (int c = 0; c < {dim}; c++)\n        d[c] = 0;\n}}\n\n",
+            dat = op2_name(name),
+            ty = dat.ty,
+            dim = dat.dim,
+        );
+    }
     for kernel in kernels {
         out.push_str(&kernel.text);
         out.push('\n');
@@ -1157,4 +1195,68 @@ fn instance_json(capture: &Capture, names: &Names, report: &mut Report) -> Strin
     let mut text = serde_json::to_string(&J::Object(root)).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// `op_dat NAME = op_decl_dat_temp(SET, DIM, "TYPE", DATA, "…");` in the host
+/// code.
+struct Temporary {
+    /// The handle variable.
+    name: String,
+    /// The set, dimension and element type, as written.
+    set: String,
+    dim: String,
+    ty: String,
+    /// Where the call starts (a byte offset of the main file).
+    call: usize,
+    location: Location,
+}
+
+/// The temporary dats `statements` declare in the form above, with a set
+/// variable, a dimension of digits or a variable, and a scalar C type.
+fn temporary_dats(source: &Source, statements: &[Node<'_>]) -> Vec<Temporary> {
+    let mut found = Vec::new();
+    for statement in statements {
+        walk(*statement, |node, _| {
+            if node.kind() != "declaration" {
+                return true;
+            }
+            let Some(declarator) = node
+                .child_by_field_name("declarator")
+                .filter(|d| d.kind() == "init_declarator")
+            else {
+                return false;
+            };
+            let (Some(ident), Some(call)) = (
+                declarator
+                    .child_by_field_name("declarator")
+                    .filter(|i| i.kind() == "identifier"),
+                declarator.child_by_field_name("value"),
+            ) else {
+                return false;
+            };
+            if c::called_name(source, call) != Some("op_decl_dat_temp") {
+                return false;
+            }
+            let args = c::call_arguments(call);
+            let simple = |n: &Node<'_>| matches!(n.kind(), "identifier" | "number_literal");
+            if let [set, dim, ty, _, _] = args[..]
+                && set.kind() == "identifier"
+                && simple(&dim)
+                && let Some(ty) = c::string_literal(source, ty)
+                && scalar_type(&ty).is_some()
+                && ty.bytes().all(|b| b.is_ascii_alphanumeric() || b == b' ')
+            {
+                found.push(Temporary {
+                    name: source.text(ident).to_owned(),
+                    set: source.text(set).to_owned(),
+                    dim: source.text(dim).to_owned(),
+                    ty,
+                    call: call.start_byte(),
+                    location: source.location(call),
+                });
+            }
+            false
+        });
+    }
+    found
 }

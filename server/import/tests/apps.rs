@@ -514,6 +514,52 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
 }
 
 #[test]
+fn temporary_dats_declared_in_the_time_loop_print_what_the_native_build_prints() {
+    if compiler("temporary").is_none() {
+        return;
+    }
+    // The native build zeroes each temporary dat where it is declared, and
+    // ignores the set-up's data argument; a translation that kept `p_flux`
+    // from the step before, or `p_w`'s `xs`, prints other totals.
+    let (imported, _work) = same_numbers("temporary", "temporary", "temporary.cpp", 0.0);
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "dat p_w: double on nodes;",
+        "dat p_flux: double[2] on nodes;",
+        "kernel op2_zero_p_flux(double *d) {\n    for (int c = 0; c < 2; c++)\n        d[c] = 0;\n}",
+        "        par_loop op2_zero_p_flux over nodes (p_flux WRITE);\n",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    let notes: Vec<String> = imported
+        .report
+        .entries
+        .iter()
+        .filter(|e| {
+            e.message.contains("op_free_dat_temp")
+                || e.message.contains("op_decl_dat_temp")
+                || e.message.contains("`none`")
+        })
+        .filter_map(|e| {
+            let at = e.location.as_ref()?;
+            Some(format!("{}:{}: {}", at.line, at.column, e.message))
+        })
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "27:5: host buffer `none`, which nothing reads",
+            "28:21: `op_decl_dat_temp` of `p_flux`: a dat of the program, zeroed here by a par_loop (OP2 allocates a temporary dat zeroed, whatever the data argument)",
+            "41:5: `if` on what `op_free_dat_temp` returns: it fails only for a dat never declared, and the program's dats live as long as it runs",
+            "49:3: `op_free_dat_temp`: the program's dats live as long as it runs",
+        ],
+        "{}",
+        imported.report
+    );
+}
+
+#[test]
 fn host_code_reading_fetched_dats_and_calling_a_check_function_prints_what_the_native_build_prints()
 {
     if compiler("fetch").is_none() {

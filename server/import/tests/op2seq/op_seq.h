@@ -19,7 +19,7 @@ typedef enum { OP_READ, OP_WRITE, OP_RW, OP_INC, OP_MIN, OP_MAX } op_access;
 
 struct op_set_core { int size; };
 struct op_map_core { op_set_core *from, *to; int dim; int *data; };
-struct op_dat_core { op_set_core *set; int dim; size_t elem; char *data; };
+struct op_dat_core { op_set_core *set; int dim; size_t elem; char *data; const char *name; };
 typedef op_set_core *op_set;
 typedef op_map_core *op_map;
 typedef op_dat_core *op_dat;
@@ -45,14 +45,28 @@ inline op_map op_decl_map(op_set from, op_set to, int dim, int *data, const char
 }
 
 template <class T>
-op_dat op_decl_dat(op_set set, int dim, const char *, T *data, const char *) {
+op_dat op_decl_dat(op_set set, int dim, const char *, T *data, const char *name) {
   size_t bytes = sizeof(T) * (size_t)set->size * dim;
   char *copy = new char[bytes];
   if (data)
     memcpy(copy, data, bytes);
   else
     memset(copy, 0, bytes);
-  return new op_dat_core{set, dim, sizeof(T), copy};
+  return new op_dat_core{set, dim, sizeof(T), copy, name};
+}
+
+// A temporary dat starts zeroed; as in OP2, `data` is not read.
+template <class T>
+op_dat op_decl_dat_temp(op_set set, int dim, const char *type, T *, const char *name) {
+  return op_decl_dat(set, dim, type, (T *)0, name);
+}
+
+inline int op_free_dat_temp(op_dat dat) {
+  if (!dat || !dat->data)
+    return -1;
+  delete[] dat->data;
+  dat->data = 0;
+  return 0;
 }
 
 template <class T> void op_decl_const(int, const char *, T *) {}

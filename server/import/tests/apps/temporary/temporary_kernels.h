@@ -1,0 +1,17 @@
+// Kernels of the temporary-dat test: `flux` adds into a temporary dat,
+// which must start at zero each step.
+inline void flux(const double *a, const double *b, double *fa, double *fb) {
+  double f = 0.5 * (*b - *a);
+  fa[0] += f;
+  fa[1] += f * f;
+  fb[0] -= f;
+  fb[1] += 0.5 * f;
+}
+
+inline void apply(const double *f, double *x, double *w, double *total) {
+  *x += 0.25 * f[0] - 0.125 * f[1];
+  *w += f[1];
+  *total += *x;
+}
+
+inline void sum(const double *w, double *weight) { *weight += *w; }
