@@ -74,6 +74,8 @@ inline void op_timers(double *cpu, double *wall) { *cpu = 0; *wall = 0; }
 inline void op_timers_core(double *cpu, double *wall) { *cpu = 0; *wall = 0; }
 inline void op_timing_output() {}
 inline void op_diagnostic_output() {}
+// One process: the root.
+inline int op_is_root() { return 1; }
 inline void op_partition(const char *, const char *, op_set, op_map, op_dat) {}
 inline void op_renumber(op_map) {}
 #define op_printf printf

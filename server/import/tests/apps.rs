@@ -549,10 +549,10 @@ fn temporary_dats_declared_in_the_time_loop_print_what_the_native_build_prints()
     assert_eq!(
         notes,
         [
-            "27:5: host buffer `none`, which nothing reads",
-            "28:21: `op_decl_dat_temp` of `p_flux`: a dat of the program, zeroed here by a par_loop (OP2 allocates a temporary dat zeroed, whatever the data argument)",
-            "41:5: `if` on what `op_free_dat_temp` returns: it fails only for a dat never declared, and the program's dats live as long as it runs",
-            "49:3: `op_free_dat_temp`: the program's dats live as long as it runs",
+            "29:5: host buffer `none`, which nothing reads",
+            "30:21: `op_decl_dat_temp` of `p_flux`: a dat of the program, zeroed here by a par_loop (OP2 allocates a temporary dat zeroed, whatever the data argument)",
+            "43:5: `if` on what `op_free_dat_temp` returns: it fails only for a dat never declared, and the program's dats live as long as it runs",
+            "51:3: `op_free_dat_temp`: the program's dats live as long as it runs",
         ],
         "{}",
         imported.report

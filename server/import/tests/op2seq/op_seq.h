@@ -34,6 +34,7 @@ inline void op_init(int, char **, int) {}
 inline void op_exit() {}
 inline void op_timers(double *cpu, double *wall) { *cpu = 0; *wall = 0; }
 inline void op_diagnostic_output() {}
+inline int op_is_root() { return 1; }
 inline void op_timing_output() {}
 
 inline op_set op_decl_set(int size, const char *) { return new op_set_core{size}; }

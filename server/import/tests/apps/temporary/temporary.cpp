@@ -1,6 +1,6 @@
 // A ring whose time loop declares a temporary dat each step and frees it
 // (as OP2's airfoil_tempdats does), with a temporary dat of the set-up whose
-// data argument OP2 does not read.
+// data argument OP2 does not read, and `op_is_root` in the set-up.
 #include <cstdio>
 #include <cstdlib>
 
@@ -23,6 +23,8 @@ int main(int argc, char **argv) {
   op_map pedge = op_decl_map(edges, nodes, 2, ring, "pedge");
   op_dat p_x = op_decl_dat(nodes, 1, "double", xs, "p_x");
   op_dat p_w = op_decl_dat_temp(nodes, 1, "double", xs, "p_w");
+  if (op_is_root())
+    op_diagnostic_output();
   for (int step = 1; step <= 3; step++) {
     double *none = NULL;
     op_dat p_flux = op_decl_dat_temp(nodes, 2, "double", none, "p_flux");
