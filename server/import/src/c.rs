@@ -357,9 +357,10 @@ pub fn op2_name(name: &str) -> String {
     }
 }
 
-/// C's `float` versions of math built-ins whose result is the `double`
-/// version's rounded to `float` (these are exact or correctly rounded in
-/// both), with that version: `sqrtf(x)` is `(float) sqrt(x)`.
+/// C's `float` versions of math built-ins whose result on a `float` is the
+/// `double` version's rounded to `float` (these are exact or correctly
+/// rounded in both), with that version: `sqrtf(x)` is
+/// `(float) sqrt((float) (x))` (the argument converted first, as C does).
 const FLOAT_BUILTINS: &[(&str, &str)] = &[
     ("sqrtf", "sqrt"),
     ("fabsf", "fabs"),
@@ -377,13 +378,25 @@ pub fn is_builtin(name: &str) -> bool {
 }
 
 /// Translates the call `node` of the math built-in `name` (`std::sqrt` →
-/// `sqrt`, `sqrtf` → `(float) sqrt`, the cast binding the call's result, as
-/// a call binds tighter than a cast); `false` when `name` is none.
+/// `sqrt`; `sqrtf(x)` → `(float) sqrt((float) (x))`, the outer cast binding
+/// the call's result, as a call binds tighter than a cast, and the argument
+/// list's punctuation edited so that the arguments keep their own edits);
+/// `false` when `name` is none.
 pub fn builtin_call(node: Node<'_>, name: &str, edits: &mut Edits) -> bool {
     let function = node.child_by_field_name("function");
     if let Some((_, double)) = FLOAT_BUILTINS.iter().find(|(f, _)| *f == name) {
         if let Some(f) = function {
             edits.replace(f, format!("(float) {double}"));
+        }
+        if let Some(list) = node.child_by_field_name("arguments") {
+            for token in (0..list.child_count()).filter_map(|i| list.child(i)) {
+                match token.kind() {
+                    "(" => edits.replace(token, "((float) ("),
+                    "," => edits.replace(token, "), (float) ("),
+                    ")" => edits.replace(token, "))"),
+                    _ => {}
+                }
+            }
         }
         true
     } else if BUILTINS.contains(&name) {

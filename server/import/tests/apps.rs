@@ -483,8 +483,8 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         "par_loop spread over edges (p_x[pedge[0]] READ, p_acc[pedge[0]] INC);",
         "set edges;",
         // C's float math functions: the double built-in, its result cast.
-        "*w += *x * *k + (float) fabs((float) fmin((float) *x, 0.25f));",
-        "print(\"root %.9g\\n\", (float) sqrt((float) weighed));",
+        "*w += *x * *k + (float) fabs((float) ((float) fmin((float) ((float) *x), (float) (0.25f))));",
+        "print(\"root %.9g\\n\", (float) sqrt((float) (weighed)));",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }

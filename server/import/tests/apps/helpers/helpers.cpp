@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
   std::printf("spread %.17g peak %.17g weighed %.17g\n", sum, peak, weighed);
   std::printf("%d nodes, %d edges, mean %.17g\n", op_get_size(nodes),
               op_get_size(edges), (total + sum) / n);
-  std::printf("root %.9g\n", sqrtf((float)weighed));
+  std::printf("root %.9g\n", sqrtf(weighed));
   op_exit();
   if (smallest < -5)
     exit(3);
