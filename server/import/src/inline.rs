@@ -62,6 +62,10 @@ pub struct Helpers {
     /// Functions, by name: their template, or why they cannot be inlined
     /// (with where).
     pub functions: BTreeMap<String, Result<Template, (c::Location, String)>>,
+    /// Whether an unqualified `sqrt` (and the like) of a `float` calls C++'s
+    /// `float` overload: a source includes `<math.h>` (whose C++ version
+    /// declares the overloads outside `std`) or says `using namespace std`.
+    pub float_overloads: bool,
 }
 
 impl Helpers {
@@ -70,6 +74,10 @@ impl Helpers {
     pub fn new<'s>(sources: &[&'s Source], functions: &[(&'s Source, Node<'s>)]) -> Helpers {
         let mut helpers = Helpers::default();
         for source in sources {
+            helpers.float_overloads |= source.text.lines().any(|line| {
+                let words: String = line.split_whitespace().collect();
+                words.starts_with("#include<math.h>") || words.starts_with("usingnamespacestd;")
+            });
             walk(source.tree.root_node(), |node, _| {
                 if node.kind() == "preproc_function_def"
                     && let (Some(name), Some(params)) = (

@@ -193,6 +193,7 @@ pub fn translate(
         }
         true
     });
+    let floats = float_names(source, body, &param_names);
     let mut flat_uses = Vec::new();
     let mut inlined = Vec::new();
     // Uses of parameters bound to INC arguments: the identifier, the `*p`
@@ -326,6 +327,18 @@ pub fn translate(
                 });
                 let arity = c::call_arguments(node).len();
                 if c::builtin_call(node, callee, &mut edits) {
+                    // C++ calls its `float` overload on `float` arguments.
+                    let args = c::call_arguments(node);
+                    let function = node.child_by_field_name("function");
+                    let qualified = function.is_some_and(|f| f.kind() == "qualified_identifier");
+                    if FLOAT_OVERLOADS.contains(&callee)
+                        && (qualified || helpers.float_overloads)
+                        && !args.is_empty()
+                        && args.iter().all(|a| is_float(source, *a, &floats))
+                        && let Some(f) = function
+                    {
+                        edits.replace(f, format!("(float) {callee}"));
+                    }
                 } else if let Some(m) = helpers.macros.get(callee) {
                     if m.params.len() != arity {
                         faithful = false;
@@ -558,6 +571,131 @@ pub fn translate(
 
 /// The array declarator of `x[R][C]` (the outer one) and its sizes, when
 /// both are integer literals.
+/// The math built-ins whose C++ `float` overload (`std::sqrt(float)`, which
+/// `<cmath>` and C++'s `<math.h>` declare) gives the `double` version's result
+/// rounded to `float`, as these are exact or correctly rounded.
+const FLOAT_OVERLOADS: &[&str] = &["sqrt", "fabs", "fmin", "fmax", "floor", "ceil", "round"];
+
+/// The kernel's parameters and locals declared `float` (and never
+/// otherwise: names are not scoped more finely than the kernel).
+fn float_names(
+    source: &Source,
+    body: Node<'_>,
+    params: &[(String, &'static str)],
+) -> BTreeSet<String> {
+    let mut floats = BTreeSet::new();
+    let mut others = BTreeSet::new();
+    for (name, ty) in params {
+        if *ty == "float" {
+            &mut floats
+        } else {
+            &mut others
+        }
+        .insert(name.clone());
+    }
+    walk(body, |node, _| {
+        if node.kind() == "declaration" {
+            let float = node
+                .child_by_field_name("type")
+                .is_some_and(|t| scalar_type(source.text(t)) == Some("float"));
+            for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
+                if let Some((ident, _, _)) = c::declared_name(declarator) {
+                    let set = if float { &mut floats } else { &mut others };
+                    set.insert(source.text(ident).to_owned());
+                }
+            }
+        }
+        true
+    });
+    floats.difference(&others).cloned().collect()
+}
+
+/// Whether C++ gives `node` the type `float`: a `float` literal, variable
+/// or element, a cast to `float`, arithmetic of those (an integer literal
+/// converts to the other operand's type), or a float overload of them;
+/// `false` when it does not or when this cannot tell.
+fn is_float(source: &Source, node: Node<'_>, floats: &BTreeSet<String>) -> bool {
+    let mut pending = vec![node];
+    while let Some(n) = pending.pop() {
+        let float = match n.kind() {
+            "number_literal" => {
+                let t = source.text(n);
+                !t.starts_with("0x")
+                    && !t.starts_with("0X")
+                    && t.ends_with(['f', 'F'])
+                    && t.contains(['.', 'e', 'E'])
+            }
+            "identifier" => floats.contains(source.text(n)),
+            "parenthesized_expression" | "unary_expression" | "pointer_expression" => {
+                let operator = n.child_by_field_name("operator").map(|o| source.text(o));
+                let inner = if n.kind() == "parenthesized_expression" {
+                    n.named_child(0)
+                } else {
+                    n.child_by_field_name("argument")
+                };
+                match (operator, inner) {
+                    (None | Some("-" | "+" | "*"), Some(inner)) => {
+                        pending.push(inner);
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            "subscript_expression" => match n.child_by_field_name("argument") {
+                Some(array) => {
+                    pending.push(array);
+                    true
+                }
+                None => false,
+            },
+            "cast_expression" => n
+                .child_by_field_name("type")
+                .is_some_and(|t| scalar_type(source.text(t)) == Some("float")),
+            "binary_expression" => {
+                let operator = n.child_by_field_name("operator").map(|o| source.text(o));
+                match (
+                    operator,
+                    n.child_by_field_name("left"),
+                    n.child_by_field_name("right"),
+                ) {
+                    (Some("+" | "-" | "*" | "/"), Some(l), Some(r)) => {
+                        let int = |x: Node<'_>| {
+                            x.kind() == "number_literal"
+                                && source.text(x).bytes().all(|b| b.is_ascii_digit())
+                        };
+                        if int(l) {
+                            pending.push(r);
+                        } else if int(r) {
+                            pending.push(l);
+                        } else {
+                            pending.push(l);
+                            pending.push(r);
+                        }
+                        true
+                    }
+                    _ => false,
+                }
+            }
+            "call_expression" => {
+                let args = c::call_arguments(n);
+                if c::called_name(source, n).is_some_and(|f| FLOAT_OVERLOADS.contains(&f))
+                    && !args.is_empty()
+                {
+                    pending.extend(args);
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if !float {
+            return false;
+        }
+    }
+    true
+}
+
 fn two_dimensions<'t>(source: &Source, declarator: Node<'t>) -> Option<(Node<'t>, u64, u64)> {
     let outer = if declarator.kind() == "init_declarator" {
         if declarator.child_by_field_name("value").is_some() {

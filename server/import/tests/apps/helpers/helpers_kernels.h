@@ -43,7 +43,9 @@ inline void collect(const double *acc, double *total) {
   for (int r = 0; r < 2; r++)
     for (int c = 0; c < 2; c++)
       m[r][c] = acc[c] * (r + 1);
-  *total += m[0][0] + m[0][1] + 0.5 * m[1][1];
+  float s = (float)acc[0];
+  // std::sqrt of a float is a float; without <math.h>, ::sqrt is a double.
+  *total += m[0][0] + m[0][1] + 0.5 * m[1][1] + std::sqrt(s * s + 1.0f) / 3 + sqrt(s * s);
 }
 
 #endif
