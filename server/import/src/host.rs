@@ -649,6 +649,20 @@ fn call<'t>(
                 );
                 return false;
             }
+            let clock = context
+                .functions
+                .get(name)
+                .and_then(|(fsource, function, _)| reads_clock(fsource, *function));
+            if let (Some(statement), Some(clock)) = (whole_statement, clock) {
+                edits.replace(statement, "");
+                report.add(
+                    Kind::Dropped,
+                    Some(location),
+                    format!("`{name}`, a timer (it returns nothing and reads the clock with `{clock}`), as OP2's `op_timers`: `op2 run` measures no time, so what the program prints from the times it measured means nothing"),
+                    None,
+                );
+                return false;
+            }
             match (whole_statement, dropped, file_output, dead_fetch) {
                 (Some(statement), Some((_, what)), _, _) => {
                     edits.replace(statement, "");
@@ -1070,6 +1084,34 @@ fn exit_status(
 
 /// Pointers declared in the host code that are used only as the buffer of
 /// `op_fetch_data` and `free`: leftovers of checks that were removed.
+/// The clock function a function of the application's calls, when it
+/// returns nothing and calls one: a timer.
+fn reads_clock<'s>(source: &'s Source, function: Node<'_>) -> Option<&'s str> {
+    const CLOCKS: &[&str] = &[
+        "gettimeofday",
+        "clock_gettime",
+        "clock",
+        "time",
+        "omp_get_wtime",
+    ];
+    if function
+        .child_by_field_name("type")
+        .is_none_or(|t| source.text(t) != "void")
+    {
+        return None;
+    }
+    let mut found = None;
+    walk(function, |node, _| {
+        if let Some(name) = c::called_name(source, node)
+            && CLOCKS.contains(&name)
+        {
+            found = Some(name);
+        }
+        found.is_none()
+    });
+    found
+}
+
 /// Translates what concerns OP2's temporary dats: `op_dat d =
 /// op_decl_dat_temp(set, …);` becomes a par_loop that zeroes `d` (OP2
 /// allocates a temporary dat zeroed and ignores the data argument; the

@@ -1,6 +1,6 @@
 // A ring whose time loop declares a temporary dat each step and frees it
 // (as OP2's airfoil_tempdats does), with a temporary dat of the set-up whose
-// data argument OP2 does not read, and `op_is_root` in the set-up.
+// data argument OP2 does not read, `op_is_root` in the set-up and a timer.
 #include <cstdio>
 #include <cstdlib>
 
@@ -25,6 +25,8 @@ int main(int argc, char **argv) {
   op_dat p_w = op_decl_dat_temp(nodes, 1, "double", xs, "p_w");
   if (op_is_root())
     op_diagnostic_output();
+  double started = 0.0;
+  stopwatch(&started);
   for (int step = 1; step <= 3; step++) {
     double *none = NULL;
     op_dat p_flux = op_decl_dat_temp(nodes, 2, "double", none, "p_flux");
@@ -49,6 +51,7 @@ int main(int argc, char **argv) {
               op_arg_gbl(&weight, 1, "double", OP_INC));
   op_printf("weight %.17g\n", weight);
   op_free_dat_temp(p_w);
+  stopwatch(&started);
   op_exit();
   return 0;
 }

@@ -1,5 +1,12 @@
 // Kernels of the temporary-dat test: `flux` adds into a temporary dat,
-// which must start at zero each step.
+// which must start at zero each step; and a timer of the application's.
+#include <sys/time.h>
+
+inline void stopwatch(double *seconds) {
+  struct timeval now;
+  gettimeofday(&now, (struct timezone *)0);
+  *seconds = now.tv_sec + now.tv_usec * 1.0e-6;
+}
 inline void flux(const double *a, const double *b, double *fa, double *fb) {
   double f = 0.5 * (*b - *a);
   fa[0] += f;
