@@ -58,13 +58,33 @@ export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 step "cargo build (every target, clippy's lints as errors)"
 timed "cargo build + clippy" cargo test --workspace --all-targets --locked --no-run
 
+# The editors test the `op2` that the build above made (the CLI's end-to-end tests
+# need it), rather than building it once more. They run beside `cargo test`, which
+# leaves a core idle whenever a test binary is down to one long test; their output is
+# printed, and their status counts, once the Rust tests are done.
+export OP2_BIN="$ROOT/target/debug/op2"
+step "editors (in the background; their output follows the Rust tests)"
+editors_log="$ROOT/target/editors.log"
+(
+  start=$SECONDS
+  status=0
+  "$ROOT/scripts/test-editors.sh" >"$editors_log" 2>&1 || status=$?
+  printf '%5ds  %s\n' $((SECONDS - start)) "editors (beside cargo test)" >"$editors_log.time"
+  exit "$status"
+) &
+editors_pid=$!
+trap 'pkill -P "$editors_pid" 2>/dev/null; kill "$editors_pid" 2>/dev/null || true' EXIT
+
 step "cargo test (workspace)"
 timed "cargo test" cargo test --workspace --locked
 
-# The editors test the `op2` that `cargo test` just built (the CLI's
-# end-to-end tests need it), rather than building it once more.
-export OP2_BIN="$ROOT/target/debug/op2"
-timed "editors" "$ROOT/scripts/test-editors.sh"
+step "editors (their output)"
+editors_status=0
+wait "$editors_pid" || editors_status=$?
+trap - EXIT
+cat "$editors_log"
+times+=("$(cat "$editors_log.time")")
+[ "$editors_status" = 0 ] || fail "the editor tests failed (above)"
 
 step "install.sh into an empty HOME"
 timed "install" "$ROOT/scripts/test-install.sh"
