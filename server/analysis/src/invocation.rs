@@ -213,6 +213,33 @@ impl Resolver<'_, '_> {
         let map_part = argument.map.as_ref();
         let (kind, ty, name): (ArgKind, ElementType, Cow<'_, str>) = match argument.data.as_ref()? {
             ArgDataSyntax::Index => {
+                // `idx` in an argument list is always the index; a dat, global
+                // or const of that name cannot be meant and passed there.
+                if let Some(symbol @ (Symbol::Dat(_) | Symbol::Global(_) | Symbol::Const(_))) =
+                    self.lookup("idx")
+                {
+                    self.program.referenced.insert(symbol);
+                    if let Some((map, _)) = map_part
+                        && let Some(Symbol::Map(map)) = self.lookup(&map.text)
+                    {
+                        self.program.referenced.insert(Symbol::Map(map));
+                    }
+                    let (_, declared) = self.program.symbol_name(symbol);
+                    let kind = symbol.kind_name();
+                    self.report(
+                        Diagnostic::new(
+                            Code::E103,
+                            location,
+                            format!("`idx` here is the element's index, not the {kind} `idx`"),
+                        )
+                        .with_label("in a par_loop's arguments `idx` always passes an index")
+                        .with_related(
+                            declared,
+                            format!("the {kind} `idx` is declared here: rename it to pass it"),
+                        ),
+                    );
+                    return None;
+                }
                 let through = match map_part {
                     None => None,
                     Some((map, index)) => {
