@@ -91,17 +91,6 @@ fn instance(nodes: usize, start: f64) -> (String, Vec<[usize; 2]>, Vec<f64>) {
     (json, edges, values)
 }
 
-fn global(case: &Case, state: &State, name: &str) -> Vec<Value> {
-    let index = case
-        .analysis
-        .program
-        .globals
-        .iter()
-        .position(|g| g.name == name)
-        .expect("the global exists");
-    state.globals[index].clone()
-}
-
 fn ints(values: &[Value]) -> Vec<i64> {
     values.iter().map(|v| v.as_i64().expect("an int")).collect()
 }
@@ -181,18 +170,15 @@ fn info_takes_the_first_element_that_reaches_the_extreme() {
         jumps.iter().filter(|&&d| d == small).count() > 1,
         "{jumps:?}"
     );
-    assert_eq!(global(&case, &state, "g_big"), vec![Value::Double(big)]);
+    assert_eq!(case.global(&state, "g_big"), vec![Value::Double(big)]);
     // The winner's copy of `g_where` started from the global's value, so
     // its counter is 1 on every engine whatever the order.
     assert_eq!(
-        ints(&global(&case, &state, "g_where")),
+        ints(&case.global(&state, "g_where")),
         vec![first_big as i64, edges[first_big][1] as i64, 1]
     );
-    assert_eq!(global(&case, &state, "g_small"), vec![Value::Double(small)]);
-    assert_eq!(
-        ints(&global(&case, &state, "g_at")),
-        vec![first_small as i64]
-    );
+    assert_eq!(case.global(&state, "g_small"), vec![Value::Double(small)]);
+    assert_eq!(ints(&case.global(&state, "g_at")), vec![first_small as i64]);
 }
 
 #[test]
@@ -200,6 +186,6 @@ fn info_keeps_its_value_when_no_element_improves_the_extreme() {
     // The MAX starts above every jump: no element raises it.
     let (json, _, _) = instance(17, 100.0);
     let (case, state) = agreed(&json);
-    assert_eq!(global(&case, &state, "g_big"), vec![Value::Double(100.0)]);
-    assert_eq!(ints(&global(&case, &state, "g_where")), vec![-1, -1, 0]);
+    assert_eq!(case.global(&state, "g_big"), vec![Value::Double(100.0)]);
+    assert_eq!(ints(&case.global(&state, "g_where")), vec![-1, -1, 0]);
 }

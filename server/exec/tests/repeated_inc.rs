@@ -12,17 +12,6 @@ use support::{Case, load};
 
 const FAN_LIMITS: [u32; 3] = [0, 16, 2];
 
-fn global(case: &Case, state: &State, name: &str) -> Vec<Value> {
-    let index = case
-        .analysis
-        .program
-        .globals
-        .iter()
-        .position(|g| g.name == name)
-        .unwrap();
-    state.globals[index].clone()
-}
-
 fn dat(case: &Case, state: &State, name: &str) -> Vec<Value> {
     let index = case
         .analysis
@@ -59,7 +48,7 @@ fn a_global_passed_twice_with_inc_sums_both_copies() {
     let (case, state, output) = agreed("f3.op2", text, r#"{"sets": {"cells": 4}}"#);
     // Four cells add 3 and 4 each.
     assert_eq!(output, "total = 28\n");
-    assert_eq!(global(&case, &state, "total"), vec![Value::Int(28)]);
+    assert_eq!(case.global(&state, "total"), vec![Value::Int(28)]);
 }
 
 #[test]
@@ -118,7 +107,7 @@ fn repeated_and_mixed_inc_of_every_width_agree() {
     );
     let (case, state, output) = agreed("repeated.op2", &text, &json);
     // The two global INC arguments add 3 and 4 per element.
-    assert_eq!(global(&case, &state, "g"), vec![Value::Int(7 * n as i32)]);
+    assert_eq!(case.global(&state, "g"), vec![Value::Int(7 * n as i32)]);
     assert!(output.starts_with(&format!("g = {}, ", 7 * n)), "{output}");
 }
 

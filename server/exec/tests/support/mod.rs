@@ -51,6 +51,19 @@ pub fn example(stem: &str) -> Case {
 }
 
 impl Case {
+    /// The value of the global `name` in `state`, a state of this case's
+    /// program.
+    pub fn global(&self, state: &State, name: &str) -> Vec<Value> {
+        let index = self
+            .analysis
+            .program
+            .globals
+            .iter()
+            .position(|g| g.name == name)
+            .expect("the global exists");
+        state.globals[index].clone()
+    }
+
     /// The same case with the graph built for `fan_limit` (0: the flat
     /// controller; 2: the deepest trees).
     pub fn with_fan_limit(mut self, fan_limit: u32) -> Case {
