@@ -165,8 +165,19 @@ pub fn blank_words(text: &str, words: &[String]) -> String {
 
 /// `text` with each C word (an identifier, not a part of a number such as
 /// the `e5` of `1e5`) that `replace` gives a replacement for replaced.
-pub fn map_words(text: &str, mut replace: impl FnMut(&str) -> Option<String>) -> String {
-    let mut out = String::with_capacity(text.len());
+pub fn map_words(text: &str, replace: impl FnMut(&str) -> Option<String>) -> String {
+    map_words_within(text, usize::MAX, replace).unwrap_or_default()
+}
+
+/// [`map_words`], or `None` as soon as the result would be longer than
+/// `limit` bytes (macro expansions that a hostile header makes grow
+/// exponentially stop there).
+pub fn map_words_within(
+    text: &str,
+    limit: usize,
+    mut replace: impl FnMut(&str) -> Option<String>,
+) -> Option<String> {
+    let mut out = String::with_capacity(text.len().min(limit));
     let mut rest = text;
     while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
         let (before, word_on) = rest.split_at(start);
@@ -180,10 +191,13 @@ pub fn map_words(text: &str, mut replace: impl FnMut(&str) -> Option<String>) ->
             Some(with) => out.push_str(&with),
             None => out.push_str(word),
         }
+        if out.len() > limit {
+            return None;
+        }
         rest = &word_on[end..];
     }
     out.push_str(rest);
-    out
+    (out.len() <= limit).then_some(out)
 }
 
 /// Whether `root` contains a call of a function named `name`.

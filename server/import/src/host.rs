@@ -6,13 +6,19 @@
 //! (inlined); timers, diagnostics and profiling are dropped with a note;
 //! anything else outside the `.op2` subset is reported at its C location.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use tree_sitter::Node;
 
 use crate::c::{self, Edits, Location, Source, op2_name, scalar_type, walk};
 use crate::kernel::literal_problem;
 use crate::report::{Kind, Report};
+
+/// The most calls of the application's host functions inlined in one import
+/// (every pass over the host code together).
+pub const MAX_INLINED_CALLS: usize = 10_000;
 
 /// What the translation knows from the declarations and the capture.
 #[derive(Debug, Default)]
@@ -48,6 +54,9 @@ pub struct Context<'a> {
     pub result: Option<String>,
     /// How many inlined functions deep this is.
     pub depth: usize,
+    /// How many calls have been inlined in all, shared by every level: the
+    /// depth limit alone would let ten calls of ten calls … make 10^8 bodies.
+    pub inlined: Rc<Cell<usize>>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -785,6 +794,13 @@ fn inline<'t>(
             "calls nest more than eight deep (recursion?)".to_owned(),
         );
     }
+    if context.inlined.get() >= MAX_INLINED_CALLS {
+        return fail(
+            report,
+            format!("more than {MAX_INLINED_CALLS} calls are inlined in all"),
+        );
+    }
+    context.inlined.set(context.inlined.get() + 1);
     let parent = c::ancestor(ancestors, 0);
     let grandparent = c::ancestor(ancestors, 1);
     let (statement, target, declare) = match (parent, grandparent) {
@@ -924,6 +940,7 @@ fn inline<'t>(
         types,
         result,
         depth: context.depth + 1,
+        inlined: Rc::clone(&context.inlined),
     };
     let translated = translate(fsource, &[body], &inner, report);
     // A local of the function would hide the caller's variable that its

@@ -118,12 +118,17 @@ impl Helpers {
         // Bodies that name other macros, expanded as the preprocessor
         // rescans them (a name is not expanded inside its own expansion;
         // eight levels are plenty for real headers).
+        // An expansion longer than `EXPANSION_LIMIT` stops where it is (its
+        // names then stay unexpanded and are reported where a kernel or the
+        // host code uses them).
         let raw = helpers.objects.clone();
         for (name, body) in &mut helpers.objects {
             for _ in 0..8 {
-                let expanded = c::map_words(body, |word| {
+                let Some(expanded) = c::map_words_within(body, EXPANSION_LIMIT, |word| {
                     (word != name).then(|| raw.get(word).cloned()).flatten()
-                });
+                }) else {
+                    break;
+                };
                 if expanded == *body {
                     break;
                 }
@@ -283,6 +288,15 @@ fn template(
     })
 }
 
+/// The longest text one macro or function expansion may produce, and all of
+/// a kernel's together: each parameter used twice, nested thirty deep, would
+/// otherwise take 2^30 copies (docs/reliability.md, limits).
+pub const EXPANSION_LIMIT: usize = 1 << 20;
+
+fn too_long() -> String {
+    format!("its expansion is longer than {} KiB", EXPANSION_LIMIT >> 10)
+}
+
 impl Template {
     /// The number of parameters.
     pub fn arity(&self) -> usize {
@@ -291,7 +305,7 @@ impl Template {
 
     /// The expression a call with the arguments' (translated) texts stands
     /// for.
-    pub fn expand(&self, args: &[String]) -> String {
+    pub fn expand(&self, args: &[String]) -> Result<String, String> {
         let mut out = format!("(({})(", self.ret);
         for (k, piece) in self.text.split(PARAM).enumerate() {
             if k % 2 == 0 {
@@ -303,9 +317,12 @@ impl Template {
             {
                 out.push_str(&format!("(({ty})({arg}))"));
             }
+            if out.len() > EXPANSION_LIMIT {
+                return Err(too_long());
+            }
         }
         out.push_str("))");
-        out
+        Ok(out)
     }
 }
 
@@ -320,12 +337,13 @@ impl Macro {
         if self.body.contains('#') || self.body.contains('"') || self.body.contains('\'') {
             return Err("its body uses `#`, `##` or a literal string".to_owned());
         }
-        Ok(c::map_words(&self.body, |word| {
+        c::map_words_within(&self.body, EXPANSION_LIMIT, |word| {
             match self.params.iter().position(|p| p == word) {
                 Some(i) => args.get(i).cloned(),
                 None => objects.get(word).cloned(),
             }
-        }))
+        })
+        .ok_or_else(too_long)
     }
 
     /// The names its body reads that are not its parameters nor C's type
@@ -351,4 +369,53 @@ pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
         None
     });
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_expansions_stop_at_the_limit_instead_of_doubling_on() {
+        // MAX(a,b) uses each parameter twice: thirty nested calls would be
+        // 2^30 copies of the innermost argument.
+        let max = Macro {
+            params: vec!["a".to_owned(), "b".to_owned()],
+            body: "((a) > (b) ? (a) : (b))".to_owned(),
+        };
+        let objects = BTreeMap::new();
+        let mut text = "x".to_owned();
+        let mut levels = 0;
+        let why = loop {
+            match max.expand(&[text.clone(), "y".to_owned()], &objects) {
+                Ok(expanded) => {
+                    assert!(expanded.len() <= EXPANSION_LIMIT);
+                    text = expanded;
+                    levels += 1;
+                    assert!(levels < 30, "never stopped");
+                }
+                Err(why) => break why,
+            }
+        };
+        assert!(why.contains("longer than 1024 KiB"), "{why}");
+        assert!(levels > 10, "stopped too early, at {levels}");
+    }
+
+    #[test]
+    fn a_word_map_stops_as_soon_as_its_result_is_too_long() {
+        let mut calls = 0;
+        let out = c::map_words_within(&"w ".repeat(1000), 100, |_| {
+            calls += 1;
+            Some("long".repeat(10))
+        });
+        assert_eq!(out, None);
+        assert!(
+            calls <= 3,
+            "{calls} words mapped after the limit was passed"
+        );
+        assert_eq!(
+            c::map_words_within("a b", 100, |w| Some(w.to_uppercase())).as_deref(),
+            Some("A B")
+        );
+    }
 }

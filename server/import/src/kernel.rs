@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use crate::c::{self, Edits, Source, op2_name, scalar_type, walk};
-use crate::inline::Helpers;
+use crate::inline::{self, Helpers};
 use crate::report::{Kind, Report};
 
 /// A translated kernel.
@@ -260,7 +260,7 @@ pub fn translate(
                 {
                     // An object-like macro: its body, as the preprocessor
                     // would put it there.
-                    free_names.extend(crate::inline::free_words(body, &[]));
+                    free_names.extend(inline::free_words(body, &[]));
                     edits.replace(node, body.clone());
                     return false;
                 }
@@ -504,15 +504,15 @@ pub fn translate(
     inlined.sort_by_key(|i| match i {
         Inlined::Macro(n, _) | Inlined::Function(n, _) => n.end_byte() - n.start_byte(),
     });
+    let mut expanded_bytes = 0usize;
     for call in inlined {
         let (node, expansion) = match &call {
             Inlined::Macro(node, callee) => {
                 let args = argument_texts(source, *node, &edits);
-                match helpers
-                    .macros
-                    .get(callee)
-                    .map(|m| m.expand(&args, &helpers.objects))
-                {
+                match helpers.macros.get(callee).map(|m| {
+                    m.expand(&args, &helpers.objects)
+                        .and_then(|text| within_budget(&mut expanded_bytes, text))
+                }) {
                     Some(Ok(text)) => (*node, text),
                     Some(Err(why)) => {
                         faithful = false;
@@ -532,7 +532,24 @@ pub fn translate(
             Inlined::Function(node, callee) => {
                 let args = argument_texts(source, *node, &edits);
                 match helpers.functions.get(callee) {
-                    Some(Ok(t)) => (*node, t.expand(&args)),
+                    Some(Ok(t)) => match t
+                        .expand(&args)
+                        .and_then(|text| within_budget(&mut expanded_bytes, text))
+                    {
+                        Ok(text) => (*node, text),
+                        Err(why) => {
+                            faithful = false;
+                            fail(
+                                report,
+                                *node,
+                                format!(
+                                    "function `{callee}` cannot be inlined into kernel `{name}`: {why}"
+                                ),
+                                Some("inline it by hand"),
+                            );
+                            continue;
+                        }
+                    },
                     _ => continue,
                 }
             }
@@ -913,4 +930,17 @@ pub fn literal_problem(text: &str) -> Option<String> {
         !lower.trim_end_matches('u').contains('l')
     };
     (!suffix_ok).then(|| format!("literal `{text}` has a suffix `.op2` does not have"))
+}
+
+/// Counts an expansion against the kernel's budget of
+/// [`inline::EXPANSION_LIMIT`] bytes in all.
+fn within_budget(spent: &mut usize, text: String) -> Result<String, String> {
+    *spent = spent.saturating_add(text.len());
+    if *spent > inline::EXPANSION_LIMIT {
+        return Err(format!(
+            "the kernel's expansions together are longer than {} KiB",
+            inline::EXPANSION_LIMIT >> 10
+        ));
+    }
+    Ok(text)
 }
