@@ -6,6 +6,10 @@
 //! `instance_file read FILE`: reads and validates FILE for
 //! `docs/examples/airfoil.op2` with `read_file`, and prints the time and the
 //! peak resident memory (`VmHWM`) before and after.
+//! `instance_file naca I J DIR`: writes OP2's NACA0012 airfoil mesh of
+//! `naca::naca0012(I, J)` as `DIR/airfoil_I{I}_J{J}.json` and as OP2's
+//! `DIR/new_grid.dat`, for side-by-side runs against OP2's applications
+//! (docs/benchmarks.md, "Execution").
 
 #![allow(clippy::print_stdout)]
 
@@ -49,8 +53,25 @@ fn main() -> ExitCode {
             );
             ExitCode::from(u8::from(loaded.data.is_none()))
         }
+        ["naca", i, j, dir] => {
+            let (i, j): (usize, usize) = (i.parse().expect("I"), j.parse().expect("J"));
+            let mesh = instance::naca::naca0012(i, j).expect("I and J in range");
+            let dir = PathBuf::from(dir);
+            let json = dir.join(format!("airfoil_I{i}_J{j}.json"));
+            std::fs::write(&json, mesh.to_json()).expect("JSON written");
+            std::fs::write(dir.join("new_grid.dat"), mesh.to_op2_dat())
+                .expect("new_grid.dat written");
+            println!(
+                "wrote {} and new_grid.dat ({} cells)",
+                json.display(),
+                mesh.cells.len()
+            );
+            ExitCode::SUCCESS
+        }
         _ => {
-            println!("usage: instance_file write SIDE DIR | instance_file read FILE");
+            println!(
+                "usage: instance_file write SIDE DIR | instance_file read FILE | instance_file naca I J DIR"
+            );
             ExitCode::from(2)
         }
     }

@@ -20,6 +20,7 @@
 
 mod h5;
 mod json;
+pub mod naca;
 mod progress;
 pub mod synth;
 pub mod temporary;

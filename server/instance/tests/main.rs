@@ -6,4 +6,5 @@
 
 mod convert;
 mod hdf5;
+mod naca;
 mod read;
