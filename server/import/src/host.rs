@@ -144,7 +144,7 @@ pub struct Host {
 }
 
 /// How a par_loop passes one argument to its kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct ArgUse {
     /// `READ`, `INC`, …; `None` for `idx` and `INFO`.
     pub mode: Option<&'static str>,
@@ -152,7 +152,15 @@ pub struct ArgUse {
     pub dim: Option<usize>,
     /// Whether it is a dat passed directly (`-1, OP_ID`).
     pub direct: bool,
+    /// For a vector-map argument (`-N, map`), its number of map entries `N`:
+    /// the kernel gets `N` pointers, one per entry.
+    pub entries: Option<usize>,
 }
+
+/// The most values (map entries × dimension) a vector-map argument may
+/// carry: the kernel works on a local copy of them all, copied in and out
+/// one by one.
+pub const MAX_VECTOR_VALUES: usize = 1024;
 
 const DROPPED: &[(&str, &str)] = &[
     ("op_timers", "a timer"),
@@ -1256,6 +1264,16 @@ fn integer(source: &Source, node: Node<'_>) -> Option<i64> {
     source.text(node).replace(' ', "").parse().ok()
 }
 
+/// The map index of an `op_arg_dat`: an integer literal, or a name
+/// `#define`d as one (`#define ALL -4`).
+fn map_index(source: &Source, node: Node<'_>, context: &Context<'_>) -> Option<i64> {
+    integer(source, node).or_else(|| {
+        let body = context.objects.get(source.text(node))?;
+        let body = body.trim_start_matches('(').trim_end_matches(')');
+        body.replace(' ', "").parse().ok()
+    })
+}
+
 /// The variable an argument names: `x` or `&x`.
 fn variable<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     match node.kind() {
@@ -1386,11 +1404,17 @@ fn par_loop(
             ("op_arg_dat", [dat, idx, map, dim, _ty, acc]) => {
                 modes.push(None);
                 let map_text = source.text(*map);
-                let direct = integer(source, *idx) == Some(-1) && map_text == "OP_ID";
+                let index = map_index(source, *idx, context);
+                let direct = index == Some(-1) && map_text == "OP_ID";
+                let entries = index
+                    .filter(|k| *k < -1 && !unused)
+                    .and_then(|k| usize::try_from(k.unsigned_abs()).ok());
+                let dim_value = integer(source, *dim).and_then(|d| usize::try_from(d).ok());
                 uses.push(ArgUse {
                     mode: access(source, *acc),
-                    dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
+                    dim: dim_value,
                     direct,
+                    entries,
                 });
                 let Some(mut mode) = access(source, *acc) else {
                     return fail(
@@ -1413,24 +1437,32 @@ fn par_loop(
                     mode = "RW";
                 }
                 let dat = op2_name(source.text(*dat));
-                match integer(source, *idx) {
+                match index {
                     // As OP2 does, an unused optional argument is direct.
                     _ if unused => format!("{dat} {mode}"),
                     Some(-1) if map_text == "OP_ID" => format!("{dat} {mode}"),
                     Some(k) if k >= 0 && map.kind() == "identifier" => {
                         format!("{dat}[{}[{k}]] {mode}", op2_name(map_text))
                     }
-                    Some(k) if k < -1 => {
-                        return fail(
-                            report,
-                            *idx,
-                            format!(
-                                "vector-map argument (index {k}) of `{kernel_name}` is not yet translated"
-                            ),
-                            Some(
-                                "pass each map entry as its own argument (`op_arg_dat(d, 0, map, …)`, `op_arg_dat(d, 1, map, …)`, …) and give the kernel one parameter per entry",
-                            ),
-                        );
+                    // A vector-map argument: the kernel gets the first N
+                    // entries of the map, one argument each.
+                    Some(k) if k < -1 && map.kind() == "identifier" => {
+                        let n = entries.unwrap_or(0);
+                        if n.saturating_mul(dim_value.unwrap_or(1)) > MAX_VECTOR_VALUES {
+                            return fail(
+                                report,
+                                *idx,
+                                format!(
+                                    "vector-map argument (index {k}) of `{kernel_name}` passes more than {MAX_VECTOR_VALUES} values (entries × dimension), which op2 import does not copy into a kernel"
+                                ),
+                                Some("pass each map entry as its own argument"),
+                            );
+                        }
+                        let map_name = op2_name(map_text);
+                        (0..n)
+                            .map(|e| format!("{dat}[{map_name}[{e}]] {mode}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     }
                     _ => {
                         return fail(
@@ -1446,7 +1478,7 @@ fn par_loop(
                 uses.push(ArgUse {
                     mode: access(source, *acc),
                     dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
-                    direct: false,
+                    ..ArgUse::default()
                 });
                 let Some(mode) = access(source, *acc) else {
                     return fail(
@@ -1476,9 +1508,8 @@ fn par_loop(
             ("op_arg_idx", [idx, map]) => {
                 modes.push(None);
                 uses.push(ArgUse {
-                    mode: None,
                     dim: Some(1),
-                    direct: false,
+                    ..ArgUse::default()
                 });
                 match integer(source, *idx) {
                     Some(-1) if source.text(*map) == "OP_ID" => "idx".to_owned(),
@@ -1518,11 +1549,7 @@ fn par_loop(
                     );
                 };
                 modes.push(None);
-                uses.push(ArgUse {
-                    mode: None,
-                    dim: None,
-                    direct: false,
-                });
+                uses.push(ArgUse::default());
                 host.globals
                     .entry(name.to_owned())
                     .or_insert_with(|| source.location(*data));

@@ -73,23 +73,56 @@ enum Inlined<'t> {
     Function(Node<'t>, String),
 }
 
+/// A vector-map argument (`op_arg_dat(d, -N, map, DIM, …, MODE)`), which
+/// hands the kernel `N` pointers, one per map entry (a `T **` parameter
+/// used as `x[i][j]`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Vector {
+    /// The number of map entries, `N`.
+    pub entries: usize,
+    /// Each entry's dimension.
+    pub dim: usize,
+    /// Its access mode: `READ`, `WRITE`, `RW` or `INC`.
+    pub mode: &'static str,
+}
+
+/// What the par_loops running a kernel bind its parameters to, where the
+/// translation depends on it.
+#[derive(Debug, Default)]
+pub struct Bindings {
+    /// The position of each parameter that every par_loop binds to an `INC`
+    /// argument, with the argument's dimension and whether it is a dat
+    /// passed directly.
+    pub inc: BTreeMap<usize, (usize, bool)>,
+    /// The position of each parameter a par_loop binds to a vector-map
+    /// argument: the argument, or `None` when the par_loops pass different
+    /// ones there (or one without a literal dimension).
+    pub vectors: BTreeMap<usize, Option<Vector>>,
+}
+
 /// Translates the function definition `function` of `source` into a
 /// kernel, inlining the `helpers` it calls and reporting what cannot be
 /// translated.
 ///
-/// `inc` maps the position of each parameter that every par_loop binds to
-/// an `INC` argument to the argument's dimension and whether it is a dat
-/// passed directly. Where the body reads such a parameter or assigns it with
-/// `=`: OP2 hands a kernel a direct argument's own element in every backend,
-/// so a direct argument becomes RW ([`Kernel::increments_read`]); any other
-/// is staged through a local (see [`stage_increments`]).
+/// Where the body reads a parameter bound to an `INC` argument
+/// ([`Bindings::inc`]) or assigns it with `=`: OP2 hands a kernel a direct
+/// argument's own element in every backend, so a direct argument becomes RW
+/// ([`Kernel::increments_read`]); any other is staged through a local (see
+/// [`stage_increments`]).
+///
+/// A `T **x` parameter bound to a vector-map argument of `N` entries
+/// ([`Bindings::vectors`]) becomes `N` parameters `x_0` … `x_{N-1}`, which
+/// the par_loops pass as `N` indirect arguments, and the body works on a
+/// local `x[N * DIM]`, `x[i][j]` becoming `x[(i) * DIM + (j)]` (see
+/// [`stage`]).
 pub fn translate(
     source: &Source,
     function: Node<'_>,
     helpers: &Helpers,
-    inc: &BTreeMap<usize, (usize, bool)>,
+    bindings: &Bindings,
     report: &mut Report,
 ) -> Kernel {
+    let inc = &bindings.inc;
     let location = source.location(function);
     let declarator = function.child_by_field_name("declarator");
     let name = declarator
@@ -123,7 +156,22 @@ pub fn translate(
     let mut first = true;
     // Each parameter's name and `.op2` type, by position.
     let mut param_names: Vec<(String, &'static str)> = Vec::new();
-    for parameter in parameters.map(c::named_children).unwrap_or_default() {
+    // Every name the function uses: the parameters a vector-map argument
+    // becomes must not take one.
+    let mut taken = BTreeSet::new();
+    walk(function, |node, _| {
+        if node.kind() == "identifier" {
+            taken.insert(op2_name(source.text(node)));
+        }
+        true
+    });
+    let mut vector_params: Vec<(Node<'_>, String, VectorParam)> = Vec::new();
+    for (k, parameter) in parameters
+        .map(c::named_children)
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
         param_names.push((
             parameter
                 .child_by_field_name("declarator")
@@ -138,7 +186,20 @@ pub fn translate(
             text.push_str(", ");
         }
         first = false;
-        match parameter_text(source, parameter) {
+        let translated = match bindings.vectors.get(&k) {
+            Some(Some(vector)) => vector_parameter(source, parameter, *vector, &mut taken).map(
+                |(param_text, param_name, vector)| {
+                    vector_params.push((parameter, param_name.clone(), vector));
+                    (param_text, param_name)
+                },
+            ),
+            Some(None) => Err(format!(
+                "the par_loops running kernel `{name}` pass its parameter {} vector-map arguments that differ in entries, dimension or mode, or whose dimension is not an integer literal",
+                k + 1
+            )),
+            None => parameter_text(source, parameter),
+        };
+        match translated {
             Ok((param_text, param_name)) => {
                 text.push_str(&param_text);
                 locals.insert(param_name);
@@ -178,6 +239,14 @@ pub fn translate(
     // Local arrays of two dimensions (`double x[4][2]`), which `.op2`
     // does not have: flattened, `x[i][j]` becoming `x[(i) * 2 + (j)]`.
     let mut flat: BTreeMap<String, (Node<'_>, u64, u64)> = BTreeMap::new();
+    // A vector-map parameter is used the same way (`x[i][j]`): its local
+    // copy is flattened alike.
+    for (parameter, param_name, vector) in &vector_params {
+        flat.insert(
+            param_name.clone(),
+            (*parameter, vector.entries as u64, vector.staged.dim as u64),
+        );
+    }
     walk(body, |node, _| {
         if node.kind() == "declaration" {
             for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
@@ -240,6 +309,17 @@ pub fn translate(
                             edits.replace(
                                 *declared,
                                 format!("{}[{}]", op2_name(ident), rows * columns),
+                            );
+                        }
+                        _ if vector_params.iter().any(|v| v.1 == ident) => {
+                            faithful = false;
+                            fail(
+                                report,
+                                node,
+                                format!(
+                                    "parameter `{ident}`, bound to a vector-map argument, used other than as `{ident}[i][j]` (in kernel `{name}`)"
+                                ),
+                                Some("index both the map entry and the component"),
                             );
                         }
                         _ => {
@@ -491,15 +571,31 @@ pub fn translate(
         .filter(|(_, (_, direct))| !*direct)
         .map(|(&k, &(dim, _))| (k, dim))
         .collect();
-    let staged = stage_increments(
-        body,
-        &staged_inc,
-        &param_names,
-        &locals,
-        &inc_uses,
-        &returns,
-        &mut edits,
-    );
+    let (mut staged_locals, staged) =
+        stage_increments(&staged_inc, &param_names, &locals, &inc_uses, &mut edits);
+    for (parameter, param_name, vector) in &vector_params {
+        report.add(
+            Kind::Translated,
+            Some(source.location(*parameter)),
+            format!(
+                "kernel `{name}`: parameter `{param_name}`, bound to a vector-map argument of {} entries, becomes {} parameters `{}`; the body works on a local copy `{}[{}]`{}",
+                vector.entries,
+                vector.entries,
+                vector.params.join("`, `"),
+                vector.staged.local,
+                vector.entries * vector.staged.dim,
+                match vector.staged.exit {
+                    Some("+=") => ", which starts at zero and is added to them where the kernel ends, as `.op2` defines INC",
+                    Some(_) if vector.staged.fill => " of their values, stored back where the kernel ends",
+                    Some(_) => ", which starts at zero and is stored where the kernel ends (OP2 requires a WRITE argument's every component to be set)",
+                    None => " of their values",
+                }
+            ),
+            None,
+        );
+        staged_locals.push(vector.staged.clone());
+    }
+    stage(body, &staged_locals, &returns, &mut edits);
     // Inner calls first, so that an outer one expands their expansions.
     inlined.sort_by_key(|i| match i {
         Inlined::Macro(n, _) | Inlined::Function(n, _) => n.end_byte() - n.start_byte(),
@@ -783,23 +879,18 @@ fn increment_use<'t>(
 /// parallel backends give the kernel as a zeroed local that is added to the
 /// target afterwards, and `.op2` defines INC the same way but allows only
 /// `+=`, `-=`, `++` and `--` on the parameter. So the body works on a local
-/// `NAME_inc[DIM]` that starts at zero, and `NAME[i] += NAME_inc[i]` for
-/// every component is added where the kernel ends (before each `return;`
-/// and at the end of the body). Returns where each staged parameter is first
-/// used in a way `.op2` forbids.
-#[allow(clippy::too_many_arguments)]
+/// `NAME_inc[DIM]` that starts at zero and is added to the parameter where
+/// the kernel ends ([`stage`]). Returns the locals, and where each staged
+/// parameter is first used in a way `.op2` forbids.
 fn stage_increments<'t>(
-    body: Node<'t>,
     inc: &BTreeMap<usize, usize>,
     params: &[(String, &'static str)],
     locals: &BTreeSet<String>,
     uses: &[(usize, Node<'t>, Option<Node<'t>>, bool)],
-    returns: &[Node<'t>],
     edits: &mut Edits,
-) -> Vec<Node<'t>> {
+) -> (Vec<Staged>, Vec<Node<'t>>) {
     let mut first_misuse = Vec::new();
-    let mut declarations = String::new();
-    let mut adds = String::new();
+    let mut staged = Vec::new();
     for (&k, &dim) in inc {
         let Some(misuse) = uses.iter().find(|u| u.0 == k && !u.3) else {
             continue;
@@ -810,36 +901,105 @@ fn stage_increments<'t>(
         while locals.contains(&local) || params.iter().any(|(p, _)| *p == local) {
             local.push('_');
         }
-        let zero = match *ty {
-            "double" => "0.0",
-            "float" => "0.0f",
-            "uint" => "0u",
-            _ => "0",
-        };
-        let zeros = vec![zero; dim].join(", ");
-        declarations.push_str(&format!("\n    {ty} {local}[{dim}] = {{{zeros}}};"));
-        for i in 0..dim {
-            adds.push_str(&format!(" {}[{i}] += {local}[{i}];", op2_name(name)));
-        }
         for (_, ident, deref, _) in uses.iter().filter(|u| u.0 == k) {
             match deref {
                 Some(deref) => edits.replace(*deref, format!("{local}[0]")),
                 None => edits.replace(*ident, local.clone()),
             }
         }
+        staged.push(Staged {
+            local,
+            ty,
+            params: vec![op2_name(name)],
+            dim,
+            fill: false,
+            exit: Some("+="),
+        });
     }
-    if first_misuse.is_empty() {
-        return first_misuse;
+    (staged, first_misuse)
+}
+
+/// A local array the kernel works on in place of parameters (each of `dim`
+/// components, one after another in the local).
+#[derive(Debug, Clone)]
+struct Staged {
+    local: String,
+    ty: &'static str,
+    /// The `.op2` parameters it stands for.
+    params: Vec<String>,
+    dim: usize,
+    /// Whether it starts with the parameters' values (else with zeros).
+    fill: bool,
+    /// How it goes back to the parameters where the kernel ends: `+=`
+    /// (added), `=` (stored), or not at all.
+    exit: Option<&'static str>,
+}
+
+/// A kernel parameter bound to a vector-map argument, as `.op2` takes it.
+#[derive(Debug)]
+struct VectorParam {
+    /// The parameters it becomes, one per map entry.
+    params: Vec<String>,
+    entries: usize,
+    staged: Staged,
+}
+
+/// Declares each staged local after the body's opening brace, and puts what
+/// goes back to the parameters where the kernel ends: before each `return;`
+/// and before the closing brace.
+fn stage<'t>(body: Node<'t>, staged: &[Staged], returns: &[Node<'t>], edits: &mut Edits) {
+    if staged.is_empty() {
+        return;
     }
-    for ret in returns {
-        edits.replace(*ret, format!("{{{adds} return; }}"));
+    let mut declarations = String::new();
+    let mut exits = String::new();
+    for s in staged {
+        let zero = match s.ty {
+            "double" => "0.0",
+            "float" => "0.0f",
+            "uint" => "0u",
+            _ => "0",
+        };
+        let values: Vec<String> = s
+            .params
+            .iter()
+            .flat_map(|p| {
+                (0..s.dim).map(move |c| {
+                    if s.fill {
+                        format!("{p}[{c}]")
+                    } else {
+                        zero.to_owned()
+                    }
+                })
+            })
+            .collect();
+        declarations.push_str(&format!(
+            "\n    {} {}[{}] = {{{}}};",
+            s.ty,
+            s.local,
+            values.len(),
+            values.join(", ")
+        ));
+        if let Some(op) = s.exit {
+            for (e, p) in s.params.iter().enumerate() {
+                for c in 0..s.dim {
+                    exits.push_str(&format!(" {p}[{c}] {op} {}[{}];", s.local, e * s.dim + c));
+                }
+            }
+        }
+    }
+    if !exits.is_empty() {
+        for ret in returns {
+            edits.replace(*ret, format!("{{{exits} return; }}"));
+        }
     }
     // After the opening brace, and before the closing one.
     let open = body.start_byte() + 1;
     edits.replace_range(open, open, declarations);
-    let close = body.end_byte() - 1;
-    edits.replace_range(close, close, format!("{adds}\n"));
-    first_misuse
+    if !exits.is_empty() {
+        let close = body.end_byte() - 1;
+        edits.replace_range(close, close, format!("{exits}\n"));
+    }
 }
 
 /// The translated texts of a call's arguments.
@@ -870,6 +1030,96 @@ fn has_side_effect(source: &Source, node: Node<'_>, helpers: &Helpers) -> bool {
 /// A parameter's `.op2` text and name: `[const] TYPE *NAME` or
 /// `[const] TYPE NAME[DIM]`.
 fn parameter_text(source: &Source, parameter: Node<'_>) -> Result<(String, String), String> {
+    let (op2_ty, name, is_const, levels, pointer) = parameter_parts(source, parameter)?;
+    if levels == 2 && pointer {
+        return Err(format!(
+            "parameter `{name}` is `T **{name}`, but the par_loops do not pass it a vector-map argument (an `op_arg_dat` with index `-N`)"
+        ));
+    }
+    if levels != 1 {
+        return Err(format!(
+            "parameter `{name}` has {levels} levels of indirection; a kernel parameter is `T *{name}` or `T {name}[DIM]`"
+        ));
+    }
+    let declarator = parameter
+        .child_by_field_name("declarator")
+        .ok_or("a parameter without a name")?;
+    let constness = if is_const { "const " } else { "" };
+    let text = if pointer {
+        format!("{constness}{op2_ty} *{}", op2_name(&name))
+    } else {
+        let open = source.text(declarator).find('[').unwrap_or(0);
+        format!(
+            "{constness}{op2_ty} {}{}",
+            op2_name(&name),
+            &source.text(declarator)[open..]
+        )
+    };
+    Ok((text, name))
+}
+
+/// A `T **x` (or `T *x[K]`) parameter bound to a vector-map argument: the
+/// `.op2` text of the parameters it becomes (`T *x_0, …`, each name not
+/// in `taken`, which gets them), its name, and how the body stages it.
+fn vector_parameter(
+    source: &Source,
+    parameter: Node<'_>,
+    vector: Vector,
+    taken: &mut BTreeSet<String>,
+) -> Result<(String, String, VectorParam), String> {
+    let (ty, name, is_const, levels, pointer) = parameter_parts(source, parameter)?;
+    if levels != 2 || !pointer {
+        return Err(format!(
+            "parameter `{name}` is bound to a vector-map argument (a negative index) but is not `T **{name}`"
+        ));
+    }
+    let local = op2_name(&name);
+    let mut suffix = String::new();
+    let params = loop {
+        let params: Vec<String> = (0..vector.entries)
+            .map(|e| format!("{local}{suffix}_{e}"))
+            .collect();
+        if params.iter().all(|p| !taken.contains(p)) {
+            break params;
+        }
+        suffix.push('_');
+    };
+    taken.extend(params.iter().cloned());
+    let constness = if is_const { "const " } else { "" };
+    let text = params
+        .iter()
+        .map(|p| format!("{constness}{ty} *{p}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let staged = Staged {
+        local,
+        ty,
+        params: params.clone(),
+        dim: vector.dim,
+        fill: matches!(vector.mode, "READ" | "RW"),
+        exit: match vector.mode {
+            "INC" => Some("+="),
+            "RW" | "WRITE" => Some("="),
+            _ => None,
+        },
+    };
+    Ok((
+        text,
+        name,
+        VectorParam {
+            params,
+            entries: vector.entries,
+            staged,
+        },
+    ))
+}
+
+/// A parameter's `.op2` scalar type, name, whether it is `const`, its levels
+/// of indirection (`*` and `[]`), and whether it has a `*`.
+fn parameter_parts(
+    source: &Source,
+    parameter: Node<'_>,
+) -> Result<(&'static str, String, bool, usize, bool), String> {
     let ty = parameter
         .child_by_field_name("type")
         .ok_or("a parameter without a type")?;
@@ -887,25 +1137,14 @@ fn parameter_text(source: &Source, parameter: Node<'_>) -> Result<(String, Strin
     let is_const = c::named_children(parameter)
         .iter()
         .any(|n| n.kind() == "type_qualifier" && source.text(*n) == "const");
-    let name = source.text(ident).to_owned();
     let levels = source.text(declarator).matches('*').count() + arrays;
-    if levels != 1 || !(pointer || arrays == 1) {
-        return Err(format!(
-            "parameter `{name}` has {levels} levels of indirection; a vector-map argument (negative index) is not yet translated"
-        ));
-    }
-    let constness = if is_const { "const " } else { "" };
-    let text = if pointer {
-        format!("{constness}{op2_ty} *{}", op2_name(&name))
-    } else {
-        let open = source.text(declarator).find('[').unwrap_or(0);
-        format!(
-            "{constness}{op2_ty} {}{}",
-            op2_name(&name),
-            &source.text(declarator)[open..]
-        )
-    };
-    Ok((text, name))
+    Ok((
+        op2_ty,
+        source.text(ident).to_owned(),
+        is_const,
+        levels,
+        pointer,
+    ))
 }
 
 /// Why a C number literal cannot be written as it is in `.op2`.

@@ -389,9 +389,13 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     for (name, used_at) in &scan.kernels {
         match definitions.get(name) {
             Some((index, node)) => {
-                let inc = increments(scan.kernel_args.get(name));
+                let args = scan.kernel_args.get(name);
+                let bindings = kernel::Bindings {
+                    inc: increments(args),
+                    vectors: vectors(args),
+                };
                 let translated =
-                    kernel::translate(sources[*index], *node, &helpers, &inc, &mut report);
+                    kernel::translate(sources[*index], *node, &helpers, &bindings, &mut report);
                 kernel_reads.extend(translated.free_names.iter().cloned());
                 context
                     .increments_read
@@ -617,6 +621,7 @@ fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, (usize,
             mode: Some("INC"),
             dim: Some(dim),
             direct,
+            entries: None,
         } = *arg
             && rest.iter().all(|other| other.get(k) == Some(arg))
             // A staged copy is a local array written out in full; past this
@@ -627,6 +632,44 @@ fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, (usize,
         }
     }
     inc
+}
+
+/// The positions of the parameters that a par_loop running a kernel binds
+/// to a vector-map argument (`op_arg_dat(d, -N, map, …)`): its entries,
+/// dimension and mode when every par_loop running the kernel passes one
+/// alike there (with a literal dimension), `None` when they differ.
+fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<kernel::Vector>> {
+    let mut found: BTreeMap<usize, Option<kernel::Vector>> = BTreeMap::new();
+    let loops = loops.map_or(&[][..], |l| l.as_slice());
+    let positions: BTreeSet<usize> = loops
+        .iter()
+        .flat_map(|args| args.iter().enumerate())
+        .filter(|(_, arg)| arg.entries.is_some())
+        .map(|(k, _)| k)
+        .collect();
+    for k in positions {
+        let mut agreed = None;
+        let mut alike = true;
+        for arg in loops.iter().map(|args| args.get(k)) {
+            let vector = match arg {
+                Some(host::ArgUse {
+                    mode: Some(mode),
+                    dim: Some(dim),
+                    entries: Some(entries),
+                    ..
+                }) => Some(kernel::Vector {
+                    entries: *entries,
+                    dim: *dim,
+                    mode,
+                }),
+                _ => None,
+            };
+            alike &= vector.is_some() && (agreed.is_none() || agreed == vector);
+            agreed = agreed.or(vector);
+        }
+        found.insert(k, agreed.filter(|_| alike));
+    }
+    found
 }
 
 /// The `.op2` names of the captured declarations.

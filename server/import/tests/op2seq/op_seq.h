@@ -74,7 +74,15 @@ template <class T> void op_decl_const(int, const char *, T *) {}
 
 inline int op_get_size(op_set set) { return set->size; }
 
+// The most map entries a vector-map argument (index -N) may pass here.
+#define OP_TEST_MAX_VECTOR 16
+
 inline op_arg op_arg_dat(op_dat dat, int idx, op_map map, int, const char *, op_access) {
+  // As OP2 checks: -N takes the map's first N entries, so N <= its arity.
+  if (idx < -1 && (!map || -idx > map->dim || -idx > OP_TEST_MAX_VECTOR)) {
+    fprintf(stderr, "op_arg_dat: vector-map index %d is out of range\n", idx);
+    exit(1);
+  }
   return op_arg{ARG_DAT, dat, idx, map, 0};
 }
 // As in OP2's sequential library, an argument whose flag is not set is
@@ -124,7 +132,7 @@ template <class... T, class... A, size_t... I>
 void op_test_loop(std::index_sequence<I...>, void (*kernel)(T *...), op_set set, A... args) {
   op_arg all[] = {args...};
   int indices[sizeof...(A)];
-  char *vectors[sizeof...(A)][16];
+  char *vectors[sizeof...(A)][OP_TEST_MAX_VECTOR];
   for (int n = 0; n < set->size; n++)
     kernel((T *)op_test_pointer(all[I], n, &indices[I], vectors[I])...);
 }

@@ -1,8 +1,8 @@
 // Constructs op2 import reports rather than translates: a vector-map
-// argument, printf in a kernel, a call to a helper function that is not
-// one `return` (so it cannot be inlined), and host functions that cannot be
-// inlined into `main` (a `return` inside a loop; a call inside an
-// expression).
+// parameter used other than as `x[i][j]`, printf in a kernel, a call to a
+// helper function that is not one `return` (so it cannot be inlined), and
+// host functions that cannot be inlined into `main` (a `return` inside a
+// loop; a call inside an expression).
 #include <stdio.h>
 
 #include "op_seq.h"
@@ -11,7 +11,7 @@ inline double twice(double v) { double w = 2 * v; return w; }
 
 inline void gather(const double **x, double *sum) {
   for (int k = 0; k < 2; k++)
-    *sum += x[k][0];
+    *sum += *x[k];
 }
 
 inline void show(const double *x) {
