@@ -33,6 +33,25 @@ pub struct Source {
     pub text: String,
     /// Its syntax tree.
     pub tree: Tree,
+    /// Its `#define`s outside functions, in order (filled by [`defines`]'s
+    /// caller: empty after [`Source::parse`]).
+    pub defines: Vec<Define>,
+}
+
+/// A `#define` of a source.
+#[derive(Debug, Clone)]
+pub struct Define {
+    /// The macro's name.
+    pub name: String,
+    /// A function-like macro's parameters, without a final `...`; `None`
+    /// for an object-like macro.
+    pub params: Option<Vec<String>>,
+    /// Whether a function-like macro's parameters end with `...`.
+    pub variadic: bool,
+    /// The body, trimmed; empty for `#define NAME`.
+    pub body: String,
+    /// Where the definition starts.
+    pub location: Location,
 }
 
 impl fmt::Debug for Source {
@@ -56,6 +75,7 @@ impl Source {
             display,
             text,
             tree,
+            defines: Vec::new(),
         })
     }
 
@@ -127,21 +147,44 @@ pub fn enclosing_call<'s>(source: &'s Source, ancestors: &[Node<'_>]) -> Option<
         .and_then(|call| called_name(source, call))
 }
 
-/// The object-like macros `source` defines as nothing (`#define NAME`).
-pub fn empty_macros(source: &Source) -> Vec<String> {
-    let mut names = Vec::new();
+/// The `#define`s of `source` outside functions, in order.
+pub fn defines(source: &Source) -> Vec<Define> {
+    let mut found = Vec::new();
     walk(source.tree.root_node(), |node, _| {
-        if node.kind() == "preproc_def" {
-            if node.child_by_field_name("value").is_none()
-                && let Some(name) = node.child_by_field_name("name")
-            {
-                names.push(source.text(name).to_owned());
-            }
-            return false;
+        let function_like = node.kind() == "preproc_function_def";
+        if !(function_like || node.kind() == "preproc_def") {
+            return node.kind() != "function_definition";
         }
-        node.kind() != "function_definition"
+        let Some(name) = node.child_by_field_name("name") else {
+            return false;
+        };
+        let body = node
+            .child_by_field_name("value")
+            .map_or("", |v| source.text(v).trim());
+        let mut variadic = false;
+        let params = node
+            .child_by_field_name("parameters")
+            .filter(|_| function_like)
+            .map(|list| {
+                let mut cursor = list.walk();
+                let children: Vec<Node<'_>> = list.children(&mut cursor).collect();
+                variadic = children.iter().any(|c| c.kind() == "...");
+                children
+                    .into_iter()
+                    .filter(|c| c.kind() == "identifier")
+                    .map(|c| source.text(c).to_owned())
+                    .collect()
+            });
+        found.push(Define {
+            name: source.text(name).to_owned(),
+            params,
+            variadic,
+            body: body.to_owned(),
+            location: source.location(node),
+        });
+        false
     });
-    names
+    found
 }
 
 /// `text` with every whole-word use of `words` outside preprocessor lines

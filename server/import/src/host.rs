@@ -441,9 +441,9 @@ pub fn translate(
                         return false;
                     }
                     if !host.locals.contains(name)
-                        && let Some(body) = context.objects.get(name)
+                        && crate::inline::expand_object(&context.objects, source, node, &mut edits)
+                            .is_some()
                     {
-                        edits.replace(node, body.clone());
                         return false;
                     }
                     if context.handles.contains(name) {

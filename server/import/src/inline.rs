@@ -5,7 +5,11 @@
 //! for.
 //!
 //! A macro is expanded as the C preprocessor does: its body with each
-//! parameter replaced by the argument's text. A function is expanded with
+//! parameter replaced by the argument's text (`__VA_ARGS__` by the arguments
+//! past the named ones), then rescanned for the macros it names, a macro
+//! not being expanded again inside its own expansion. Bodies are translated
+//! as kernel C once, where they are defined (`#define ABS(x) fabsf(x)` gives
+//! `.op2`'s `fabs`), and checked against the kernel subset. A function is expanded with
 //! C's conversions made explicit, `((R)(E))` where `E` is its expression with
 //! each parameter replaced by `((T)(ARG))` (`R` the return type, `T` the
 //! parameter's), so that arguments and result are converted as the call
@@ -21,11 +25,20 @@ use crate::c::{self, Edits, Source, op2_name, scalar_type, walk};
 /// A function-like macro.
 #[derive(Debug, Clone)]
 pub struct Macro {
-    /// Its parameters, in order.
+    /// Its named parameters, in order.
     pub params: Vec<String>,
-    /// Its body as written.
-    pub body: String,
+    /// Whether `...` follows them (`__VA_ARGS__` in the body).
+    pub variadic: bool,
+    /// Its body translated as kernel C, parameters as written; or why it
+    /// cannot be.
+    body: Result<String, String>,
+    /// Where it is defined (`None` for OP2's own).
+    location: Option<c::Location>,
 }
+
+/// How deep macro expansions may nest (a macro whose expansion names a
+/// macro whose expansion names …): the expansion recurses that deep at most.
+pub const MAX_NESTING: usize = 64;
 
 /// OP2's own function-like macros (`op_lib_core.h`), known without reading
 /// OP2's headers; an application's definition of the same name wins.
@@ -57,8 +70,12 @@ pub struct Helpers {
     /// Function-like macros, by name.
     pub macros: BTreeMap<String, Macro>,
     /// Object-like macros with a body (`#define NN 6`), by name: the body
-    /// with the object-like macros it names expanded.
+    /// translated and with the macros it names expanded (as written where
+    /// it is not kernel C, a string say).
     pub objects: BTreeMap<String, String>,
+    /// Object-like macros' bodies translated, not expanded: what a rescan
+    /// puts in their place.
+    object_bodies: BTreeMap<String, String>,
     /// Functions, by name: their template, or why they cannot be inlined
     /// (with where).
     pub functions: BTreeMap<String, Result<Template, (c::Location, String)>>,
@@ -69,80 +86,99 @@ pub struct Helpers {
 }
 
 impl Helpers {
-    /// The function-like macros of `sources` (and OP2's), and every
-    /// function of `functions` as a template.
+    /// The macros of `sources` (their [`Source::defines`]; the first
+    /// definition of a name wins) and OP2's, and every function of
+    /// `functions` as a template.
     pub fn new<'s>(sources: &[&'s Source], functions: &[(&'s Source, Node<'s>)]) -> Helpers {
         let mut helpers = Helpers::default();
+        let mut parser = tree_sitter::Parser::new();
+        let language_loaded = parser
+            .set_language(&tree_sitter_cpp::LANGUAGE.into())
+            .is_ok();
+        // By name: parameters, `...`, body as written and where defined.
+        type Raw = (Vec<String>, bool, String, Option<c::Location>);
+        let mut raw_macros: BTreeMap<String, Raw> = BTreeMap::new();
+        let mut raw_objects = BTreeMap::new();
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {
                 let words: String = line.split_whitespace().collect();
                 words.starts_with("#include<math.h>") || words.starts_with("usingnamespacestd;")
             });
-            walk(source.tree.root_node(), |node, _| {
-                if node.kind() == "preproc_function_def"
-                    && let (Some(name), Some(params)) = (
-                        node.child_by_field_name("name"),
-                        node.child_by_field_name("parameters"),
-                    )
-                {
-                    let body = node
-                        .child_by_field_name("value")
-                        .map_or("", |v| source.text(v).trim());
-                    helpers
-                        .macros
-                        .entry(source.text(name).to_owned())
-                        .or_insert_with(|| Macro {
-                            params: c::named_children(params)
-                                .iter()
-                                .map(|p| source.text(*p).to_owned())
-                                .collect(),
-                            body: body.to_owned(),
+            for define in &source.defines {
+                match &define.params {
+                    Some(params) => {
+                        raw_macros.entry(define.name.clone()).or_insert_with(|| {
+                            (
+                                params.clone(),
+                                define.variadic,
+                                define.body.clone(),
+                                Some(define.location.clone()),
+                            )
                         });
-                    return false;
+                    }
+                    None if !define.body.is_empty() => {
+                        raw_objects
+                            .entry(define.name.clone())
+                            .or_insert_with(|| define.body.clone());
+                    }
+                    None => {}
                 }
-                if node.kind() == "preproc_def"
-                    && let (Some(name), Some(value)) = (
-                        node.child_by_field_name("name"),
-                        node.child_by_field_name("value"),
-                    )
-                {
-                    helpers
-                        .objects
-                        .entry(source.text(name).to_owned())
-                        .or_insert_with(|| source.text(value).trim().to_owned());
-                    return false;
-                }
-                node.kind() != "function_definition"
-            });
-        }
-        // Bodies that name other macros, expanded as the preprocessor
-        // rescans them (a name is not expanded inside its own expansion;
-        // eight levels are plenty for real headers).
-        // An expansion longer than `EXPANSION_LIMIT` stops where it is (its
-        // names then stay unexpanded and are reported where a kernel or the
-        // host code uses them).
-        let raw = helpers.objects.clone();
-        for (name, body) in &mut helpers.objects {
-            for _ in 0..8 {
-                let Some(expanded) = c::map_words_within(body, EXPANSION_LIMIT, |word| {
-                    (word != name).then(|| raw.get(word).cloned()).flatten()
-                }) else {
-                    break;
-                };
-                if expanded == *body {
-                    break;
-                }
-                *body = expanded;
             }
         }
         for (name, params, body) in OP2_MACROS {
+            raw_macros.entry((*name).to_owned()).or_insert_with(|| {
+                (
+                    params.iter().map(|p| (*p).to_owned()).collect(),
+                    false,
+                    (*body).to_owned(),
+                    None,
+                )
+            });
+        }
+        // Bodies translated as kernel C, now that every macro's name is
+        // known.
+        let names: BTreeSet<String> = raw_macros.keys().cloned().collect();
+        for (name, (params, variadic, body, location)) in raw_macros {
+            let mut named = params.clone();
+            if variadic {
+                named.push(VA_ARGS.to_owned());
+            }
+            let body = if language_loaded {
+                translate_body(&mut parser, &body, &named, &names)
+            } else {
+                Err("the C++ grammar could not be loaded".to_owned())
+            };
+            helpers.macros.insert(
+                name,
+                Macro {
+                    params,
+                    variadic,
+                    body,
+                    location,
+                },
+            );
+        }
+        for (name, body) in &raw_objects {
+            let translated = if language_loaded {
+                translate_body(&mut parser, body, &[], &names).ok()
+            } else {
+                None
+            };
+            // Not kernel C (a string, say): as written, for the host code.
             helpers
-                .macros
-                .entry((*name).to_owned())
-                .or_insert_with(|| Macro {
-                    params: params.iter().map(|p| (*p).to_owned()).collect(),
-                    body: (*body).to_owned(),
-                });
+                .object_bodies
+                .insert(name.clone(), translated.unwrap_or_else(|| body.clone()));
+        }
+        // Each expanded as the preprocessor rescans it: an expansion longer
+        // than `EXPANSION_LIMIT`, or nested deeper than `MAX_NESTING`,
+        // stops where it is (its names then stay unexpanded and are
+        // reported where a kernel or the host code uses them).
+        let bodies = helpers.object_bodies.clone();
+        for (name, body) in &bodies {
+            let expanded = helpers
+                .rescan(body, &mut vec![name.clone()])
+                .unwrap_or_else(|_| body.clone());
+            helpers.objects.insert(name.clone(), expanded);
         }
         for (source, function) in functions {
             if let Some(name) = function_name(source, *function) {
@@ -153,6 +189,230 @@ impl Helpers {
             }
         }
         helpers
+    }
+
+    /// The expansion of a call of the function-like macro `name` with the
+    /// arguments `args`, translated and with their own macros expanded (a
+    /// kernel expands the calls inside an argument first), rescanned as the
+    /// preprocessor does; or why it cannot be expanded.
+    pub fn expand_call(&self, name: &str, args: &[String]) -> Result<String, String> {
+        let m = self
+            .macros
+            .get(name)
+            .ok_or_else(|| format!("`{name}` is not a macro"))?;
+        let text = m.substitute(name, args)?;
+        self.rescan(&text, &mut vec![name.to_owned()])
+    }
+
+    /// The names the expansion of the macro `name` reads that are not its
+    /// parameters (nor C's type words or the math built-ins): the consts a
+    /// kernel using it needs.
+    pub fn macro_free_names(&self, name: &str) -> BTreeSet<String> {
+        let Some(m) = self.macros.get(name) else {
+            return BTreeSet::new();
+        };
+        let mut params = m.params.clone();
+        if m.variadic {
+            params.push(VA_ARGS.to_owned());
+        }
+        let body = self.expand_call(name, &params).unwrap_or_default();
+        free_words(&body, &params)
+    }
+
+    /// `text` with the macros it names expanded, except those `disabled`
+    /// (the ones whose expansion this is part of): object-like macros by
+    /// their bodies, calls of function-like ones by their expansions, each
+    /// rescanned in turn, as the preprocessor does.
+    fn rescan(&self, text: &str, disabled: &mut Vec<String>) -> Result<String, String> {
+        if disabled.len() > MAX_NESTING {
+            return Err(format!(
+                "its expansion nests macros more than {MAX_NESTING} deep"
+            ));
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut at = 0;
+        while at < text.len() {
+            let rest = &text[at..];
+            let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') else {
+                out.push_str(rest);
+                break;
+            };
+            out.push_str(&rest[..start]);
+            let word_on = &rest[start..];
+            let len = word_on
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(word_on.len());
+            let word = &word_on[..len];
+            at += start + len;
+            let in_number = rest[..start].ends_with(|c: char| c.is_ascii_digit() || c == '.');
+            if in_number || disabled.iter().any(|d| d == word) {
+                out.push_str(word);
+            } else if let Some(body) = self.object_bodies.get(word) {
+                disabled.push(word.to_owned());
+                let expanded = self.rescan(body, disabled);
+                disabled.pop();
+                out.push_str(&expanded?);
+            } else if let Some(m) = self.macros.get(word)
+                && let Some((args, end)) = macro_arguments(&text[at..])
+            {
+                let args = args
+                    .iter()
+                    .map(|a| self.rescan(a, disabled))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let substituted = m.substitute(word, &args)?;
+                disabled.push(word.to_owned());
+                let expanded = self.rescan(&substituted, disabled);
+                disabled.pop();
+                out.push_str(&expanded?);
+                at += end;
+            } else {
+                out.push_str(word);
+            }
+            if out.len() > EXPANSION_LIMIT {
+                return Err(too_long());
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The name of the arguments past a variadic macro's named parameters.
+const VA_ARGS: &str = "__VA_ARGS__";
+
+/// The arguments of a macro call whose name `text` follows (`(a, f(b, c))`
+/// → `a` and `f(b, c)`), and how many bytes of `text` the call takes; `None`
+/// when no `(` follows or the parentheses do not close.
+fn macro_arguments(text: &str) -> Option<(Vec<String>, usize)> {
+    let open = text.len() - text.trim_start().len();
+    if !text[open..].starts_with('(') {
+        return None;
+    }
+    let mut args = Vec::new();
+    let mut depth = 0usize;
+    let mut from = open + 1;
+    for (i, c) in text.char_indices().skip_while(|(i, _)| *i <= open) {
+        match c {
+            '(' => depth += 1,
+            ')' if depth == 0 => {
+                let last = text[from..i].trim();
+                if !(args.is_empty() && last.is_empty()) {
+                    args.push(last.to_owned());
+                }
+                return Some((args, i + 1));
+            }
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                args.push(text[from..i].trim().to_owned());
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// A macro's body translated as kernel C: `.op2`'s spelling of the math
+/// built-ins (`fabsf(x)` → `(float) fabs((float) (x))`, `std::min` → `min`),
+/// of sized types, and of names `.op2` reserves; parameters (`params`) and
+/// calls of other macros (`macros`) left for the expansion. `Err` says what
+/// is outside the kernel subset.
+fn translate_body(
+    parser: &mut tree_sitter::Parser,
+    body: &str,
+    params: &[String],
+    macros: &BTreeSet<String>,
+) -> Result<String, String> {
+    if body.contains('#') || body.contains('"') || body.contains('\'') {
+        return Err("its body uses `#`, `##` or a literal string or character".to_owned());
+    }
+    if body.is_empty() {
+        return Ok(String::new());
+    }
+    const BEFORE: &str = "void op2_import_macro() {\n";
+    let text = format!("{BEFORE}{body}\n;}}");
+    let range = BEFORE.len()..BEFORE.len() + body.len();
+    let tree = parser
+        .parse(&text, None)
+        .ok_or("the C++ parser gave up on its body")?;
+    let source = Source {
+        path: std::path::PathBuf::new(),
+        display: String::new(),
+        text,
+        tree,
+        defines: Vec::new(),
+    };
+    let mut edits = Edits::default();
+    let mut problem = None;
+    walk(source.tree.root_node(), |node, ancestors| {
+        if problem.is_some() {
+            return false;
+        }
+        if node.end_byte() <= range.start || node.start_byte() >= range.end {
+            return true;
+        }
+        if node.is_error() || node.is_missing() {
+            problem = Some("its body is not a C expression or statement".to_owned());
+            return false;
+        }
+        let kind = node.kind();
+        let inside = node.start_byte() >= range.start && node.end_byte() <= range.end;
+        if !node.is_named() || !inside {
+            return true;
+        }
+        if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
+            return false;
+        }
+        if !crate::kernel::KERNEL_KINDS.contains(&kind) {
+            problem = Some(format!(
+                "its body holds a {}, which is not in the kernel subset",
+                kind.replace('_', " ")
+            ));
+            return false;
+        }
+        match kind {
+            "identifier" if !c::is_callee(node, ancestors) => {
+                let ident = source.text(node);
+                let renamed = op2_name(ident);
+                if !params.iter().any(|p| p == ident) && renamed != ident {
+                    edits.replace(node, renamed);
+                }
+            }
+            "sized_type_specifier" => {
+                if let Some(ty) = scalar_type(source.text(node)) {
+                    edits.replace(node, ty);
+                }
+            }
+            "number_literal" => {
+                if let Some(why) = crate::kernel::literal_problem(source.text(node)) {
+                    problem = Some(format!("its body has a {why}"));
+                }
+            }
+            "pointer_expression"
+                if node
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| source.text(o) == "&") =>
+            {
+                problem = Some("its body takes an address".to_owned());
+            }
+            "call_expression" => match c::called_name(&source, node) {
+                Some(callee) if c::builtin_call(node, callee, &mut edits) => {}
+                Some(callee) if macros.contains(callee) || params.iter().any(|p| p == callee) => {}
+                _ => {
+                    let callee = node
+                        .child_by_field_name("function")
+                        .map_or("", |f| source.text(f));
+                    problem = Some(format!(
+                        "its body calls `{callee}`; a macro a kernel uses may call only the math built-ins and other macros"
+                    ));
+                }
+            },
+            _ => {}
+        }
+        problem.is_none()
+    });
+    match problem {
+        Some(why) => Err(why),
+        None => Ok(edits.apply(&source.text, range)),
     }
 }
 
@@ -241,9 +501,8 @@ fn template(
                 let ident = source.text(node);
                 if let Some(i) = names.iter().position(|n| n == ident) {
                     edits.replace(node, format!("{PARAM}{i}{PARAM}"));
-                } else if let Some(body) = objects.get(ident) {
-                    free_names.extend(free_words(body, &[]));
-                    edits.replace(node, body.clone());
+                } else if let Some(read) = expand_object(objects, source, node, &mut edits) {
+                    free_names.extend(read);
                 } else {
                     free_names.insert(ident.to_owned());
                     let renamed = op2_name(ident);
@@ -327,31 +586,67 @@ impl Template {
 }
 
 impl Macro {
-    /// The body with each parameter replaced by the argument's text, as the
-    /// preprocessor expands it, or why it cannot be expanded here.
-    pub fn expand(
-        &self,
-        args: &[String],
-        objects: &BTreeMap<String, String>,
-    ) -> Result<String, String> {
-        if self.body.contains('#') || self.body.contains('"') || self.body.contains('\'') {
-            return Err("its body uses `#`, `##` or a literal string".to_owned());
+    /// Whether a call with `arity` arguments fits its parameters.
+    pub fn accepts(&self, arity: usize) -> bool {
+        if self.variadic {
+            arity >= self.params.len()
+        } else {
+            arity == self.params.len()
         }
-        c::map_words_within(&self.body, EXPANSION_LIMIT, |word| {
+    }
+
+    /// How many arguments it takes, in words.
+    pub fn arity(&self) -> String {
+        if self.variadic {
+            format!("{} or more", self.params.len())
+        } else {
+            self.params.len().to_string()
+        }
+    }
+
+    /// Its translated body with each parameter replaced by the argument's
+    /// text (and `__VA_ARGS__` by the arguments past the named ones), not
+    /// yet rescanned; or why it cannot be expanded (named `name`).
+    fn substitute(&self, name: &str, args: &[String]) -> Result<String, String> {
+        let at = self
+            .location
+            .as_ref()
+            .map_or(String::new(), |l| format!(" (at {l})"));
+        let body = self
+            .body
+            .as_ref()
+            .map_err(|why| format!("macro `{name}`{at}: {why}"))?;
+        if !self.accepts(args.len()) {
+            return Err(format!(
+                "macro `{name}`{at} takes {} arguments but is given {}",
+                self.arity(),
+                args.len()
+            ));
+        }
+        let rest = args.get(self.params.len()..).unwrap_or_default().join(", ");
+        c::map_words_within(body, EXPANSION_LIMIT, |word| {
             match self.params.iter().position(|p| p == word) {
                 Some(i) => args.get(i).cloned(),
-                None => objects.get(word).cloned(),
+                None if self.variadic && word == VA_ARGS => Some(rest.clone()),
+                None => None,
             }
         })
         .ok_or_else(too_long)
     }
+}
 
-    /// The names its body reads that are not its parameters nor C's type
-    /// words or the math built-ins: the consts a kernel using it needs.
-    pub fn free_names(&self, objects: &BTreeMap<String, String>) -> BTreeSet<String> {
-        let body = self.expand(&self.params, objects).unwrap_or_default();
-        free_words(&body, &self.params)
-    }
+/// Puts the expansion of the object-like macro that the identifier `node`
+/// names in its place, as the preprocessor does; returns the names the
+/// expansion reads, or `None` (and edits nothing) when `node` names none.
+pub fn expand_object(
+    objects: &BTreeMap<String, String>,
+    source: &Source,
+    node: Node<'_>,
+    edits: &mut Edits,
+) -> Option<BTreeSet<String>> {
+    let body = objects.get(source.text(node))?;
+    edits.replace(node, body.clone());
+    Some(free_words(body, &[]))
 }
 
 /// The words of C text that are not `params`, C's type words or the math
@@ -375,19 +670,27 @@ pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
 mod tests {
     use super::*;
 
+    /// The macros of a header with the text `text`.
+    fn helpers(text: &str) -> Helpers {
+        let path = std::path::Path::new("t.h");
+        let mut source = Source::parse(path, "t.h".to_owned(), text.to_owned()).unwrap();
+        source.defines = c::defines(&source);
+        Helpers::new(&[&source], &[])
+    }
+
+    fn args(texts: &[&str]) -> Vec<String> {
+        texts.iter().map(|t| (*t).to_owned()).collect()
+    }
+
     #[test]
     fn nested_expansions_stop_at_the_limit_instead_of_doubling_on() {
-        // MAX(a,b) uses each parameter twice: thirty nested calls would be
-        // 2^30 copies of the innermost argument.
-        let max = Macro {
-            params: vec!["a".to_owned(), "b".to_owned()],
-            body: "((a) > (b) ? (a) : (b))".to_owned(),
-        };
-        let objects = BTreeMap::new();
+        // OP2's MAX(a,b) uses each parameter twice: thirty nested calls would
+        // be 2^30 copies of the innermost argument.
+        let helpers = helpers("");
         let mut text = "x".to_owned();
         let mut levels = 0;
         let why = loop {
-            match max.expand(&[text.clone(), "y".to_owned()], &objects) {
+            match helpers.expand_call("MAX", &[text.clone(), "y".to_owned()]) {
                 Ok(expanded) => {
                     assert!(expanded.len() <= EXPANSION_LIMIT);
                     text = expanded;
@@ -399,6 +702,152 @@ mod tests {
         };
         assert!(why.contains("longer than 1024 KiB"), "{why}");
         assert!(levels > 10, "stopped too early, at {levels}");
+    }
+
+    #[test]
+    fn a_function_like_macro_in_another_macros_body_is_expanded() {
+        let helpers = helpers(
+            "#define SQR(x) ((x) * (x))\n#define NORM2(a, b) (SQR(a) + SQR(b))\n#define UNIT NORM2(0.6, SQR(0.5))\n",
+        );
+        assert_eq!(
+            helpers.expand_call("NORM2", &args(&["p[0]", "q"])).unwrap(),
+            "(((p[0]) * (p[0])) + ((q) * (q)))"
+        );
+        // In an object-like macro's body too, and in an argument.
+        assert_eq!(
+            helpers.objects["UNIT"],
+            "(((0.6) * (0.6)) + ((((0.5) * (0.5))) * (((0.5) * (0.5)))))"
+        );
+        assert!(helpers.macro_free_names("NORM2").is_empty());
+    }
+
+    #[test]
+    fn a_macro_body_is_translated_as_kernel_c() {
+        let helpers = helpers(
+            "#define ABS(x) fabsf(x)\n#define LOW(x) std::min(x, len)\n#define WIDE(x) ((long long) (x))\n",
+        );
+        assert_eq!(
+            helpers.expand_call("ABS", &args(&["*f - 1.5f"])).unwrap(),
+            "(float) fabs((float) (*f - 1.5f))"
+        );
+        // `len` is reserved in `.op2`; the const it names is renamed.
+        assert_eq!(
+            helpers.expand_call("LOW", &args(&["a"])).unwrap(),
+            "min(a, len_)"
+        );
+        assert_eq!(
+            helpers.macro_free_names("LOW"),
+            BTreeSet::from(["len_".to_owned()])
+        );
+        assert_eq!(
+            helpers.expand_call("WIDE", &args(&["k"])).unwrap(),
+            "((ll) (k))"
+        );
+    }
+
+    #[test]
+    fn a_macro_body_outside_the_kernel_subset_is_said_with_its_location() {
+        let helpers = helpers(
+            "#define ADDR(x) &x\n#define CALL(x) foo(x)\n#define SHOW(x) printf(\"%g\", x)\n#define LIST(x) (x, 1)\n",
+        );
+        let why = |name: &str| helpers.expand_call(name, &args(&["v"])).unwrap_err();
+        assert_eq!(
+            why("ADDR"),
+            "macro `ADDR` (at t.h:1:1): its body takes an address"
+        );
+        assert_eq!(
+            why("CALL"),
+            "macro `CALL` (at t.h:2:1): its body calls `foo`; a macro a kernel uses may call only the math built-ins and other macros"
+        );
+        assert_eq!(
+            why("SHOW"),
+            "macro `SHOW` (at t.h:3:1): its body uses `#`, `##` or a literal string or character"
+        );
+        assert_eq!(
+            why("LIST"),
+            "macro `LIST` (at t.h:4:1): its body holds a comma expression, which is not in the kernel subset"
+        );
+    }
+
+    #[test]
+    fn variadic_macros_take_their_extra_arguments_as_va_args() {
+        let helpers = helpers(
+            "#define SUM(first, ...) ((first) + PAIR(__VA_ARGS__))\n#define PAIR(a, b) ((a) + (b))\n#define ALL(...) PAIR(__VA_ARGS__)\n",
+        );
+        assert_eq!(
+            helpers
+                .expand_call("SUM", &args(&["1", "x[2]", "f(3, 4)"]))
+                .unwrap(),
+            "((1) + ((x[2]) + (f(3, 4))))"
+        );
+        assert_eq!(
+            helpers.expand_call("ALL", &args(&["a", "b"])).unwrap(),
+            "((a) + (b))"
+        );
+        let m = &helpers.macros["SUM"];
+        assert!(m.accepts(1) && m.accepts(4) && !m.accepts(0));
+        assert_eq!(
+            helpers.expand_call("SUM", &[]).unwrap_err(),
+            "macro `SUM` (at t.h:1:1) takes 1 or more arguments but is given 0"
+        );
+        // The inner macro given the wrong number is named, with its place.
+        assert_eq!(
+            helpers.expand_call("SUM", &args(&["1", "2"])).unwrap_err(),
+            "macro `PAIR` (at t.h:2:1) takes 2 arguments but is given 1"
+        );
+    }
+
+    #[test]
+    fn a_macro_is_not_expanded_inside_its_own_expansion() {
+        // As the preprocessor stops: `scale` inside its own body is the
+        // variable; a cycle stops where it comes back to the macro it began
+        // with.
+        let helpers = helpers(
+            "#define scale (scale * 2.0)\n#define FACTOR scale\n#define A (B + 1)\n#define B (A * 2)\n#define TWICE(x) (2 * (x))\n#define FOUR TWICE(TWICE(1))\n",
+        );
+        assert_eq!(helpers.objects["FACTOR"], "(scale * 2.0)");
+        assert_eq!(helpers.objects["scale"], "(scale * 2.0)");
+        assert_eq!(helpers.objects["A"], "((A * 2) + 1)");
+        assert_eq!(helpers.objects["B"], "((B + 1) * 2)");
+        // A macro in its own arguments is expanded (before substitution).
+        assert_eq!(helpers.objects["FOUR"], "(2 * ((2 * (1))))");
+    }
+
+    #[test]
+    fn expansions_nest_at_most_max_nesting_deep() {
+        let chain = |n: usize| {
+            let mut text = String::new();
+            for i in 0..n {
+                text.push_str(&format!(
+                    "#define F{i}(x) F{}(x)\n#define O{i} O{}\n",
+                    i + 1,
+                    i + 1
+                ));
+            }
+            text.push_str(&format!("#define F{n}(x) (x)\n#define O{n} 1\n"));
+            helpers(&text)
+        };
+        let shallow = chain(MAX_NESTING - 1);
+        assert_eq!(shallow.expand_call("F0", &args(&["y"])).unwrap(), "(y)");
+        assert_eq!(shallow.objects["O0"], "1");
+        let deep = chain(MAX_NESTING + 1);
+        assert_eq!(
+            deep.expand_call("F0", &args(&["y"])).unwrap_err(),
+            "its expansion nests macros more than 64 deep"
+        );
+        // An object-like macro whose expansion stops keeps its body.
+        assert_eq!(deep.objects["O0"], "O1");
+    }
+
+    #[test]
+    fn macro_arguments_split_at_top_level_commas() {
+        assert_eq!(
+            macro_arguments(" (a, f(b, c), (d, e)) + 1"),
+            Some((args(&["a", "f(b, c)", "(d, e)"]), 21))
+        );
+        assert_eq!(macro_arguments("()"), Some((Vec::new(), 2)));
+        assert_eq!(macro_arguments(" + (a)"), None);
+        assert_eq!(macro_arguments("(a, (b)"), None);
     }
 
     #[test]

@@ -336,12 +336,10 @@ pub fn translate(
                     }
                 }
                 if !locals.contains(ident)
-                    && let Some(body) = helpers.objects.get(ident)
+                    && let Some(read) =
+                        inline::expand_object(&helpers.objects, source, node, &mut edits)
                 {
-                    // An object-like macro: its body, as the preprocessor
-                    // would put it there.
-                    free_names.extend(inline::free_words(body, &[]));
-                    edits.replace(node, body.clone());
+                    free_names.extend(read);
                     return false;
                 }
                 let renamed = op2_name(ident);
@@ -420,20 +418,20 @@ pub fn translate(
                         edits.replace(f, format!("(float) {callee}"));
                     }
                 } else if let Some(m) = helpers.macros.get(callee) {
-                    if m.params.len() != arity {
+                    if !m.accepts(arity) {
                         faithful = false;
                         fail(
                             report,
                             node,
                             format!(
                                 "macro `{callee}` takes {} arguments but is given {arity} (in kernel `{name}`)",
-                                m.params.len()
+                                m.arity()
                             ),
                             None,
                         );
                         return false;
                     }
-                    free_names.extend(m.free_names(&helpers.objects));
+                    free_names.extend(helpers.macro_free_names(callee));
                     inlined.push(Inlined::Macro(node, callee.to_owned()));
                 } else if let Some(helper) = helpers.functions.get(callee) {
                     let problem = match helper {
@@ -605,24 +603,24 @@ pub fn translate(
         let (node, expansion) = match &call {
             Inlined::Macro(node, callee) => {
                 let args = argument_texts(source, *node, &edits);
-                match helpers.macros.get(callee).map(|m| {
-                    m.expand(&args, &helpers.objects)
-                        .and_then(|text| within_budget(&mut expanded_bytes, text))
-                }) {
-                    Some(Ok(text)) => (*node, text),
-                    Some(Err(why)) => {
+                match helpers
+                    .expand_call(callee, &args)
+                    .and_then(|text| within_budget(&mut expanded_bytes, text))
+                {
+                    Ok(text) => (*node, text),
+                    Err(why) => {
                         faithful = false;
-                        fail(
-                            report,
-                            *node,
-                            format!(
+                        // The macro's own problem names it already.
+                        let own = format!("macro `{callee}` ");
+                        let message = match why.strip_prefix(&own) {
+                            Some(rest) => format!("{own}{rest} (in kernel `{name}`)"),
+                            None => format!(
                                 "macro `{callee}` cannot be expanded into kernel `{name}`: {why}"
                             ),
-                            Some("inline it by hand"),
-                        );
+                        };
+                        fail(report, *node, message, Some("inline it by hand"));
                         continue;
                     }
-                    None => continue,
                 }
             }
             Inlined::Function(node, callee) => {

@@ -180,15 +180,24 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             .map_err(|e| ImportError::Read(format!("cannot read `{}`: {e}", path.display())))?;
         let source =
             Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)?;
+        let defines = c::defines(&source);
         // A macro defined empty (`#define OP_FUN_PREFIX`) in front of a type
         // confuses the parser: blank its uses (same lines and columns) and
-        // parse again.
-        let empty = c::empty_macros(&source);
-        if empty.is_empty() {
-            return Ok(source);
-        }
-        let text = c::blank_words(&source.text, &empty);
-        Source::parse(path, source.display, text).map_err(ImportError::Read)
+        // parse again. Preprocessor lines are kept, so the `#define`s read
+        // from the first parse stand.
+        let empty: Vec<String> = defines
+            .iter()
+            .filter(|d| d.params.is_none() && d.body.is_empty())
+            .map(|d| d.name.clone())
+            .collect();
+        let mut source = if empty.is_empty() {
+            source
+        } else {
+            let text = c::blank_words(&source.text, &empty);
+            Source::parse(path, source.display, text).map_err(ImportError::Read)?
+        };
+        source.defines = defines;
+        Ok(source)
     };
     let main_source = read(&options.main)?;
     let mut headers = Vec::new();

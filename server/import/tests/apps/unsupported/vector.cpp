@@ -1,13 +1,20 @@
 // Constructs op2 import reports rather than translates: a vector-map
 // parameter used other than as `x[i][j]`, printf in a kernel, a call to a
-// helper function that is not one `return` (so it cannot be inlined), and
-// host functions that cannot be inlined into `main` (a `return` inside a
-// loop; a call inside an expression).
+// helper function that is not one `return` (so it cannot be inlined), a
+// macro whose body calls a function, and host functions that cannot be
+// inlined into `main` (a `return` inside a loop; a call inside an
+// expression).
 #include <stdio.h>
 
 #include "op_seq.h"
 
 inline double twice(double v) { double w = 2 * v; return w; }
+inline double lookup(double v) { double w = v + 1; return w; }
+#define NAMED(x) lookup(x)
+
+inline void tally(double *x) {
+  x[0] = NAMED(x[0]);
+}
 
 inline void gather(const double **x, double *sum) {
   for (int k = 0; k < 2; k++)
@@ -43,6 +50,7 @@ int main(int argc, char **argv) {
               op_arg_gbl(&sum, 1, "double", OP_INC));
   op_par_loop(show, "show", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ));
   op_par_loop(scale, "scale", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_RW));
+  op_par_loop(tally, "tally", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_RW));
   op_printf("sum %g\n", sum);
   op_fetch_data(p_x, xs);
   int at = first_big(xs, 3);
