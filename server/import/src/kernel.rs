@@ -409,13 +409,29 @@ pub fn translate(
                     let args = c::call_arguments(node);
                     let function = node.child_by_field_name("function");
                     let qualified = function.is_some_and(|f| f.kind() == "qualified_identifier");
-                    if FLOAT_OVERLOADS.contains(&callee)
-                        && (qualified || helpers.float_overloads)
+                    let float_overload = (qualified || helpers.float_overloads)
                         && !args.is_empty()
-                        && args.iter().all(|a| is_float(source, *a, &floats))
+                        && args.iter().all(|a| is_float(source, *a, &floats));
+                    if float_overload
+                        && FLOAT_OVERLOADS.contains(&callee)
                         && let Some(f) = function
                     {
                         edits.replace(f, format!("(float) {callee}"));
+                    } else if float_overload && INEXACT_IN_FLOAT.contains(&callee) {
+                        faithful = false;
+                        fail(
+                            report,
+                            node,
+                            inexact_in_float(
+                                callee,
+                                &format!("C++'s `float` overload of `{callee}`"),
+                                name,
+                            ),
+                            Some(
+                                "convert the arguments to `double` in the C source if the `double` result is meant",
+                            ),
+                        );
+                        return false;
                     }
                 } else if let Some(m) = helpers.macros.get(callee) {
                     if !m.accepts(arity) {
@@ -470,6 +486,20 @@ pub fn translate(
                         free_names.extend(t.free_names.iter().cloned());
                     }
                     inlined.push(Inlined::Function(node, callee.to_owned()));
+                } else if let Some(double) = callee
+                    .strip_suffix('f')
+                    .filter(|d| INEXACT_IN_FLOAT.contains(d))
+                {
+                    faithful = false;
+                    fail(
+                        report,
+                        node,
+                        inexact_in_float(double, &format!("`{callee}`"), name),
+                        Some(&format!(
+                            "call `{double}` (on `double`) in the C source if its result is what is meant"
+                        )),
+                    );
+                    return false;
                 } else {
                     faithful = false;
                     let (message, help) = if callee == "printf" || callee == "op_printf" {
@@ -686,6 +716,22 @@ pub fn translate(
 /// `<cmath>` and C++'s `<math.h>` declare) gives the `double` version's result
 /// rounded to `float`, as these are exact or correctly rounded.
 const FLOAT_OVERLOADS: &[&str] = &["sqrt", "fabs", "fmin", "fmax", "floor", "ceil", "round"];
+
+/// The math built-ins whose `float` versions (`expf`, and C++'s overload
+/// `std::exp(float)`) `.op2` cannot compute: its built-in is the `double`
+/// one, and that result rounded to `float` differs from glibc's `float`
+/// function in the last bit for some arguments (docs/import.md).
+const INEXACT_IN_FLOAT: &[&str] = &[
+    "exp", "log", "log10", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+];
+
+/// Why `what`, the `float` version of the built-in `double`, is not
+/// translated (in kernel `kernel`).
+fn inexact_in_float(double: &str, what: &str, kernel: &str) -> String {
+    format!(
+        "{what} computes in `float`, which `.op2` cannot reproduce: its `{double}` computes in `double`, and that result rounded to `float` differs from C's `{double}f` in the last bit for some arguments (in kernel `{kernel}`)"
+    )
+}
 
 /// The kernel's parameters and locals declared `float` (and never
 /// otherwise: names are not scoped more finely than the kernel).

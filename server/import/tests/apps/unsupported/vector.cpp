@@ -1,9 +1,9 @@
 // Constructs op2 import reports rather than translates: a vector-map
 // parameter used other than as `x[i][j]`, printf in a kernel, a call to a
 // helper function that is not one `return` (so it cannot be inlined), a
-// macro whose body calls a function, and host functions that cannot be
-// inlined into `main` (a `return` inside a loop; a call inside an
-// expression).
+// macro whose body calls a function, `expf` and C++'s `float` overload of
+// `pow`, and host functions that cannot be inlined into `main` (a `return`
+// inside a loop; a call inside an expression).
 #include <stdio.h>
 
 #include "op_seq.h"
@@ -29,6 +29,10 @@ inline void scale(double *x) {
   x[0] = twice(x[0]);
 }
 
+inline void decay(float *v) {
+  v[0] = expf(v[0]) + std::pow(v[0], 2.0f);
+}
+
 inline int first_big(const double *v, int n) {
   for (int i = 0; i < n; i++)
     if (v[i] > 3.0)
@@ -44,6 +48,8 @@ int main(int argc, char **argv) {
   op_set edges = op_decl_set(2, "edges");
   op_map pedge = op_decl_map(edges, nodes, 2, pairs, "pedge");
   op_dat p_x = op_decl_dat(nodes, 1, "double", xs, "p_x");
+  float fs[3] = {0.5f, 1.5f, 2.5f};
+  op_dat p_f = op_decl_dat(nodes, 1, "float", fs, "p_f");
   double sum = 0.0;
   op_par_loop(gather, "gather", edges,
               op_arg_dat(p_x, -2, pedge, 1, "double", OP_READ),
@@ -51,6 +57,7 @@ int main(int argc, char **argv) {
   op_par_loop(show, "show", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ));
   op_par_loop(scale, "scale", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_RW));
   op_par_loop(tally, "tally", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_RW));
+  op_par_loop(decay, "decay", nodes, op_arg_dat(p_f, -1, OP_ID, 1, "float", OP_RW));
   op_printf("sum %g\n", sum);
   op_fetch_data(p_x, xs);
   int at = first_big(xs, 3);
