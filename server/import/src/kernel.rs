@@ -302,9 +302,19 @@ pub fn translate(
                     let outer = c::ancestor(ancestors, 1)
                         .filter(|p| p.kind() == "subscript_expression")
                         .filter(|p| p.child_by_field_name("argument") == inner);
+                    // `*x[i]`, which is `x[i][0]`.
+                    let deref = c::ancestor(ancestors, 1)
+                        .filter(|p| p.kind() == "pointer_expression")
+                        .filter(|p| {
+                            p.child_by_field_name("operator")
+                                .is_some_and(|o| source.text(o) == "*")
+                        })
+                        .filter(|p| p.child_by_field_name("argument") == inner);
                     let in_declaration = c::ancestor(ancestors, 1) == Some(*declared);
-                    match (inner, outer) {
-                        (Some(inner), Some(outer)) => flat_uses.push((outer, inner, *columns)),
+                    match (inner, outer.or(deref)) {
+                        (Some(inner), Some(whole)) => {
+                            flat_uses.push((whole, inner, outer, *columns));
+                        }
                         _ if in_declaration => {
                             edits.replace(
                                 *declared,
@@ -559,7 +569,7 @@ pub fn translate(
         }
         true
     });
-    for (outer, inner, columns) in flat_uses {
+    for (whole, inner, outer, columns) in flat_uses {
         let index = |subscript: Node<'_>| {
             subscript
                 .child_by_field_name("indices")
@@ -575,9 +585,9 @@ pub fn translate(
             "{}[({}) * {columns} + ({})]",
             op2_name(name),
             index(inner),
-            index(outer)
+            outer.map_or_else(|| "0".to_owned(), index)
         );
-        edits.replace(outer, text);
+        edits.replace(whole, text);
     }
     let mut increments_read = BTreeSet::new();
     for (&k, _) in inc.iter().filter(|(_, (_, direct))| *direct) {

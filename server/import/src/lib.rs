@@ -1312,3 +1312,61 @@ fn temporary_dats(source: &Source, statements: &[Node<'_>]) -> Vec<Temporary> {
     }
     found
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vector(entries: usize, dim: usize, mode: &'static str) -> host::ArgUse {
+        host::ArgUse {
+            mode: Some(mode),
+            dim: Some(dim),
+            direct: false,
+            entries: Some(entries),
+        }
+    }
+
+    #[test]
+    fn a_kernels_vector_map_arguments_must_agree_across_its_par_loops() {
+        let direct = host::ArgUse {
+            mode: Some("READ"),
+            dim: Some(1),
+            direct: true,
+            entries: None,
+        };
+        let loops = vec![
+            vec![
+                vector(4, 2, "READ"),
+                direct,
+                vector(2, 1, "INC"),
+                vector(2, 1, "RW"),
+            ],
+            vec![vector(4, 2, "READ"), direct, vector(2, 1, "RW"), direct],
+        ];
+        let found = vectors(Some(&loops));
+        assert_eq!(
+            found,
+            BTreeMap::from([
+                (
+                    0,
+                    Some(kernel::Vector {
+                        entries: 4,
+                        dim: 2,
+                        mode: "READ"
+                    })
+                ),
+                // Another mode, and no vector at all, in the second loop.
+                (2, None),
+                (3, None),
+            ])
+        );
+        // A vector-map INC argument is not staged as a plain INC one.
+        assert!(increments(Some(&loops)).is_empty());
+        // Without a literal dimension it cannot be copied.
+        let unknown = vec![vec![host::ArgUse {
+            dim: None,
+            ..vector(2, 1, "READ")
+        }]];
+        assert_eq!(vectors(Some(&unknown)), BTreeMap::from([(0, None)]));
+    }
+}

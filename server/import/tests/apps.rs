@@ -226,7 +226,7 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
         ),
         (
             21,
-            14,
+            15,
             "parameter `x`, bound to a vector-map argument, used other than as `x[i][j]` (in kernel `gather`)",
         ),
         (
@@ -629,6 +629,7 @@ fn vector_map_arguments_print_what_the_native_build_prints() {
         "p_x[pcell[3]] READ,",
         "p_w[ppair[1]] WRITE,",
         "w_1[1] = w[3];",
+        "u[(1) * 1 + (0)] -= 0.25 * u[(0) * 1 + (0)];",
         "        {\n            u_0[0] = u[0];\n            u_1[0] = u[1];\n            return;\n        }",
         "    if (*area < 1.45) {\n        r_0[0] += r[0];\n        r_1[0] += r[1];\n        return;\n    }",
         "par_loop clip over pairs (p_u[ppair[0]] RW, p_u[ppair[1]] RW, cap READ);",

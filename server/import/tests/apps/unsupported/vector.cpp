@@ -18,7 +18,7 @@ inline void tally(double *x) {
 
 inline void gather(const double **x, double *sum) {
   for (int k = 0; k < 2; k++)
-    *sum += *x[k];
+    *sum += **x;
 }
 
 inline void show(const double *x) {

@@ -21,14 +21,15 @@ inline void centre(double **w, const double **x) {
   }
 }
 
-// RW, with an early return that must still store what it changed.
+// RW, with an early return that must still store what it changed, and
+// `*u[i]` for `u[i][0]`.
 inline void clip(double **u, const double *cap) {
   u[0][0] = u[0][0] * 0.5 + u[1][0];
   if (u[0][0] > *cap) {
     u[0][0] = *cap;
     return;
   }
-  u[1][0] -= 0.25 * u[0][0];
+  *u[1] -= 0.25 * *u[0];
 }
 
 // INC with an early return after the first increment.
