@@ -65,7 +65,8 @@ pub type HostFunction<'a> = (&'a Source, Node<'a>, Vec<String>);
 
 /// A declaration of locals that become globals: the declaration, and each
 /// variable with its initial value.
-type Hoist<'t, 's> = (Node<'t>, Vec<(&'s str, Option<Node<'t>>)>);
+/// The number of elements of an array (`None` for a scalar).
+type Hoist<'t, 's> = (Node<'t>, Vec<(&'s str, Option<Node<'t>>, Option<usize>)>);
 
 /// A call of an application function, inlined once the walk has translated
 /// its arguments.
@@ -311,33 +312,52 @@ pub fn translate(
                     let declarators: Vec<Node<'_>> = node
                         .children_by_field_name("declarator", &mut node.walk())
                         .collect();
-                    let scalars: Vec<(&str, Option<Node<'_>>)> = declarators
+                    // Scalars, and arrays of one literal size (`double s[3]`).
+                    let variable = |d: Node<'_>| -> Option<(&str, Option<usize>)> {
+                        match d.kind() {
+                            "identifier" => Some((source.text(d), None)),
+                            "array_declarator" => {
+                                let ident = d
+                                    .child_by_field_name("declarator")
+                                    .filter(|i| i.kind() == "identifier")?;
+                                let size = d
+                                    .child_by_field_name("size")
+                                    .and_then(|n| source.text(n).parse().ok())?;
+                                Some((source.text(ident), Some(size)))
+                            }
+                            _ => None,
+                        }
+                    };
+                    let scalars: Vec<(&str, Option<Node<'_>>, Option<usize>)> = declarators
                         .iter()
                         .filter_map(|d| match d.kind() {
-                            "identifier" => Some((source.text(*d), None)),
                             "init_declarator" => d
                                 .child_by_field_name("declarator")
-                                .filter(|i| i.kind() == "identifier")
-                                .map(|i| (source.text(i), d.child_by_field_name("value"))),
-                            _ => None,
+                                .and_then(variable)
+                                .map(|(n, size)| (n, d.child_by_field_name("value"), size)),
+                            _ => variable(*d).map(|(n, size)| (n, None, size)),
                         })
                         .collect();
                     if let Some(ty) = node
                         .child_by_field_name("type")
                         .and_then(|t| scalar_type(source.text(t)))
                     {
-                        for (name, _) in &scalars {
-                            host.local_types.insert((*name).to_owned(), ty.to_owned());
+                        for (name, _, size) in &scalars {
+                            let ty = match size {
+                                Some(n) => format!("{ty}[{n}]"),
+                                None => ty.to_owned(),
+                            };
+                            host.local_types.insert((*name).to_owned(), ty);
                         }
                     }
                     if scalars
                         .iter()
-                        .any(|(n, _)| context.hoisted.contains_key(*n))
+                        .any(|(n, _, _)| context.hoisted.contains_key(*n))
                     {
                         if scalars.len() != declarators.len()
                             || !scalars
                                 .iter()
-                                .all(|(n, _)| context.hoisted.contains_key(*n))
+                                .all(|(n, _, _)| context.hoisted.contains_key(*n))
                         {
                             fail(
                                 report,
@@ -501,17 +521,44 @@ pub fn translate(
         });
     }
     for (declaration, variables) in hoists {
-        let assignments: Vec<String> = variables
-            .iter()
-            .filter_map(|(name, value)| {
-                let value = (*value)?;
-                Some(format!(
-                    "{} = {};",
-                    op2_name(name),
+        let mut assignments = Vec::new();
+        for (name, value, size) in variables {
+            let name = op2_name(name);
+            let Some(value) = value else { continue };
+            let Some(size) = size else {
+                assignments.push(format!(
+                    "{name} = {};",
                     edits.apply(&source.text, value.byte_range())
-                ))
-            })
-            .collect();
+                ));
+                continue;
+            };
+            // An array: each value given, and zero for the rest, as C
+            // initialises it.
+            if value.kind() != "initializer_list" {
+                fail(
+                    report,
+                    value,
+                    format!(
+                        "`{name}`, an array a par_loop takes, initialised with other than `{{…}}`"
+                    ),
+                    None,
+                );
+                continue;
+            }
+            let items = c::named_children(value);
+            for (k, item) in items.iter().take(size).enumerate() {
+                assignments.push(format!(
+                    "{name}[{k}] = {};",
+                    edits.apply(&source.text, item.byte_range())
+                ));
+            }
+            if items.len() < size {
+                assignments.push(format!(
+                    "for (int op2_k = {}; op2_k < {size}; op2_k++) {name}[op2_k] = 0;",
+                    items.len()
+                ));
+            }
+        }
         edits.replace(declaration, assignments.join(" "));
     }
     for call in pending {

@@ -534,7 +534,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             None => report.add(
                 Kind::NotTranslated,
                 Some(at.clone()),
-                format!("`{name}`, a local of `main` that a par_loop takes, is not a scalar"),
+                format!("`{name}`, a local of `main` that a par_loop takes, is not a scalar or an array of a literal size"),
                 Some("declare it before the first par_loop"),
             ),
         }

@@ -654,6 +654,10 @@ fn macros_naming_macros_print_what_the_native_build_prints() {
         "out[1] = (float) fabs((float) (*f - 1.5f));",
         "out[2] = ((x[0]) + ((x[1]) + (*f)));",
         "out[3] = (2 * ((2 * (x[1]))));",
+        // A local array of the host code a par_loop takes: a global, and
+        // its declaration assignments (the values not given are zero).
+        "global sums: double[4];",
+        "sums[0] = 0.0;\n        sums[1] = 0.0;\n        for (int op2_k = 2; op2_k < 4; op2_k++)\n            sums[op2_k] = 0;",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
