@@ -1311,9 +1311,9 @@ fn integer(source: &Source, node: Node<'_>) -> Option<i64> {
     source.text(node).replace(' ', "").parse().ok()
 }
 
-/// The map index of an `op_arg_dat`: an integer literal, or a name
-/// `#define`d as one (`#define ALL -4`).
-fn map_index(source: &Source, node: Node<'_>, context: &Context<'_>) -> Option<i64> {
+/// An integer argument of an `op_arg_*` (a map index, a dimension): an
+/// integer literal, or a name `#define`d as one (`#define ALL -4`).
+fn integer_or_macro(source: &Source, node: Node<'_>, context: &Context<'_>) -> Option<i64> {
     integer(source, node).or_else(|| {
         let body = context.objects.get(source.text(node))?;
         let body = body.trim_start_matches('(').trim_end_matches(')');
@@ -1451,12 +1451,13 @@ fn par_loop(
             ("op_arg_dat", [dat, idx, map, dim, _ty, acc]) => {
                 modes.push(None);
                 let map_text = source.text(*map);
-                let index = map_index(source, *idx, context);
+                let index = integer_or_macro(source, *idx, context);
                 let direct = index == Some(-1) && map_text == "OP_ID";
                 let entries = index
                     .filter(|k| *k < -1 && !unused)
                     .and_then(|k| usize::try_from(k.unsigned_abs()).ok());
-                let dim_value = integer(source, *dim).and_then(|d| usize::try_from(d).ok());
+                let dim_value =
+                    integer_or_macro(source, *dim, context).and_then(|d| usize::try_from(d).ok());
                 uses.push(ArgUse {
                     mode: access(source, *acc),
                     dim: dim_value,
@@ -1524,7 +1525,8 @@ fn par_loop(
             ("op_arg_gbl", [data, dim, _ty, acc]) => {
                 uses.push(ArgUse {
                     mode: access(source, *acc),
-                    dim: integer(source, *dim).and_then(|d| usize::try_from(d).ok()),
+                    dim: integer_or_macro(source, *dim, context)
+                        .and_then(|d| usize::try_from(d).ok()),
                     ..ArgUse::default()
                 });
                 let Some(mode) = access(source, *acc) else {

@@ -1,6 +1,7 @@
 // Vector-map arguments (a negative map index): READ, WRITE, RW and INC,
 // indices that are constants, loop variables and expressions, early
-// returns, a kernel run by two par_loops, and an index `#define`d.
+// returns, a kernel run by two par_loops, and an index and a dimension
+// `#define`d.
 #include <cstdio>
 
 #include "op_seq.h"
@@ -8,6 +9,7 @@
 #include "vector_kernels.h"
 
 #define PAIR -2
+#define XY 2
 
 int main(int argc, char **argv) {
   op_init(argc, argv, 2);
@@ -48,7 +50,7 @@ int main(int argc, char **argv) {
   double sums[3];
   for (int step = 1; step <= 3; step++) {
     op_par_loop(measure, "measure", cells,
-                op_arg_dat(p_x, -4, pcell, 2, "double", OP_READ),
+                op_arg_dat(p_x, -4, pcell, XY, "double", OP_READ),
                 op_arg_dat(p_u, -4, pcell, 1, "double", OP_READ),
                 op_arg_dat(p_area, -1, OP_ID, 1, "double", OP_WRITE),
                 op_arg_dat(p_r, -4, pcell, 1, "double", OP_INC));
