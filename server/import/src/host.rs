@@ -120,6 +120,9 @@ pub struct Host {
     pub text: String,
     /// Names the statements read or write that they do not declare.
     pub referenced: BTreeSet<String>,
+    /// Of those named as variables, where the first use is and how many
+    /// uses there are.
+    pub uses: BTreeMap<String, (Location, usize)>,
     /// Of those, the ones they assign.
     pub assigned: BTreeSet<String>,
     /// Names declared inside the statements.
@@ -483,6 +486,10 @@ pub fn translate(
                     }
                     if !host.locals.contains(name) {
                         host.referenced.insert(name.to_owned());
+                        host.uses
+                            .entry(name.to_owned())
+                            .or_insert_with(|| (source.location(node), 0))
+                            .1 += 1;
                         let assigned = c::ancestor(ancestors, 0).is_some_and(|p| {
                             (p.kind() == "assignment_expression"
                                 && p.child_by_field_name("left") == Some(node))
@@ -1014,6 +1021,9 @@ fn inline<'t>(
         );
     }
     host.referenced.extend(translated.referenced);
+    for (name, (at, count)) in translated.uses {
+        host.uses.entry(name).or_insert((at, 0)).1 += count;
+    }
     host.assigned.extend(translated.assigned);
     host.fetched.extend(translated.fetched);
     for (kernel, at) in translated.kernels {

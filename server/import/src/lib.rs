@@ -443,12 +443,25 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             Some(d) if in_scope(d) && !d.pointer => {
                 let _ = write!(insertion, "op2_import_value(\"{name}\", {name}); ");
             }
-            Some(d) if d.pointer => report.add(
-                Kind::NotTranslated,
-                Some(d.location.clone()),
-                format!("`{name}` is a pointer, which `.op2` has no place for"),
-                None,
-            ),
+            Some(d) if d.pointer => match scan.uses.get(name) {
+                // At the first use, which is what needs rewriting.
+                Some((at, count)) => report.add(
+                    Kind::NotTranslated,
+                    Some(at.clone()),
+                    format!(
+                        "`{name}` is a pointer (declared at {}), which `.op2` has no place for; the host code after the first par_loop uses it {count} {}, first here",
+                        d.location,
+                        if *count == 1 { "time" } else { "times" }
+                    ),
+                    Some("reach the data it points at through a par_loop"),
+                ),
+                None => report.add(
+                    Kind::NotTranslated,
+                    Some(d.location.clone()),
+                    format!("`{name}` is a pointer, which `.op2` has no place for"),
+                    None,
+                ),
+            },
             _ if kernel_reads.contains(name) && !scan.referenced.contains(name) => report.add(
                 Kind::NotTranslated,
                 kernels.first().map(|k| k.location.clone()),

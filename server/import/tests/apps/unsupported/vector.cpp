@@ -1,9 +1,9 @@
 // Constructs op2 import reports rather than translates: a vector-map
-// parameter used other than as `x[i][j]`, printf in a kernel, a call to a
-// helper function that is not one `return` (so it cannot be inlined), a
-// macro whose body calls a function, `expf` and C++'s `float` overload of
-// `pow`, and host functions that cannot be inlined into `main` (a `return`
-// inside a loop; a call inside an expression).
+// parameter used other than as `x[i][j]`, printf in a kernel, a helper that
+// is not one `return`, a macro whose body calls a function, `expf` and C++'s
+// `float` `pow`, host functions that cannot be inlined into `main` (a
+// `return` inside a loop; a call inside an expression), and a pointer of the
+// set-up that the host code reads.
 #include <stdio.h>
 
 #include "op_seq.h"
@@ -50,6 +50,7 @@ int main(int argc, char **argv) {
   op_dat p_x = op_decl_dat(nodes, 1, "double", xs, "p_x");
   float fs[3] = {0.5f, 1.5f, 2.5f};
   op_dat p_f = op_decl_dat(nodes, 1, "float", fs, "p_f");
+  int *ends = pairs;
   double sum = 0.0;
   op_par_loop(gather, "gather", edges,
               op_arg_dat(p_x, -2, pedge, 1, "double", OP_READ),
@@ -62,5 +63,6 @@ int main(int argc, char **argv) {
   op_fetch_data(p_x, xs);
   int at = first_big(xs, 3);
   op_printf("first big %d, then %d\n", at, 1 + first_big(xs, 2));
+  op_printf("ends %d %d\n", ends[0], ends[3]);
   op_exit();
 }
