@@ -231,6 +231,10 @@ impl Helpers {
         }
         let mut out = String::with_capacity(text.len());
         let mut at = 0;
+        // Each `(` with its `)`, found once (when a call needs them): a text
+        // of many unclosed calls would otherwise be scanned to its end at
+        // each one.
+        let mut closing = None;
         while at < text.len() {
             let rest = &text[at..];
             let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') else {
@@ -253,7 +257,8 @@ impl Helpers {
                 disabled.pop();
                 out.push_str(&expanded?);
             } else if let Some(m) = self.macros.get(word)
-                && let Some((args, end)) = macro_arguments(&text[at..])
+                && let Some((args, end)) =
+                    macro_arguments(text, at, closing.get_or_insert_with(|| parentheses(text)))
             {
                 let args = args
                     .iter()
@@ -264,7 +269,7 @@ impl Helpers {
                 let expanded = self.rescan(&substituted, disabled);
                 disabled.pop();
                 out.push_str(&expanded?);
-                at += end;
+                at = end;
             } else {
                 out.push_str(word);
             }
@@ -279,36 +284,58 @@ impl Helpers {
 /// The name of the arguments past a variadic macro's named parameters.
 const VA_ARGS: &str = "__VA_ARGS__";
 
-/// The arguments of a macro call whose name `text` follows (`(a, f(b, c))`
-/// → `a` and `f(b, c)`), and how many bytes of `text` the call takes; `None`
-/// when no `(` follows or the parentheses do not close.
-fn macro_arguments(text: &str) -> Option<(Vec<String>, usize)> {
-    let open = text.len() - text.trim_start().len();
+/// Where each `(` of `text` is closed, by the byte positions of both.
+fn parentheses(text: &str) -> std::collections::HashMap<usize, usize> {
+    let mut open = Vec::new();
+    let mut pairs = std::collections::HashMap::new();
+    for (i, b) in text.bytes().enumerate() {
+        match b {
+            b'(' => open.push(i),
+            b')' => {
+                if let Some(o) = open.pop() {
+                    pairs.insert(o, i);
+                }
+            }
+            _ => {}
+        }
+    }
+    pairs
+}
+
+/// The arguments of a macro call whose name ends at byte `at` of `text`
+/// (`(a, f(b, c))` → `a` and `f(b, c)`), and the byte after the call; `None`
+/// when no `(` follows or it is not closed (`closing`: [`parentheses`] of
+/// `text`).
+fn macro_arguments(
+    text: &str,
+    at: usize,
+    closing: &std::collections::HashMap<usize, usize>,
+) -> Option<(Vec<String>, usize)> {
+    let rest = &text[at..];
+    let open = at + rest.len() - rest.trim_start().len();
     if !text[open..].starts_with('(') {
         return None;
     }
+    let close = *closing.get(&open)?;
     let mut args = Vec::new();
     let mut depth = 0usize;
     let mut from = open + 1;
-    for (i, c) in text.char_indices().skip_while(|(i, _)| *i <= open) {
-        match c {
-            '(' => depth += 1,
-            ')' if depth == 0 => {
-                let last = text[from..i].trim();
-                if !(args.is_empty() && last.is_empty()) {
-                    args.push(last.to_owned());
-                }
-                return Some((args, i + 1));
-            }
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
+    for (i, b) in text.bytes().enumerate().take(close).skip(open + 1) {
+        match b {
+            b'(' => depth += 1,
+            b')' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
                 args.push(text[from..i].trim().to_owned());
                 from = i + 1;
             }
             _ => {}
         }
     }
-    None
+    let last = text[from..close].trim();
+    if !(args.is_empty() && last.is_empty()) {
+        args.push(last.to_owned());
+    }
+    Some((args, close + 1))
 }
 
 /// A macro's body translated as kernel C: `.op2`'s spelling of the math
@@ -841,13 +868,24 @@ mod tests {
 
     #[test]
     fn macro_arguments_split_at_top_level_commas() {
+        let at = |text: &str, at: usize| macro_arguments(text, at, &parentheses(text));
         assert_eq!(
-            macro_arguments(" (a, f(b, c), (d, e)) + 1"),
-            Some((args(&["a", "f(b, c)", "(d, e)"]), 21))
+            at("F (a, f(b, c), (d, e)) + 1", 1),
+            Some((args(&["a", "f(b, c)", "(d, e)"]), 22))
         );
-        assert_eq!(macro_arguments("()"), Some((Vec::new(), 2)));
-        assert_eq!(macro_arguments(" + (a)"), None);
-        assert_eq!(macro_arguments("(a, (b)"), None);
+        assert_eq!(at("F()", 1), Some((Vec::new(), 3)));
+        assert_eq!(at("F + (a)", 1), None);
+        assert_eq!(at("F(a, (b)", 1), None);
+        // Unclosed calls do not make each other's search quadratic: a
+        // megabyte of `F(` is one pass.
+        let unclosed = "F(".repeat(1 << 19);
+        let closing = parentheses(&unclosed);
+        assert!((0..1000).all(|k| macro_arguments(&unclosed, 2 * k + 1, &closing).is_none()));
+        // So an object-like macro of a hundred thousand unclosed calls is
+        // rescanned once, and kept as written.
+        let body = "F(".repeat(100_000);
+        let helpers = helpers(&format!("#define F(x) (x)\n#define O {body}\n"));
+        assert_eq!(helpers.objects["O"], body);
     }
 
     #[test]
