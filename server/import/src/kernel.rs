@@ -194,8 +194,9 @@ pub fn translate(
                 },
             ),
             Some(None) => Err(format!(
-                "the par_loops running kernel `{name}` pass its parameter {} vector-map arguments that differ in entries, dimension or mode, or whose dimension is not an integer literal",
-                k + 1
+                "the par_loops running kernel `{name}` pass its parameter {} vector-map arguments that differ in entries, dimension or mode, whose dimension is not an integer literal, or of more than {} values",
+                k + 1,
+                crate::host::MAX_VECTOR_VALUES
             )),
             None => parameter_text(source, parameter),
         };

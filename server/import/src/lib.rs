@@ -659,7 +659,8 @@ fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, (usize,
 /// The positions of the parameters that a par_loop running a kernel binds
 /// to a vector-map argument (`op_arg_dat(d, -N, map, …)`): its entries,
 /// dimension and mode when every par_loop running the kernel passes one
-/// alike there (with a literal dimension), `None` when they differ.
+/// alike there (with a literal dimension, and at most
+/// [`host::MAX_VECTOR_VALUES`] values), `None` when they do not.
 fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<kernel::Vector>> {
     let mut found: BTreeMap<usize, Option<kernel::Vector>> = BTreeMap::new();
     let loops = loops.map_or(&[][..], |l| l.as_slice());
@@ -679,11 +680,13 @@ fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<ker
                     dim: Some(dim),
                     entries: Some(entries),
                     ..
-                }) => Some(kernel::Vector {
-                    entries: *entries,
-                    dim: *dim,
-                    mode,
-                }),
+                }) if entries.saturating_mul(*dim) <= host::MAX_VECTOR_VALUES => {
+                    Some(kernel::Vector {
+                        entries: *entries,
+                        dim: *dim,
+                        mode,
+                    })
+                }
                 _ => None,
             };
             alike &= vector.is_some() && (agreed.is_none() || agreed == vector);
@@ -1381,5 +1384,9 @@ mod tests {
             ..vector(2, 1, "READ")
         }]];
         assert_eq!(vectors(Some(&unknown)), BTreeMap::from([(0, None)]));
+        // Nor when it is too large to copy (the host code reports it; the
+        // kernel must not make a billion parameters).
+        let huge = vec![vec![vector(1 << 30, 1, "READ")]];
+        assert_eq!(vectors(Some(&huge)), BTreeMap::from([(0, None)]));
     }
 }
