@@ -634,7 +634,15 @@ pub fn translate(
         );
         staged_locals.push(vector.staged.clone());
     }
-    stage(body, &staged_locals, &returns, &mut edits);
+    if let Err(why) = stage(body, &staged_locals, &returns, &mut edits) {
+        faithful = false;
+        fail(
+            report,
+            body,
+            format!("kernel `{name}` cannot be staged: {why}"),
+            None,
+        );
+    }
     // Inner calls first, so that an outer one expands their expansions.
     inlined.sort_by_key(|i| match i {
         Inlined::Macro(n, _) | Inlined::Function(n, _) => n.end_byte() - n.start_byte(),
@@ -1001,10 +1009,16 @@ struct VectorParam {
 
 /// Declares each staged local after the body's opening brace, and puts what
 /// goes back to the parameters where the kernel ends: before each `return;`
-/// and before the closing brace.
-fn stage<'t>(body: Node<'t>, staged: &[Staged], returns: &[Node<'t>], edits: &mut Edits) {
+/// and before the closing brace. `Err` (and nothing edited) when those
+/// copies together would pass [`inline::EXPANSION_LIMIT`].
+fn stage<'t>(
+    body: Node<'t>,
+    staged: &[Staged],
+    returns: &[Node<'t>],
+    edits: &mut Edits,
+) -> Result<(), String> {
     if staged.is_empty() {
-        return;
+        return Ok(());
     }
     let mut declarations = String::new();
     let mut exits = String::new();
@@ -1043,6 +1057,13 @@ fn stage<'t>(body: Node<'t>, staged: &[Staged], returns: &[Node<'t>], edits: &mu
             }
         }
     }
+    if exits.len().saturating_mul(returns.len() + 1) > inline::EXPANSION_LIMIT {
+        return Err(format!(
+            "what goes back to its parameters where it ends, at its {} `return`s and its end, is longer than {} KiB",
+            returns.len(),
+            inline::EXPANSION_LIMIT >> 10
+        ));
+    }
     if !exits.is_empty() {
         for ret in returns {
             edits.replace(*ret, format!("{{{exits} return; }}"));
@@ -1055,6 +1076,7 @@ fn stage<'t>(body: Node<'t>, staged: &[Staged], returns: &[Node<'t>], edits: &mu
         let close = body.end_byte() - 1;
         edits.replace_range(close, close, format!("{exits}\n"));
     }
+    Ok(())
 }
 
 /// The translated texts of a call's arguments.
@@ -1237,4 +1259,62 @@ fn within_budget(spent: &mut usize, text: String) -> Result<String, String> {
         ));
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Translates the one function of `text`, with `bindings`.
+    fn translate_one(text: &str, bindings: &Bindings) -> (Kernel, Report) {
+        let path = std::path::Path::new("k.h");
+        let mut source = Source::parse(path, "k.h".to_owned(), text.to_owned()).unwrap();
+        source.defines = c::defines(&source);
+        let helpers = Helpers::new(&[&source], &[]);
+        let function = c::named_children(source.tree.root_node())
+            .into_iter()
+            .find(|n| n.kind() == "function_definition")
+            .unwrap();
+        let mut report = Report::default();
+        let kernel = translate(&source, function, &helpers, bindings, &mut report);
+        (kernel, report)
+    }
+
+    #[test]
+    fn copies_back_at_too_many_returns_are_reported_not_written() {
+        let bindings = Bindings {
+            vectors: BTreeMap::from([(
+                0,
+                Some(Vector {
+                    entries: 16,
+                    dim: 64,
+                    mode: "RW",
+                }),
+            )]),
+            ..Bindings::default()
+        };
+        // Few returns: the copies are written before each.
+        let (kernel, report) = translate_one(
+            "inline void k(double **x) { if (x[0][0] > 1) return; x[1][0] = 2; }",
+            &bindings,
+        );
+        assert!(report.faithful(), "{report}");
+        assert!(
+            kernel.text.contains("x_15[63] = x[1023]; return;"),
+            "{}",
+            kernel.text
+        );
+        // A thousand returns would copy 1024 values at each.
+        let returns = "if (x[0][0] > 1) return; ".repeat(1000);
+        let (kernel, report) = translate_one(
+            &format!("inline void k(double **x) {{ {returns} }}"),
+            &bindings,
+        );
+        assert!(!report.faithful());
+        assert!(
+            report.to_string().contains("kernel `k` cannot be staged: what goes back to its parameters where it ends, at its 1000 `return`s and its end, is longer than 1024 KiB"),
+            "{report}"
+        );
+        assert!(kernel.text.len() < 100_000, "{}", kernel.text.len());
+    }
 }
