@@ -96,7 +96,8 @@ pub struct Bindings {
     pub inc: BTreeMap<usize, (usize, bool)>,
     /// The position of each parameter a par_loop binds to a vector-map
     /// argument: the argument, or `None` when the par_loops pass different
-    /// ones there (or one without a literal dimension).
+    /// ones there (or one without a literal dimension, or one of more than
+    /// [`crate::host::MAX_VECTOR_VALUES`] values).
     pub vectors: BTreeMap<usize, Option<Vector>>,
 }
 
