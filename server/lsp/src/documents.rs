@@ -86,22 +86,6 @@ impl Document {
         }
     }
 
-    /// Applies the changes of one `didChange`, in order, and reparses once.
-    /// Each range is converted with the text as left by the change before.
-    pub fn apply_changes(
-        &mut self,
-        changes: Vec<TextDocumentContentChangeEvent>,
-        version: i32,
-        encoding: PositionEncoding,
-    ) {
-        let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
-        if let Some(text) = whole {
-            self.parse = Parse::new(text);
-        }
-        reparse(&mut self.parse, &edits);
-        self.version = version;
-    }
-
     /// A line index of the current text (for converting many ranges).
     pub fn line_index(&self) -> LineIndex {
         LineIndex::new(self.text())
@@ -195,24 +179,12 @@ fn edit_rope(
     (whole, edits)
 }
 
-/// Applies byte-range edits (each against the text the one before left) to
-/// a parse, reparsing once.
-fn reparse(parse: &mut Parse, edits: &Edits) {
-    // Offsets come from the rope, on character boundaries, in range, each
-    // against the text as the edit before left it: the edits cannot fail.
-    let _ = parse.edit_many(
-        edits
-            .iter()
-            .map(|(range, text)| (range.clone(), text.as_str())),
-    );
-}
-
 /// An open document as the server holds it: the current text (a rope,
 /// edited at once by each `didChange`) and the latest parse, which may be
 /// of an older text. A parse runs as a [`ParseJob`] taken out with
 /// [`OpenDocument::parse_job`] and put back with [`OpenDocument::install`],
 /// so that no lock is held while it runs.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct OpenDocument {
     /// Tells this opening of the document from others (a job of a document
     /// closed and opened again is not put back into the new one).
@@ -220,11 +192,12 @@ pub struct OpenDocument {
     /// The client's version of the current text.
     version: i32,
     rope: Rope,
+    /// What stops a parse (the server's is [`ParseLimit::Time`]).
+    limit: ParseLimit,
     /// How many changes (`didOpen` and each `didChange`) made the current
-    /// text.
-    changes: u64,
-    /// `changes`, shared with the running parse jobs, or [`CLOSED`]: a job
-    /// of an older text is superseded (see [`ParseJob::superseded`]).
+    /// text, shared with the running parse jobs (a job of an older text is
+    /// superseded: see [`ParseJob::superseded`]), or [`CLOSED`] once the
+    /// document is closed.
     latest: Arc<AtomicU64>,
     /// The latest parse put back, and how many changes its text has.
     parsed: Option<Document>,
@@ -239,6 +212,33 @@ pub struct OpenDocument {
 
 /// Byte-range edits, each against the text the one before left.
 type Edits = Vec<(Bytes<usize>, String)>;
+
+/// Past this many edits waiting for a parse, the next parse starts afresh
+/// from the text instead of replaying them: each replayed edit moves the
+/// text's bytes (and counts its line breaks), so replaying every edit since
+/// the last parse that finished, at every keystroke of a burst whose parses
+/// are all cancelled, would cost the burst's length squared times the
+/// text's. With this bound a job's replay costs at most this many moves of
+/// the text, less than the parse it precedes.
+const MOST_PENDING: usize = 64;
+
+impl Clone for OpenDocument {
+    /// A copy with a signal of its own: its edits supersede none of the
+    /// original's jobs.
+    fn clone(&self) -> OpenDocument {
+        OpenDocument {
+            id: self.id,
+            version: self.version,
+            rope: self.rope.clone(),
+            limit: self.limit,
+            latest: Arc::new(AtomicU64::new(self.changes())),
+            parsed: self.parsed.clone(),
+            parsed_changes: self.parsed_changes,
+            whole_at: self.whole_at,
+            pending: self.pending.clone(),
+        }
+    }
+}
 
 /// What [`OpenDocument::latest`] holds once the document is closed.
 const CLOSED: u64 = u64::MAX;
@@ -260,6 +260,8 @@ pub struct ParseJob {
     /// parse the text afresh.
     base: Option<(Document, Edits)>,
     rope: Rope,
+    /// The limit of a parse afresh (a base keeps its own).
+    limit: ParseLimit,
     version: i32,
     /// The [`OpenDocument`]'s id, the changes of the base's text, and of
     /// the text parsed.
@@ -284,12 +286,18 @@ impl OpenDocument {
     /// A document opened with `text` (not parsed yet: see
     /// [`OpenDocument::parse_job`]).
     pub fn new(text: &str, version: i32) -> OpenDocument {
+        OpenDocument::with_limit(text, version, ParseLimit::Time)
+    }
+
+    /// A document opened with `text` whose parses stop at `limit` (tests
+    /// choose [`ParseLimit::Checks`] to give up at a known place).
+    pub fn with_limit(text: &str, version: i32, limit: ParseLimit) -> OpenDocument {
         static OPENED: AtomicU64 = AtomicU64::new(0);
         OpenDocument {
             id: OPENED.fetch_add(1, Ordering::Relaxed),
             version,
             rope: Rope::from_str(text),
-            changes: 1,
+            limit,
             latest: Arc::new(AtomicU64::new(1)),
             parsed: None,
             parsed_changes: 0,
@@ -301,6 +309,11 @@ impl OpenDocument {
     /// The client's version of the current text.
     pub fn version(&self) -> i32 {
         self.version
+    }
+
+    /// How many changes made the current text.
+    fn changes(&self) -> u64 {
+        self.latest.load(Ordering::SeqCst)
     }
 
     /// The version of the latest parse, if any.
@@ -333,29 +346,36 @@ impl OpenDocument {
         version: i32,
         encoding: PositionEncoding,
     ) {
-        self.changes += 1;
-        self.latest.store(self.changes, Ordering::SeqCst);
+        let change = self.changes() + 1;
+        self.latest.store(change, Ordering::SeqCst);
         let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
         if whole.is_some() {
             self.pending.clear();
-            self.whole_at = Some(self.changes);
+            self.whole_at = Some(change);
         }
-        let change = self.changes;
         self.pending
             .extend(edits.into_iter().map(|(range, text)| (change, range, text)));
+        if self.pending.len() > MOST_PENDING {
+            // Parsed afresh from the text, as after a whole text.
+            self.pending.clear();
+            self.whole_at = Some(change);
+        }
         self.version = version;
     }
 
     /// The parse of the current text when there is one, or the job that
     /// makes it.
     pub fn parse_job(&self) -> Snapshot {
+        let changes = self.changes();
         match &self.parsed {
-            Some(document) if self.parsed_changes == self.changes => {
-                Snapshot::Parsed(document.clone())
-            }
+            Some(document) if self.parsed_changes == changes => Snapshot::Parsed(document.clone()),
             parsed => {
                 let base = match (parsed, self.whole_at) {
-                    (Some(document), None) => Some((
+                    // A parse that gave up is no base: its tree holds
+                    // blanked text, and the edited text is parsed afresh
+                    // (`Parse::edit_many`), so replaying the edits on it
+                    // would be work for nothing.
+                    (Some(document), None) if document.parse.stopped_at().is_none() => Some((
                         document.clone(),
                         self.pending
                             .iter()
@@ -367,10 +387,11 @@ impl OpenDocument {
                 Snapshot::Job(Box::new(ParseJob {
                     base,
                     rope: self.rope.clone(),
+                    limit: self.limit,
                     version: self.version,
                     id: self.id,
                     from: self.parsed_changes,
-                    to: self.changes,
+                    to: changes,
                     latest: Arc::clone(&self.latest),
                 }))
             }
@@ -393,11 +414,11 @@ impl OpenDocument {
         if self.whole_at.is_some_and(|at| at <= parsed.to) {
             self.whole_at = None;
         }
-        self.parsed_changes == self.changes
+        self.parsed_changes == self.changes()
     }
 
     /// The document is closed: its running parse jobs are superseded.
-    pub fn close(&self) {
+    pub fn close(self) {
         self.latest.store(CLOSED, Ordering::SeqCst);
     }
 
@@ -432,8 +453,9 @@ impl ParseJob {
     pub fn run(self, cancelled: &dyn Fn() -> bool) -> Option<Parsed> {
         let parse = match self.base {
             Some((document, edits)) => {
-                // Offsets come from the rope: the edits cannot fail (see
-                // `reparse`).
+                // Offsets come from the rope, on character boundaries, in
+                // range, each against the text as the edit before left it:
+                // the edits cannot fail.
                 let edits = edits
                     .iter()
                     .map(|(range, text)| (range.clone(), text.as_str()));
@@ -443,9 +465,7 @@ impl ParseJob {
                     .ok()?
                     .0
             }
-            None => {
-                Parse::new_cancellable(self.rope.to_string(), ParseLimit::Time, cancelled).ok()?
-            }
+            None => Parse::new_cancellable(self.rope.to_string(), self.limit, cancelled).ok()?,
         };
         debug_assert_eq!(parse.text().len(), self.rope.len_bytes());
         Some(Parsed {
@@ -514,8 +534,9 @@ mod tests {
 
     #[test]
     fn changes_apply_in_order_to_text_and_tree() {
-        let mut document = Document::new("set a;\n", 1);
-        document.apply_changes(
+        let mut open = OpenDocument::new("set a;\n", 1);
+        open.parsed();
+        open.apply_changes(
             vec![
                 change((0, 4), (0, 5), "cells"),
                 change((1, 0), (1, 0), "set 😀;"),
@@ -523,13 +544,13 @@ mod tests {
             2,
             PositionEncoding::Utf16,
         );
-        assert_eq!(document.text(), "set cells;\nset 😀;");
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("version 2 is not parsed yet")
+        };
+        assert!(job.base.is_some(), "an incremental parse of two edits");
+        let document = open.parsed();
         assert_eq!(document.version, 2);
-        let fresh = Parse::new(document.text());
-        assert_eq!(
-            document.parse().tree().root_node().to_sexp(),
-            fresh.tree().root_node().to_sexp()
-        );
+        assert_fresh(&document, "set cells;\nset 😀;");
     }
 
     fn whole(text: &str) -> TextDocumentContentChangeEvent {
@@ -630,23 +651,22 @@ mod tests {
         let superseded = job.superseded();
         assert!(!superseded(), "version 2 is current");
         // Version 3 arrives while version 2 is parsed (at its second
-        // progress call, through a clone, which shares the signal but not
-        // the text): the parse stops there and yields nothing.
+        // progress call): the parse stops there and yields nothing.
         let asked = std::cell::Cell::new(0);
-        let (text, version) = ("set b;\n", 3);
+        let text = "set b;\n";
+        let open = std::cell::RefCell::new(open);
         let parsed = job.run(&|| {
             asked.set(asked.get() + 1);
             if asked.get() == 2 {
-                open.clone()
-                    .apply_changes(vec![whole(text)], version, encoding);
+                open.borrow_mut()
+                    .apply_changes(vec![whole(text)], 3, encoding);
             }
             superseded()
         });
         assert!(parsed.is_none(), "a superseded parse yields nothing");
         assert_eq!(asked.get(), 2, "not asked again after version 3 came");
-        // The document itself moves on now, with nothing of version 2 put
-        // back.
-        open.apply_changes(vec![whole(text)], version, encoding);
+        // Nothing of version 2 was put back.
+        let mut open = open.into_inner();
         assert_eq!(open.parsed_version(), Some(1));
         assert_fresh(&open.parsed(), text);
 
@@ -659,5 +679,80 @@ mod tests {
         open.close();
         assert!(superseded());
         assert!(job.run(&superseded).is_none());
+    }
+
+    /// Types `keystrokes` characters into `open`, one `didChange` each,
+    /// taking the worker's parse job after each: the next keystroke comes
+    /// before any parse finishes. With `run`, each job runs and is
+    /// cancelled at its first progress call; without, it is dropped (a
+    /// job's edits are replayed before its parse asks anything). Returns
+    /// the edits the jobs replay before parsing, in all and at most in one,
+    /// and how many parses they started.
+    fn type_with_every_parse_cancelled(
+        open: &mut OpenDocument,
+        keystrokes: usize,
+        run: bool,
+    ) -> (usize, usize, usize) {
+        let (mut replayed, mut most, parses) = (0, 0, std::cell::Cell::new(0));
+        for keystroke in 0..keystrokes {
+            let version = i32::try_from(keystroke).expect("few keystrokes") + 2;
+            open.apply_changes(
+                vec![change((1, 0), (1, 0), "x")],
+                version,
+                PositionEncoding::Utf16,
+            );
+            let Snapshot::Job(job) = open.parse_job() else {
+                panic!("version {version} is not parsed yet")
+            };
+            let edits = job.base.as_ref().map_or(0, |(_, edits)| edits.len());
+            replayed += edits;
+            most = most.max(edits);
+            if run {
+                let parsed = job.run(&|| {
+                    parses.set(parses.get() + 1);
+                    true
+                });
+                assert!(parsed.is_none(), "the next keystroke cancels it");
+            }
+        }
+        (replayed, most, parses.get())
+    }
+
+    #[test]
+    fn typing_faster_than_the_parses_replays_a_bounded_number_of_edits_per_keystroke() {
+        // After a give-up (every parse of this text gives up at its 21st
+        // progress call), each keystroke's job parses the text afresh: it
+        // replays nothing, and starts one parse.
+        let broken = op2_syntax::synth::broken_statement_lines(400);
+        let limit = ParseLimit::Checks(20);
+        let mut open = OpenDocument::with_limit(&format!("set a;\n{broken}"), 1, limit);
+        assert!(open.parsed().parse().stopped_at().is_some(), "it gives up");
+        let keystrokes = 3 * MOST_PENDING;
+        let (replayed, _, parses) = type_with_every_parse_cancelled(&mut open, keystrokes, true);
+        assert_eq!(replayed, 0, "nothing replayed on a parse that gave up");
+        assert_eq!(parses, keystrokes, "one parse started per keystroke");
+        let mut typed = "x".repeat(keystrokes);
+        typed.insert_str(0, "set a;\n");
+        let text = format!("{typed}{broken}");
+        let document = open.parsed();
+        assert_eq!(document.text(), text);
+        let fresh = Parse::with_limit(text.as_str(), limit);
+        assert_eq!(document.parse().stopped_at(), fresh.stopped_at());
+        assert_eq!(
+            document.parse().tree().root_node().to_sexp(),
+            fresh.tree().root_node().to_sexp()
+        );
+
+        // A parse that did not give up is the base while the edits since
+        // are few; past `MOST_PENDING` the text is parsed afresh instead.
+        let text = op2_syntax::synth::program(400);
+        let mut open = OpenDocument::new(&text, 1);
+        assert!(open.parsed().parse().stopped_at().is_none());
+        let (replayed, most, _) = type_with_every_parse_cancelled(&mut open, keystrokes, false);
+        assert_eq!(most, MOST_PENDING, "edits replayed by one job");
+        assert!(
+            replayed <= keystrokes * MOST_PENDING,
+            "{replayed} edits replayed over {keystrokes} keystrokes"
+        );
     }
 }
