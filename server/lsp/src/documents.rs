@@ -263,10 +263,9 @@ pub struct ParseJob {
     /// The limit of a parse afresh (a base keeps its own).
     limit: ParseLimit,
     version: i32,
-    /// The [`OpenDocument`]'s id, the changes of the base's text, and of
-    /// the text parsed.
+    /// The [`OpenDocument`]'s id, and how many changes made the text
+    /// parsed.
     id: u64,
-    from: u64,
     to: u64,
     /// The document's latest change (see [`ParseJob::superseded`]).
     latest: Arc<AtomicU64>,
@@ -278,7 +277,6 @@ pub struct Parsed {
     /// The document as parsed.
     pub document: Document,
     id: u64,
-    from: u64,
     to: u64,
 }
 
@@ -390,7 +388,6 @@ impl OpenDocument {
                     limit: self.limit,
                     version: self.version,
                     id: self.id,
-                    from: self.parsed_changes,
                     to: changes,
                     latest: Arc::clone(&self.latest),
                 }))
@@ -398,14 +395,14 @@ impl OpenDocument {
         }
     }
 
-    /// Puts a finished parse back, unless another one was put back since
-    /// its job was taken out (that one is as new or newer: this one is
-    /// dropped). A finished parse of a text that went by (a request's,
-    /// which is not cancelled) is kept all the same: the next parse starts
-    /// from it. Returns whether it is the parse of the
-    /// current text.
+    /// Puts a finished parse back, unless the parse put back last is of
+    /// the same text or a newer one (this one is then dropped), or its job
+    /// was taken from an earlier opening of the document. A finished parse
+    /// of a text that went by (a request's, which is not cancelled) is kept
+    /// all the same: the next parse starts from it. Returns whether it is
+    /// the parse of the current text.
     pub fn install(&mut self, parsed: Parsed) -> bool {
-        if parsed.id != self.id || parsed.from != self.parsed_changes {
+        if parsed.id != self.id || parsed.to <= self.parsed_changes {
             return false;
         }
         self.parsed = Some(parsed.document);
@@ -475,7 +472,6 @@ impl ParseJob {
                 parse,
             },
             id: self.id,
-            from: self.from,
             to: self.to,
         })
     }
@@ -610,27 +606,50 @@ mod tests {
         assert!(!open.install(second.run(&|| false).expect("never cancelled")));
         assert_fresh(&open.parsed(), "set cells;\nset c;");
 
+        // A request's job (of version 5) and then the worker's (of version
+        // 6), both from the parse of version 4; the request's is put back
+        // first: the worker's, of a newer text, is put back after it, and
+        // nothing is left to parse.
+        open.apply_changes(vec![change((1, 4), (1, 5), "d")], 5, encoding);
+        let Snapshot::Job(request) = open.parse_job() else {
+            panic!("version 5 is not parsed yet")
+        };
+        open.apply_changes(vec![change((1, 4), (1, 5), "e")], 6, encoding);
+        let Snapshot::Job(worker) = open.parse_job() else {
+            panic!("version 6 is not parsed yet")
+        };
+        assert!(!open.install(request.run(&|| false).expect("never cancelled")));
+        assert_eq!(open.parsed_version(), Some(5));
+        assert!(
+            open.install(worker.run(&|| false).expect("never cancelled")),
+            "the newer parse is current"
+        );
+        let Snapshot::Parsed(document) = open.parse_job() else {
+            panic!("version 6 is parsed")
+        };
+        assert_fresh(&document, "set cells;\nset e;");
+
         // A whole text replacing everything while a job runs: the job's
         // parse is the base, but the next parse starts afresh from the
         // whole text (then its edit).
-        open.apply_changes(vec![change((0, 0), (0, 0), "// x\n")], 5, encoding);
+        open.apply_changes(vec![change((0, 0), (0, 0), "// x\n")], 7, encoding);
         let Snapshot::Job(job) = open.parse_job() else {
-            panic!("version 5 is not parsed yet")
+            panic!("version 7 is not parsed yet")
         };
         open.apply_changes(
             vec![whole("set d;\n"), change((0, 4), (0, 5), "e")],
-            6,
+            8,
             encoding,
         );
         assert!(!open.install(job.run(&|| false).expect("never cancelled")));
         let document = open.parsed();
-        assert_eq!(document.version, 6);
+        assert_eq!(document.version, 8);
         assert_fresh(&document, "set e;\n");
         assert!(open.starts_with("set e"));
         // A job of a document closed and opened again is not put back.
-        open.apply_changes(vec![change((0, 0), (0, 0), "// y\n")], 7, encoding);
+        open.apply_changes(vec![change((0, 0), (0, 0), "// y\n")], 9, encoding);
         let Snapshot::Job(job) = open.parse_job() else {
-            panic!("version 7 is not parsed yet")
+            panic!("version 9 is not parsed yet")
         };
         let mut reopened = OpenDocument::new("set f;\n", 1);
         assert!(!reopened.install(job.run(&|| false).expect("never cancelled")));
