@@ -33,11 +33,15 @@ pub const TIME_BASE: Duration = Duration::from_secs(1);
 /// measured on (docs/reliability.md), fifty times faster than this.
 pub const BYTES_PER_SECOND: usize = 64 * 1024;
 
-/// Attempts after a give-up, each from half as far past the first error
-/// as the one before (snapped to a line start); then one from the line of
-/// the first error, and in the end the text blanked whole. A parse takes at
-/// most `RETRIES + 2` times its allowance and a blank parse; usually the
-/// first retry succeeds, in a quarter of the allowance or less.
+/// Attempts after a give-up, each from a line start nearer the first error
+/// than the one before (half as far past it, halved again while that snaps
+/// to a line already tried); then one from the line of the first error
+/// unless that was tried, and in the end the text blanked whole. Each
+/// attempt is a distinct cut. So a fresh parse takes at most `RETRIES + 2`
+/// times its allowance and a blank parse, and an incremental one
+/// `RETRIES + 3` (its damaged items are parsed in a second pass, with an
+/// allowance of its own, before it can give up); usually the first retry
+/// succeeds, in a quarter of the allowance or less.
 const RETRIES: usize = 3;
 
 /// Where a parse that was stopped had got to.
@@ -144,14 +148,7 @@ pub(crate) fn parse_prefix(
     limit: ParseLimit,
     cancelled: &dyn Fn() -> bool,
 ) -> Option<(Tree, usize)> {
-    let reached = stopped.reached.min(text.len());
-    let error = stopped.first_error.unwrap_or(0).min(reached);
-    let mut past_error = reached - error;
-    let halved = (0..RETRIES).map(|_| {
-        past_error /= 2;
-        line_start(text, error + past_error)
-    });
-    for cut in halved.chain(std::iter::once(line_start(text, error))) {
+    for cut in cuts(text, stopped) {
         match parse_within(parser, &blank_from(text, cut), None, limit, cancelled) {
             Ok(tree) => return Some((tree, cut)),
             Err(stopped) if stopped.cancelled => return None,
@@ -164,6 +161,32 @@ pub(crate) fn parse_prefix(
         .parse(&blank, None)
         .expect("a parse without a progress callback always yields a tree");
     Some((tree, 0))
+}
+
+/// Where the attempts of [`parse_prefix`] blank `text` from, in order: at
+/// most [`RETRIES`] line starts each half as far past the first error as
+/// the one before (or less, when that snaps to a line start already
+/// tried), then the line of the first error; each one once.
+fn cuts(text: &str, stopped: Stopped) -> Vec<usize> {
+    let reached = stopped.reached.min(text.len());
+    let error = stopped.first_error.unwrap_or(0).min(reached);
+    let first_line = line_start(text, error);
+    let mut cuts = Vec::with_capacity(RETRIES + 1);
+    let mut past_error = reached - error;
+    while past_error > 0 && cuts.len() < RETRIES {
+        past_error /= 2;
+        let cut = line_start(text, error + past_error);
+        // The cuts only move back: once one is the line of the first error,
+        // so are the rest, and a repeat is the last one.
+        if cut == first_line {
+            break;
+        }
+        if cuts.last() != Some(&cut) {
+            cuts.push(cut);
+        }
+    }
+    cuts.push(first_line);
+    cuts
 }
 
 /// `text` with every byte from `cut` on other than a line break (`\n`,
@@ -207,6 +230,47 @@ mod tests {
         assert_eq!(line_start(text, 4), 4);
         assert_eq!(line_start(text, 6), 4);
         assert_eq!(line_start(text, 100), 8);
+    }
+
+    fn stopped(first_error: usize, reached: usize) -> Stopped {
+        Stopped {
+            reached,
+            first_error: Some(first_error),
+            cancelled: false,
+        }
+    }
+
+    #[test]
+    fn each_retry_blanks_from_a_line_not_tried_before() {
+        // A long line holds the first error and the place reached: every
+        // halving snaps to its start, which is tried once.
+        let long = format!("x;\n{}\ny;\n", "a".repeat(1000));
+        assert_eq!(cuts(&long, stopped(10, 900)), vec![3]);
+        // Short lines after it: the halvings that land in the long line are
+        // its start, tried once, last.
+        let text = format!("{long}{}", "z;\n".repeat(400));
+        let reached = text.len() - 1;
+        let tried = cuts(&text, stopped(10, reached));
+        let line = |offset: usize| text[..offset].matches('\n').count();
+        assert_eq!(tried.last(), Some(&3), "the line of the first error last");
+        assert!(tried.len() <= RETRIES + 1, "{tried:?}");
+        assert!(tried.windows(2).all(|w| w[0] > w[1]), "{tried:?}");
+        assert!(
+            tried
+                .iter()
+                .all(|&cut| cut == 0 || &text[cut - 1..cut] == "\n")
+        );
+        // Each halving that lands past the long line is a distinct line.
+        let past = (reached - 10) / 2;
+        assert_eq!(line(tried[0]), line(10 + past));
+        // No error seen: from half way to the place reached, down to the
+        // first line.
+        let none = Stopped {
+            first_error: None,
+            ..stopped(0, reached)
+        };
+        assert_eq!(cuts(&text, none).last(), Some(&0));
+        assert_eq!(cuts("", stopped(0, 0)), vec![0]);
     }
 
     #[test]
