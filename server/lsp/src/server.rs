@@ -77,7 +77,8 @@ pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> 
 const TEST_HANG: &str = "// op2.test.hang";
 
 /// How long one analysis may run before the watchdog abandons it: 20 s, or
-/// `OP2_LSP_ANALYSIS_LIMIT_MS`.
+/// `OP2_LSP_ANALYSIS_LIMIT_MS`. Counted from the end of the document's
+/// parse, which its own deadline bounds (E002).
 fn analysis_limit() -> std::time::Duration {
     let millis = std::env::var("OP2_LSP_ANALYSIS_LIMIT_MS")
         .ok()
@@ -201,10 +202,10 @@ impl Backend {
         };
         let worker = asker == Asker::Worker;
         let (world, parsed_uri) = (Arc::clone(&self.world), uri.clone());
+        // Said (or dropped, when the parse is cancelled) when the parse
+        // ends: the watchdog times what comes after it.
+        let (parse_ends, parse_ended) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::task::spawn_blocking(move || {
-            if hang {
-                std::thread::sleep(std::time::Duration::from_secs(10));
-            }
             // Only the worker's runs are cancelled: a request answers for
             // the text it was sent after, whatever came next.
             let document = match snapshot {
@@ -223,9 +224,19 @@ impl Backend {
                     document
                 }
             };
+            let _ = parse_ends.send(());
+            if hang {
+                std::thread::sleep(std::time::Duration::from_secs(10));
+            }
             let cancelled = || worker && counter.load(Ordering::SeqCst) != generation;
             analyse_cancellable(document, generation, path, &engine, &overlay, &cancelled)
         });
+        // The parse is bounded by its own deadline, proportional to the
+        // text's length (a parse that reaches it gives up with E002, which
+        // the user must see, also for a file whose allowance is longer
+        // than the watchdog's limit): the watchdog's clock starts when the
+        // parse ends.
+        let _ = parse_ended.await;
         // The watchdog: a run that does not finish in time is left behind
         // (a thread cannot be stopped), the document gets a fresh engine
         // (the old one stays locked by that run) and a diagnostic saying

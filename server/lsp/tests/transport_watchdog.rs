@@ -10,11 +10,14 @@ use crate::support;
 
 use std::time::{Duration, Instant};
 
+use op2_syntax::ParseLimit;
+use op2_syntax::synth;
 use serde_json::json;
 use support::Session;
 
 const HANGING: &str = "file:///nonexistent/op2-tests/hanging.op2";
 const OTHER: &str = "file:///nonexistent/op2-tests/airfoil.op2";
+const BROKEN: &str = "file:///nonexistent/op2-tests/broken.op2";
 
 /// The limit the servers of this binary use.
 const LIMIT_MS: u64 = 1500;
@@ -129,6 +132,47 @@ async fn a_runaway_analysis_is_abandoned_and_other_documents_go_on() {
         .request(
             "textDocument/documentSymbol",
             json!({"textDocument": {"uri": OTHER}}),
+        )
+        .await;
+    assert!(symbols.is_ok(), "{symbols:?}");
+    session.shutdown().await;
+}
+
+/// A parse that gives up may take longer than the watchdog allows an
+/// analysis (a file over about 1 MiB of broken text: 1 s + 1 s per 64 KiB
+/// is 17 s for 1 MiB, and a retry follows, against the watchdog's 20 s):
+/// the user gets E002 from the parse, not the watchdog's message, because
+/// the watchdog times the analysis after the parse. Here the watchdog's
+/// limit (1.5 s) is below the parse's allowance for 20,000 broken lines
+/// (160 KB: 3.4 s, which a parse that gives up takes at least), as 20 s is
+/// below a 1 MiB file's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parse_longer_than_the_watchdog_allows_gives_up_with_e002() {
+    enable_test_hooks();
+    let text = synth::broken_statement_lines(20_000);
+    assert!(
+        ParseLimit::time_allowed(text.len()) > 2 * Duration::from_millis(LIMIT_MS),
+        "the parse's allowance is well past the watchdog's limit"
+    );
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    session.did_open(BROKEN, &text, 1);
+    let diagnostics = session.diagnostics(BROKEN, 1).await;
+    let messages: Vec<_> = diagnostics
+        .iter()
+        .map(|d| d["message"].as_str().unwrap_or_default())
+        .collect();
+    assert!(
+        messages.iter().all(|m| !m.contains("did not finish")),
+        "the watchdog's message: {messages:?}"
+    );
+    let stops = diagnostics.iter().filter(|d| d["code"] == "E002").count();
+    assert_eq!(stops, 1, "{messages:?}");
+    // Requests on it are answered from that parse, not refused.
+    let symbols = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": BROKEN}}),
         )
         .await;
     assert!(symbols.is_ok(), "{symbols:?}");
