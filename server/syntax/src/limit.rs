@@ -204,9 +204,17 @@ pub(crate) fn blank_from(text: &str, cut: usize) -> String {
     blanked
 }
 
-/// The start of the line holding byte `offset`.
+/// The start of the line holding byte `offset`: just after the line break
+/// before it, where a line break is `\n`, `\r\n` or a lone `\r`, as
+/// [`crate::LineIndex`] and the editors count lines. An offset at the `\n`
+/// of a `\r\n` is in the line that break ends.
 fn line_start(text: &str, offset: usize) -> usize {
-    memchr::memrchr(b'\n', &text.as_bytes()[..offset.min(text.len())]).map_or(0, |at| at + 1)
+    let bytes = text.as_bytes();
+    let mut end = offset.min(bytes.len());
+    if end > 0 && bytes.get(end) == Some(&b'\n') && bytes[end - 1] == b'\r' {
+        end -= 1;
+    }
+    memchr::memrchr2(b'\n', b'\r', &bytes[..end]).map_or(0, |at| at + 1)
 }
 
 #[cfg(test)]
@@ -230,6 +238,14 @@ mod tests {
         assert_eq!(line_start(text, 4), 4);
         assert_eq!(line_start(text, 6), 4);
         assert_eq!(line_start(text, 100), 8);
+        // `\r\n` and a lone `\r` end lines too.
+        let text = "a\r\nb\rc";
+        assert_eq!(line_start(text, 1), 0);
+        assert_eq!(line_start(text, 2), 0, "inside the `\\r\\n` of line 0");
+        assert_eq!(line_start(text, 3), 3);
+        assert_eq!(line_start(text, 4), 3);
+        assert_eq!(line_start(text, 5), 5);
+        assert_eq!(line_start(text, 6), 5);
     }
 
     fn stopped(first_error: usize, reached: usize) -> Stopped {

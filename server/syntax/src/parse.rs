@@ -696,15 +696,11 @@ pub fn unsupported_in(node: Node<'_>, text: &str, file: FileId) -> Vec<Diagnosti
 }
 
 /// E002 at `cut`, the start of the line from which the parser gave up: the
-/// range is that line (without its break), or empty at the end of the text.
+/// range is that line (without its break: `\n`, `\r\n` or `\r`), or empty
+/// at the end of the text.
 fn stop_diagnostic(text: &str, cut: usize, file: FileId) -> Diagnostic {
-    let end = memchr::memchr(b'\n', &text.as_bytes()[cut..]).map_or(text.len(), |at| cut + at);
-    let end = if text[..end].ends_with('\r') {
-        end - 1
-    } else {
-        end
-    }
-    .max(cut);
+    let end =
+        memchr::memchr2(b'\n', b'\r', &text.as_bytes()[cut..]).map_or(text.len(), |at| cut + at);
     let to_u32 = |offset: usize| u32::try_from(offset).unwrap_or(u32::MAX);
     Diagnostic::new(
         Code::E002,

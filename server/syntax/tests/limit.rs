@@ -33,9 +33,10 @@ fn assert_gave_up_well(parse: &Parse) -> usize {
     let text = parse.text();
     let cut = parse.stopped_at().expect("the parse gave up");
     assert!(
-        cut == 0 || text.as_bytes()[cut - 1] == b'\n',
+        cut == 0 || matches!(text.as_bytes()[cut - 1], b'\n' | b'\r'),
         "stopped at {cut}, not a line start"
     );
+    assert_ne!(text.as_bytes().get(cut), Some(&b'\n'), "inside a `\\r\\n`");
     let root = parse.tree().root_node();
     assert_eq!(root.end_byte(), text.len(), "the tree spans the whole text");
     let prefix = Parse::new(blanked(text, cut));
@@ -82,6 +83,42 @@ fn a_parse_that_gives_up_checks_the_lines_before_the_place_it_reached() {
             .iter()
             .all(|e| e.code != Code::E002)
     );
+}
+
+/// Lines ended by a lone `\r` (old Mac files; the editors and the line
+/// index count them as lines): the parse stops at the start of one, not at
+/// the start of the file, and E002 covers that line alone.
+#[test]
+fn lines_ended_by_carriage_returns_alone_are_lines_for_the_give_up() {
+    let unix = format!(
+        "set cells;\nmain {{ int x = 1 }}\n{}",
+        synth::broken_statement_lines(400)
+    );
+    let limit = ParseLimit::Checks(20);
+    for line_break in ["\r", "\r\n"] {
+        let text = unix.replace('\n', line_break);
+        let parse = Parse::with_limit(text.as_str(), limit);
+        let cut = assert_gave_up_well(&parse);
+        // Where it stops with `\n`, line for line.
+        let line = |text: &str, cut: usize| text[..cut].matches(line_break).count();
+        let unix_cut = Parse::with_limit(unix.as_str(), limit)
+            .stopped_at()
+            .expect("gives up");
+        assert!(cut > 0, "{line_break:?}: the lines before are kept");
+        assert_eq!(
+            line(&text, cut),
+            unix[..unix_cut].matches('\n').count(),
+            "{line_break:?}"
+        );
+        let errors = parse.errors(FileId::MAIN);
+        let stop = errors.iter().find(|e| e.code == Code::E002).expect("E002");
+        let range = stop.location.range;
+        assert_eq!(
+            &text[range.start as usize..range.end as usize],
+            "s[2] =}",
+            "{line_break:?}: one line"
+        );
+    }
 }
 
 #[test]
