@@ -83,7 +83,14 @@ impl std::error::Error for FormatError {}
 
 /// Formats a whole `.op2` file. Refuses text with syntax errors.
 pub fn format(text: &str) -> Result<String, FormatError> {
-    let parse = Parse::new(text);
+    format_parse(&Parse::new(text)).map(|(formatted, _)| formatted)
+}
+
+/// [`format`] of the text of `parse`, which a caller that has parsed it
+/// already need not parse again; with the formatted text comes its parse
+/// (made to check it: see [`verify`]), as [`Parse::new`] would give it.
+pub fn format_parse(parse: &Parse) -> Result<(String, Parse), FormatError> {
+    let text = parse.text();
     let errors = parse.errors(FileId::MAIN);
     if !errors.is_empty() || parse.tree().root_node().has_error() {
         return Err(FormatError::Syntax(errors));
@@ -92,8 +99,8 @@ pub fn format(text: &str) -> Result<String, FormatError> {
         return Err(FormatError::TooDeep);
     }
     let formatted = Printer::new(text, parse.tree().root_node()).run(parse.tree().root_node());
-    verify(&parse, &formatted)?;
-    Ok(formatted)
+    let reparsed = verify(parse, &formatted)?;
+    Ok((formatted, reparsed))
 }
 
 /// The deepest nesting under `root`: the depth of its deepest node, where
@@ -163,7 +170,9 @@ fn fingerprint(parse: &Parse) -> (Vec<(&str, String)>, Vec<String>) {
     (nodes, comments)
 }
 
-fn verify(original: &Parse, formatted: &str) -> Result<(), FormatError> {
+/// Parses `formatted` and checks that it has the tokens and comments of
+/// `original`; returns that parse.
+fn verify(original: &Parse, formatted: &str) -> Result<Parse, FormatError> {
     let reparsed = Parse::new(formatted);
     if reparsed.tree().root_node().has_error() {
         return Err(FormatError::Internal(
@@ -187,7 +196,7 @@ fn verify(original: &Parse, formatted: &str) -> Result<(), FormatError> {
     if before_comments != after_comments {
         return Err(FormatError::Internal("a comment changed".into()));
     }
-    Ok(())
+    Ok(reparsed)
 }
 
 fn node_text<'s>(node: Node<'_>, text: &'s str) -> &'s str {

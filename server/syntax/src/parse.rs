@@ -3,6 +3,7 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
+use std::sync::OnceLock;
 
 use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 
@@ -100,6 +101,10 @@ pub struct Parse {
     /// Where the parser gave up: the text from here on is not in the tree.
     stopped: Option<usize>,
     limit: ParseLimit,
+    /// [`Parse::errors`] of [`FileId::MAIN`], once asked (a command asks
+    /// twice: to report them, and `fmt` to refuse the text); an edit
+    /// forgets them.
+    main_errors: OnceLock<Vec<Diagnostic>>,
 }
 
 impl fmt::Debug for Parse {
@@ -176,6 +181,7 @@ impl Parse {
             tree,
             stopped,
             limit,
+            main_errors: OnceLock::new(),
         })
     }
 
@@ -203,7 +209,12 @@ impl Parse {
 
     /// Syntax diagnostics (E001) for this file, which is `file`.
     pub fn errors(&self, file: FileId) -> Vec<Diagnostic> {
-        self.with_stop(syntax_errors(&self.tree, &self.text, file), file)
+        let errors = || self.with_stop(syntax_errors(&self.tree, &self.text, file), file);
+        if file == FileId::MAIN {
+            self.main_errors.get_or_init(errors).clone()
+        } else {
+            errors()
+        }
     }
 
     /// The part of [`Parse::errors`] that concerns text the parser could not
@@ -559,6 +570,8 @@ impl Parse {
         }
         let start_position = point_at(&self.text, range.start);
         let old_end_position = advance(start_position, &self.text[range.clone()]);
+        // Every change of the text and tree starts here.
+        self.main_errors = OnceLock::new();
         self.text.replace_range(range.clone(), new_text);
         let new_end_byte = range.start + new_text.len();
         let new_end_position = advance(start_position, new_text);

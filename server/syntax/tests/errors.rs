@@ -889,3 +889,23 @@ proptest! {
         }
     }
 }
+
+/// A parse keeps its errors once asked (`op2 fmt` and the fuzzer ask
+/// twice), and an edit forgets them: asked again after each edit, they are
+/// those of the edited text.
+#[test]
+fn errors_asked_again_after_an_edit_are_those_of_the_edited_text() {
+    let mut parse = Parse::new("set cells;\n");
+    assert!(parse.errors(FileId::MAIN).is_empty());
+    parse.edit(4..9, "").expect("a valid edit");
+    let broken = parse.errors(FileId::MAIN);
+    assert_eq!(broken, Parse::new("set ;\n").errors(FileId::MAIN));
+    assert!(!broken.is_empty(), "`set ;` is an error");
+    assert_eq!(parse.errors(FileId::MAIN), broken, "asked twice");
+    parse.edit(4..4, "faces").expect("a valid edit");
+    assert!(parse.errors(FileId::MAIN).is_empty());
+    // Another file's errors name that file.
+    parse.edit(4..9, "").expect("a valid edit");
+    let other = FileId(3);
+    assert!(parse.errors(other).iter().all(|e| e.location.file == other));
+}

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use op2_syntax::Parse;
-use op2_syntax::format::{FormatError, MAX_DEPTH, format};
+use op2_syntax::format::{FormatError, MAX_DEPTH, format, format_parse};
 use op2_syntax::tree_sitter::Node;
 use proptest::prelude::*;
 
@@ -135,6 +135,28 @@ fn examples_keep_every_promise() {
             );
         }
     }
+}
+
+/// `format_parse` formats what `format` does from a parse the caller has,
+/// and gives the parse of the formatted text, the same as a fresh one.
+#[test]
+fn format_parse_is_format_and_gives_the_parse_of_its_result() {
+    for (path, text) in examples() {
+        let parse = Parse::new(text.as_str());
+        let (formatted, reparsed) = format_parse(&parse).expect("examples format");
+        assert_eq!(Ok(&formatted), format(&text).as_ref(), "{path}");
+        assert_eq!(reparsed.text(), formatted, "{path}");
+        assert_eq!(
+            reparsed.tree().root_node().to_sexp(),
+            Parse::new(formatted.as_str()).tree().root_node().to_sexp(),
+            "{path}"
+        );
+    }
+    let broken = Parse::new("set a");
+    assert!(matches!(
+        format_parse(&broken),
+        Err(FormatError::Syntax(errors)) if !errors.is_empty()
+    ));
 }
 
 #[test]
