@@ -409,3 +409,52 @@ impl Output {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    /// The tree printed with `writeln!` and `Node::kind`, as it was.
+    fn written_by_fmt(parse: &Parse) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut cursor = parse.tree().walk();
+        let mut depth = 0usize;
+        loop {
+            let node = cursor.node();
+            if node.is_named() || node.is_missing() {
+                let indent = (depth * 2).min(64);
+                let _ = writeln!(out, "{:indent$}{}", "", node.kind());
+            }
+            if cursor.goto_first_child() {
+                depth += 1;
+                continue;
+            }
+            loop {
+                if cursor.goto_next_sibling() {
+                    break;
+                }
+                if !cursor.goto_parent() {
+                    return out;
+                }
+                depth -= 1;
+            }
+        }
+    }
+
+    #[test]
+    fn the_tree_is_printed_as_with_the_formatting_machinery() {
+        let airfoil = include_str!("../../../docs/examples/airfoil.op2");
+        let deep = format!("main {{ {}1{} }}", "(".repeat(40), ")".repeat(40));
+        for text in [airfoil, "set a\nmain { x = ; print(\"%d\" }", &deep] {
+            let parse = Parse::new(text);
+            let mut out = Vec::new();
+            write_tree(&mut out, &parse);
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                String::from_utf8_lossy(&written_by_fmt(&parse))
+            );
+        }
+    }
+}
