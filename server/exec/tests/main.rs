@@ -13,6 +13,7 @@ mod differential;
 mod examples;
 mod faults;
 mod indices;
+mod long_arrays;
 mod repeated_inc;
 mod simulate_engines;
 mod threads;

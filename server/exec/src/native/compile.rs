@@ -136,10 +136,28 @@ pub(crate) fn loop_signature(call_conv: cranelift_codegen::isa::CallConv) -> ir:
 /// Where a parameter's or local's components live.
 #[derive(Clone)]
 enum Storage {
-    /// One variable per component (every access has a literal index).
+    /// One variable per component (every access has a literal index, and
+    /// there are at most [`UNROLLED`] components).
     Vars(Vec<Variable>),
-    /// A stack array (some access computes its index).
+    /// A stack array (some access computes its index, or the array is
+    /// longer than [`UNROLLED`]).
     Stack(StackSlot),
+}
+
+/// Arrays longer than this live on the stack, and the work done for each
+/// component of an argument or local (staging, storing back, zeroing) is a
+/// counted loop in the code rather than one copy of the instructions per
+/// component: the code and the time to compile it stay linear in the
+/// dimension. (A `bool[65536]` argument as 65,536 variables made
+/// Cranelift's SSA construction quadratic: minutes for one kernel.)
+const UNROLLED: usize = 16;
+
+/// A component of an array while code is generated: its index as a value,
+/// and as a number when it is known at compile time (an unrolled step).
+#[derive(Clone, Copy)]
+struct Component {
+    at: ir::Value,
+    fixed: Option<usize>,
 }
 
 #[derive(Clone)]
@@ -308,25 +326,7 @@ fn start_function<'a, 'f>(
         b.block_params(entry)[3],
     ];
 
-    let array = |b: &mut FunctionBuilder<'_>, ty: ScalarType, length: usize, computed: bool| {
-        let storage = if computed {
-            let bytes = u32::try_from(length * size_of(ty))
-                .unwrap_or(u32::MAX)
-                .max(1);
-            Storage::Stack(b.create_sized_stack_slot(StackSlotData::new(
-                StackSlotKind::ExplicitSlot,
-                bytes,
-                3,
-            )))
-        } else {
-            Storage::Vars((0..length).map(|_| b.declare_var(ir_type(ty))).collect())
-        };
-        Array {
-            storage,
-            ty,
-            length,
-        }
-    };
+    let array = new_array;
     let params: Vec<Array> = args
         .iter()
         .enumerate()
@@ -389,6 +389,40 @@ fn start_function<'a, 'f>(
     ))
 }
 
+/// A parameter's or local's storage: variables, or a stack array when it
+/// is `computed` (indexed by a computed index) or long.
+fn new_array(b: &mut FunctionBuilder<'_>, ty: ScalarType, length: usize, computed: bool) -> Array {
+    let storage = if computed || length > UNROLLED {
+        let bytes = u32::try_from(length * size_of(ty))
+            .unwrap_or(u32::MAX)
+            .max(1);
+        Storage::Stack(b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            bytes,
+            3,
+        )))
+    } else {
+        Storage::Vars((0..length).map(|_| b.declare_var(ir_type(ty))).collect())
+    };
+    Array {
+        storage,
+        ty,
+        length,
+    }
+}
+
+/// The consts passed whole as long arguments: their slots hold the values
+/// that the staging loop copies.
+fn long_consts(args: &[op2_analysis::model::Arg], needed: &mut Vec<Slot>) {
+    for arg in args {
+        if let ArgKind::Const(id) = arg.kind
+            && arg.ty.dimension as usize > UNROLLED
+        {
+            needed.push(Slot::Const(id.index()));
+        }
+    }
+}
+
 /// Loads the base pointer of each of `needed`'s slots from `table` once, in
 /// the entry block, deduplicated.
 fn load_bases(g: &mut Gen<'_, '_>, table: ir::Value, needed: Vec<Slot>) -> Result<(), Unsupported> {
@@ -425,19 +459,35 @@ fn computed_consts(body: &Body, needed: &mut Vec<Slot>) {
 fn stage_constant(
     g: &mut Gen<'_, '_>,
     arg: &op2_analysis::model::Arg,
-    c: usize,
-) -> Option<ir::Value> {
-    match arg.kind {
-        ArgKind::Const(id) => {
-            let v = g.cx.consts[id.index()][c];
-            Some(g.constant(v))
-        }
+    c: Component,
+) -> Result<Option<ir::Value>, Unsupported> {
+    Ok(match arg.kind {
+        ArgKind::Const(id) => match c.fixed {
+            Some(c) => {
+                let v = g.cx.consts[id.index()][c];
+                Some(g.constant(v))
+            }
+            None => {
+                // A long const, copied from its slot (see `long_consts`).
+                let slot = Slot::Const(id.index());
+                let base = *g
+                    .slot_index
+                    .get(&slot)
+                    .map(|&k| &g.bases[k])
+                    .ok_or("a long const without its slot")?;
+                let (address, offset) = g.slot_address(base, 0, c)?;
+                Some(
+                    g.b.ins()
+                        .load(ir_type(arg.ty.scalar), FLAGS, address, offset),
+                )
+            }
+        },
         ArgKind::Len(set) => {
             let v = g.lengths[set.index()];
             Some(g_iconst32(&mut g.b, v))
         }
         _ => None,
-    }
+    })
 }
 
 /// Builds the IR of `invocation` into `function`.
@@ -475,24 +525,24 @@ pub(crate) fn compile_loop<'a>(
         }
     }
     computed_consts(body, &mut needed);
+    long_consts(&args, &mut needed);
     load_bases(&mut g, table, needed)?;
     // Every element's copy of an `INFO` global starts from its value when
     // the loop began (a loop with one runs in a single call over all its
     // elements: `plan` makes it sequential).
-    let mut info_starts: HashMap<usize, Vec<Variable>> = HashMap::new();
+    let mut info_starts: HashMap<usize, Array> = HashMap::new();
     for (k, arg) in args.iter().enumerate() {
         if let ArgKind::Info { global, .. } = arg.kind {
             let base = g.base(Slot::Global(global.index()));
-            let mut vars = Vec::new();
-            for c in 0..arg.ty.dimension as usize {
-                let var = g.b.declare_var(ir_type(arg.ty.scalar));
-                let value =
-                    g.b.ins()
-                        .load(ir_type(arg.ty.scalar), FLAGS, base, offset8(c)?);
-                g.b.def_var(var, value);
-                vars.push(var);
-            }
-            info_starts.insert(k, vars);
+            let ty = arg.ty.scalar;
+            let length = arg.ty.dimension as usize;
+            let start = new_array(&mut g.b, ty, length, false);
+            g.each_component(0..length, |g, c| {
+                let (address, offset) = g.slot_address(base, 0, c)?;
+                let value = g.b.ins().load(ir_type(ty), FLAGS, address, offset);
+                g.store_into(&start, c, value)
+            })?;
+            info_starts.insert(k, start);
         }
     }
     g.b.def_var(element, start);
@@ -533,46 +583,51 @@ pub(crate) fn compile_loop<'a>(
     for (k, arg) in args.iter().enumerate() {
         let ty = arg.ty.scalar;
         let length = arg.ty.dimension as usize;
-        for c in 0..length {
+        let param = g.array(Var::Param(k as u32))?.clone();
+        // The row, worked out before any loop over the components.
+        let row = match arg.kind {
+            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } if arg.mode != AccessMode::Inc => {
+                row_of(&mut g, arg.kind)
+            }
+            ArgKind::Index(_) => row_of(&mut g, arg.kind),
+            _ => e,
+        };
+        let info_start = info_starts.get(&k);
+        g.each_component(0..length, |g, c| {
             let value = match arg.kind {
                 ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
                     if arg.mode == AccessMode::Inc {
                         g.zero(ty)
                     } else {
-                        let row = row_of(&mut g, arg.kind);
                         let address = g.dat_address(dat.index(), row, length, c, ty);
                         g.b.ins().load(ir_type(ty), FLAGS, address, 0)
                     }
                 }
                 ArgKind::Info { .. } => {
-                    let start = info_starts
-                        .get(&k)
-                        .and_then(|starts| starts.get(c))
-                        .copied()
-                        .ok_or("an `INFO` argument without its starting value")?;
-                    g.b.use_var(start)
+                    let start =
+                        info_start.ok_or("an `INFO` argument without its starting value")?;
+                    g.load_from(start, c)?
                 }
                 ArgKind::Global(global) => {
                     if arg.mode == AccessMode::Inc {
                         g.zero(ty)
                     } else {
                         let base = g.base(Slot::Global(global.index()));
-                        g.b.ins().load(ir_type(ty), FLAGS, base, offset8(c)?)
+                        let (address, offset) = g.slot_address(base, 0, c)?;
+                        g.b.ins().load(ir_type(ty), FLAGS, address, offset)
                     }
                 }
                 ArgKind::Index(_) => {
                     // Element indices are below 2^24: the low 32 bits are
                     // the `int`.
-                    let row = row_of(&mut g, arg.kind);
                     g.b.ins().ireduce(types::I32, row)
                 }
                 ArgKind::Const(_) | ArgKind::Len(_) => {
-                    stage_constant(&mut g, arg, c).ok_or("an argument that passes no constant")?
+                    stage_constant(g, arg, c)?.ok_or("an argument that passes no constant")?
                 }
             };
-            let at = g.b.ins().iconst(types::I64, c as i64);
-            g.store_array(Var::Param(k as u32), at, c, value)?;
-        }
+            g.store_into(&param, c, value)
+        })?;
     }
     g.kernel(body)?;
     // Store the results back.
@@ -615,8 +670,9 @@ pub(crate) fn compile_loop<'a>(
                     }
                     _ => e,
                 };
-                for c in 0..length {
-                    let value = g.load_param(k, c)?;
+                let param = g.array(Var::Param(k as u32))?.clone();
+                g.each_component(0..length, |g, c| {
+                    let value = g.load_from(&param, c)?;
                     let address = g.dat_address(dat.index(), row, length, c, ty);
                     let stored = if mode == AccessMode::Inc {
                         let old = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
@@ -625,17 +681,19 @@ pub(crate) fn compile_loop<'a>(
                         value
                     };
                     g.b.ins().store(FLAGS, stored, address, 0);
-                }
+                    Ok(())
+                })?;
             }
             (
                 ArgKind::Global(global),
                 mode @ (AccessMode::Inc | AccessMode::Min | AccessMode::Max),
             ) => {
                 let base = g.base(Slot::Global(global.index()));
-                for c in 0..length {
-                    let value = g.load_param(k, c)?;
-                    let offset = offset8(c)?;
-                    let old = g.b.ins().load(ir_type(ty), FLAGS, base, offset);
+                let param = g.array(Var::Param(k as u32))?.clone();
+                g.each_component(0..length, |g, c| {
+                    let value = g.load_from(&param, c)?;
+                    let (address, offset) = g.slot_address(base, 0, c)?;
+                    let old = g.b.ins().load(ir_type(ty), FLAGS, address, offset);
                     let new = match mode {
                         AccessMode::Inc => g.add(old, value, ty),
                         _ => {
@@ -643,19 +701,22 @@ pub(crate) fn compile_loop<'a>(
                             g.b.ins().select(better, value, old)
                         }
                     };
-                    g.b.ins().store(FLAGS, new, base, offset);
-                }
+                    g.b.ins().store(FLAGS, new, address, offset);
+                    Ok(())
+                })?;
             }
             (ArgKind::Info { global, .. }, _) => {
                 let base = g.base(Slot::Global(global.index()));
                 let better = improved[&k];
-                for c in 0..length {
-                    let value = g.load_param(k, c)?;
-                    let offset = offset8(c)?;
-                    let old = g.b.ins().load(ir_type(ty), FLAGS, base, offset);
+                let param = g.array(Var::Param(k as u32))?.clone();
+                g.each_component(0..length, |g, c| {
+                    let value = g.load_from(&param, c)?;
+                    let (address, offset) = g.slot_address(base, 0, c)?;
+                    let old = g.b.ins().load(ir_type(ty), FLAGS, address, offset);
                     let new = g.b.ins().select(better, value, old);
-                    g.b.ins().store(FLAGS, new, base, offset);
-                }
+                    g.b.ins().store(FLAGS, new, address, offset);
+                    Ok(())
+                })?;
             }
             _ => {}
         }
@@ -695,6 +756,7 @@ pub(crate) fn compile_kernel_call<'a>(
     } = started;
     let mut needed = Vec::new();
     computed_consts(body, &mut needed);
+    long_consts(&args, &mut needed);
     load_bases(&mut g, consts, needed)?;
     let zero = g.b.ins().iconst(types::I64, 0);
     g.b.def_var(element, zero);
@@ -706,31 +768,32 @@ pub(crate) fn compile_kernel_call<'a>(
         total += arg.ty.dimension as usize;
     }
     offsets.push(total);
-    let slot_offset = |k: usize, c: usize| offset8(offsets[k] + c);
     for (k, arg) in args.iter().enumerate() {
-        for c in 0..arg.ty.dimension as usize {
-            let value = match stage_constant(&mut g, arg, c) {
+        let param = g.array(Var::Param(k as u32))?.clone();
+        g.each_component(0..arg.ty.dimension as usize, |g, c| {
+            let value = match stage_constant(g, arg, c)? {
                 Some(value) => value,
                 None => {
-                    let offset = slot_offset(k, c)?;
+                    let (address, offset) = g.slot_address(staged, offsets[k], c)?;
                     g.b.ins()
-                        .load(ir_type(arg.ty.scalar), FLAGS, staged, offset)
+                        .load(ir_type(arg.ty.scalar), FLAGS, address, offset)
                 }
             };
-            let at = g.b.ins().iconst(types::I64, c as i64);
-            g.store_array(Var::Param(k as u32), at, c, value)?;
-        }
+            g.store_into(&param, c, value)
+        })?;
     }
     g.kernel(body)?;
     for (k, arg) in args.iter().enumerate() {
         if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
             continue;
         }
-        for c in 0..arg.ty.dimension as usize {
-            let value = g.load_param(k, c)?;
-            let offset = slot_offset(k, c)?;
-            g.b.ins().store(FLAGS, value, staged, offset);
-        }
+        let param = g.array(Var::Param(k as u32))?.clone();
+        g.each_component(0..arg.ty.dimension as usize, |g, c| {
+            let value = g.load_from(&param, c)?;
+            let (address, offset) = g.slot_address(staged, offsets[k], c)?;
+            g.b.ins().store(FLAGS, value, address, offset);
+            Ok(())
+        })?;
     }
     Ok((g.end_function(element, out), offsets))
 }
@@ -818,14 +881,74 @@ impl Gen<'_, '_> {
         dat: usize,
         row: ir::Value,
         dimension: usize,
-        component: usize,
+        component: Component,
         ty: ScalarType,
     ) -> ir::Value {
         let base = self.base(Slot::Dat(dat));
         let size = size_of(ty) as i64;
         let at = self.b.ins().imul_imm(row, dimension as i64 * size);
-        let at = self.b.ins().iadd_imm(at, component as i64 * size);
+        let at = match component.fixed {
+            Some(c) => self.b.ins().iadd_imm(at, c as i64 * size),
+            None => {
+                let offset = self.b.ins().imul_imm(component.at, size);
+                self.b.ins().iadd(at, offset)
+            }
+        };
         self.b.ins().iadd(base, at)
+    }
+
+    /// The address and offset of 8-byte slot `first + c` from `base`.
+    fn slot_address(
+        &mut self,
+        base: ir::Value,
+        first: usize,
+        c: Component,
+    ) -> Result<(ir::Value, i32), Unsupported> {
+        Ok(match c.fixed {
+            Some(c) => (base, offset8(first + c)?),
+            None => {
+                let offset = self.b.ins().ishl_imm(c.at, 3);
+                (self.b.ins().iadd(base, offset), offset8(first)?)
+            }
+        })
+    }
+
+    /// Runs `step` for each component in `range`: unrolled, with the
+    /// component known, when the range is at most [`UNROLLED`] long; else
+    /// as a counted loop in the code, the component a value.
+    fn each_component(
+        &mut self,
+        range: std::ops::Range<usize>,
+        mut step: impl FnMut(&mut Self, Component) -> Result<(), Unsupported>,
+    ) -> Result<(), Unsupported> {
+        if range.len() <= UNROLLED {
+            for c in range {
+                let at = self.b.ins().iconst(types::I64, c as i64);
+                step(self, Component { at, fixed: Some(c) })?;
+            }
+            return Ok(());
+        }
+        let counter = self.b.declare_var(types::I64);
+        let first = self.b.ins().iconst(types::I64, range.start as i64);
+        self.b.def_var(counter, first);
+        let header = self.b.create_block();
+        let block = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+        self.switch(header);
+        let at = self.b.use_var(counter);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm(IntCC::UnsignedLessThan, at, range.end as i64);
+        self.b.ins().brif(more, block, &[], exit, &[]);
+        self.switch(block);
+        step(self, Component { at, fixed: None })?;
+        let next = self.b.ins().iadd_imm(at, 1);
+        self.b.def_var(counter, next);
+        self.b.ins().jump(header, &[]);
+        self.switch(exit);
+        Ok(())
     }
 
     fn zero(&mut self, ty: ScalarType) -> ir::Value {
@@ -868,6 +991,12 @@ impl Gen<'_, '_> {
         fixed: Option<usize>,
     ) -> Result<ir::Value, Unsupported> {
         let array = self.array(var)?.clone();
+        self.load_from(&array, Component { at, fixed })
+    }
+
+    /// Loads component `c` of `array`.
+    fn load_from(&mut self, array: &Array, c: Component) -> Result<ir::Value, Unsupported> {
+        let (at, fixed) = (c.at, c.fixed);
         Ok(match (&array.storage, fixed) {
             (Storage::Vars(vars), Some(c)) => self.b.use_var(vars[c]),
             (Storage::Stack(slot), _) => {
@@ -881,16 +1010,6 @@ impl Gen<'_, '_> {
         })
     }
 
-    fn store_array(
-        &mut self,
-        var: Var,
-        at: ir::Value,
-        fixed: usize,
-        value: ir::Value,
-    ) -> Result<(), Unsupported> {
-        self.store_at(var, at, Some(fixed), value)
-    }
-
     fn store_at(
         &mut self,
         var: Var,
@@ -899,6 +1018,17 @@ impl Gen<'_, '_> {
         value: ir::Value,
     ) -> Result<(), Unsupported> {
         let array = self.array(var)?.clone();
+        self.store_into(&array, Component { at, fixed }, value)
+    }
+
+    /// Stores `value` into component `c` of `array`.
+    fn store_into(
+        &mut self,
+        array: &Array,
+        c: Component,
+        value: ir::Value,
+    ) -> Result<(), Unsupported> {
+        let (at, fixed) = (c.at, c.fixed);
         match (&array.storage, fixed) {
             (Storage::Vars(vars), Some(c)) => self.b.def_var(vars[c], value),
             (Storage::Stack(slot), _) => {
@@ -1631,17 +1761,19 @@ impl Gen<'_, '_> {
                     Some(LocalInit::List(items)) => items.iter().collect(),
                     None => Vec::new(),
                 };
-                for c in 0..array.length {
-                    let value = match items.get(c) {
-                        Some(item) => {
-                            let v = self.expr(item)?;
-                            self.convert(v, array.ty).value
-                        }
-                        None => self.zero(array.ty),
-                    };
+                // The initialisers as written (as many as the source has),
+                // then zeros, in a loop when there are many.
+                let given = items.len().min(array.length);
+                for (c, item) in items.iter().take(given).enumerate() {
+                    let v = self.expr(item)?;
+                    let value = self.convert(v, array.ty).value;
                     let at = self.b.ins().iconst(types::I64, c as i64);
-                    self.store_array(Var::Local(*local), at, c, value)?;
+                    self.store_into(&array, Component { at, fixed: Some(c) }, value)?;
                 }
+                self.each_component(given..array.length, |g, c| {
+                    let zero = g.zero(array.ty);
+                    g.store_into(&array, c, zero)
+                })?;
             }
             StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
                 for s in stmts {
