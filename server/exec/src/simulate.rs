@@ -352,13 +352,13 @@ struct PlanInfo {
     stage: Vec<Stage>,
     store: Vec<Store>,
     /// Per read send (by bit), per write send: its output pin's bit.
-    read_send_pins: Vec<u64>,
-    write_send_pins: Vec<u64>,
+    read_send_pins: Vec<PinBit>,
+    write_send_pins: Vec<PinBit>,
     /// The bits of the execute and end pins, and of all the invocation's
-    /// output pins.
-    execute_pin: u64,
-    end_pin: u64,
-    pins: u64,
+    /// output pins (per word of the ready mask they are in).
+    execute_pin: PinBit,
+    end_pin: PinBit,
+    pins: Vec<(usize, u64)>,
     /// A bit per read send and per write send (all set past 31).
     read_mask: u32,
     write_mask: u32,
@@ -523,10 +523,40 @@ fn staging(
     (stage, store)
 }
 
-/// The bit of output pin `pin` in a ready mask.
-fn pin_bit(pin: usize) -> u64 {
-    // As `1 << pin` with the shift's overflow unchecked.
-    1u64.wrapping_shl(u32::try_from(pin).unwrap_or(u32::MAX))
+/// Where output pin `pin` is in a device's ready mask: a bit of one of
+/// its words (pin `64w + b` is bit `b` of word `w`).
+#[derive(Clone, Copy, Debug, Default)]
+struct PinBit {
+    word: usize,
+    bit: u64,
+}
+
+impl PinBit {
+    fn of(pin: usize) -> PinBit {
+        PinBit {
+            word: pin / 64,
+            bit: 1 << (pin % 64),
+        }
+    }
+}
+
+/// The words of a ready mask wide enough for `pins` output pins (at
+/// least one).
+fn mask_words(pins: usize) -> usize {
+    pins.div_ceil(64).max(1)
+}
+
+/// The set bits of `pins`, gathered per word.
+fn pin_words(pins: impl IntoIterator<Item = PinBit>) -> Vec<(usize, u64)> {
+    let mut words: Vec<(usize, u64)> = Vec::new();
+    for pin in pins {
+        match words.iter_mut().find(|(w, _)| *w == pin.word) {
+            Some((_, bits)) => *bits |= pin.bit,
+            None => words.push((pin.word, pin.bit)),
+        }
+    }
+    words.sort_unstable();
+    words
 }
 
 /// A bit per send, all of them past 31.
@@ -539,33 +569,37 @@ fn send_mask(sends: usize) -> u32 {
 }
 
 impl PlanInfo {
-    /// The ready output pins of an element in state `s` of this invocation
-    /// (the generated `ReadyToSend`, this invocation's part).
+    /// Sets in `mask` (a device's ready mask) the ready output pins of an
+    /// element in state `s` of this invocation (the generated
+    /// `ReadyToSend`, this invocation's part).
     #[inline]
-    fn ready(&self, s: &Progress) -> u64 {
+    fn ready(&self, s: &Progress, mask: &mut [u64]) {
         if !s.in_progress {
-            return 0;
+            return;
         }
-        let pins = |mask: u32, pins: &[u64]| -> u64 {
-            let mut ready = 0;
-            let mut bits = mask;
+        let mut set = |pin: PinBit| {
+            if let Some(word) = mask.get_mut(pin.word) {
+                *word |= pin.bit;
+            }
+        };
+        for (sends, pins) in [
+            (s.read_send_mask, &self.read_send_pins),
+            (s.write_send_mask, &self.write_send_pins),
+        ] {
+            let mut bits = sends;
             while bits != 0 {
                 if let Some(pin) = pins.get(bits.trailing_zeros() as usize) {
-                    ready |= pin;
+                    set(*pin);
                 }
                 bits &= bits - 1;
             }
-            ready
-        };
-        let mut mask = pins(s.read_send_mask, &self.read_send_pins)
-            | pins(s.write_send_mask, &self.write_send_pins);
+        }
         if s.read_recv_count == s.read_total {
-            mask |= self.execute_pin;
+            set(self.execute_pin);
         }
         if s.read_send_mask == 0 && s.write_send_mask == 0 && s.write_recv_count == s.write_total {
-            mask |= self.end_pin;
+            set(self.end_pin);
         }
-        mask
     }
 }
 
@@ -775,8 +809,13 @@ struct Simulator<'a> {
     in_flight: Vec<InFlight>,
     ready: Vec<u32>,
     ready_position: Vec<u32>,
-    /// Ready output pins per device, as of its last handler.
+    /// Ready output pins per device, as of its last handler: `words` words
+    /// per device (pin `64w + b` is bit `b` of word `w`), wide enough for
+    /// the device type with the most output pins.
     ready_masks: Vec<u64>,
+    words: usize,
+    /// A reused mask of `words` words.
+    mask_scratch: Vec<u64>,
     /// Set sizes as `int`s, for `len`.
     lengths: Vec<i32>,
     /// Reused kernel frame.
@@ -994,9 +1033,9 @@ impl<'a> Simulator<'a> {
                     store: Vec::new(),
                     read_send_pins: Vec::new(),
                     write_send_pins: Vec::new(),
-                    execute_pin: 0,
-                    end_pin: 0,
-                    pins: 0,
+                    execute_pin: PinBit::default(),
+                    end_pin: PinBit::default(),
+                    pins: Vec::new(),
                     read_mask: 0,
                     write_mask: 0,
                 };
@@ -1004,20 +1043,22 @@ impl<'a> Simulator<'a> {
                 info.read_send_pins = info
                     .read_sends
                     .iter()
-                    .map(|(_, pin)| pin_bit(*pin))
+                    .map(|(_, pin)| PinBit::of(*pin))
                     .collect();
                 info.write_send_pins = info
                     .write_sends
                     .iter()
-                    .map(|(_, pin)| pin_bit(*pin))
+                    .map(|(_, pin)| PinBit::of(*pin))
                     .collect();
-                info.execute_pin = pin_bit(info.execute_out);
-                info.end_pin = pin_bit(info.end_out);
-                info.pins = info
-                    .read_send_pins
-                    .iter()
-                    .chain(&info.write_send_pins)
-                    .fold(info.execute_pin | info.end_pin, |pins, pin| pins | pin);
+                info.execute_pin = PinBit::of(info.execute_out);
+                info.end_pin = PinBit::of(info.end_out);
+                info.pins = pin_words(
+                    info.read_send_pins
+                        .iter()
+                        .chain(&info.write_send_pins)
+                        .copied()
+                        .chain([info.execute_pin, info.end_pin]),
+                );
                 info.read_mask = send_mask(info.read_sends.len());
                 info.write_mask = send_mask(info.write_sends.len());
                 inputs[info.begin_in] = Input::Begin(index);
@@ -1233,10 +1274,14 @@ impl<'a> Simulator<'a> {
         };
         let mut pin_base = Vec::with_capacity(device_count + 1);
         let mut pins = 0u64;
+        let mut widest = 0;
         for d in 0..device_count {
             pin_base.push(u32::try_from(pins).map_err(|_| too_large())?);
-            pins += device_type_of(d).outputs.len() as u64;
+            let outputs = device_type_of(d).outputs.len();
+            widest = widest.max(outputs);
+            pins += outputs as u64;
         }
+        let words = mask_words(widest);
         pin_base.push(u32::try_from(pins).map_err(|_| too_large())?);
         #[allow(clippy::cast_possible_truncation)]
         let mut pin_ends = vec![0u32; pins as usize];
@@ -1369,7 +1414,9 @@ impl<'a> Simulator<'a> {
             in_flight: Vec::new(),
             ready: Vec::new(),
             ready_position: vec![NOT_READY; device_count],
-            ready_masks: vec![0; device_count],
+            ready_masks: vec![0; device_count * words],
+            words,
+            mask_scratch: vec![0; words],
             lengths: Vec::new(),
             scratch: Vec::new(),
             info_starts: Vec::new(),
@@ -1423,35 +1470,47 @@ impl<'a> Simulator<'a> {
             .and_then(|a| self.aggregators.get(a))
     }
 
-    /// The output pins of `device` that are ready, as a bit mask by pin
-    /// index.
-    fn ready_pins(&self, device: usize) -> u64 {
+    /// The output pins of `device` that are ready, into `mask` (of
+    /// `self.words` words, cleared first) by pin index.
+    fn ready_pins(&self, device: usize, mask: &mut [u64]) {
+        mask.fill(0);
+        let mut set = |pin: usize| {
+            let pin = PinBit::of(pin);
+            if let Some(word) = mask.get_mut(pin.word) {
+                *word |= pin.bit;
+            }
+        };
         if let Some(a) = self.aggregator(device) {
             // Output 0 forwards the begin, output 1 sends the end
             // (`op2_codegen::build::tree_device`).
-            return u64::from(a.begin_pending)
-                | (u64::from(a.end_count != 0 && a.end_count == a.end_total) << 1);
+            if a.begin_pending {
+                set(0);
+            }
+            if a.end_count != 0 && a.end_count == a.end_total {
+                set(1);
+            }
+            return;
         }
         if device == 0 {
             let c = &self.controller;
             if c.finished {
-                return 0;
+                return;
             }
-            let mut mask = u64::from(c.running);
+            if c.running {
+                set(0);
+            }
             if c.begin_pending > 0 {
-                mask |= 1 << c.begin_pending;
+                set(c.begin_pending);
             }
-            return mask;
+            return;
         }
         let Some((t, _, index)) = self.device_location(device) else {
-            return 0;
+            return;
         };
         let e = index as usize;
-        self.types[t]
-            .plans
-            .iter()
-            .zip(&self.columns[t].plans)
-            .fold(0, |mask, (plan, s)| mask | plan.ready(&s.progress[e]))
+        for (plan, s) in self.types[t].plans.iter().zip(&self.columns[t].plans) {
+            plan.ready(&s.progress[e], mask);
+        }
     }
 
     /// Whether set device `device` is inside some invocation.
@@ -1465,8 +1524,12 @@ impl<'a> Simulator<'a> {
     }
 
     fn update_ready(&mut self, device: usize) {
-        let mask = self.ready_pins(device);
-        self.set_ready(device, mask);
+        let mut mask = std::mem::take(&mut self.mask_scratch);
+        self.ready_pins(device, &mut mask);
+        let words = self.words;
+        self.ready_masks[device * words..(device + 1) * words].copy_from_slice(&mask);
+        self.mask_scratch = mask;
+        self.set_ready(device);
     }
 
     /// After a handler of set device `device` (type `t`, element `e`) for
@@ -1474,17 +1537,35 @@ impl<'a> Simulator<'a> {
     #[inline]
     fn update_plan_ready(&mut self, device: usize, t: usize, p: usize, e: usize) {
         let plan = &self.types[t].plans[p];
-        let mask = (self.ready_masks[device] & !plan.pins)
-            | plan.ready(&self.columns[t].plans[p].progress[e]);
-        debug_assert_eq!(mask, self.ready_pins(device), "the ready pins of {device}");
-        self.set_ready(device, mask);
+        let words = self.words;
+        let mask = &mut self.ready_masks[device * words..(device + 1) * words];
+        for &(word, bits) in &plan.pins {
+            if let Some(word) = mask.get_mut(word) {
+                *word &= !bits;
+            }
+        }
+        plan.ready(&self.columns[t].plans[p].progress[e], mask);
+        #[cfg(debug_assertions)]
+        {
+            let mut full = vec![0; words];
+            self.ready_pins(device, &mut full);
+            debug_assert_eq!(
+                &self.ready_masks[device * words..(device + 1) * words],
+                &full[..],
+                "the ready pins of {device}"
+            );
+        }
+        self.set_ready(device);
     }
 
-    /// Records `device`'s ready pins, and whether it is among the ready.
+    /// Records whether `device`, whose ready pins are in `ready_masks`, is
+    /// among the ready.
     #[inline]
-    fn set_ready(&mut self, device: usize, mask: u64) {
-        self.ready_masks[device] = mask;
-        let ready = mask != 0;
+    fn set_ready(&mut self, device: usize) {
+        let words = self.words;
+        let ready = self.ready_masks[device * words..(device + 1) * words]
+            .iter()
+            .any(|&w| w != 0);
         let position = self.ready_position[device];
         match (ready, position == NOT_READY) {
             (true, true) => {
@@ -1519,15 +1600,26 @@ impl<'a> Simulator<'a> {
             }
             if choice < self.ready.len() {
                 let device = self.ready[choice] as usize;
-                let mask = self.ready_masks[device];
+                let words = self.words;
+                let mask = &self.ready_masks[device * words..(device + 1) * words];
                 // A random ready pin: the k-th set bit.
-                let mut k = self.random.below(mask.count_ones() as usize);
-                let mut bits = mask;
-                while k > 0 {
-                    bits &= bits - 1;
-                    k -= 1;
+                let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
+                let mut k = self.random.below(count as usize) as u32;
+                let mut pin = 0;
+                for (w, &word) in mask.iter().enumerate() {
+                    let here = word.count_ones();
+                    if k >= here {
+                        k -= here;
+                        continue;
+                    }
+                    let mut bits = word;
+                    while k > 0 {
+                        bits &= bits - 1;
+                        k -= 1;
+                    }
+                    pin = w * 64 + bits.trailing_zeros() as usize;
+                    break;
                 }
-                let pin = bits.trailing_zeros() as usize;
                 self.send(device, pin)?;
             } else {
                 let message = self.in_flight.swap_remove(choice - self.ready.len());

@@ -173,3 +173,35 @@ fn idx_and_info_simulate_as_before_under_both_engines() {
     }
     assert_eq!(checked, 15, "the fixture's runs");
 }
+
+/// A set device type with more output pins (74) than one 64-bit ready mask
+/// holds. E802 keeps a graph for POETS to 32, so `op2 run` and `op2
+/// simulate` refuse this program, but the simulator does not rely on it:
+/// the library simulates the graph under both engines alike, to the
+/// reference's numbers, with both controllers and several seeds (a pin
+/// aliased onto another, as `1 << pin` in a u64 did, sends the wrong
+/// message or never sends).
+#[test]
+fn a_device_type_with_more_than_64_output_pins_simulates_correctly() {
+    let directory = repository().join("server/exec/tests/fixtures");
+    let text = std::fs::read_to_string(directory.join("many_pins.op2")).expect("program");
+    let json = std::fs::read(directory.join("many_pins.instance.json")).expect("instance");
+    for fan_limit in [0, 2] {
+        let case = load("many_pins", &text, &json).with_fan_limit(fan_limit);
+        let widest = case
+            .graph
+            .device_types
+            .iter()
+            .map(|t| t.outputs.len())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            widest > 64,
+            "the widest device type has {widest} output pins"
+        );
+        for seed in [0, 1, 7] {
+            case.assert_engines_simulate_alike(seed, 10);
+            case.assert_agree(seed, op2_exec::Tolerance::default());
+        }
+    }
+}
