@@ -109,13 +109,12 @@ fn number(text: &str) -> u64 {
 
 const ENGINES: [op2_exec::Engine; 2] = [op2_exec::Engine::Interp, op2_exec::Engine::Compiled];
 
-/// The delivery order, and so every final state, is the one the simulator
-/// had before its state became columns and its kernels compiled: the
-/// fixture was recorded by that version (its header says how) for three
+/// The delivery order, and so every final state, is the recorded one: the
+/// fixture (its header says when and how it was recorded) holds three
 /// examples, three fan limits and five seeds, and both engines reproduce
-/// it.
+/// it, so a change of the order is a deliberate one.
 #[test]
-fn the_delivery_order_is_the_one_recorded_before_the_restructuring() {
+fn the_delivery_order_is_the_recorded_one() {
     let mut checked = 0;
     for fields in fixture("simulate_order.txt") {
         let [stem, fan, seed, expected @ ..] = &fields[..] else {
@@ -138,11 +137,10 @@ fn the_delivery_order_is_the_one_recorded_before_the_restructuring() {
 /// `idx` and `INFO` (a float[2] INFO following an int MAX, an int INFO
 /// following a double MIN, extremes that tie, three runs of the loop so
 /// that an aggregator's partial from the run before is still there): both
-/// engines reproduce the order and final state main's simulator had, for
-/// three fan limits and five seeds, and agree with the reference run
-/// exactly.
+/// engines reproduce the recorded order and final state, for three fan
+/// limits and five seeds, and agree with the reference run exactly.
 #[test]
-fn idx_and_info_simulate_as_before_under_both_engines() {
+fn idx_and_info_simulate_as_recorded_under_both_engines() {
     let fixtures = repository().join("server/exec/tests/fixtures");
     let read = |name: &str| std::fs::read(fixtures.join(name)).expect("fixture");
     let text = String::from_utf8(read("simulate_info.op2")).expect("utf-8");
