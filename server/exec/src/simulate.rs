@@ -367,6 +367,13 @@ struct PlanInfo {
     execute_pin: PinBit,
     end_pin: PinBit,
     pins: Vec<(usize, u64)>,
+    /// The word of the ready mask all the invocation's pins are in, when
+    /// they are in one (always when the type has at most 64 pins), and
+    /// their bits there.
+    word: Option<(usize, u64)>,
+    /// The bits of the read sends' and write sends' pins in their words.
+    read_send_bits: Vec<u64>,
+    write_send_bits: Vec<u64>,
     /// A bit per read send and per write send (all set past 31).
     read_mask: u32,
     write_mask: u32,
@@ -567,6 +574,58 @@ fn pin_words(pins: impl IntoIterator<Item = PinBit>) -> Vec<(usize, u64)> {
     words
 }
 
+/// A device's clock in the cost model.
+#[derive(Clone, Copy, Debug, Default)]
+struct Clock {
+    /// The step at which the device is next free.
+    at: u64,
+    /// Steps it spent handling messages and sends.
+    busy: u64,
+}
+
+/// The index of the `k`-th set bit (from 0) of `mask`, bit `b` of word `w`
+/// being `64w + b`; 0 when there are not that many.
+#[inline]
+fn kth_set_bit(mask: &[u64], mut k: u32) -> usize {
+    for (w, &word) in mask.iter().enumerate() {
+        let here = word.count_ones();
+        if k >= here {
+            k -= here;
+            continue;
+        }
+        let mut bits = word;
+        while k > 0 {
+            bits &= bits - 1;
+            k -= 1;
+        }
+        return w * 64 + bits.trailing_zeros() as usize;
+    }
+    0
+}
+
+/// The edges of a send's output pin and the step the send leaves at.
+#[derive(Clone, Copy)]
+struct Fan {
+    start: usize,
+    end: usize,
+    sent_at: u64,
+}
+
+impl Fan {
+    fn deliveries(self) -> u32 {
+        u32::try_from(self.end - self.start).unwrap_or(u32::MAX)
+    }
+}
+
+/// A payload's id in the pool, or the error of a full pool.
+fn stored(id: Result<u32, store::Full>) -> Result<u32, SimulationError> {
+    id.map_err(|_| {
+        SimulationError::Assertion(
+            "more than 134217728 messages of one size in flight: too many to simulate".to_owned(),
+        )
+    })
+}
+
 /// A bit per send, all of them past 31.
 fn send_mask(sends: usize) -> u32 {
     if sends >= 32 {
@@ -577,6 +636,54 @@ fn send_mask(sends: usize) -> u32 {
 }
 
 impl PlanInfo {
+    /// The ready output pins of an element in state `s` of this
+    /// invocation, as bits of the one word of the ready mask its pins are
+    /// in (`PlanInfo::word`): [`PlanInfo::ready`] when that word is all.
+    #[inline]
+    fn ready_in_word(&self, s: &Progress) -> u64 {
+        if !s.in_progress {
+            return 0;
+        }
+        let pins = |mask: u32, pins: &[u64]| -> u64 {
+            let mut ready = 0;
+            let mut bits = mask;
+            while bits != 0 {
+                if let Some(pin) = pins.get(bits.trailing_zeros() as usize) {
+                    ready |= pin;
+                }
+                bits &= bits - 1;
+            }
+            ready
+        };
+        let mut mask = pins(s.read_send_mask, &self.read_send_bits)
+            | pins(s.write_send_mask, &self.write_send_bits);
+        if s.read_recv_count == s.read_total {
+            mask |= self.execute_pin.bit;
+        }
+        if s.read_send_mask == 0 && s.write_send_mask == 0 && s.write_recv_count == s.write_total {
+            mask |= self.end_pin.bit;
+        }
+        mask
+    }
+
+    /// Recomputes this invocation's ready pins of `device` (in state `s`)
+    /// in `masks` (`words` words per device); the device's other pins stay.
+    #[inline(always)]
+    fn refresh(&self, s: &Progress, masks: &mut [u64], words: usize, device: usize) {
+        if let Some((word, bits)) = self.word {
+            let mask = &mut masks[device * words + word];
+            *mask = (*mask & !bits) | self.ready_in_word(s);
+        } else {
+            let mask = &mut masks[device * words..(device + 1) * words];
+            for &(word, bits) in &self.pins {
+                if let Some(word) = mask.get_mut(word) {
+                    *word &= !bits;
+                }
+            }
+            self.ready(s, mask);
+        }
+    }
+
     /// Sets in `mask` (a device's ready mask) the ready output pins of an
     /// element in state `s` of this invocation (the generated
     /// `ReadyToSend`, this invocation's part).
@@ -782,8 +889,9 @@ struct Simulator<'a> {
     /// Per device: the index in `pin_ends` of its output pin 0; then the
     /// number of output pins of all devices.
     pin_base: Vec<u32>,
-    /// Per output pin of every device, in device order: the end of its
-    /// edges in `edges` (each starts where the one before ends).
+    /// 0, then per output pin of every device, in device order: the end
+    /// of its edges in `edges` (each starts where the one before ends, at
+    /// the entry before its own).
     pin_ends: Vec<u32>,
     /// Destinations: (device, input pin), grouped by source device and
     /// output pin, in the topology's order.
@@ -800,11 +908,8 @@ struct Simulator<'a> {
     /// devices, invocation by invocation.
     first_aggregator: usize,
     aggregators: Vec<Aggregator>,
-    /// The cost model's clock of each device: the step at which it is next
-    /// free.
-    clocks: Vec<u64>,
-    /// Steps each device spent handling messages and sends.
-    busy: Vec<u64>,
+    /// The cost model's clock of each device.
+    clocks: Vec<Clock>,
     /// The cost model's record per invocation.
     costs: Vec<InvocationCost>,
     /// When the controller started the current invocation.
@@ -1044,6 +1149,9 @@ impl<'a> Simulator<'a> {
                     execute_pin: PinBit::default(),
                     end_pin: PinBit::default(),
                     pins: Vec::new(),
+                    word: None,
+                    read_send_bits: Vec::new(),
+                    write_send_bits: Vec::new(),
                     read_mask: 0,
                     write_mask: 0,
                 };
@@ -1067,6 +1175,12 @@ impl<'a> Simulator<'a> {
                         .copied()
                         .chain([info.execute_pin, info.end_pin]),
                 );
+                info.read_send_bits = info.read_send_pins.iter().map(|p| p.bit).collect();
+                info.write_send_bits = info.write_send_pins.iter().map(|p| p.bit).collect();
+                info.word = match info.pins[..] {
+                    [one] => Some(one),
+                    _ => None,
+                };
                 info.read_mask = send_mask(info.read_sends.len());
                 info.write_mask = send_mask(info.write_sends.len());
                 inputs[info.begin_in] = Input::Begin(index);
@@ -1344,6 +1458,8 @@ impl<'a> Simulator<'a> {
                 *at += 1;
             }
         });
+        // Pin `at`'s edges are `pin_ends[at]..pin_ends[at + 1]`.
+        pin_ends.insert(0, 0);
 
         let controller = Controller {
             program: compile_controller(&program, graph),
@@ -1412,8 +1528,7 @@ impl<'a> Simulator<'a> {
             controller,
             first_aggregator,
             aggregators,
-            clocks: vec![0; device_count],
-            busy: vec![0; device_count],
+            clocks: vec![Clock::default(); device_count],
             costs: vec![InvocationCost::default(); graph.invocations.len()],
             invocation_start: 0,
             kernels,
@@ -1532,6 +1647,13 @@ impl<'a> Simulator<'a> {
     }
 
     fn update_ready(&mut self, device: usize) {
+        if self.words == 1 {
+            let mut mask = [0];
+            self.ready_pins(device, &mut mask);
+            self.ready_masks[device] = mask[0];
+            self.set_ready(device);
+            return;
+        }
         let mut mask = std::mem::take(&mut self.mask_scratch);
         self.ready_pins(device, &mut mask);
         let words = self.words;
@@ -1545,16 +1667,18 @@ impl<'a> Simulator<'a> {
     #[inline]
     fn update_plan_ready(&mut self, device: usize, t: usize, p: usize, e: usize) {
         let plan = &self.types[t].plans[p];
-        let words = self.words;
-        let mask = &mut self.ready_masks[device * words..(device + 1) * words];
-        for &(word, bits) in &plan.pins {
-            if let Some(word) = mask.get_mut(word) {
-                *word &= !bits;
-            }
-        }
-        plan.ready(&self.columns[t].plans[p].progress[e], mask);
+        let progress = &self.columns[t].plans[p].progress[e];
+        plan.refresh(progress, &mut self.ready_masks, self.words, device);
+        self.plan_ready_updated(device);
+    }
+
+    /// After [`PlanInfo::refresh`] of `device`'s pins: checks them (in
+    /// debug builds) and records whether it is ready.
+    #[inline(always)]
+    fn plan_ready_updated(&mut self, device: usize) {
         #[cfg(debug_assertions)]
         {
+            let words = self.words;
             let mut full = vec![0; words];
             self.ready_pins(device, &mut full);
             debug_assert_eq!(
@@ -1568,12 +1692,16 @@ impl<'a> Simulator<'a> {
 
     /// Records whether `device`, whose ready pins are in `ready_masks`, is
     /// among the ready.
-    #[inline]
+    #[inline(always)]
     fn set_ready(&mut self, device: usize) {
         let words = self.words;
-        let ready = self.ready_masks[device * words..(device + 1) * words]
-            .iter()
-            .any(|&w| w != 0);
+        let ready = if words == 1 {
+            self.ready_masks[device] != 0
+        } else {
+            self.ready_masks[device * words..(device + 1) * words]
+                .iter()
+                .any(|&w| w != 0)
+        };
         let position = self.ready_position[device];
         match (ready, position == NOT_READY) {
             (true, true) => {
@@ -1612,22 +1740,8 @@ impl<'a> Simulator<'a> {
                 let mask = &self.ready_masks[device * words..(device + 1) * words];
                 // A random ready pin: the k-th set bit.
                 let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
-                let mut k = self.random.below(count as usize) as u32;
-                let mut pin = 0;
-                for (w, &word) in mask.iter().enumerate() {
-                    let here = word.count_ones();
-                    if k >= here {
-                        k -= here;
-                        continue;
-                    }
-                    let mut bits = word;
-                    while k > 0 {
-                        bits &= bits - 1;
-                        k -= 1;
-                    }
-                    pin = w * 64 + bits.trailing_zeros() as usize;
-                    break;
-                }
+                let k = self.random.below(count as usize) as u32;
+                let pin = kth_set_bit(mask, k);
                 self.send(device, pin)?;
             } else {
                 let message = self.in_flight.swap_remove(choice - self.ready.len());
@@ -1681,14 +1795,15 @@ impl<'a> Simulator<'a> {
                 (plan.name.clone(), period)
             });
         let critical = self
-            .busy
+            .clocks
             .iter()
+            .map(|clock| clock.busy)
             .enumerate()
-            .max_by_key(|(_, busy)| **busy)
-            .map(|(device, busy)| (self.device_name(device), *busy));
+            .max_by_key(|(_, busy)| *busy)
+            .map(|(device, busy)| (self.device_name(device), busy));
         Cost {
             fan_limit: self.graph.fan_limit,
-            makespan: self.clocks.iter().copied().max().unwrap_or(0),
+            makespan: self.clocks.iter().map(|clock| clock.at).max().unwrap_or(0),
             invocations,
             iteration,
             critical,
@@ -1806,27 +1921,26 @@ impl<'a> Simulator<'a> {
     #[inline]
     fn charge_receive(&mut self, device: usize, arrival: u64) {
         let clock = &mut self.clocks[device];
-        *clock = (*clock).max(arrival) + 1;
-        self.busy[device] += 1;
+        clock.at = clock.at.max(arrival) + 1;
+        clock.busy += 1;
     }
 
     /// The cost model: a handler that takes `steps` steps of the device.
     #[inline]
     fn charge(&mut self, device: usize, steps: u64) {
-        self.clocks[device] += steps;
-        self.busy[device] += steps;
+        let clock = &mut self.clocks[device];
+        clock.at += steps;
+        clock.busy += steps;
     }
 
     /// The range of the edges of `device`'s output pin `pin` in `edges`.
     #[inline]
     fn fan(&self, device: usize, pin: usize) -> (usize, usize) {
         let at = self.pin_base[device] as usize + pin;
-        let start = if at == 0 {
-            0
-        } else {
-            self.pin_ends[at - 1] as usize
-        };
-        (start, self.pin_ends[at] as usize)
+        match self.pin_ends.get(at..at + 2) {
+            Some(&[start, end]) => (start as usize, end as usize),
+            _ => (0, 0),
+        }
     }
 
     /// The types of a payload's components, one per component.
@@ -1838,6 +1952,26 @@ impl<'a> Simulator<'a> {
         }
     }
 
+    /// Starts a send on `device`'s output pin `pin`: charges the sender a
+    /// step per edge and returns the pin's edges and the step the send
+    /// leaves at, or `None` when the pin has no edges.
+    #[inline]
+    fn fan_out(&mut self, device: usize, pin: usize) -> Option<Fan> {
+        let (start, end) = self.fan(device, pin);
+        // One step per edge: the sender emits a packet per destination, and
+        // packet i can be handled one step after it left.
+        let steps = ((end - start) as u64).max(1);
+        let clock = &mut self.clocks[device];
+        let sent_at = clock.at;
+        clock.at += steps;
+        clock.busy += steps;
+        (start != end).then_some(Fan {
+            start,
+            end,
+            sent_at,
+        })
+    }
+
     /// Sends `payload` on `device`'s output pin `pin`: one delivery per
     /// edge.
     fn deliver(
@@ -1845,21 +1979,38 @@ impl<'a> Simulator<'a> {
         device: usize,
         pin: usize,
         plan: usize,
-        payload: &mut [u64],
+        payload: &[u64],
         types: PayloadTypes,
     ) -> Result<(), SimulationError> {
-        let (start, end) = self.fan(device, pin);
-        // One step per edge: the sender emits a packet per destination, and
-        // packet i can be handled one step after it left.
-        let sent_at = self.clocks[device];
-        self.charge(device, ((end - start) as u64).max(1));
-        if start == end {
+        let Some(fan) = self.fan_out(device, pin) else {
             return Ok(());
-        }
+        };
+        let id = stored(self.payloads.store(payload, fan.deliveries()))?;
+        self.post(fan, plan, id, payload.len(), types)
+    }
+
+    /// Finishes a send whose payload (`length` slots) the pool holds as
+    /// `id`, stored for `fan`'s deliveries: perturbs it when asked, counts
+    /// it and puts one message per edge in flight.
+    #[inline]
+    fn post(
+        &mut self,
+        fan: Fan,
+        plan: usize,
+        id: u32,
+        length: usize,
+        types: PayloadTypes,
+    ) -> Result<(), SimulationError> {
+        let Fan {
+            start,
+            end,
+            sent_at,
+        } = fan;
         if let Some(target) = self.perturb {
-            let types = self.payload_types(types, payload.len());
+            let types = self.payload_types(types, length);
             if types.iter().any(|ty| ty.is_floating()) {
                 if self.floating_sent == target {
+                    let payload = &mut self.payloads.get_mut(id)[..length];
                     for (slot, ty) in payload.iter_mut().zip(types) {
                         if let Value::Double(x) = from_slot(*slot, ty) {
                             *slot = to_slot(Value::Double(x * (1.0 + PERTURBATION)));
@@ -1873,13 +2024,6 @@ impl<'a> Simulator<'a> {
                 self.floating_sent += 1;
             }
         }
-        let deliveries = u32::try_from(end - start).unwrap_or(u32::MAX);
-        let id = self.payloads.store(payload, deliveries).map_err(|_| {
-            SimulationError::Assertion(
-                "more than 134217728 messages of one size in flight: too many to simulate"
-                    .to_owned(),
-            )
-        })?;
         self.statistics.total.sent += 1;
         self.statistics.invocations[plan].1.sent += 1;
         let delivered = (end - start) as u64;
@@ -1910,7 +2054,7 @@ impl<'a> Simulator<'a> {
         let mut payload = std::mem::take(&mut self.outgoing);
         payload.clear();
         fill(self, &mut payload);
-        let result = self.deliver(device, pin, plan, &mut payload, types);
+        let result = self.deliver(device, pin, plan, &payload, types);
         self.outgoing = payload;
         result
     }
@@ -1934,7 +2078,7 @@ impl<'a> Simulator<'a> {
             let mut payload = std::mem::take(&mut self.outgoing);
             payload.clear();
             payload.extend(values.iter().map(|v| to_slot(*v)));
-            let result = self.deliver(device, pin, plan, &mut payload, types);
+            let result = self.deliver(device, pin, plan, &payload, types);
             self.outgoing = payload;
             result?;
             self.update_ready(device);
@@ -1956,20 +2100,26 @@ impl<'a> Simulator<'a> {
                 // Send `dat_D` once; the edges fan it out.
                 let dat = self.types[t].plans[p].read_sends[bit].0.index();
                 self.columns[t].plans[p].progress[e].read_send_mask &= !(1 << bit);
-                let ty = PayloadTypes::Uniform(self.dats[dat].ty);
-                self.deliver_with(device, pin, plan_index, ty, |this, payload| {
-                    payload.extend_from_slice(this.dats[dat].row(e));
-                })?;
+                // The row goes straight into the pool's record.
+                if let Some(fan) = self.fan_out(device, pin) {
+                    let row = self.dats[dat].row(e);
+                    let id = stored(self.payloads.store(row, fan.deliveries()))?;
+                    let ty = PayloadTypes::Uniform(self.dats[dat].ty);
+                    self.post(fan, plan_index, id, row.len(), ty)?;
+                }
             }
             (1, _) => self.execute(device, t, p, index)?,
             (2, bit) => {
                 let arg = self.types[t].plans[p].write_sends[bit].0;
                 let buffer = self.types[t].plans[p].arg_store[arg];
                 self.columns[t].plans[p].progress[e].write_send_mask &= !(1 << bit);
-                let ty = PayloadTypes::Uniform(self.columns[t].plans[p].buffers[buffer].ty);
-                self.deliver_with(device, pin, plan_index, ty, |this, payload| {
-                    payload.extend_from_slice(this.columns[t].plans[p].buffers[buffer].row(e));
-                })?;
+                if let Some(fan) = self.fan_out(device, pin) {
+                    let column = &self.columns[t].plans[p].buffers[buffer];
+                    let row = column.row(e);
+                    let id = stored(self.payloads.store(row, fan.deliveries()))?;
+                    let (length, ty) = (row.len(), PayloadTypes::Uniform(column.ty));
+                    self.post(fan, plan_index, id, length, ty)?;
+                }
             }
             _ => {
                 // End: the partial reductions, or identities where the kernel
@@ -2276,18 +2426,25 @@ impl<'a> Simulator<'a> {
         let read_mask = info.read_mask;
         let iterates = info.iterates;
         let columns = &mut self.columns[t];
-        {
-            let state = &mut columns.plans[p].progress[e];
-            if !state.in_progress {
-                state.in_progress = true;
-                state.read_send_mask = read_mask;
-            }
+        let plan_columns = &mut columns.plans[p];
+        let state = &mut plan_columns.progress[e];
+        if !state.in_progress {
+            state.in_progress = true;
+            state.read_send_mask = read_mask;
         }
+        match input {
+            Input::Begin(_) | Input::ReadRecv { .. } => state.read_recv_count += 1,
+            Input::WriteRecv { .. } => state.write_recv_count += 1,
+        }
+        let over =
+            state.read_recv_count > state.read_total || state.write_recv_count > state.write_total;
+        // Only this invocation's pins can have changed.
+        info.refresh(state, &mut self.ready_masks, self.words, device);
         match input {
             Input::Begin(_) => {
                 if iterates {
                     let plan = &self.graph.invocations[plan_index];
-                    let pads = &self.types[t].plans[p].begin_pads;
+                    let pads = &info.begin_pads;
                     let mut offset = 0;
                     for (global, pad) in plan.begin_globals.iter().zip(pads) {
                         let dimension = self.program.globals[global.index()].ty.dimension as usize;
@@ -2299,14 +2456,11 @@ impl<'a> Simulator<'a> {
                         offset += dimension;
                     }
                 }
-                columns.plans[p].progress[e].read_recv_count += 1;
             }
             Input::ReadRecv { buffer, .. } => {
-                let state = &mut columns.plans[p];
-                let row = state.buffers[buffer].row_mut(e);
+                let row = plan_columns.buffers[buffer].row_mut(e);
                 let width = row.len();
                 row.copy_from_slice(&payload[..width]);
-                state.progress[e].read_recv_count += 1;
             }
             Input::WriteRecv { dat, add, .. } => {
                 let column = &mut self.dats[dat.index()];
@@ -2318,17 +2472,15 @@ impl<'a> Simulator<'a> {
                 } else {
                     stored.copy_from_slice(&payload[..width]);
                 }
-                columns.plans[p].progress[e].write_recv_count += 1;
             }
         }
-        let state = &columns.plans[p].progress[e];
-        if state.read_recv_count > state.read_total || state.write_recv_count > state.write_total {
+        if over {
             return Err(self.assertion(
                 device,
                 "more messages arrived than the device's count properties allow",
             ));
         }
-        self.update_plan_ready(device, t, p, e);
+        self.plan_ready_updated(device);
         Ok(())
     }
 
@@ -2403,7 +2555,7 @@ impl<'a> Simulator<'a> {
         }
         // Begin of the invocation at graph position pin - 1.
         let plan_index = pin - 1;
-        self.invocation_start = self.clocks[0];
+        self.invocation_start = self.clocks[0].at;
         let cost = &mut self.costs[plan_index];
         cost.first_begin.get_or_insert(self.invocation_start);
         cost.last_begin = self.invocation_start;
@@ -2492,7 +2644,7 @@ impl<'a> Simulator<'a> {
 
     /// The cost model: the invocation at `plan_index` ended now.
     fn invocation_done(&mut self, plan_index: usize) {
-        let span = self.clocks[0] - self.invocation_start;
+        let span = self.clocks[0].at - self.invocation_start;
         let cost = &mut self.costs[plan_index];
         cost.runs += 1;
         cost.total += span;

@@ -165,6 +165,13 @@ impl Payloads {
         &self.classes[class].slots[index * width..(index + 1) * width]
     }
 
+    /// The slots of payload `id`, to change before its first delivery.
+    pub fn get_mut(&mut self, id: u32) -> &mut [u64] {
+        let (class, index) = Self::locate(id);
+        let width = 1usize << class;
+        &mut self.classes[class].slots[index * width..(index + 1) * width]
+    }
+
     /// One delivery of payload `id` is done with it.
     #[inline]
     pub fn release(&mut self, id: u32) {
