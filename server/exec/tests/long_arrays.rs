@@ -158,3 +158,78 @@ fn long_arguments_run_and_simulate_alike_under_both_engines() {
         }
     }
 }
+
+/// Five locals of 65,536 doubles: 2.5 MiB of arrays, more than a pool
+/// thread's stack (a review found `op2 run --threads 2` and `op2 simulate`
+/// dying with SIGSEGV on this shape). The compiled engine declines the
+/// kernel, the interpreter runs it, and nothing else changes.
+const BIG_FRAME: &str = "\
+set cells;
+
+dat q: double on cells;
+
+kernel big(double *q) {
+    double a[65536];
+    double b[65536];
+    double c[65536];
+    double d[65536];
+    double e[65536];
+    a[65535] = *q;
+    b[1] = a[65535] + 1.0;
+    c[2] = b[1] * 2.0;
+    d[3] = c[2] - 1.0;
+    e[65534] = d[3] + a[7];
+    *q = e[65534];
+}
+
+main {
+    par_loop big over cells (q RW);
+    print(\"%g\", 1.0);
+}
+";
+
+#[test]
+fn arrays_past_the_frame_limit_run_interpreted() {
+    let json = r#"{"sets":{"cells":4},"dats":{"q":[1.5,2.5,3.5,4.5]}}"#;
+    let case = load("big_frame.op2", BIG_FRAME, json.as_bytes());
+    let mut output = String::new();
+    let state = op2_exec::State::new(&case.analysis.program, &case.data);
+    let mut sink = |text: &str| output.push_str(text);
+    let reference = op2_exec::Reference::new(&case.analysis, state, &mut sink)
+        .with_engine(op2_exec::Engine::Compiled)
+        .with_threads(2);
+    let reason = reference
+        .fallback()
+        .expect("the compiled engine declines")
+        .to_owned();
+    assert!(reason.contains("bytes of stack"), "{reason}");
+    let state = reference.run(u64::MAX).expect("the interpreter runs it");
+    let q = case
+        .analysis
+        .program
+        .dats
+        .iter()
+        .position(|d| d.name == "q")
+        .expect("the dat exists");
+    let expected: Vec<Value> = [1.5, 2.5, 3.5, 4.5]
+        .iter()
+        .map(|x| Value::Double((x + 1.0) * 2.0 - 1.0))
+        .collect();
+    assert_eq!(state.dats[q], expected);
+    // The simulator's compiled handlers decline it the same way.
+    let (_, _, statistics) = case
+        .simulate(op2_exec::simulate::Options {
+            seed: 3,
+            max_iterations: 10,
+            ..Default::default()
+        })
+        .expect("the simulation runs");
+    assert!(
+        statistics
+            .interpreted
+            .iter()
+            .any(|r| r.contains("bytes of stack")),
+        "{:?}",
+        statistics.interpreted
+    );
+}

@@ -38,6 +38,16 @@ pub(crate) fn new_module() -> Result<JITModule, String> {
     flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
     // Position-dependent code: the JIT places it itself.
     flags.set("is_pic", "false").map_err(|e| e.to_string())?;
+    // A frame larger than a page touches each page in turn, so that even a
+    // frame past the end of a thread's stack meets its guard page (a clean
+    // stack overflow) instead of memory beyond it. `compile::MAX_FRAME`
+    // keeps frames far below any thread's stack; this is the second line.
+    flags
+        .set("enable_probestack", "true")
+        .map_err(|e| e.to_string())?;
+    flags
+        .set("probestack_strategy", "inline")
+        .map_err(|e| e.to_string())?;
     let isa = cranelift_native::builder()
         .map_err(|e| format!("no code generator for this machine: {e}"))?
         .finish(settings::Flags::new(flags))

@@ -152,6 +152,13 @@ enum Storage {
 /// Cranelift's SSA construction quadratic: minutes for one kernel.)
 const UNROLLED: usize = 16;
 
+/// The most stack the arrays of one compiled function may take (256 KiB):
+/// a loop runs on the caller's thread or on a pool thread with a 2 MiB
+/// stack (`native::mod`), so a larger frame could overrun it. A kernel
+/// whose parameters and locals need more is not compiled; the interpreter,
+/// which keeps them on the heap, runs the program.
+pub(crate) const MAX_FRAME: usize = 256 << 10;
+
 /// A component of an array while code is generated: its index as a value,
 /// and as a number when it is known at compile time (an unrolled step).
 #[derive(Clone, Copy)]
@@ -314,6 +321,41 @@ fn start_function<'a, 'f>(
     #[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
     let lengths: Vec<i32> = cx.set_sizes.iter().map(|&n| n as i32).collect();
     let (computed_params, computed_locals) = computed_indices(body, args.len());
+    // Arrays that live on the stack (`new_array`), with the `INFO` starts
+    // of `compile_loop`, must fit a frame that every thread running
+    // compiled code has room for.
+    let on_stack = |ty: ScalarType, length: usize, computed: bool| {
+        if computed || length > UNROLLED {
+            length.saturating_mul(size_of(ty))
+        } else {
+            0
+        }
+    };
+    let frame = args
+        .iter()
+        .enumerate()
+        .map(|(k, arg)| {
+            let length = arg.ty.dimension as usize;
+            let info = if matches!(arg.kind, ArgKind::Info { .. }) {
+                on_stack(arg.ty.scalar, length, false)
+            } else {
+                0
+            };
+            on_stack(arg.ty.scalar, length, computed_params[k]).saturating_add(info)
+        })
+        .chain(body.locals.iter().enumerate().map(|(k, local)| {
+            on_stack(
+                local.ty,
+                local.dimension.unwrap_or(1) as usize,
+                computed_locals[k],
+            )
+        }))
+        .fold(0usize, usize::saturating_add);
+    if frame > MAX_FRAME {
+        return Err(format!(
+            "the kernel's arrays need {frame} bytes of stack, more than the compiled engine's {MAX_FRAME}"
+        ));
+    }
 
     let mut b = FunctionBuilder::new(function, builder_context);
     let entry = b.create_block();

@@ -49,6 +49,10 @@ pub(crate) struct Native {
 /// The most threads a run uses (a larger request gets this many).
 pub(crate) const MAX_THREADS: usize = 1024;
 
+/// The stack of each thread of `--threads`' pool (4 MiB): room for a
+/// compiled loop's frame (at most `compile::MAX_FRAME`) many times over.
+const POOL_STACK: usize = 4 << 20;
+
 /// Running loops on several threads.
 #[derive(Debug)]
 struct Threads {
@@ -217,6 +221,9 @@ impl Native {
         let Ok(pool) = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|k| format!("op2-run-{k}"))
+            // Not `RUST_MIN_STACK`'s, whatever it is: compiled loops may use
+            // up to `compile::MAX_FRAME` of it.
+            .stack_size(POOL_STACK)
             .build()
         else {
             return 1;
