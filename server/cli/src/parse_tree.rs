@@ -19,7 +19,10 @@ pub fn run(path: &Path) -> Result<Outcome> {
     out.flush()?;
     if let Some(cut) = parse.stopped_at() {
         // The tree holds the text before that line only (E002).
-        let line = source.text[..cut].matches('\n').count() + 1;
+        // Lines as the editors and E002 count them (`\n`, `\r\n` or a lone `\r`).
+        let index = op2_syntax::LineIndex::new(&source.text);
+        let at = u32::try_from(cut).unwrap_or(u32::MAX);
+        let line = index.line_col(at, op2_syntax::Encoding::Utf8).line + 1;
         writeln!(
             io::stderr().lock(),
             "error[E002]: {}:{line}: the parser gave up here; the tree above ends at this line",

@@ -47,6 +47,25 @@ fn check_reports_where_parsing_of_a_run_of_errors_stopped() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("error[E002]: broken.op2:"), "{stderr}");
+    // Lines that end in a lone `\r` are counted as lines too.
+    let text = synth::broken_statement_lines(6_000).replace('\n', "\r");
+    let file = scratch.file("broken_cr.op2", text);
+    let output = scratch
+        .op2(&["parse", file])
+        .timeout(GENEROUS)
+        .output()
+        .expect("op2 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let line: usize = stderr
+        .split("error[E002]: broken_cr.op2:")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("E002 with a line: {stderr}"));
+    assert!(
+        line > 3,
+        "the give-up is past the kernel's head: line {line}"
+    );
 }
 
 #[test]

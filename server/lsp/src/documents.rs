@@ -227,7 +227,9 @@ impl Clone for OpenDocument {
     /// original's jobs.
     fn clone(&self) -> OpenDocument {
         OpenDocument {
-            id: self.id,
+            // Its own id too: a parse of the copy is never put back into
+            // the original.
+            id: next_id(),
             version: self.version,
             rope: self.rope.clone(),
             limit: self.limit,
@@ -238,6 +240,12 @@ impl Clone for OpenDocument {
             pending: self.pending.clone(),
         }
     }
+}
+
+/// A number no other opening or copy of a document has had.
+fn next_id() -> u64 {
+    static OPENED: AtomicU64 = AtomicU64::new(0);
+    OPENED.fetch_add(1, Ordering::Relaxed)
 }
 
 /// What [`OpenDocument::latest`] holds once the document is closed.
@@ -290,9 +298,8 @@ impl OpenDocument {
     /// A document opened with `text` whose parses stop at `limit` (tests
     /// choose [`ParseLimit::Checks`] to give up at a known place).
     pub fn with_limit(text: &str, version: i32, limit: ParseLimit) -> OpenDocument {
-        static OPENED: AtomicU64 = AtomicU64::new(0);
         OpenDocument {
-            id: OPENED.fetch_add(1, Ordering::Relaxed),
+            id: next_id(),
             version,
             rope: Rope::from_str(text),
             limit,
@@ -655,6 +662,14 @@ mod tests {
         assert!(!reopened.install(job.run(&|| false).expect("never cancelled")));
         assert_fresh(&reopened.parsed(), "set f;\n");
         assert!(!open.starts_with("set e;\n and more"));
+        // Nor is a job of a copy, edited apart from the original.
+        let mut copy = open.clone();
+        copy.apply_changes(vec![whole("set g;\n")], 10, encoding);
+        let Snapshot::Job(job) = copy.parse_job() else {
+            panic!("the copy's version 10 is not parsed yet")
+        };
+        assert!(!open.install(job.run(&|| false).expect("never cancelled")));
+        assert_fresh(&open.parsed(), "// y\nset e;\n");
     }
 
     #[test]
