@@ -3,6 +3,8 @@
 //! computed, implicit conversions made explicit, and the diagnostics that
 //! belong to names and types in bodies (E101, E103, E203, E508, E601, E602).
 
+use std::cell::OnceCell;
+
 use op2_syntax::ast::{self, BinaryOp, ForInit, NodeText, ScalarType, Stmt as AstStmt, UnaryOp};
 use op2_syntax::literal::{FloatValue, IntValue};
 use op2_syntax::{Code, Diagnostic, FileId, Location, TextRange};
@@ -13,6 +15,7 @@ use crate::hir::{
     StmtKind, Var,
 };
 use crate::model::{ConstId, ElementType, InvocationId, Param, SetId, Symbol};
+use crate::suggest::{Names, Search};
 use crate::value::{self, Value};
 
 /// Deepest nesting of statements and expressions lowered. Deeper code is
@@ -86,6 +89,46 @@ pub(crate) struct Env<'a> {
     pub names: &'a FxHashMap<String, Symbol>,
     pub const_types: &'a [ElementType],
     pub global_types: &'a [ElementType],
+    /// The consts, indexed for suggestions at the first unknown name.
+    consts_index: OnceCell<Names>,
+    /// The consts and globals, indexed likewise.
+    values_index: OnceCell<Names>,
+}
+
+impl<'a> Env<'a> {
+    pub fn new(
+        names: &'a FxHashMap<String, Symbol>,
+        const_types: &'a [ElementType],
+        global_types: &'a [ElementType],
+    ) -> Env<'a> {
+        Env {
+            names,
+            const_types,
+            global_types,
+            consts_index: OnceCell::new(),
+            values_index: OnceCell::new(),
+        }
+    }
+
+    /// The names a suggestion picks from: the consts, and in `main` the
+    /// globals too.
+    fn suggestions(&self, with_globals: bool) -> &Names {
+        let (cell, fits): (_, fn(&Symbol) -> bool) = if with_globals {
+            (&self.values_index, |s| {
+                matches!(s, Symbol::Const(_) | Symbol::Global(_))
+            })
+        } else {
+            (&self.consts_index, |s| matches!(s, Symbol::Const(_)))
+        };
+        cell.get_or_init(|| {
+            Names::new(
+                self.names
+                    .iter()
+                    .filter(|(_, s)| fits(s))
+                    .map(|(n, _)| n.as_str()),
+            )
+        })
+    }
 }
 
 /// Where a body sits, which decides what its names may refer to.
@@ -736,23 +779,26 @@ impl<'a, 't> Lowerer<'a, 't> {
     /// E101 with a suggestion among the names visible here.
     fn unknown_name(&mut self, name: &str, range: TextRange) {
         self.lookups.listed = true;
-        let mut visible: Vec<&str> = self.scopes.iter().flatten().map(|(n, _)| *n).collect();
-        if let Context::Kernel { params } = self.context {
-            visible.extend(params.iter().map(|p| p.name.as_str()));
-        }
-        visible.extend(self.env.names.iter().filter_map(|(n, symbol)| {
-            let fits = matches!(
-                (symbol, &self.context),
-                (Symbol::Const(_), _) | (Symbol::Global(_), Context::Main)
-            );
-            fits.then_some(n.as_str())
-        }));
+        // The nearest locals first, then the parameters; each source is
+        // measured a bounded number of names (see `suggest`).
+        let mut search = Search::new(name);
+        let locals = self.scopes.iter().rev().flat_map(|s| s.iter().rev());
+        let params = match self.context {
+            Context::Kernel { params } => params,
+            _ => &[],
+        };
+        search.among(
+            locals
+                .map(|(n, _)| *n)
+                .chain(params.iter().map(|p| p.name.as_str())),
+        );
+        search.in_index(self.env.suggestions(matches!(self.context, Context::Main)));
         let mut diagnostic = Diagnostic::new(
             Code::E101,
             self.location(range),
             format!("cannot find `{name}` in this scope"),
         );
-        match crate::suggest::closest(name, visible) {
+        match search.best() {
             Some(similar) => {
                 diagnostic = diagnostic
                     .with_label(format!("a name with a similar name exists: `{similar}`"))

@@ -22,6 +22,7 @@ use crate::model::{
     Const, ConstId, Dat, DatId, ElementType, File, Global, GlobalId, InitialValue, InvocationId,
     Kernel, KernelId, Map, MapId, Param, Program, Set, SetId, Symbol,
 };
+use crate::suggest::{Names, Search};
 use crate::value::Value;
 use crate::{Cancelled, Loader, Options};
 
@@ -108,15 +109,12 @@ pub(crate) fn build(
         diagnostics: &mut diagnostics,
         files: &files,
         names: &names,
+        suggestions: FxHashMap::default(),
     };
     resolver.resolve_declarations(&items);
     let const_types: Vec<ElementType> = resolver.program.consts.iter().map(|c| c.ty).collect();
     let global_types: Vec<ElementType> = resolver.program.globals.iter().map(|g| g.ty).collect();
-    let env = Env {
-        names: &names,
-        const_types: &const_types,
-        global_types: &global_types,
-    };
+    let env = Env::new(&names, &const_types, &global_types);
     let const_values = resolver.evaluate_consts(&items, &env);
     resolver.initialise_data(&items, &const_values, &env);
     check()?;
@@ -527,6 +525,9 @@ pub(crate) struct Resolver<'p, 'f> {
     diagnostics: &'p mut Vec<Diagnostic>,
     files: &'f [(PathBuf, &'f Parse)],
     names: &'f FxHashMap<String, Symbol>,
+    /// The names of each kind a suggestion picks from (keyed by what the
+    /// diagnostic calls them), indexed at the first unknown name of that kind.
+    suggestions: FxHashMap<&'static str, Names>,
 }
 
 impl<'f> Resolver<'_, 'f> {
@@ -544,25 +545,36 @@ impl<'f> Resolver<'_, 'f> {
     }
 
     /// A close existing name of the wanted kind, for "did you mean".
-    fn suggest(&self, name: &str, wanted: impl Fn(Symbol) -> bool) -> Option<String> {
-        let candidates = self
-            .names
-            .iter()
-            .filter(|(_, s)| wanted(**s))
-            .map(|(n, _)| n.as_str());
-        crate::suggest::closest(name, candidates).map(str::to_owned)
+    fn suggest(
+        &mut self,
+        name: &str,
+        what: &'static str,
+        wanted: impl Fn(Symbol) -> bool,
+    ) -> Option<String> {
+        let names = self.names;
+        let index = self.suggestions.entry(what).or_insert_with(|| {
+            Names::new(
+                names
+                    .iter()
+                    .filter(|(_, s)| wanted(**s))
+                    .map(|(n, _)| n.as_str()),
+            )
+        });
+        let mut search = Search::new(name);
+        search.in_index(index);
+        search.best().map(str::to_owned)
     }
 
     pub(crate) fn unknown(
         &mut self,
         name: &str,
         location: Location,
-        what: &str,
+        what: &'static str,
         wanted: impl Fn(Symbol) -> bool,
     ) {
         let mut diagnostic =
             Diagnostic::new(Code::E101, location, format!("cannot find {what} `{name}`"));
-        if let Some(similar) = self.suggest(name, wanted) {
+        if let Some(similar) = self.suggest(name, what, wanted) {
             diagnostic = diagnostic
                 .with_label(format!("a {what} with a similar name exists: `{similar}`"))
                 .with_fix(Fix {
