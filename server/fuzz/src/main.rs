@@ -2,8 +2,8 @@
 //! inputs. See docs/reliability.md.
 //!
 //! ```text
-//! op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--start I]
-//!          [--slow-secs T] [--hang-secs T] [--memory-mb M] [--full-every N]
+//! op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--from I]
+//!          [--print-cases] [--slow-secs T] [--hang-secs T] [--memory-mb M] [--full-every N]
 //! op2-fuzz --seed S --case I          run one case of a campaign again
 //! op2-fuzz replay PATH...             run saved inputs (files or folders)
 //! ```
@@ -43,6 +43,8 @@ struct Settings {
     memory_mb: u64,
     files: Vec<PathBuf>,
     quiet: bool,
+    /// Print each case's index, fingerprint and how far it went.
+    print_cases: bool,
     tame: bool,
     /// One program case in this many goes on to build, run and simulate.
     full_every: u64,
@@ -63,6 +65,7 @@ impl Default for Settings {
             memory_mb: 4096,
             files: Vec::new(),
             quiet: false,
+            print_cases: false,
             tame: false,
             full_every: 1,
             known: Vec::new(),
@@ -106,7 +109,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             "--cases" | "--count" => settings.cases = number(args, &mut i, arg)?,
             "--seed" => settings.seed = number(args, &mut i, arg)?,
             "--jobs" => settings.jobs = number(args, &mut i, arg)?.max(1),
-            "--start" => settings.start = number(args, &mut i, arg)?,
+            "--from" | "--start" => settings.start = number(args, &mut i, arg)?,
             "--first" => worker_first = number(args, &mut i, arg)?,
             "--step" => worker_step = number(args, &mut i, arg)?.max(1),
             "--case" => one_case = Some(number(args, &mut i, arg)?),
@@ -114,6 +117,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             "--hang-secs" => settings.hang = Duration::from_secs(number(args, &mut i, arg)?),
             "--memory-mb" => settings.memory_mb = number(args, &mut i, arg)?,
             "--quiet" => settings.quiet = true,
+            "--print-cases" => settings.print_cases = true,
             "--tame" => settings.tame = true,
             "--full-every" => settings.full_every = number(args, &mut i, arg)?.max(1),
             "--known" => {
@@ -180,12 +184,18 @@ const HELP: &str = "
 op2-fuzz: fuzzing campaigns against op2's commands and language server
 
 usage:
-  op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--start I]
+  op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--from I]
            [--slow-secs T] [--hang-secs T] [--memory-mb M] [--quiet] [--tame]
-           [--known FILE] [--full-every N]
+           [--known FILE] [--full-every N] [--print-cases]
   op2-fuzz --seed S --case I     run case I of campaign S again
   op2-fuzz replay PATH...        run saved inputs (.op2 and .lsp files, folders)
 
+--from I starts at case I: the campaign runs cases I..I+N (default 0). A
+case is a function of the seed and its index alone, so one campaign can be
+run in disjoint ranges, at different times, by the same binary; the summary
+names the range (`--start` is an older name of --from).
+--print-cases prints a line per case: `case I FINGERPRINT REACHED`, a hash of
+the case's input and the last command it went through.
 --tame leaves out hostile sizes, depths, repetitions and malformed protocol
 messages (the test suite's campaign uses it while those defects are open).
 --known FILE names findings that are known and open (a substring of the
@@ -291,6 +301,7 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
             let _ = out.flush();
         }
         let case = make_case(&corpus, settings, index);
+        let fingerprint = case.as_ref().map_or(0, fingerprint);
         if let Ok(mut panics) = PANICS.lock() {
             panics.clear();
         }
@@ -359,10 +370,45 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
             let line = finding.to_string().replace('\n', " ");
             let _ = writeln!(out, "finding {index} {saved}\t{line}");
         }
-        let _ = writeln!(out, "end {index} {} {reached}", elapsed.as_micros());
+        let _ = writeln!(
+            out,
+            "end {index} {} {reached} {fingerprint:016x}",
+            elapsed.as_micros()
+        );
         let _ = out.flush();
         index += step;
     }
+}
+
+/// A hash of a case's input (with `--print-cases`): equal for the same case
+/// wherever in a campaign's ranges it runs.
+fn fingerprint(case: &Case) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    match case {
+        Case::Program(program) => {
+            program.text.hash(&mut hasher);
+            program.imports.hash(&mut hasher);
+            program.instance.hash(&mut hasher);
+            program.max_iterations.hash(&mut hasher);
+            program.seed.hash(&mut hasher);
+            program.execute.hash(&mut hasher);
+            program.full.hash(&mut hasher);
+        }
+        Case::Lsp(script) => script.chunks.hash(&mut hasher),
+    }
+    hasher.finish()
+}
+
+/// A hash of the corpus the cases are mutated from: chunks of one campaign
+/// run the same cases only when it is the same.
+fn corpus_fingerprint(corpus: &Corpus) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    for seed in &corpus.seeds {
+        (&seed.name, &seed.text, &seed.instance).hash(&mut hasher);
+    }
+    hasher.finish()
 }
 
 /// With `OP2_FUZZ_SELF_TEST` set, case 1 misbehaves on purpose (`overflow`,
@@ -592,7 +638,12 @@ fn supervise(settings: &Settings) -> ExitCode {
                             let mut fields = rest.split(' ');
                             let index = fields.next();
                             let micros = fields.next();
-                            reached.count(fields.next().unwrap_or("none"));
+                            let went = fields.next().unwrap_or("none");
+                            reached.count(went);
+                            if settings.print_cases {
+                                let fingerprint = fields.next().unwrap_or("-");
+                                println!("case {} {fingerprint} {went}", index.unwrap_or("-"));
+                            }
                             if let (Some(index), Some(micros)) = (index, micros) {
                                 let micros: u64 = micros.parse().unwrap_or(0);
                                 total_micros += micros;
@@ -724,6 +775,15 @@ fn supervise(settings: &Settings) -> ExitCode {
         }
     );
     println!("stages: {}", reached.summary());
+    if settings.files.is_empty() {
+        let corpus = Corpus::load();
+        println!(
+            "corpus: {} programs from {}, fingerprint {:016x}",
+            corpus.seeds.len(),
+            op2_fuzz::corpus::repository().display(),
+            corpus_fingerprint(&corpus)
+        );
+    }
     for finding in &known {
         println!("  KNOWN {finding}");
     }

@@ -107,3 +107,55 @@ fn an_abort_is_a_finding() {
 fn a_hang_is_a_finding() {
     self_test("hang", "hang in process: no answer within 5 s");
 }
+
+/// The `case` lines of a campaign with `--print-cases`, from case 100 on,
+/// in order of index, and the report.
+fn cases_from_100(args: &[&str]) -> (Vec<String>, String) {
+    let mut all = vec!["--seed", "7", "--tame", "--print-cases"];
+    all.extend_from_slice(args);
+    let output = fuzz(&all, &[]);
+    let report = text(&output);
+    assert!(output.status.success(), "{report}");
+    let mut cases: Vec<(u64, String)> = report
+        .lines()
+        .filter_map(|line| {
+            let index = line
+                .strip_prefix("case ")?
+                .split(' ')
+                .next()?
+                .parse()
+                .ok()?;
+            Some((index, line.to_string()))
+        })
+        .filter(|(index, _)| *index >= 100)
+        .collect();
+    cases.sort();
+    (cases.into_iter().map(|(_, line)| line).collect(), report)
+}
+
+/// A campaign run in chunks runs the cases of one whole run: cases 100..110
+/// run alone (`--from 100 --cases 10`, one job) are, input for input and in
+/// how far each went, cases 100..110 of a run of 0..110 (two jobs).
+#[test]
+fn a_range_runs_the_same_cases_as_a_whole_run() {
+    let (alone, report) = cases_from_100(&["--from", "100", "--cases", "10", "--jobs", "1"]);
+    assert!(
+        report.contains("10 cases (seed 7, cases 100..110)"),
+        "the summary names the range: {report}"
+    );
+    let (whole, report) = cases_from_100(&["--cases", "110", "--jobs", "2"]);
+    assert!(
+        report.contains("110 cases (seed 7, cases 0..110)"),
+        "{report}"
+    );
+    assert_eq!(alone.len(), 10, "{alone:?}");
+    assert_eq!(alone, whole);
+    // The fingerprints tell cases apart.
+    let mut fingerprints: Vec<&str> = alone
+        .iter()
+        .filter_map(|line| line.split(' ').nth(2))
+        .collect();
+    fingerprints.sort_unstable();
+    fingerprints.dedup();
+    assert_eq!(fingerprints.len(), 10, "{alone:?}");
+}
