@@ -20,6 +20,13 @@ impl ConstValues {
         ConstValues { values }
     }
 
+    /// Sets the value of a const (while the consts are evaluated).
+    pub(crate) fn set(&mut self, id: ConstId, value: Option<Vec<Value>>) {
+        if let Some(slot) = self.values.get_mut(id.index()) {
+            *slot = value;
+        }
+    }
+
     /// The value of a const, when known.
     pub fn get(&self, id: ConstId) -> Option<&[Value]> {
         self.values.get(id.index()).and_then(|v| v.as_deref())

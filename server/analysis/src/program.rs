@@ -781,62 +781,74 @@ impl<'f> Resolver<'_, 'f> {
                 }
             }
         }
+        // In dependency order (Kahn's algorithm: each const once, when the
+        // last const it uses is done), evaluated against one table of the
+        // values so far, so that a program of N consts costs O(N) steps
+        // whatever order they are declared in.
         let count = self.program.consts.len();
-        let mut values: Vec<Option<Vec<Value>>> = vec![None; count];
+        let mut current = ConstValues::new(vec![None; count]);
         let mut done: Vec<bool> = pending.iter().map(Option::is_none).collect();
-        loop {
-            let mut progress = false;
-            for id in 0..count {
-                if done[id] {
-                    continue;
+        let mut waiting = vec![0usize; count];
+        let mut users: Vec<Vec<usize>> = vec![Vec::new(); count];
+        for (id, entry) in pending.iter().enumerate() {
+            if let Some((_, _, _, used, _)) = entry {
+                for u in used.iter().filter(|u| !done[u.index()]) {
+                    waiting[id] += 1;
+                    users[u.index()].push(id);
                 }
-                let Some((file, exprs, is_list, used, range)) = pending[id].clone() else {
-                    continue;
-                };
-                if used.iter().any(|u| !done[u.index()]) {
-                    continue;
-                }
-                done[id] = true;
-                progress = true;
-                let location = Location { file, range };
-                let name = self.program.consts[id].name.clone();
-                if let Some(missing) = used
-                    .iter()
-                    .find(|u| values[u.index()].is_none() && pending[u.index()].is_none())
-                {
-                    let other = self.program.consts[missing.index()].name.clone();
-                    self.report(
-                        Diagnostic::new(
-                            Code::E203,
-                            location,
-                            format!("the value of `{name}` depends on `{other}`, which has no value before the instance data is read"),
-                        )
-                        .with_label("not known at compile time"),
-                    );
-                    continue;
-                }
-                let current = ConstValues::new(values.clone());
-                let ty = self.program.consts[id].ty;
-                if ty.dimension > 1 && !is_list {
-                    self.report(
-                        Diagnostic::new(
-                            Code::E202,
-                            location,
-                            format!(
-                                "`{name}` has {} components; give them as `{{a, b, …}}`",
-                                ty.dimension
-                            ),
-                        )
-                        .with_label(format!("expected {} values", ty.dimension)),
-                    );
-                    continue;
-                }
-                values[id] =
-                    self.evaluate_components(&name, ty, &exprs, &current, location, is_list);
             }
-            if !progress {
-                break;
+        }
+        let mut ready: std::collections::VecDeque<usize> = (0..count)
+            .filter(|id| !done[*id] && waiting[*id] == 0)
+            .collect();
+        while let Some(id) = ready.pop_front() {
+            done[id] = true;
+            for user in std::mem::take(&mut users[id]) {
+                waiting[user] -= 1;
+                if waiting[user] == 0 {
+                    ready.push_back(user);
+                }
             }
+            let Some((file, exprs, is_list, used, range)) = &pending[id] else {
+                continue;
+            };
+            let location = Location {
+                file: *file,
+                range: *range,
+            };
+            let name = self.program.consts[id].name.clone();
+            if let Some(missing) = used
+                .iter()
+                .find(|u| current.get(**u).is_none() && pending[u.index()].is_none())
+            {
+                let other = self.program.consts[missing.index()].name.clone();
+                self.report(
+                    Diagnostic::new(
+                        Code::E203,
+                        location,
+                        format!("the value of `{name}` depends on `{other}`, which has no value before the instance data is read"),
+                    )
+                    .with_label("not known at compile time"),
+                );
+                continue;
+            }
+            let ty = self.program.consts[id].ty;
+            if ty.dimension > 1 && !is_list {
+                self.report(
+                    Diagnostic::new(
+                        Code::E202,
+                        location,
+                        format!(
+                            "`{name}` has {} components; give them as `{{a, b, …}}`",
+                            ty.dimension
+                        ),
+                    )
+                    .with_label(format!("expected {} values", ty.dimension)),
+                );
+                continue;
+            }
+            let value = self.evaluate_components(&name, ty, exprs, &current, location, *is_list);
+            current.set(ConstId(u32::try_from(id).unwrap_or(u32::MAX)), value);
         }
         for id in 0..count {
             if !done[id]
@@ -856,10 +868,12 @@ impl<'f> Resolver<'_, 'f> {
                 );
             }
         }
-        for (id, value) in values.iter().enumerate() {
-            self.program.consts[id].value.clone_from(value);
+        for (id, constant) in self.program.consts.iter_mut().enumerate() {
+            constant.value = current
+                .get(ConstId(u32::try_from(id).unwrap_or(u32::MAX)))
+                .map(<[Value]>::to_vec);
         }
-        ConstValues::new(values)
+        current
     }
 
     /// Evaluates initialiser expressions to one value per component,

@@ -177,3 +177,49 @@ fn deep_nesting_does_not_overflow() {
     let unary = format!("{}1", "-".repeat(depth));
     analyse(&format!("const c: int = {unary};"));
 }
+
+/// Consts that each use the next one, declared first to last: each is
+/// evaluated once its value is known (in dependency order, not by passes over
+/// the declarations, which took one pass per const), and a cycle at the end
+/// is still reported.
+#[test]
+fn consts_declared_before_the_consts_they_use_are_evaluated() {
+    let count = 5_000;
+    let mut text = String::new();
+    for i in 0..count {
+        text.push_str(&format!("const c_{i}: int = c_{} + 1;\n", i + 1));
+    }
+    text.push_str(&format!("const c_{count}: int = 7;\n"));
+    text.push_str("const x: int = y;\nconst y: int = x + c_0;\nmain { }\n");
+    let analysis = analyse_text(Path::new("chain.op2"), &text, &Options::default());
+    let value = |name: &str| {
+        let constant = analysis
+            .program
+            .consts
+            .iter()
+            .find(|c| c.name == name)
+            .expect("declared");
+        format!("{:?}", constant.value)
+    };
+    assert_eq!(value("c_0"), format!("Some([Int({})])", 7 + count));
+    assert_eq!(value("c_4999"), "Some([Int(8)])");
+    let cycles: Vec<&str> = analysis
+        .diagnostics
+        .iter()
+        .filter(|d| d.message.contains("depends on itself"))
+        .map(|d| d.message.as_str())
+        .collect();
+    assert_eq!(
+        cycles,
+        [
+            "the value of `x` depends on itself",
+            "the value of `y` depends on itself"
+        ]
+    );
+    let errors = analysis
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == op2_syntax::Severity::Error)
+        .count();
+    assert_eq!(errors, 2, "{:?}", analysis.diagnostics);
+}
