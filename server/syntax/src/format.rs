@@ -140,34 +140,35 @@ fn nesting(root: Node<'_>) -> usize {
 }
 
 /// The facts formatting must keep: every token but commas, in order, with
-/// the node kinds around them, and every comment.
-fn fingerprint(parse: &Parse) -> (Vec<(&str, String)>, Vec<String>) {
+/// the node kinds around them, and every comment. Walked with one cursor and
+/// borrowing the tokens from the text: nothing is allocated per node.
+fn fingerprint(parse: &Parse) -> (Vec<(&str, &str)>, Vec<&str>) {
     let text = parse.text();
     let mut nodes = Vec::new();
     let mut comments = Vec::new();
-    let mut stack = vec![parse.tree().root_node()];
-    while let Some(node) = stack.pop() {
+    let mut cursor = parse.tree().root_node().walk();
+    loop {
+        let node = cursor.node();
+        let mut descend = false;
         match node.kind() {
-            "comment" => comments.push(comment_text(node, text).to_owned()),
+            "comment" => comments.push(comment_text(node, text)),
             "," => {}
             kind => {
                 let leaf = node.child_count() == 0 || kind == "string_literal";
-                let token = if leaf {
-                    node_text(node, text).to_owned()
-                } else {
-                    String::new()
-                };
-                nodes.push((kind, token));
-                if !leaf {
-                    let mut cursor = node.walk();
-                    let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
-                    stack.extend(children.into_iter().rev());
-                }
+                nodes.push((kind, if leaf { node_text(node, text) } else { "" }));
+                descend = !leaf;
+            }
+        }
+        if descend && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                comments.sort_unstable();
+                return (nodes, comments);
             }
         }
     }
-    comments.sort();
-    (nodes, comments)
 }
 
 /// Parses `formatted` and checks that it has the tokens and comments of
