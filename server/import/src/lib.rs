@@ -34,8 +34,9 @@ use std::path::{Path, PathBuf};
 use tree_sitter::Node;
 
 use crate::c::{Location, Source, op2_name, scalar_type, walk};
+pub use crate::capture::Capture;
 pub use crate::capture::CaptureError;
-use crate::capture::{Capture, Value};
+use crate::capture::Value;
 use crate::host::Context;
 pub use crate::report::{Entry, Kind, Report};
 
@@ -166,6 +167,75 @@ struct Declared {
     pointer: bool,
 }
 
+/// Where the translation finds the application's sources: the disk for an
+/// import, a map of texts for the fuzzing of the translation (which never
+/// compiles or runs anything).
+pub trait Files {
+    /// Whether `path` is a file that [`Files::read`] can read (an include is
+    /// looked for in each directory in turn).
+    fn is_file(&self, path: &Path) -> bool;
+    /// The text of `path`.
+    fn read(&self, path: &Path) -> Result<String, String>;
+}
+
+/// The file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Disk;
+
+impl Files for Disk {
+    fn is_file(&self, path: &Path) -> bool {
+        path.is_file()
+    }
+
+    fn read(&self, path: &Path) -> Result<String, String> {
+        std::fs::read_to_string(path).map_err(|e| e.to_string())
+    }
+}
+
+impl Files for BTreeMap<PathBuf, String> {
+    fn is_file(&self, path: &Path) -> bool {
+        self.contains_key(path)
+    }
+
+    fn read(&self, path: &Path) -> Result<String, String> {
+        self.get(path)
+            .cloned()
+            .ok_or_else(|| "no such file".to_owned())
+    }
+}
+
+/// What the capture is asked for: the main file's text with the calls that
+/// record the declarations and values, and the stop, inserted before the
+/// first par_loop.
+#[derive(Debug, Clone)]
+pub struct Instrumented {
+    /// The main file.
+    pub main: PathBuf,
+    /// Its instrumented text.
+    pub text: String,
+}
+
+/// A translation, not yet written.
+#[derive(Debug)]
+pub struct Translation {
+    /// Where the `.op2` program goes (in `out`).
+    pub program_path: PathBuf,
+    /// Its text.
+    pub program: String,
+    /// Where the instance goes: `<stem>.h5` when there is `instance_h5`,
+    /// `<stem>.json` otherwise.
+    pub instance_path: PathBuf,
+    /// The instance as JSON.
+    pub instance: String,
+    /// The instance in OP2's HDF5 layout, when the application read its
+    /// mesh with OP2's HDF5 API and the program checks.
+    pub instance_h5: Option<(op2_analysis::Analysis, op2_instance::InstanceData)>,
+    /// What became of each construct.
+    pub report: Report,
+    /// What the set-up printed while it was captured.
+    pub setup_output: String,
+}
+
 /// Imports `options.main`, telling `progress` what it is doing.
 pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Imported, ImportError> {
     // Nothing creates it: a missing one is said before the work starts.
@@ -175,8 +245,66 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             options.out.display()
         )));
     }
+    let mut run = |instrumented: Instrumented| {
+        capture::capture(
+            &capture::Run {
+                main: &options.main,
+                instrumented: instrumented.text,
+                include_dirs: &options.include_dirs,
+                defines: &options.defines,
+                args: &options.args,
+                working_dir: options.working_dir.as_deref(),
+                cancel: options.cancel.as_deref(),
+            },
+            progress,
+        )
+    };
+    let translation = translate(
+        &options.main,
+        &options.include_dirs,
+        &options.out,
+        &Disk,
+        &mut run,
+    )?;
+    let program_path = &translation.program_path;
+    let instance_path = &translation.instance_path;
+    let write_error = |path: &Path, e: &dyn fmt::Display| {
+        ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
+    };
+    op2_codegen::output::write_file_atomically(program_path, translation.program.as_bytes())
+        .map_err(|e| write_error(program_path, &e))?;
+    match &translation.instance_h5 {
+        Some((analysis, data)) => op2_instance::write_file(instance_path, &analysis.program, data)
+            .map_err(|e| write_error(instance_path, &e))?,
+        None => op2_codegen::output::write_file_atomically(
+            instance_path,
+            translation.instance.as_bytes(),
+        )
+        .map_err(|e| write_error(instance_path, &e))?,
+    }
+    Ok(Imported {
+        program: translation.program_path,
+        instance: translation.instance_path,
+        report: translation.report,
+        setup_output: translation.setup_output,
+    })
+}
+
+/// Translates the application whose `main` is in `main`, reading its
+/// sources from `files` and asking `capture` for what its set-up declares:
+/// everything [`import`] does except compiling and running the application
+/// and writing the result. `out` is where the program would be written (it
+/// names the program in its diagnostics).
+pub fn translate(
+    main: &Path,
+    include_dirs: &[PathBuf],
+    out: &Path,
+    files: &dyn Files,
+    capture: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>,
+) -> Result<Translation, ImportError> {
     let read = |path: &Path| -> Result<Source, ImportError> {
-        let text = std::fs::read_to_string(path)
+        let text = files
+            .read(path)
             .map_err(|e| ImportError::Read(format!("cannot read `{}`: {e}", path.display())))?;
         let source =
             Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)?;
@@ -199,14 +327,14 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         source.defines = defines;
         Ok(source)
     };
-    let main_source = read(&options.main)?;
+    let main_source = read(main)?;
     let mut headers = Vec::new();
-    let main_dir = options.main.parent().unwrap_or(Path::new("")).to_owned();
+    let main_dir = main.parent().unwrap_or(Path::new("")).to_owned();
     for include in includes(&main_source) {
         let found = std::iter::once(&main_dir)
-            .chain(&options.include_dirs)
+            .chain(include_dirs)
             .map(|dir| dir.join(&include))
-            .find(|p| p.is_file());
+            .find(|p| files.is_file(p));
         if let Some(path) = found {
             headers.push(read(&path)?);
         }
@@ -484,18 +612,10 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     insertion.push_str("op2_import_stop(); ");
     let mut instrumented = main_source.text.clone();
     instrumented.insert_str(stop_node.start_byte(), &insertion);
-    let captured = capture::capture(
-        &capture::Run {
-            main: &options.main,
-            instrumented,
-            include_dirs: &options.include_dirs,
-            defines: &options.defines,
-            args: &options.args,
-            working_dir: options.working_dir.as_deref(),
-            cancel: options.cancel.as_deref(),
-        },
-        progress,
-    )
+    let captured = capture(Instrumented {
+        main: main.to_owned(),
+        text: instrumented,
+    })
     .map_err(ImportError::Capture)?;
 
     // Names of the declarations: the C variables holding them.
@@ -554,15 +674,14 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     }
     let host = host::translate(&main_source, host_statements, &context, &mut report);
 
-    let stem = options.main.file_stem().map_or_else(
+    let stem = main.file_stem().map_or_else(
         || "imported".to_owned(),
         |s| s.to_string_lossy().into_owned(),
     );
-    let program_path = options.out.join(format!("{stem}.op2"));
+    let program_path = out.join(format!("{stem}.op2"));
     // A mesh that came from OP2's HDF5 files goes back to HDF5 (it is
     // large, and OP2's tools read it); any other as JSON.
     let hdf5 = capture::uses_hdf5(&main_source.text);
-    let mut instance_path = options.out.join(format!("{stem}.json"));
     let text = program_text(
         &main_source,
         &captured,
@@ -606,25 +725,19 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             );
         }
         if hdf5 && let Some(data) = loaded.data {
-            instance_path = options.out.join(format!("{stem}.h5"));
             instance_h5 = Some((analysis, data));
         }
     }
-
-    let write_error = |path: &Path, e: &dyn fmt::Display| {
-        ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
-    };
-    op2_codegen::output::write_file_atomically(&program_path, text.as_bytes())
-        .map_err(|e| write_error(&program_path, &e))?;
-    match &instance_h5 {
-        Some((analysis, data)) => op2_instance::write_file(&instance_path, &analysis.program, data)
-            .map_err(|e| write_error(&instance_path, &e))?,
-        None => op2_codegen::output::write_file_atomically(&instance_path, instance.as_bytes())
-            .map_err(|e| write_error(&instance_path, &e))?,
-    }
-    Ok(Imported {
-        program: program_path,
-        instance: instance_path,
+    let instance_path = out.join(format!(
+        "{stem}.{}",
+        if instance_h5.is_some() { "h5" } else { "json" }
+    ));
+    Ok(Translation {
+        program_path,
+        program: text,
+        instance_path,
+        instance,
+        instance_h5,
         report,
         setup_output: captured.output,
     })
