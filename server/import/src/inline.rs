@@ -83,9 +83,34 @@ pub struct Helpers {
     /// `float` overload: a source includes `<math.h>` (whose C++ version
     /// declares the overloads outside `std`) or says `using namespace std`.
     pub float_overloads: bool,
+    /// Bytes of text that macro expansions of this import have made so
+    /// far, nested rescans included (see [`EXPANSION_WORK_LIMIT`]).
+    spent: std::cell::Cell<usize>,
 }
 
+/// The text all macro expansions of one import may make together, nested
+/// rescans counted at every level: each expansion is limited to
+/// [`EXPANSION_LIMIT`], and this bounds how many of them can come near it
+/// (a chain of `#define D1 (D0 + D0)`, `#define D2 (D1 + D1)`, … makes each
+/// macro past the twentieth a mebibyte long before it is found too long).
+/// Once it is spent, every further expansion is refused.
+pub const EXPANSION_WORK_LIMIT: usize = 64 * EXPANSION_LIMIT;
+
 impl Helpers {
+    /// Counts `bytes` of expanded text against [`EXPANSION_WORK_LIMIT`];
+    /// why not, once it is spent.
+    fn spend(&self, bytes: usize) -> Result<(), String> {
+        let spent = self.spent.get().saturating_add(bytes);
+        self.spent.set(spent);
+        if spent > EXPANSION_WORK_LIMIT {
+            return Err(format!(
+                "the import's macro expansions together made more than {} MiB of text",
+                EXPANSION_WORK_LIMIT >> 20
+            ));
+        }
+        Ok(())
+    }
+
     /// The macros of `sources` (their [`Source::defines`]; the first
     /// definition of a name wins) and OP2's, and every function of
     /// `functions` as a template.
@@ -201,6 +226,7 @@ impl Helpers {
             .get(name)
             .ok_or_else(|| format!("`{name}` is not a macro"))?;
         let text = m.substitute(name, args)?;
+        self.spend(text.len())?;
         self.rescan(&text, &mut vec![name.to_owned()])
     }
 
@@ -236,6 +262,7 @@ impl Helpers {
         // each one.
         let mut closing = None;
         while at < text.len() {
+            let made = out.len();
             let rest = &text[at..];
             let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') else {
                 out.push_str(rest);
@@ -265,6 +292,7 @@ impl Helpers {
                     .map(|a| self.rescan(a, disabled))
                     .collect::<Result<Vec<_>, _>>()?;
                 let substituted = m.substitute(word, &args)?;
+                self.spend(substituted.len())?;
                 disabled.push(word.to_owned());
                 let expanded = self.rescan(&substituted, disabled);
                 disabled.pop();
@@ -276,6 +304,7 @@ impl Helpers {
             if out.len() > EXPANSION_LIMIT {
                 return Err(too_long());
             }
+            self.spend(out.len() - made)?;
         }
         Ok(out)
     }
@@ -864,6 +893,29 @@ mod tests {
         );
         // An object-like macro whose expansion stops keeps its body.
         assert_eq!(deep.objects["O0"], "O1");
+    }
+
+    #[test]
+    fn doubling_chains_of_macros_stop_when_the_import_has_expanded_enough() {
+        // Found by `op2-fuzz --import` (seed 1, case 135): each `D{i}` past
+        // the twentieth grows to a mebibyte, at every level of its rescan,
+        // before it is found too long; a few hundred took ten seconds.
+        let mut text = "#define D0 1\n".to_owned();
+        for i in 1..400 {
+            text.push_str(&format!("#define D{i} (D{} + D{})\n", i - 1, i - 1));
+        }
+        text.push_str("#define F(x) (x + D3)\n");
+        let helpers = helpers(&text);
+        assert!(helpers.spent.get() <= EXPANSION_WORK_LIMIT + EXPANSION_LIMIT);
+        // Those expanded first are whole; the others keep their body.
+        assert_eq!(helpers.objects["D0"], "1");
+        assert_eq!(helpers.objects["D1"], "(1 + 1)");
+        assert_eq!(helpers.objects["D399"], "(D398 + D398)");
+        // And from then on every expansion is refused, with why.
+        assert_eq!(
+            helpers.expand_call("F", &args(&["y"])).unwrap_err(),
+            "the import's macro expansions together made more than 64 MiB of text"
+        );
     }
 
     #[test]
