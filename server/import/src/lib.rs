@@ -1181,6 +1181,22 @@ fn program_text(
         else {
             continue;
         };
+        // A global of `.op2` is at most this long: a larger one is said
+        // here, before its initialiser is made.
+        if buffer.len > op2_analysis::MAX_DIMENSION as usize {
+            report.add(
+                Kind::NotTranslated,
+                declared.get(name).map(|d| d.location.clone()),
+                format!(
+                    "`{name}`, the values of dat `{}` that the host code reads, holds {} values; a global of `.op2` holds at most {}",
+                    buffer.dat,
+                    buffer.len,
+                    op2_analysis::MAX_DIMENSION
+                ),
+                Some("read the dat's values through a par_loop"),
+            );
+            continue;
+        }
         let values: Vec<String> = match &dat.data {
             Some(data) => data
                 .iter()
@@ -1357,7 +1373,9 @@ fn instance_json(capture: &Capture, names: &Names, report: &mut Report) -> Strin
                 None,
             );
         }
-        let value = if dat.dim == 1 {
+        // A dimension of 0 (which `.op2` refuses, and the check says so)
+        // has no values to make rows of.
+        let value = if dat.dim <= 1 {
             J::Array(values)
         } else {
             J::Array(
