@@ -12,6 +12,7 @@
 
 pub mod corpus;
 pub mod generate;
+pub mod import;
 pub mod instance;
 pub mod lsp;
 pub mod mutate;
@@ -43,6 +44,20 @@ pub fn tame() -> bool {
     TAME.load(Ordering::Relaxed)
 }
 
+/// Import mode (`--import`): every case is a C/C++ application through
+/// `op2 import`'s translation ([`import`]) instead of a program.
+static IMPORT: AtomicBool = AtomicBool::new(false);
+
+/// Turns import mode on or off for this process.
+pub fn set_import(on: bool) {
+    IMPORT.store(on, Ordering::Relaxed);
+}
+
+/// Whether import mode is on.
+pub fn import_mode() -> bool {
+    IMPORT.load(Ordering::Relaxed)
+}
+
 /// One program case in this many goes on to `build`, `run` and `simulate`;
 /// the others stop after `parse`, `check` and `fmt` (`--full-every`).
 static FULL_EVERY: AtomicU64 = AtomicU64::new(1);
@@ -60,7 +75,7 @@ pub fn full_every() -> u64 {
 
 /// The stages of a case, for reporting where a hang is.
 pub const STAGES: &[&str] = &[
-    "generate", "parse", "check", "fmt", "build", "run", "simulate", "lsp",
+    "generate", "parse", "check", "fmt", "build", "run", "simulate", "lsp", "import",
 ];
 
 static STAGE: AtomicUsize = AtomicUsize::new(0);
@@ -112,6 +127,8 @@ pub enum Case {
     Program(pipeline::Program),
     /// A language server session.
     Lsp(lsp::Script),
+    /// A C/C++ application through `op2 import`'s translation.
+    Import(import::Application),
 }
 
 /// What a case came from, for the report.
@@ -154,6 +171,9 @@ impl Case {
     pub fn new(corpus: &Corpus, seed: u64, index: u64) -> (Case, Origin) {
         enter("generate");
         let mut rng = Rng::for_case(seed, index);
+        if import_mode() {
+            return (Case::Import(import::case(&mut rng)), Origin::Mutated);
+        }
         let texts = corpus.texts();
         if index % LSP_EVERY == LSP_EVERY - 1 {
             let seed_program = &corpus.seeds[rng.below(corpus.seeds.len())];
@@ -240,9 +260,16 @@ impl Case {
     }
 
     /// Reads a case from a file: a `.op2` program (with `STEM.instance.json`
-    /// and the files of `STEM.imports/` beside it, when they exist) or a
-    /// `.lsp` session.
+    /// and the files of `STEM.imports/` beside it, when they exist), a
+    /// `.lsp` session, or the main file of an application in a folder
+    /// `STEM.import` (as `--import` saves them).
     pub fn from_file(path: &Path) -> Result<Case, String> {
+        if let Some(folder) = path
+            .ancestors()
+            .find(|a| a.extension().is_some_and(|e| e == "import"))
+        {
+            return import::from_folder(folder, path).map(Case::Import);
+        }
         let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         if path.extension().is_some_and(|e| e == "lsp") {
             let text = String::from_utf8(bytes).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -285,6 +312,17 @@ impl Case {
                 let path = folder.join(format!("{stem}.lsp"));
                 std::fs::write(&path, lsp::to_text(script))?;
                 Ok(path)
+            }
+            Case::Import(app) => {
+                let dir = folder.join(format!("{stem}.import"));
+                for (name, text) in &app.files {
+                    let path = dir.join(name);
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    std::fs::write(path, text)?;
+                }
+                Ok(dir.join(&app.main))
             }
             Case::Program(program) => {
                 let path = folder.join(format!("{stem}.op2"));
@@ -357,6 +395,13 @@ pub fn run_case(
             enter("lsp");
             lsp::run(script).map(|()| Outcome {
                 session: true,
+                ..Outcome::default()
+            })
+        }
+        Case::Import(app) => {
+            enter("import");
+            import::run(app).map(|()| Outcome {
+                checked: true,
                 ..Outcome::default()
             })
         }

@@ -46,6 +46,8 @@ struct Settings {
     /// Print each case's index, fingerprint and how far it went.
     print_cases: bool,
     tame: bool,
+    /// `--import`: cases are applications through `op2 import`.
+    import: bool,
     /// One program case in this many goes on to build, run and simulate.
     full_every: u64,
     /// Substrings of findings that are known and open (`--known FILE`).
@@ -67,6 +69,7 @@ impl Default for Settings {
             quiet: false,
             print_cases: false,
             tame: false,
+            import: false,
             full_every: 1,
             known: Vec::new(),
         }
@@ -119,6 +122,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             "--quiet" => settings.quiet = true,
             "--print-cases" => settings.print_cases = true,
             "--tame" => settings.tame = true,
+            "--import" => settings.import = true,
             "--full-every" => settings.full_every = number(args, &mut i, arg)?.max(1),
             "--known" => {
                 i += 1;
@@ -152,6 +156,7 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         i += 1;
     }
     op2_fuzz::set_tame(settings.tame);
+    op2_fuzz::set_import(settings.import);
     op2_fuzz::set_full_every(settings.full_every);
     match mode {
         "worker" => Ok(worker(&settings, worker_first, worker_step)),
@@ -186,7 +191,7 @@ op2-fuzz: fuzzing campaigns against op2's commands and language server
 usage:
   op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--from I]
            [--slow-secs T] [--hang-secs T] [--memory-mb M] [--quiet] [--tame]
-           [--known FILE] [--full-every N] [--print-cases]
+           [--known FILE] [--full-every N] [--print-cases] [--import]
   op2-fuzz --seed S --case I     run case I of campaign S again
   op2-fuzz replay PATH...        run saved inputs (.op2 and .lsp files, folders)
 
@@ -205,6 +210,9 @@ do not fail the campaign.
 to build, run and simulate; the others stop after parse, check and fmt
 (default 1: every case goes through every command). The summary's `stages`
 line says how many cases each command ran for.
+--import makes every case a C/C++ application (the import's test applications
+mutated, or a generated hostile one) through `op2 import`'s translation, with
+a synthetic capture: nothing is compiled or run.
 Findings are written to DIR (default fuzz-findings) as input files with a
 .finding.txt beside each; the exit code is 1 when there is any.
 ";
@@ -396,6 +404,12 @@ fn fingerprint(case: &Case) -> u64 {
             program.full.hash(&mut hasher);
         }
         Case::Lsp(script) => script.chunks.hash(&mut hasher),
+        Case::Import(app) => {
+            app.main.hash(&mut hasher);
+            app.files.hash(&mut hasher);
+            app.capture_seed.hash(&mut hasher);
+            app.mutate_capture.hash(&mut hasher);
+        }
     }
     hasher.finish()
 }
@@ -532,6 +546,9 @@ fn spawn_worker(
         .args(["--slow-secs", &settings.slow.as_secs().to_string()])
         .arg("--out")
         .arg(&settings.out);
+    if settings.import {
+        command.arg("--import");
+    }
     if settings.tame {
         command.arg("--tame");
     }
@@ -875,8 +892,11 @@ fn save_dead(settings: &Settings, index: u64, kind: &str, message: &str) {
         return;
     };
     let mut command = limited(settings, &exe);
+    command.arg("save");
+    if settings.import {
+        command.arg("--import");
+    }
     let status = command
-        .arg("save")
         .args([
             "--seed",
             &settings.seed.to_string(),
