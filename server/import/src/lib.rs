@@ -1520,4 +1520,58 @@ mod tests {
         let huge = vec![vec![vector(1 << 30, 1, "READ")]];
         assert_eq!(vectors(Some(&huge)), BTreeMap::from([(0, None)]));
     }
+
+    /// The translation of the main file `text` with the capture read from
+    /// the recorder's `capture` text (nothing compiled or run).
+    fn translated(text: &str, capture: &str) -> Result<Translation, ImportError> {
+        let main = PathBuf::from("app/app.cpp");
+        let files = BTreeMap::from([(main.clone(), text.to_owned())]);
+        let mut run = |_: Instrumented| capture::parse(capture).map_err(CaptureError::Malformed);
+        translate(&main, &[], Path::new(""), &files, &mut run)
+    }
+
+    const BUFFER_APP: &str = "#include \"op_seq.h\"\nvoid step(const double *w, double *x) { x[0] += w[0]; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double *w = 0;\n  op_set cells = op_decl_set(n, \"cells\");\n  op_dat p_w = op_decl_dat(cells, DIM, \"double\", w, \"p_w\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_READ), op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_RW));\n  op_printf(\"%g\\n\", w[0]);\n}\n";
+
+    #[test]
+    fn a_host_buffer_too_large_for_a_global_is_reported_not_allocated() {
+        // Found by `op2-fuzz --import` (seed 2, case 1870): a dat declared
+        // with NULL data on a set of 2^40 elements, whose buffer the host
+        // code reads, asked for 13 GB of "0"s.
+        let capture = "set 0 1099511627776\nhandle cells set 0\ndat 0 0 1 double\nnull\nhandle p_w dat 0\nstop\n";
+        let translation = translated(BUFFER_APP, capture).expect("a translation");
+        let entry = translation
+            .report
+            .entries
+            .iter()
+            .find(|e| e.message.contains("a global of `.op2` holds at most 65536"))
+            .expect("the buffer is reported");
+        assert_eq!(entry.kind, Kind::NotTranslated);
+        assert_eq!(
+            entry.location.as_ref().map(ToString::to_string).as_deref(),
+            Some("app/app.cpp:5:11")
+        );
+        assert!(translation.program.len() < 10_000);
+        // A small one is still a global with the dat's values.
+        let capture =
+            "set 0 3\nhandle cells set 0\ndat 0 0 1 double\n1 2 3\nhandle p_w dat 0\nstop\n";
+        let translation = translated(BUFFER_APP, capture).expect("a translation");
+        assert!(
+            translation.program.contains("= {1.0, 2.0, 3.0}"),
+            "{}",
+            translation.program
+        );
+    }
+
+    #[test]
+    fn a_dat_of_dimension_0_is_written_without_rows() {
+        // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
+        // panicked in `chunks`.
+        let capture = "set 0 2\nhandle cells set 0\ndat 0 0 0 double\n\nhandle p_w dat 0\nstop\n";
+        let translation = translated(BUFFER_APP, capture).expect("a translation");
+        assert!(
+            translation.instance.contains("\"p_w\":[]"),
+            "{}",
+            translation.instance
+        );
+    }
 }
