@@ -6,4 +6,5 @@
 
 mod campaign;
 mod generator;
+mod import;
 mod regressions;
