@@ -174,7 +174,7 @@ pub trait Files {
     /// Whether `path` is a file that [`Files::read`] can read (an include is
     /// looked for in each directory in turn).
     fn is_file(&self, path: &Path) -> bool;
-    /// The text of `path`.
+    /// The text of `path`, or why not, naming it.
     fn read(&self, path: &Path) -> Result<String, String>;
 }
 
@@ -187,8 +187,11 @@ impl Files for Disk {
         path.is_file()
     }
 
+    /// As `op2` reads its own sources: a regular file (a FIFO or a device
+    /// is refused without blocking) of at most 16 MiB of UTF-8 (the first
+    /// bad byte named by line and column).
     fn read(&self, path: &Path) -> Result<String, String> {
-        std::fs::read_to_string(path).map_err(|e| e.to_string())
+        op2_codegen::files::read_source(path).map_err(|e| e.describe(path))
     }
 }
 
@@ -200,7 +203,7 @@ impl Files for BTreeMap<PathBuf, String> {
     fn read(&self, path: &Path) -> Result<String, String> {
         self.get(path)
             .cloned()
-            .ok_or_else(|| "no such file".to_owned())
+            .ok_or_else(|| format!("cannot read `{}`: no such file", path.display()))
     }
 }
 
@@ -303,9 +306,7 @@ pub fn translate(
     capture: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>,
 ) -> Result<Translation, ImportError> {
     let read = |path: &Path| -> Result<Source, ImportError> {
-        let text = files
-            .read(path)
-            .map_err(|e| ImportError::Read(format!("cannot read `{}`: {e}", path.display())))?;
+        let text = files.read(path).map_err(ImportError::Read)?;
         let source =
             Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)?;
         let defines = c::defines(&source);
@@ -1572,6 +1573,39 @@ mod tests {
             translation.instance.contains("\"p_w\":[]"),
             "{}",
             translation.instance
+        );
+    }
+
+    #[test]
+    fn sources_are_read_as_op2_reads_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut never = |_: Instrumented| -> Result<Capture, CaptureError> {
+            panic!("nothing is captured from a file that cannot be read")
+        };
+        let read =
+            |path: &Path, never: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>| {
+                match translate(path, &[], dir.path(), &Disk, never) {
+                    Err(ImportError::Read(why)) => why,
+                    other => panic!("{other:?}"),
+                }
+            };
+        // Bytes that are not UTF-8: named by line and column.
+        let bad = dir.path().join("bad.cpp");
+        std::fs::write(&bad, b"int main() {\n  int \xff;\n}\n").unwrap();
+        assert_eq!(
+            read(&bad, &mut never),
+            format!(
+                "{}:2:7: the file is not valid UTF-8 (byte 19)",
+                bad.display()
+            )
+        );
+        // Not a regular file: refused before a byte is read.
+        assert_eq!(
+            read(dir.path(), &mut never),
+            format!(
+                "cannot read `{}`: not a regular file (it is a directory)",
+                dir.path().display()
+            )
         );
     }
 }
