@@ -67,9 +67,46 @@ impl Source {
         parser
             .set_language(&tree_sitter_cpp::LANGUAGE.into())
             .map_err(|e| format!("cannot load the C++ grammar: {e}"))?;
-        let tree = parser
-            .parse(&text, None)
-            .ok_or_else(|| "the C++ parser gave up".to_owned())?;
+        // tree-sitter's recovery from some runs of syntax errors takes time
+        // that grows faster than the text (`for (…)++)++)…`): the parse
+        // has the deadline `op2`'s own parses have, and a give-up is an
+        // error at the first syntax error, which the application's compiler
+        // would refuse anyway.
+        let started = std::time::Instant::now();
+        let allowed = op2_syntax::ParseLimit::time_allowed(text.len());
+        let mut first_error = None;
+        let mut reached = 0;
+        let mut progress = |state: &tree_sitter::ParseState| {
+            reached = reached.max(state.current_byte_offset());
+            if state.has_error() && first_error.is_none() {
+                first_error = Some(reached);
+            }
+            if started.elapsed() > allowed {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        };
+        let bytes = text.as_bytes();
+        let tree = parser.parse_with_options(
+            &mut |offset: usize, _| &bytes[offset.min(bytes.len())..],
+            None,
+            Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
+        );
+        let Some(tree) = tree else {
+            let mut at = first_error.unwrap_or(reached).min(text.len());
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let before = &text[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            return Err(format!(
+                "{display}:{line}:{column}: the C++ parser gave up after {:.1} s recovering from the syntax errors from about here on (a file of {} bytes is allowed that long)\n  help: the application must compile: fix the syntax error here",
+                allowed.as_secs_f64(),
+                text.len()
+            ));
+        };
         Ok(Source {
             path: path.to_owned(),
             display,
@@ -471,3 +508,24 @@ pub const BUILTINS: &[&str] = &[
     "sqrt", "fabs", "abs", "fmin", "fmax", "min", "max", "pow", "exp", "log", "log10", "sin",
     "cos", "tan", "asin", "acos", "atan", "atan2", "floor", "ceil", "round", "isnan", "isinf",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parse_that_recovers_too_slowly_gives_up_at_the_first_error() {
+        // Found by `op2-fuzz --import` (seed 3, case 1016): a mutated `for`
+        // head followed by thousands of `++)`; tree-sitter's error recovery
+        // went on for more than two minutes on 14 KB.
+        let text = format!(
+            "int main() {{\n  int n = 2;\n  for (int i = 0; i < n; i++){} {{}}\n}}\n",
+            "++)".repeat(4000)
+        );
+        let Err(why) = Source::parse(Path::new("a.cpp"), "a.cpp".to_owned(), text) else {
+            panic!("the parse gives up")
+        };
+        assert!(why.starts_with("a.cpp:3:"), "{why}");
+        assert!(why.contains("the C++ parser gave up after"), "{why}");
+    }
+}
