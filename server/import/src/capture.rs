@@ -429,6 +429,9 @@ pub fn parse(text: &str) -> Result<Capture, String> {
                 let from = number(words.next(), n)?;
                 let to = number(words.next(), n)?;
                 let dim = number(words.next(), n)?;
+                if to >= capture.sets.len() {
+                    return Err(format!("line {}: unknown set", n + 1));
+                }
                 let size = capture
                     .sets
                     .get(from)
@@ -479,7 +482,15 @@ pub fn parse(text: &str) -> Result<Capture, String> {
                     _ => "dat",
                 };
                 let index: i64 = words.next().and_then(|w| w.parse().ok()).unwrap_or(-1);
+                let declared = match kind {
+                    "set" => capture.sets.len(),
+                    "map" => capture.maps.len(),
+                    _ => capture.dats.len(),
+                };
                 if let Ok(index) = usize::try_from(index) {
+                    if index >= declared {
+                        return Err(format!("line {}: unknown {kind}", n + 1));
+                    }
                     capture.handles.push((name, kind, index));
                 }
             }
@@ -496,4 +507,25 @@ pub fn parse(text: &str) -> Result<Capture, String> {
         }
     }
     Err("the capture ends before the stop".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declarations_named_by_index_must_exist() {
+        // Found by `op2-fuzz --import` (seed 4, cases 8098 and 8693): a
+        // capture naming a set or dat that was never declared panicked
+        // where the translation named it.
+        let map_to_nothing = "set 0 2\nmap 0 0 3 1\n0 1\nstop\n";
+        assert_eq!(parse(map_to_nothing).unwrap_err(), "line 2: unknown set");
+        let handle_of_nothing = "set 0 2\nhandle d dat 0\nstop\n";
+        assert_eq!(parse(handle_of_nothing).unwrap_err(), "line 2: unknown dat");
+        let fine = "set 0 2\nmap 0 0 0 1\n0 1\nhandle m map 0\nstop\n";
+        assert_eq!(
+            parse(fine).unwrap().handles,
+            vec![("m".to_owned(), "map", 0)]
+        );
+    }
 }
