@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use op2_syntax::Parse;
-use op2_syntax::ast::NodeText;
+use op2_syntax::print::write_tree;
 
 use crate::Outcome;
 use crate::source::SourceFile;
@@ -35,62 +35,4 @@ pub fn run(path: &Path) -> Result<Outcome> {
     } else {
         Outcome::Success
     })
-}
-
-/// Deepest indentation written, in levels: a node deeper than this is
-/// written at this indentation with its depth in front, `[depth 5000] `, so
-/// the output stays linear in the tree's size (a chain of 100,000 operators
-/// is a tree 100,000 levels deep).
-const MAX_INDENT: usize = 64;
-
-/// Writes the named nodes of the tree, indented by depth. Leaves show their
-/// text; missing nodes are marked `MISSING`.
-pub fn write_tree(out: &mut impl Write, parse: &Parse) -> io::Result<()> {
-    let text = parse.text();
-    let mut cursor = parse.tree().walk();
-    let mut depth = 0usize;
-    loop {
-        let node = cursor.node();
-        if node.is_named() || node.is_missing() {
-            let start = node.start_position();
-            let end = node.end_position();
-            write!(out, "{:indent$}", "", indent = depth.min(MAX_INDENT) * 2)?;
-            if depth > MAX_INDENT {
-                write!(out, "[depth {depth}] ")?;
-            }
-            if let Some(field) = cursor.field_name() {
-                write!(out, "{field}: ")?;
-            }
-            if node.is_missing() {
-                write!(out, "MISSING ")?;
-            }
-            write!(out, "{}", node.kind())?;
-            write!(
-                out,
-                " [{}, {}] - [{}, {}]",
-                start.row, start.column, end.row, end.column
-            )?;
-            if node.named_child_count() == 0 && !node.is_missing() && node.is_named() {
-                let snippet = node.text(text);
-                if snippet.len() <= 60 && !snippet.contains('\n') {
-                    write!(out, " {snippet:?}")?;
-                }
-            }
-            writeln!(out)?;
-        }
-        if cursor.goto_first_child() {
-            depth += usize::from(node.is_named() || node.is_missing());
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return Ok(());
-            }
-            let parent = cursor.node();
-            depth -= usize::from(parent.is_named() || parent.is_missing());
-        }
-    }
 }

@@ -17,7 +17,7 @@ use op2_exec::simulate::{self, SimulationError};
 use op2_exec::{Reference, State, Tolerance};
 use op2_instance::{self as instance, NoProgress};
 use op2_syntax::format::{FormatError, format_parse};
-use op2_syntax::{Diagnostic, Parse, Severity};
+use op2_syntax::{Diagnostic, Parse, Severity, print};
 
 use crate::Finding;
 
@@ -91,8 +91,7 @@ pub fn check(
     // parse
     crate::enter("parse");
     let parse = Parse::new(text.as_str());
-    let mut tree = Vec::new();
-    write_tree(&mut tree, &parse);
+    check_tree_output(&parse)?;
     let syntax = parse.errors(op2_syntax::FileId::MAIN);
     check_diagnostics("parse", &syntax, &[text.as_str()])?;
 
@@ -346,33 +345,32 @@ fn is_range(text: &str, start: usize, end: usize) -> bool {
     start <= end && end <= text.len() && text.is_char_boundary(start) && text.is_char_boundary(end)
 }
 
-/// The tree as `op2 parse` prints it (iteratively, like the CLI).
-fn write_tree(out: &mut Vec<u8>, parse: &Parse) {
-    let mut cursor = parse.tree().walk();
-    let mut depth = 0usize;
-    loop {
-        let node = cursor.node();
-        if node.is_named() || node.is_missing() {
-            // What `writeln!(out, "{:indent$}{}", "", kind)` writes, without
-            // the formatting machinery (a tenth of a case's time).
-            out.resize(out.len() + (depth * 2).min(64), b' ');
-            out.extend_from_slice(node.kind().as_bytes());
-            out.push(b'\n');
-        }
-        if cursor.goto_first_child() {
-            depth += 1;
-            continue;
-        }
-        loop {
-            if cursor.goto_next_sibling() {
-                break;
-            }
-            if !cursor.goto_parent() {
-                return;
-            }
-            depth -= 1;
-        }
+/// Longest line `op2 parse` may print: the indentation, a `[depth N] `, a
+/// field, `MISSING`, a kind, four positions and a snippet whose bytes may each
+/// be escaped (`\u{1b}`), with room to spare.
+const TREE_LINE_LIMIT: usize = 2 * print::MAX_INDENT + 10 * print::MAX_SNIPPET + 256;
+
+/// Prints the tree with `op2 parse`'s printer and checks that its output is
+/// linear in the tree: no line longer than [`TREE_LINE_LIMIT`].
+fn check_tree_output(parse: &Parse) -> Result<(), Finding> {
+    let mut tree = Vec::new();
+    print::write_tree(&mut tree, parse)
+        .map_err(|e| Finding::property("parse", format!("op2 parse's printer failed: {e}")))?;
+    if let Some((at, line)) = tree
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .find(|(_, line)| line.len() > TREE_LINE_LIMIT)
+    {
+        return Err(Finding::property(
+            "parse",
+            format!(
+                "op2 parse printed a line of {} bytes (line {}), more than {TREE_LINE_LIMIT}",
+                line.len(),
+                at + 1
+            ),
+        ));
     }
+    Ok(())
 }
 
 #[derive(Default)]
@@ -406,55 +404,6 @@ impl Output {
                 end -= 1;
             }
             self.kept.push_str(&text[..end]);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::io::Write as _;
-
-    use super::*;
-
-    /// The tree printed with `writeln!` and `Node::kind`, as it was.
-    fn written_by_fmt(parse: &Parse) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut cursor = parse.tree().walk();
-        let mut depth = 0usize;
-        loop {
-            let node = cursor.node();
-            if node.is_named() || node.is_missing() {
-                let indent = (depth * 2).min(64);
-                let _ = writeln!(out, "{:indent$}{}", "", node.kind());
-            }
-            if cursor.goto_first_child() {
-                depth += 1;
-                continue;
-            }
-            loop {
-                if cursor.goto_next_sibling() {
-                    break;
-                }
-                if !cursor.goto_parent() {
-                    return out;
-                }
-                depth -= 1;
-            }
-        }
-    }
-
-    #[test]
-    fn the_tree_is_printed_as_with_the_formatting_machinery() {
-        let airfoil = include_str!("../../../docs/examples/airfoil.op2");
-        let deep = format!("main {{ {}1{} }}", "(".repeat(40), ")".repeat(40));
-        for text in [airfoil, "set a\nmain { x = ; print(\"%d\" }", &deep] {
-            let parse = Parse::new(text);
-            let mut out = Vec::new();
-            write_tree(&mut out, &parse);
-            assert_eq!(
-                String::from_utf8_lossy(&out),
-                String::from_utf8_lossy(&written_by_fmt(&parse))
-            );
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod line_index;
 pub mod literal;
 mod parse;
 pub mod path;
+pub mod print;
 mod text;
 
 pub use diagnostic::{Code, Diagnostic, FileId, Fix, Location, Related, Severity, Tag, TextEdit};
