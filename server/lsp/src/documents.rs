@@ -719,15 +719,15 @@ mod tests {
     /// taking the worker's parse job after each: the next keystroke comes
     /// before any parse finishes. With `run`, each job runs and is
     /// cancelled at its first progress call; without, it is dropped (a
-    /// job's edits are replayed before its parse asks anything). Returns
-    /// the edits the jobs replay before parsing, in all and at most in one,
-    /// and how many parses they started.
+    /// job's edits are replayed before its parse asks anything). Returns,
+    /// for each job, the edits it replays on its base (`None`: it has no
+    /// base and parses the text afresh), and how many parses they started.
     fn type_with_every_parse_cancelled(
         open: &mut OpenDocument,
         keystrokes: usize,
         run: bool,
-    ) -> (usize, usize, usize) {
-        let (mut replayed, mut most, parses) = (0, 0, std::cell::Cell::new(0));
+    ) -> (Vec<Option<usize>>, usize) {
+        let (mut replays, parses) = (Vec::new(), std::cell::Cell::new(0));
         for keystroke in 0..keystrokes {
             let version = i32::try_from(keystroke).expect("few keystrokes") + 2;
             open.apply_changes(
@@ -738,9 +738,7 @@ mod tests {
             let Snapshot::Job(job) = open.parse_job() else {
                 panic!("version {version} is not parsed yet")
             };
-            let edits = job.base.as_ref().map_or(0, |(_, edits)| edits.len());
-            replayed += edits;
-            most = most.max(edits);
+            replays.push(job.base.as_ref().map(|(_, edits)| edits.len()));
             if run {
                 let parsed = job.run(&|| {
                     parses.set(parses.get() + 1);
@@ -749,7 +747,7 @@ mod tests {
                 assert!(parsed.is_none(), "the next keystroke cancels it");
             }
         }
-        (replayed, most, parses.get())
+        (replays, parses.get())
     }
 
     #[test]
@@ -762,8 +760,12 @@ mod tests {
         let mut open = OpenDocument::with_limit(&format!("set a;\n{broken}"), 1, limit);
         assert!(open.parsed().parse().stopped_at().is_some(), "it gives up");
         let keystrokes = 3 * MOST_PENDING;
-        let (replayed, _, parses) = type_with_every_parse_cancelled(&mut open, keystrokes, true);
-        assert_eq!(replayed, 0, "nothing replayed on a parse that gave up");
+        let (replays, parses) = type_with_every_parse_cancelled(&mut open, keystrokes, true);
+        assert_eq!(
+            replays,
+            vec![None; keystrokes],
+            "no base, nothing replayed, on a parse that gave up"
+        );
         assert_eq!(parses, keystrokes, "one parse started per keystroke");
         let mut typed = "x".repeat(keystrokes);
         typed.insert_str(0, "set a;\n");
@@ -782,11 +784,15 @@ mod tests {
         let text = op2_syntax::synth::program(400);
         let mut open = OpenDocument::new(&text, 1);
         assert!(open.parsed().parse().stopped_at().is_none());
-        let (replayed, most, _) = type_with_every_parse_cancelled(&mut open, keystrokes, false);
-        assert_eq!(most, MOST_PENDING, "edits replayed by one job");
-        assert!(
-            replayed <= keystrokes * MOST_PENDING,
-            "{replayed} edits replayed over {keystrokes} keystrokes"
-        );
+        let (replays, _) = type_with_every_parse_cancelled(&mut open, keystrokes, false);
+        // The n-th keystroke's job replays n edits, up to `MOST_PENDING`;
+        // the next edit drops the base, and since no parse is put back,
+        // every later job parses afresh.
+        let expected: Vec<Option<usize>> = (1..=keystrokes)
+            .map(|n| (n <= MOST_PENDING).then_some(n))
+            .collect();
+        assert_eq!(replays, expected);
+        let replayed: usize = replays.iter().flatten().sum();
+        assert_eq!(replayed, MOST_PENDING * (MOST_PENDING + 1) / 2);
     }
 }
