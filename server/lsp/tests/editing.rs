@@ -6,9 +6,10 @@
 use std::sync::Mutex;
 
 use op2_lsp::config::Settings;
-use op2_lsp::documents::{Document, PositionEncoding};
+use op2_lsp::documents::{Document, OpenDocument, PositionEncoding};
 use op2_lsp::handlers::{self, Context};
 use op2_lsp::world::{Analysed, Overlay, analyse};
+use op2_syntax::ParseLimit;
 use tower_lsp_server::lsp_types::{
     CodeActionOrCommand, CompletionItem, CompletionResponse, FoldingRangeKind, InsertTextFormat,
     Position, Range, SemanticToken, SemanticTokensFullDeltaResult, TextEdit, Uri,
@@ -44,11 +45,15 @@ fn analysed(text: &str) -> Analysed {
 
 /// Runs `f` with a context over `text` at `uri`.
 fn with_context<T>(uri: &str, text: &str, f: impl FnOnce(&Context<'_>) -> T) -> T {
-    let analysed = analysed(text);
+    with_analysed(&analysed(text), uri, f)
+}
+
+/// Runs `f` with a context over `analysed` at `uri`.
+fn with_analysed<T>(analysed: &Analysed, uri: &str, f: impl FnOnce(&Context<'_>) -> T) -> T {
     let settings = Settings::default();
     let uri: Uri = uri.parse().expect("a valid URI");
     let context = Context {
-        analysed: &analysed,
+        analysed,
         encoding: PositionEncoding::Utf16,
         settings: &settings,
         uri: &uri,
@@ -899,4 +904,30 @@ fn formatting_replaces_the_whole_document_once() {
         ),
         None
     );
+}
+
+#[test]
+fn formatting_answers_from_the_parse_the_document_has() {
+    // A valid but untidy text whose parse, made with a small allowance,
+    // gave up: the document reports E002, and formatting does not parse it
+    // again with a larger one; it leaves the text alone.
+    let messy = "set   cells ;\n".repeat(2000);
+    let mut open = OpenDocument::with_limit(&messy, 1, ParseLimit::Checks(3));
+    let document = open.parsed();
+    assert!(document.parse().stopped_at().is_some(), "the parse gave up");
+    let gave_up = analyse(document, None, &Mutex::default(), &Overlay::default());
+    let answer = with_analysed(
+        &gave_up,
+        "file:///format.op2",
+        handlers::formatting::formatting,
+    );
+    assert!(answer.is_none(), "formatted a document whose parse gave up");
+    // The same text parsed whole is formatted.
+    let edits = with_context(
+        "file:///format.op2",
+        &messy,
+        handlers::formatting::formatting,
+    )
+    .expect("edits");
+    assert_eq!(apply(&messy, &edits), "set cells;\n".repeat(2000));
 }
