@@ -208,18 +208,24 @@ pub struct OpenDocument {
     /// The edits after `parsed` (and after `whole_at`), each with the number
     /// of its change, each range against the text left by the one before.
     pending: Vec<(u64, Bytes<usize>, String)>,
+    /// The change at which the pending edits were last folded into one
+    /// (see [`MOST_PENDING`]): that edit is against `parsed`'s text, and
+    /// is made again against a parse put back of an earlier change.
+    compacted_at: Option<u64>,
 }
 
 /// Byte-range edits, each against the text the one before left.
 type Edits = Vec<(Bytes<usize>, String)>;
 
-/// Past this many edits waiting for a parse, the next parse starts afresh
-/// from the text instead of replaying them: each replayed edit moves the
-/// text's bytes (and counts its line breaks), so replaying every edit since
-/// the last parse that finished, at every keystroke of a burst whose parses
-/// are all cancelled, would cost the burst's length squared times the
-/// text's. With this bound a job's replay costs at most this many moves of
-/// the text, less than the parse it precedes.
+/// Past this many edits waiting for a parse, they are folded into one edit
+/// (the bytes between the common prefix and the common suffix of the parsed
+/// text and the current one, found in one pass): each replayed edit moves
+/// the text's bytes (and counts its line breaks), so replaying every edit
+/// since the last parse that finished, at every keystroke of a burst whose
+/// parses are all cancelled, would cost the burst's length squared times
+/// the text's. With this bound a job's replay costs at most this many moves
+/// of the text, and the next parse is still an incremental one from the
+/// parse put back, not a fresh parse of the whole text.
 const MOST_PENDING: usize = 64;
 
 impl Clone for OpenDocument {
@@ -238,8 +244,41 @@ impl Clone for OpenDocument {
             parsed_changes: self.parsed_changes,
             whole_at: self.whole_at,
             pending: self.pending.clone(),
+            compacted_at: self.compacted_at,
         }
     }
+}
+
+/// The lengths of the longest common prefix of `old` and `new`, and of the
+/// longest common suffix of what follows it in each.
+pub(crate) fn common_ends<T: PartialEq>(old: &[T], new: &[T]) -> (usize, usize) {
+    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let rest = old.len().min(new.len()) - prefix;
+    let suffix = old
+        .iter()
+        .rev()
+        .zip(new.iter().rev())
+        .take(rest)
+        .take_while(|(a, b)| a == b)
+        .count();
+    (prefix, suffix)
+}
+
+/// One edit that turns `old` into `new`: what lies between their common
+/// prefix and their common suffix, both on character boundaries.
+fn difference(old: &str, new: &str) -> (Bytes<usize>, String) {
+    let (a, b) = (old.as_bytes(), new.as_bytes());
+    let (mut start, mut suffix) = common_ends(a, b);
+    while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {
+        start -= 1;
+    }
+    while !(old.is_char_boundary(a.len() - suffix) && new.is_char_boundary(b.len() - suffix)) {
+        suffix -= 1;
+    }
+    (
+        start..a.len() - suffix,
+        new[start..b.len() - suffix].to_owned(),
+    )
 }
 
 /// A number no other opening or copy of a document has had.
@@ -308,6 +347,7 @@ impl OpenDocument {
             parsed_changes: 0,
             whole_at: Some(1),
             pending: Vec::new(),
+            compacted_at: None,
         }
     }
 
@@ -356,16 +396,34 @@ impl OpenDocument {
         let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
         if whole.is_some() {
             self.pending.clear();
+            self.compacted_at = None;
             self.whole_at = Some(change);
         }
         self.pending
             .extend(edits.into_iter().map(|(range, text)| (change, range, text)));
         if self.pending.len() > MOST_PENDING {
-            // Parsed afresh from the text, as after a whole text.
-            self.pending.clear();
-            self.whole_at = Some(change);
+            self.compact(change);
         }
         self.version = version;
+    }
+
+    /// Folds the pending edits into one against the parse put back, when
+    /// that parse is a base for the next (it did not give up, and no whole
+    /// text came after it); otherwise the next parse starts afresh, and the
+    /// edits are dropped.
+    fn compact(&mut self, change: u64) {
+        match (&self.parsed, self.whole_at) {
+            (Some(document), None) if document.parse.stopped_at().is_none() => {
+                let (range, text) = difference(document.text(), &self.rope.to_string());
+                self.pending = vec![(change, range, text)];
+                self.compacted_at = Some(change);
+            }
+            _ => {
+                self.pending.clear();
+                self.compacted_at = None;
+                self.whole_at = Some(change);
+            }
+        }
     }
 
     /// The parse of the current text when there is one, or the job that
@@ -417,6 +475,12 @@ impl OpenDocument {
         self.pending.retain(|(change, _, _)| *change > parsed.to);
         if self.whole_at.is_some_and(|at| at <= parsed.to) {
             self.whole_at = None;
+        }
+        match self.compacted_at {
+            // The folded edit is against an older text than this parse's:
+            // fold the edits since this parse again.
+            Some(at) if at > parsed.to => self.compact(self.changes()),
+            _ => self.compacted_at = None,
         }
         self.parsed_changes == self.changes()
     }
@@ -779,20 +843,87 @@ mod tests {
             fresh.tree().root_node().to_sexp()
         );
 
-        // A parse that did not give up is the base while the edits since
-        // are few; past `MOST_PENDING` the text is parsed afresh instead.
+        // A parse that did not give up stays the base: past `MOST_PENDING`
+        // the edits since are folded into one, so the n-th keystroke's job
+        // replays n edits up to `MOST_PENDING`, then 1, 2, ... again.
         let text = op2_syntax::synth::program(400);
         let mut open = OpenDocument::new(&text, 1);
         assert!(open.parsed().parse().stopped_at().is_none());
         let (replays, _) = type_with_every_parse_cancelled(&mut open, keystrokes, false);
-        // The n-th keystroke's job replays n edits, up to `MOST_PENDING`;
-        // the next edit drops the base, and since no parse is put back,
-        // every later job parses afresh.
         let expected: Vec<Option<usize>> = (1..=keystrokes)
-            .map(|n| (n <= MOST_PENDING).then_some(n))
+            .map(|n| Some((n - 1) % MOST_PENDING + 1))
             .collect();
         assert_eq!(replays, expected);
-        let replayed: usize = replays.iter().flatten().sum();
-        assert_eq!(replayed, MOST_PENDING * (MOST_PENDING + 1) / 2);
+        // The incremental parse from the folded edit is the fresh parse.
+        let document = open.parsed();
+        let mut typed = text.clone();
+        typed.insert_str(typed.find('\n').unwrap() + 1, &"x".repeat(keystrokes));
+        assert_eq!(document.text(), typed);
+        let fresh = Parse::new(typed.as_str());
+        assert_eq!(
+            document.parse().tree().root_node().to_sexp(),
+            fresh.tree().root_node().to_sexp()
+        );
+        assert_eq!(
+            document.parse().errors(op2_syntax::FileId::MAIN),
+            fresh.errors(op2_syntax::FileId::MAIN)
+        );
+    }
+
+    #[test]
+    fn a_parse_of_an_earlier_text_put_back_after_the_edits_were_folded_is_a_base() {
+        let text = op2_syntax::synth::program(100);
+        let mut open = OpenDocument::new(&text, 1);
+        open.parsed();
+        let type_x = |open: &mut OpenDocument, version: i32| {
+            open.apply_changes(
+                vec![change((1, 0), (1, 0), "x")],
+                version,
+                PositionEncoding::Utf16,
+            );
+        };
+        type_x(&mut open, 2);
+        let Snapshot::Job(early) = open.parse_job() else {
+            panic!("not parsed yet")
+        };
+        for version in 3..(MOST_PENDING as i32 + 10) {
+            type_x(&mut open, version);
+        }
+        let parsed = early.run(&|| false).expect("not cancelled");
+        assert!(!open.install(parsed), "the text moved on");
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("not parsed yet")
+        };
+        let edits = job.base.as_ref().map(|(_, edits)| edits.len());
+        assert_eq!(edits, Some(1), "the edits since, folded again");
+        let document = open.parsed();
+        let mut typed = text.clone();
+        typed.insert_str(typed.find('\n').unwrap() + 1, &"x".repeat(MOST_PENDING + 8));
+        assert_eq!(document.text(), typed);
+        assert_eq!(
+            document.parse().tree().root_node().to_sexp(),
+            Parse::new(typed.as_str()).tree().root_node().to_sexp()
+        );
+    }
+
+    #[test]
+    fn the_difference_of_two_texts_is_one_edit_on_character_boundaries() {
+        for (old, new) in [
+            ("abc", "abc"),
+            ("abc", "abXc"),
+            ("abc", "ac"),
+            ("", "é"),
+            ("é", "ã"),
+            ("aéa", "aa"),
+            ("xx", "x"),
+            ("😀😀", "😀"),
+        ] {
+            let (range, text) = difference(old, new);
+            let mut edited = old.to_owned();
+            edited.replace_range(range.clone(), &text);
+            assert_eq!(edited, new, "{old:?} to {new:?}");
+            assert!(range.len() + text.len() <= old.len().max(new.len()) + 4);
+        }
+        assert_eq!(difference("abc", "abXc"), (2..2, "X".to_owned()));
     }
 }

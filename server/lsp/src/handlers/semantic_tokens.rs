@@ -424,15 +424,7 @@ pub fn delta(context: &Context<'_>, previous: &str) -> Option<SemanticTokensFull
 /// One edit turning `old` into `new`: what lies between their common prefix
 /// and common suffix. Positions count integers (five per token).
 pub fn diff(old: &[SemanticToken], new: &[SemanticToken]) -> Vec<SemanticTokensEdit> {
-    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let rest = old.len().min(new.len()) - prefix;
-    let suffix = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(rest)
-        .take_while(|(a, b)| a == b)
-        .count();
+    let (prefix, suffix) = crate::documents::common_ends(old, new);
     if prefix == old.len() && prefix == new.len() {
         return Vec::new();
     }
