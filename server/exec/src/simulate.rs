@@ -280,7 +280,8 @@ pub enum SimulationError {
     /// count past its total).
     Assertion(String),
     /// The program itself failed (division by zero, index out of range,
-    /// iteration limit).
+    /// iteration limit), or an invocation sends more than the simulator
+    /// keeps ([`MAX_SENDS`]).
     Runtime(RuntimeError),
 }
 
@@ -626,13 +627,35 @@ fn stored(id: Result<u32, store::Full>) -> Result<u32, SimulationError> {
     })
 }
 
-/// A bit per send, all of them past 31.
+/// The most read sends, and the most write sends, one invocation may have
+/// on one set device type: each element keeps a bit per send
+/// (`Progress::read_send_mask`, `write_send_mask`). POETS allows 32 output
+/// pins per device type in all (E802), so a graph for POETS never comes
+/// near it; the library refuses a graph past it rather than never sending.
+pub const MAX_SENDS: usize = 32;
+
+/// A bit per send (at most [`MAX_SENDS`]).
 fn send_mask(sends: usize) -> u32 {
+    debug_assert!(sends <= MAX_SENDS, "{sends} sends");
     if sends >= 32 {
         u32::MAX
     } else {
         (1u32 << sends) - 1
     }
+}
+
+/// The error of an invocation with more than [`MAX_SENDS`] read or write
+/// sends on the device type of `set`, naming the invocation and where it is.
+fn too_many_sends(program: &Program, id: InvocationId, set: &str, sends: usize) -> SimulationError {
+    let invocation = &program.invocations[id.index()];
+    let at =
+        crate::reference::position(program, invocation.location.file, invocation.location.range);
+    SimulationError::Runtime(RuntimeError {
+        message: format!(
+            "{at}: `{}` would send {sends} messages from one element of `{set}`, more than the {MAX_SENDS} the simulator keeps per invocation (split the loop)",
+            invocation.name
+        ),
+    })
 }
 
 impl PlanInfo {
@@ -1156,6 +1179,15 @@ impl<'a> Simulator<'a> {
                     write_mask: 0,
                 };
                 let mut info = info;
+                let sends = info.read_sends.len().max(info.write_sends.len());
+                if sends > MAX_SENDS {
+                    return Err(too_many_sends(
+                        &program,
+                        id,
+                        &program.sets[set.index()].name,
+                        sends,
+                    ));
+                }
                 info.read_send_pins = info
                     .read_sends
                     .iter()

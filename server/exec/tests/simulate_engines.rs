@@ -174,7 +174,7 @@ fn idx_and_info_simulate_as_recorded_under_both_engines() {
 
 /// A set device type with more output pins (74) than one 64-bit ready mask
 /// holds. E802 keeps a graph for POETS to 32, so `op2 run` and `op2
-/// simulate` refuse this program, but the simulator does not rely on it:
+/// simulate` refuse this program, but the ready masks do not rely on it:
 /// the library simulates the graph under both engines alike, to the
 /// reference's numbers, with both controllers and several seeds (a pin
 /// aliased onto another, as `1 << pin` in a u64 did, sends the wrong
@@ -201,5 +201,55 @@ fn a_device_type_with_more_than_64_output_pins_simulates_correctly() {
             case.assert_engines_simulate_alike(seed, 10);
             case.assert_agree(seed, op2_exec::Tolerance::default());
         }
+    }
+}
+
+/// A loop over `cells` whose kernel increments `sends` nodes through one
+/// map, each by its own argument: `sends` write sends on one cell.
+fn scatter_with_sends(sends: usize) -> support::Case {
+    let parameters: Vec<String> = (0..sends).map(|i| format!("double *a{i}")).collect();
+    let body: String = (0..sends)
+        .map(|i| format!("    *a{i} += q[0] + {i}.0;\n"))
+        .collect();
+    let arguments: Vec<String> = (0..sends).map(|i| format!("y[c2n[{i}]] INC")).collect();
+    let text = format!(
+        "set cells;\nset nodes;\nmap c2n: cells -> nodes[{sends}];\ndat y: double on nodes;\n\
+         dat q: double on cells;\nkernel spread(const double *q, {}) {{\n{body}}}\n\
+         main {{\n    par_loop spread over cells (q READ, {});\n}}\n",
+        parameters.join(", "),
+        arguments.join(", ")
+    );
+    let targets: Vec<String> = (0..sends).map(|i| (i % 5).to_string()).collect();
+    let json = format!(
+        "{{\"sets\": {{\"cells\": 2, \"nodes\": 5}}, \"maps\": {{\"c2n\": [[{t}], [{t}]]}}, \
+         \"dats\": {{\"q\": [1.0, 2.0]}}}}",
+        t = targets.join(", ")
+    );
+    load("sends", &text, json.as_bytes())
+}
+
+/// Each element keeps a bit per send of an invocation, 32 of them: the
+/// library simulates an invocation with 32 write sends on one element to
+/// the reference's numbers, and refuses one with 33, naming it, rather
+/// than never sending the 33rd and ending in a deadlock (E802 keeps graphs
+/// for POETS far below, but the library must not rely on it).
+#[test]
+fn an_invocation_with_more_sends_than_the_simulator_keeps_is_refused() {
+    let most = op2_exec::simulate::MAX_SENDS;
+    let case = scatter_with_sends(most);
+    case.assert_agree(0, op2_exec::Tolerance::default());
+    let case = scatter_with_sends(most + 1);
+    match case.simulate(op2_exec::simulate::Options::default()) {
+        Err(op2_exec::simulate::SimulationError::Runtime(error)) => {
+            let message = error.to_string();
+            assert!(
+                // The par_loop is on line 9 + 33, after the kernel's body.
+                message.starts_with("sends:42:5: `spread` would send 33 messages")
+                    && message.contains("more than the 32"),
+                "{message}"
+            );
+        }
+        Ok(_) => panic!("a graph past the simulator's sends simulated"),
+        Err(other) => panic!("not the error of too many sends: {other}"),
     }
 }
