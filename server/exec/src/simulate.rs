@@ -1438,7 +1438,9 @@ impl<'a> Simulator<'a> {
         let words = mask_words(widest);
         pin_base.push(u32::try_from(pins).map_err(|_| too_large())?);
         #[allow(clippy::cast_possible_truncation)]
-        let mut pin_ends = vec![0u32; pins as usize];
+        // Pin `at`'s edge count at `pin_ends[at + 1]`, then its start
+        // there, then its end: entry 0 stays 0.
+        let mut pin_ends = vec![0u32; pins as usize + 1];
         let mut number = 0usize;
         let mut overflow = false;
         // An edge's output pin slot and destination, or `None` for the
@@ -1463,7 +1465,7 @@ impl<'a> Simulator<'a> {
         };
         for_each_edge(&program, graph, data, |edge| {
             if let Some((slot, _)) = edge_slot(&mut number, &edge) {
-                let count = &mut pin_ends[slot];
+                let count = &mut pin_ends[slot + 1];
                 match count.checked_add(1) {
                     Some(more) => *count = more,
                     None => overflow = true,
@@ -1472,7 +1474,7 @@ impl<'a> Simulator<'a> {
         });
         // Each pin's start, then filled up to its end.
         let mut total = 0u64;
-        for end in &mut pin_ends {
+        for end in &mut pin_ends[1..] {
             let count = u64::from(*end);
             *end = u32::try_from(total).unwrap_or(u32::MAX);
             total += count;
@@ -1485,13 +1487,12 @@ impl<'a> Simulator<'a> {
         let mut number = 0usize;
         for_each_edge(&program, graph, data, |edge| {
             if let Some((slot, destination)) = edge_slot(&mut number, &edge) {
-                let at = &mut pin_ends[slot];
+                let at = &mut pin_ends[slot + 1];
                 edges[*at as usize] = destination;
                 *at += 1;
             }
         });
         // Pin `at`'s edges are `pin_ends[at]..pin_ends[at + 1]`.
-        pin_ends.insert(0, 0);
 
         let controller = Controller {
             program: compile_controller(&program, graph),
