@@ -601,6 +601,7 @@ fn kth_set_bit(mask: &[u64], mut k: u32) -> usize {
         }
         return w * 64 + bits.trailing_zeros() as usize;
     }
+    debug_assert!(false, "fewer set bits in the ready mask than the pick");
     0
 }
 
@@ -671,7 +672,9 @@ impl PlanInfo {
             let mut ready = 0;
             let mut bits = mask;
             while bits != 0 {
-                if let Some(pin) = pins.get(bits.trailing_zeros() as usize) {
+                let pin = pins.get(bits.trailing_zeros() as usize);
+                debug_assert!(pin.is_some(), "a send bit without a pin");
+                if let Some(pin) = pin {
                     ready |= pin;
                 }
                 bits &= bits - 1;
@@ -699,7 +702,9 @@ impl PlanInfo {
         } else {
             let mask = &mut masks[device * words..(device + 1) * words];
             for &(word, bits) in &self.pins {
-                if let Some(word) = mask.get_mut(word) {
+                let word = mask.get_mut(word);
+                debug_assert!(word.is_some(), "a pin past the ready mask");
+                if let Some(word) = word {
                     *word &= !bits;
                 }
             }
@@ -716,7 +721,9 @@ impl PlanInfo {
             return;
         }
         let mut set = |pin: PinBit| {
-            if let Some(word) = mask.get_mut(pin.word) {
+            let word = mask.get_mut(pin.word);
+            debug_assert!(word.is_some(), "a pin past the ready mask");
+            if let Some(word) = word {
                 *word |= pin.bit;
             }
         };
@@ -726,7 +733,9 @@ impl PlanInfo {
         ] {
             let mut bits = sends;
             while bits != 0 {
-                if let Some(pin) = pins.get(bits.trailing_zeros() as usize) {
+                let pin = pins.get(bits.trailing_zeros() as usize);
+                debug_assert!(pin.is_some(), "a send bit without a pin");
+                if let Some(pin) = pin {
                     set(*pin);
                 }
                 bits &= bits - 1;
@@ -1972,7 +1981,13 @@ impl<'a> Simulator<'a> {
         let at = self.pin_base[device] as usize + pin;
         match self.pin_ends.get(at..at + 2) {
             Some(&[start, end]) => (start as usize, end as usize),
-            _ => (0, 0),
+            _ => {
+                debug_assert!(
+                    false,
+                    "output pin {pin} of device {device} has no edge index"
+                );
+                (0, 0)
+            }
         }
     }
 
