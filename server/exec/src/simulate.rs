@@ -984,6 +984,12 @@ struct Simulator<'a> {
 
 const NOT_READY: u32 = u32::MAX;
 
+/// The bit of the controller's ready mask that stands for its pending
+/// begin's pin (`Controller::begin_pending`, one of 1 + the number of
+/// invocations); bit 0 is its step pin, pin 0. Every begin pin is past
+/// pin 0, so the two are picked in the order of their pins.
+const CONTROLLER_BEGIN: usize = 1;
+
 /// Steps between two calls of the progress callback.
 pub const PROGRESS_STEPS: u64 = 1 << 18;
 
@@ -1437,11 +1443,15 @@ impl<'a> Simulator<'a> {
         };
         let mut pin_base = Vec::with_capacity(device_count + 1);
         let mut pins = 0u64;
-        let mut widest = 0;
+        // The controller's ready mask is two bits (`CONTROLLER_BEGIN`),
+        // whatever its number of pins: it does not widen every device's.
+        let mut widest = 2;
         for d in 0..device_count {
             pin_base.push(u32::try_from(pins).map_err(|_| too_large())?);
             let outputs = device_type_of(d).outputs.len();
-            widest = widest.max(outputs);
+            if d != 0 {
+                widest = widest.max(outputs);
+            }
             pins += outputs as u64;
         }
         let words = mask_words(widest);
@@ -1636,7 +1646,8 @@ impl<'a> Simulator<'a> {
     }
 
     /// The output pins of `device` that are ready, into `mask` (of
-    /// `self.words` words, cleared first) by pin index.
+    /// `self.words` words, cleared first) by pin index; the controller's
+    /// begin pin as [`CONTROLLER_BEGIN`].
     fn ready_pins(&self, device: usize, mask: &mut [u64]) {
         mask.fill(0);
         let mut set = |pin: usize| {
@@ -1665,7 +1676,7 @@ impl<'a> Simulator<'a> {
                 set(0);
             }
             if c.begin_pending > 0 {
-                set(c.begin_pending);
+                set(CONTROLLER_BEGIN);
             }
             return;
         }
@@ -1783,7 +1794,10 @@ impl<'a> Simulator<'a> {
                 // A random ready pin: the k-th set bit.
                 let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
                 let k = self.random.below(count as usize) as u32;
-                let pin = kth_set_bit(mask, k);
+                let mut pin = kth_set_bit(mask, k);
+                if device == 0 && pin == CONTROLLER_BEGIN {
+                    pin = self.controller.begin_pending;
+                }
                 self.send(device, pin)?;
             } else {
                 let message = self.in_flight.swap_remove(choice - self.ready.len());
@@ -3015,5 +3029,65 @@ fn info_combine(partials: &mut [Value], payload: &[Value], slot: &InfoSlot) {
         mode,
     ) {
         partials[at..=at + dimension].copy_from_slice(&payload[at..=at + dimension]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A program with more par_loops than a 64-bit word has bits, over
+    /// three sets, gives the controller more than 64 output pins (a begin
+    /// per invocation) and each set's device type 48 (an execute and an
+    /// end per invocation); the controller's ready mask stays two bits,
+    /// so every device's stays one word, and the pending begin is still
+    /// the one sent.
+    #[test]
+    fn many_par_loops_keep_the_ready_masks_one_word_wide() {
+        let loops: String = (0..72)
+            .map(|i| format!("    par_loop add over s{} (q{} RW);\n", i % 3, i % 3))
+            .collect();
+        let text = format!(
+            "set s0;\nset s1;\nset s2;\ndat q0: double on s0;\ndat q1: double on s1;\ndat q2: double on s2;\n\
+             kernel add(double *q) {{\n    q[0] = q[0] * 2.0 + 1.0;\n}}\nmain {{\n{loops}}}\n"
+        );
+        let analysis = op2_analysis::analyse_text(
+            std::path::Path::new("loops.op2"),
+            &text,
+            &op2_analysis::Options { require_main: true },
+        );
+        assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+        let loaded = op2_instance::read(
+            br#"{"sets": {"s0": 3, "s1": 1, "s2": 2}}"#,
+            &analysis.program,
+            &mut op2_instance::NoProgress,
+        );
+        let data = loaded.data.expect("the instance reads");
+        let graph = op2_codegen::graph_type(&analysis, "test");
+        let widest = graph.device_types.iter().map(|t| t.outputs.len()).max();
+        assert!(
+            widest > Some(64),
+            "the controller has {widest:?} output pins"
+        );
+        let mut out = |_: &str| {};
+        let mut progress = |_: &Statistics| {};
+        let simulator = Simulator::new(
+            &analysis,
+            &graph,
+            &data,
+            Options::default(),
+            &mut out,
+            &mut progress,
+        )
+        .expect("the simulator starts");
+        assert_eq!(simulator.words, 1);
+        drop(simulator);
+        let (state, _) = simulate(&analysis, &graph, &data, Options::default(), &mut |_| {})
+            .expect("the simulation ends");
+        // q = 2q + 1 twenty-four times from 0 on each set: 2^24 - 1.
+        let expected = Value::Double(2f64.powi(24) - 1.0);
+        for (dat, size) in [3, 1, 2].into_iter().enumerate() {
+            assert_eq!(state.dats[dat], vec![expected; size]);
+        }
     }
 }
