@@ -37,7 +37,8 @@ pub struct Macro {
 }
 
 /// How deep macro expansions may nest (a macro whose expansion names a
-/// macro whose expansion names …): the expansion recurses that deep at most.
+/// macro whose expansion names …, or a call in the argument of a call in
+/// the argument of …): the expansion recurses that deep at most.
 pub const MAX_NESTING: usize = 64;
 
 /// OP2's own function-like macros (`op_lib_core.h`), known without reading
@@ -201,7 +202,7 @@ impl Helpers {
         let bodies = helpers.object_bodies.clone();
         for (name, body) in &bodies {
             let expanded = helpers
-                .rescan(body, &mut vec![name.clone()])
+                .rescan(body, &mut vec![name.clone()], 1)
                 .unwrap_or_else(|_| body.clone());
             helpers.objects.insert(name.clone(), expanded);
         }
@@ -227,7 +228,7 @@ impl Helpers {
             .ok_or_else(|| format!("`{name}` is not a macro"))?;
         let text = m.substitute(name, args)?;
         self.spend(text.len())?;
-        self.rescan(&text, &mut vec![name.to_owned()])
+        self.rescan(&text, &mut vec![name.to_owned()], 1)
     }
 
     /// The names the expansion of the macro `name` reads that are not its
@@ -249,8 +250,17 @@ impl Helpers {
     /// (the ones whose expansion this is part of): object-like macros by
     /// their bodies, calls of function-like ones by their expansions, each
     /// rescanned in turn, as the preprocessor does.
-    fn rescan(&self, text: &str, disabled: &mut Vec<String>) -> Result<String, String> {
-        if disabled.len() > MAX_NESTING {
+    ///
+    /// `depth` counts every level of this recursion (a macro's body, a
+    /// call's expansion and each argument expanded before substitution),
+    /// so input cannot nest it deeper than [`MAX_NESTING`].
+    fn rescan(
+        &self,
+        text: &str,
+        disabled: &mut Vec<String>,
+        depth: usize,
+    ) -> Result<String, String> {
+        if depth > MAX_NESTING {
             return Err(format!(
                 "its expansion nests macros more than {MAX_NESTING} deep"
             ));
@@ -280,7 +290,7 @@ impl Helpers {
                 out.push_str(word);
             } else if let Some(body) = self.object_bodies.get(word) {
                 disabled.push(word.to_owned());
-                let expanded = self.rescan(body, disabled);
+                let expanded = self.rescan(body, disabled, depth + 1);
                 disabled.pop();
                 out.push_str(&expanded?);
             } else if let Some(m) = self.macros.get(word)
@@ -289,12 +299,12 @@ impl Helpers {
             {
                 let args = args
                     .iter()
-                    .map(|a| self.rescan(a, disabled))
+                    .map(|a| self.rescan(a, disabled, depth + 1))
                     .collect::<Result<Vec<_>, _>>()?;
                 let substituted = m.substitute(word, &args)?;
                 self.spend(substituted.len())?;
                 disabled.push(word.to_owned());
-                let expanded = self.rescan(&substituted, disabled);
+                let expanded = self.rescan(&substituted, disabled, depth + 1);
                 disabled.pop();
                 out.push_str(&expanded?);
                 at = end;
@@ -938,6 +948,28 @@ mod tests {
         let body = "F(".repeat(100_000);
         let helpers = helpers(&format!("#define F(x) (x)\n#define O {body}\n"));
         assert_eq!(helpers.objects["O"], body);
+    }
+
+    #[test]
+    fn closed_calls_nested_in_arguments_stop_at_max_nesting() {
+        // Arguments are expanded before substitution, one level deeper
+        // each: twenty thousand closed calls overflowed the stack, even in
+        // an object-like macro never used.
+        let deep = |n: usize| format!("{}1{}", "F(".repeat(n), ")".repeat(n));
+        let body = deep(100_000);
+        let helpers = helpers(&format!(
+            "#define F(x) (x)\n#define G(x) (x)\n#define O {body}\n"
+        ));
+        assert!(helpers.objects["O"] == body, "`O` expanded");
+        assert_eq!(
+            helpers.expand_call("G", &[deep(100_000)]).err().as_deref(),
+            Some("its expansion nests macros more than 64 deep")
+        );
+        // Shallow enough, it is expanded.
+        assert_eq!(
+            helpers.expand_call("G", &[deep(10)]).unwrap(),
+            format!("({}1{})", "(".repeat(10), ")".repeat(10))
+        );
     }
 
     #[test]
