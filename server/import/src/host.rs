@@ -166,6 +166,13 @@ pub struct ArgUse {
 /// one by one.
 pub const MAX_VECTOR_VALUES: usize = 1024;
 
+/// Whether a vector-map argument of `entries` map entries of a dat of
+/// dimension `dim` copies at most [`MAX_VECTOR_VALUES`] values: the entries
+/// are bounded on their own, since a dimension of 0 makes the product 0.
+pub fn vector_fits(entries: usize, dim: usize) -> bool {
+    entries <= MAX_VECTOR_VALUES && entries.saturating_mul(dim) <= MAX_VECTOR_VALUES
+}
+
 const DROPPED: &[(&str, &str)] = &[
     ("op_timers", "a timer"),
     ("op_timers_core", "a timer"),
@@ -1506,7 +1513,17 @@ fn par_loop(
                     // entries of the map, one argument each.
                     Some(k) if k < -1 && map.kind() == "identifier" => {
                         let n = entries.unwrap_or(0);
-                        if n.saturating_mul(dim_value.unwrap_or(1)) > MAX_VECTOR_VALUES {
+                        if dim_value == Some(0) {
+                            return fail(
+                                report,
+                                *dim,
+                                format!(
+                                    "vector-map argument (index {k}) of `{kernel_name}` has dimension 0"
+                                ),
+                                Some("a dat's dimension is at least 1"),
+                            );
+                        }
+                        if !vector_fits(n, dim_value.unwrap_or(1)) {
                             return fail(
                                 report,
                                 *idx,

@@ -794,13 +794,11 @@ fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<ker
                     dim: Some(dim),
                     entries: Some(entries),
                     ..
-                }) if entries.saturating_mul(*dim) <= host::MAX_VECTOR_VALUES => {
-                    Some(kernel::Vector {
-                        entries: *entries,
-                        dim: *dim,
-                        mode,
-                    })
-                }
+                }) if *dim >= 1 && host::vector_fits(*entries, *dim) => Some(kernel::Vector {
+                    entries: *entries,
+                    dim: *dim,
+                    mode,
+                }),
                 _ => None,
             };
             alike &= vector.is_some() && (agreed.is_none() || agreed == vector);
@@ -1520,6 +1518,9 @@ mod tests {
         // kernel must not make a billion parameters).
         let huge = vec![vec![vector(1 << 30, 1, "READ")]];
         assert_eq!(vectors(Some(&huge)), BTreeMap::from([(0, None)]));
+        // A dimension of 0 neither makes the entries free nor is copied.
+        let empty = vec![vec![vector(3_000_000, 0, "READ")]];
+        assert_eq!(vectors(Some(&empty)), BTreeMap::from([(0, None)]));
     }
 
     /// The translation of the main file `text` with the capture read from
@@ -1531,6 +1532,17 @@ mod tests {
         translate(&main, &[], Path::new(""), &files, &mut run)
     }
 
+    /// The report's entry whose message contains `text`, and where.
+    fn reported<'t>(translation: &'t Translation, text: &str) -> (&'t Entry, Option<String>) {
+        let entry = translation
+            .report
+            .entries
+            .iter()
+            .find(|e| e.message.contains(text))
+            .unwrap_or_else(|| panic!("not reported: {:?}", translation.report.entries));
+        (entry, entry.location.as_ref().map(ToString::to_string))
+    }
+
     const BUFFER_APP: &str = "#include \"op_seq.h\"\nvoid step(const double *w, double *x) { x[0] += w[0]; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double *w = 0;\n  op_set cells = op_decl_set(n, \"cells\");\n  op_dat p_w = op_decl_dat(cells, DIM, \"double\", w, \"p_w\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_READ), op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_RW));\n  op_printf(\"%g\\n\", w[0]);\n}\n";
 
     #[test]
@@ -1540,17 +1552,9 @@ mod tests {
         // code reads, asked for 13 GB of "0"s.
         let capture = "set 0 1099511627776\nhandle cells set 0\ndat 0 0 1 double\nnull\nhandle p_w dat 0\nstop\n";
         let translation = translated(BUFFER_APP, capture).expect("a translation");
-        let entry = translation
-            .report
-            .entries
-            .iter()
-            .find(|e| e.message.contains("a global of `.op2` holds at most 65536"))
-            .expect("the buffer is reported");
+        let (entry, location) = reported(&translation, "a global of `.op2` holds at most 65536");
         assert_eq!(entry.kind, Kind::NotTranslated);
-        assert_eq!(
-            entry.location.as_ref().map(ToString::to_string).as_deref(),
-            Some("app/app.cpp:5:11")
-        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:5:11"));
         assert!(translation.program.len() < 10_000);
         // A small one is still a global with the dat's values.
         let capture =
@@ -1561,6 +1565,22 @@ mod tests {
             "{}",
             translation.program
         );
+    }
+
+    #[test]
+    fn a_vector_map_argument_of_dimension_0_is_reported_where_written() {
+        // A dimension of 0 made entries × dimension 0, so three million
+        // entries passed the limit and built three million arguments.
+        let app = "#include \"op_seq.h\"\nvoid k1(const double **x) { }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set nodes = op_decl_set(2, \"nodes\");\n  op_set cells = op_decl_set(1, \"cells\");\n  op_map pcell = op_decl_map(cells, nodes, 2, 0, \"pcell\");\n  op_dat p_x = op_decl_dat(nodes, 2, \"double\", 0, \"p_x\");\n  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, -3000000, pcell, 0, \"double\", OP_READ));\n}\n";
+        let capture = "set 0 2\nhandle nodes set 0\nset 1 1\nhandle cells set 1\nmap 0 1 0 2\n0 1\nhandle pcell map 0\ndat 0 0 2 double\n1 2 3 4\nhandle p_x dat 0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        let (entry, location) = reported(&translation, "has dimension 0");
+        assert_eq!(
+            entry.message,
+            "vector-map argument (index -3000000) of `k1` has dimension 0"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:9:65"));
+        assert!(translation.program.len() < 10_000);
     }
 
     #[test]
