@@ -355,10 +355,16 @@ pub fn declared_name<'t>(mut node: Node<'t>) -> Option<(Node<'t>, bool, usize)> 
 /// Replacements of byte ranges in a text, applied at once.
 #[derive(Debug, Default)]
 pub struct Edits {
-    /// By start, then outermost first; a later edit of the same range
-    /// replaces an earlier one.
-    edits: std::collections::BTreeMap<(usize, std::cmp::Reverse<usize>), String>,
+    /// By start, then insertions (`start..start`) before wider edits (so
+    /// that both apply: the declarations a kernel's body starts with, and
+    /// an edit of its first statement right after `{`), then outermost
+    /// first; a later edit of the same range replaces an earlier one.
+    edits: std::collections::BTreeMap<EditKey, String>,
 }
+
+/// Where an edit is: its start, whether it is wider than an insertion, and
+/// its end.
+type EditKey = (usize, bool, std::cmp::Reverse<usize>);
 
 impl Edits {
     /// Replaces `node`'s text.
@@ -369,7 +375,7 @@ impl Edits {
     /// Replaces the bytes `start..end`.
     pub fn replace_range(&mut self, start: usize, end: usize, with: impl Into<String>) {
         self.edits
-            .insert((start, std::cmp::Reverse(end)), with.into());
+            .insert((start, end > start, std::cmp::Reverse(end)), with.into());
     }
 
     /// The text of `range` in `text` with the edits inside it applied. Of
@@ -378,9 +384,9 @@ impl Edits {
     pub fn apply(&self, text: &str, range: std::ops::Range<usize>) -> String {
         let mut out = String::new();
         let mut at = range.start;
-        for ((start, std::cmp::Reverse(end)), with) in self
+        for ((start, _, std::cmp::Reverse(end)), with) in self
             .edits
-            .range((range.start, std::cmp::Reverse(usize::MAX))..)
+            .range((range.start, false, std::cmp::Reverse(usize::MAX))..)
         {
             if *start >= range.end {
                 break;
@@ -512,6 +518,27 @@ pub const BUILTINS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_insertion_and_a_wider_edit_at_the_same_place_both_apply() {
+        // A kernel `{f[0][0] += 1.0f; …}`: the staged locals' declarations
+        // go right after `{`, where the flattened `f[0][0]` starts too; the
+        // wider edit came first and the declarations were dropped.
+        let text = "{f[0][0] += 1.0f;}";
+        let mut edits = Edits::default();
+        edits.replace_range(1, 8, "f[0]");
+        edits.replace_range(1, 1, " float f[4]; ");
+        assert_eq!(
+            edits.apply(text, 0..text.len()),
+            "{ float f[4]; f[0] += 1.0f;}"
+        );
+        // In either order, and nested edits still give way to the outer.
+        let mut edits = Edits::default();
+        edits.replace_range(1, 1, "I");
+        edits.replace_range(3, 4, "inner");
+        edits.replace_range(1, 8, "outer");
+        assert_eq!(edits.apply(text, 0..text.len()), "{Iouter += 1.0f;}");
+    }
 
     #[test]
     fn a_parse_that_recovers_too_slowly_gives_up_at_the_first_error() {
