@@ -48,6 +48,11 @@ const OP2_MACROS: &[(&str, &[&str], &str)] = &[
     ("MAX", &["a", "b"], "((a > b) ? (a) : (b))"),
 ];
 
+/// Marks a name that a rescan kept unexpanded because its expansion is
+/// under way (cpp's "painted blue" token): later rescans keep it too. It
+/// never leaves [`Helpers::rescan`]'s callers.
+const PAINTED: char = '\u{2}';
+
 /// Marks a parameter's place in a function's template.
 const PARAM: char = '\u{1}';
 
@@ -203,7 +208,7 @@ impl Helpers {
         for (name, body) in &bodies {
             let expanded = helpers
                 .rescan(body, &mut vec![name.clone()], 1)
-                .unwrap_or_else(|_| body.clone());
+                .map_or_else(|_| body.clone(), |t| t.replace(PAINTED, ""));
             helpers.objects.insert(name.clone(), expanded);
         }
         for (source, function) in functions {
@@ -229,6 +234,7 @@ impl Helpers {
         let text = m.substitute(name, args)?;
         self.spend(text.len())?;
         self.rescan(&text, &mut vec![name.to_owned()], 1)
+            .map(|t| t.replace(PAINTED, ""))
     }
 
     /// The names the expansion of the macro `name` reads that are not its
@@ -286,7 +292,11 @@ impl Helpers {
             let word = &word_on[..len];
             at += start + len;
             let in_number = rest[..start].ends_with(|c: char| c.is_ascii_digit() || c == '.');
-            if in_number || disabled.iter().any(|d| d == word) {
+            if in_number || rest[..start].ends_with(PAINTED) {
+                out.push_str(word);
+            } else if disabled.iter().any(|d| d == word) {
+                // Painted, as cpp does: no later rescan expands it.
+                out.push(PAINTED);
                 out.push_str(word);
             } else if let Some(body) = self.object_bodies.get(word) {
                 disabled.push(word.to_owned());
@@ -868,6 +878,14 @@ mod tests {
         // As the preprocessor stops: `scale` inside its own body is the
         // variable; a cycle stops where it comes back to the macro it began
         // with.
+        // A name kept because its expansion is under way stays kept when
+        // the text holding it is rescanned again (as an argument), as cpp
+        // paints it.
+        let painted = helpers(
+            "#define scale (scale * 2.0)\n#define TWICE(v) (2 * (v))\n#define T TWICE(scale)\n#define A (B + 1)\n#define B (A * 2)\n#define U TWICE(A)\n",
+        );
+        assert_eq!(painted.objects["T"], "(2 * ((scale * 2.0)))");
+        assert_eq!(painted.objects["U"], "(2 * (((A * 2) + 1)))");
         let helpers = helpers(
             "#define scale (scale * 2.0)\n#define FACTOR scale\n#define A (B + 1)\n#define B (A * 2)\n#define TWICE(x) (2 * (x))\n#define FOUR TWICE(TWICE(1))\n",
         );
