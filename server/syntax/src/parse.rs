@@ -704,7 +704,14 @@ fn advance(mut point: Point, text: &str) -> Point {
 /// subtree of `node` (one top-level item, say) of a tree parsed from `text`.
 /// [`Parse::unparsed_errors`] over the file and this over every top-level
 /// item give exactly [`Parse::errors`].
+///
+/// An item inside an ERROR (the whole file is one when the parser could not
+/// end it as a file) has none: the walk over the file reports that ERROR
+/// once and does not look inside it.
 pub fn unsupported_in(node: Node<'_>, text: &str, file: FileId) -> Vec<Diagnostic> {
+    if node.parent().is_some_and(|parent| parent.is_error()) {
+        return Vec::new();
+    }
     errors_in(node, text, file, Part::Unsupported)
 }
 

@@ -327,3 +327,34 @@ proptest! {
         prop_assert_eq!(sorted(parts), sorted(parse.errors(file)));
     }
 }
+
+/// Where the parser could not end the file, the whole file is one ERROR
+/// holding the items it did read; the walk over the file reports that ERROR
+/// once, so the items inside it report no unsupported C either (a call of a
+/// user function in a const's value gave one more error in parts than in
+/// the whole; found by `errors_in_parts_equal_the_whole` in CI).
+#[test]
+fn items_inside_a_file_wide_error_report_no_unsupported_c() {
+    let edits = [
+        (0.271_230_087_278_390_6, 3, ""),
+        (0.733_365_871_079_036_1, 7, " "),
+        (0.288_072_058_594_723_5, 10, ""),
+        (0.146_380_658_329_325_15, 10, ""),
+        (0.067_283_323_363_341_25, 7, "\u{e9}constif ("),
+        (0.403_114_533_584_728_6, 4, ""),
+    ];
+    let mut parse = Parse::new(SEED_PROGRAM);
+    for (at, delete, insert) in edits {
+        let insert = insert.to_owned();
+        apply(&mut parse, &Edit { at, delete, insert });
+    }
+    assert!(parse.tree().root_node().is_error(), "the file is one ERROR");
+    assert!(parse.text().contains("constif ("), "the call is there");
+    let file = op2_syntax::FileId::MAIN;
+    let mut parts = parse.unparsed_errors(file);
+    for item in parse.root().items() {
+        use op2_syntax::ast::NodeText;
+        parts.extend(op2_syntax::unsupported_in(item.node(), parse.text(), file));
+    }
+    assert_eq!(sorted(parts), sorted(parse.errors(file)));
+}
