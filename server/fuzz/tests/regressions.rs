@@ -95,6 +95,43 @@ fn runs_of_errors_end_in_time() {
     replay_generated("runs", &programs, 30);
 }
 
+/// Campaign seed 1, cases 608063, 633279 and 726207 (2026-11-27): a
+/// selection range asked at the start of a chain of 40,000 `+` after a
+/// syntax error was a linked list 40,000 deep, which overflowed the
+/// server's stack when it was serialised. The chain is now bounded
+/// (`MAX_SELECTION_LEVELS`). The session is generated here (80 KB) and
+/// replayed through the binary like the files of `regressions/`.
+#[test]
+fn a_selection_range_in_a_deep_chain_passes() {
+    let frame = |message: serde_json::Value| {
+        let body = message.to_string();
+        format!("Content-Length: {}\r\n\r\n{body}", body.len()).into_bytes()
+    };
+    let uri = op2_fuzz::lsp::URI;
+    let text = format!("main {{ int y = (1)x{}; }}\n", "+x".repeat(40_000));
+    let chunks = vec![
+        frame(
+            serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"capabilities": {}, "processId": null, "rootUri": null}}),
+        ),
+        frame(serde_json::json!({"jsonrpc": "2.0", "method": "initialized", "params": {}})),
+        frame(
+            serde_json::json!({"jsonrpc": "2.0", "method": "textDocument/didOpen",
+            "params": {"textDocument": {"uri": uri, "languageId": "op2", "version": 1, "text": text}}}),
+        ),
+        frame(
+            serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/selectionRange",
+            "params": {"textDocument": {"uri": uri}, "positions": [{"line": 0, "character": 18}]}}),
+        ),
+    ];
+    let session = op2_fuzz::lsp::to_text(&op2_fuzz::lsp::Script { chunks });
+    replay_generated(
+        "selection",
+        &[("deep-chain-selection-range.lsp", session)],
+        60,
+    );
+}
+
 /// Writes `programs` (name, text) into a temporary folder and replays them
 /// through the binary with `--slow-secs slow_secs`: every one must pass.
 fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {

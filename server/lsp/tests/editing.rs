@@ -762,6 +762,45 @@ fn selection_ranges_grow_through_ancestors() {
     }
 }
 
+/// A chain of 20,000 terms after a syntax error nests 20,000 deep: the
+/// answer keeps the innermost and the outermost ranges, at most
+/// `MAX_SELECTION_LEVELS`, and serialises on a small stack (the whole chain
+/// overflowed the server's stack in `serde_json`; fuzz campaign seed 1,
+/// case 608063).
+#[test]
+fn selection_ranges_of_a_deep_chain_are_bounded() {
+    let terms = "+x".repeat(20_000);
+    let (text, position) = cursor(&format!("main {{ int y = (1)$0x{terms}; }}\n"));
+    let ranges = with_context("file:///deep.op2", &text, |c| {
+        handlers::folding::selection_ranges(c, &[position])
+    })
+    .expect("ranges");
+    let mut chain = Vec::new();
+    let mut current = Some(&ranges[0]);
+    while let Some(range) = current {
+        chain.push(range.range);
+        current = range.parent.as_deref();
+    }
+    assert_eq!(chain.len(), handlers::folding::MAX_SELECTION_LEVELS);
+    assert_eq!(
+        chain[0].start, position,
+        "the innermost is the node at the cursor"
+    );
+    let last = chain[chain.len() - 1];
+    assert_eq!(
+        (last.start.line, last.start.character),
+        (0, 0),
+        "the outermost is the file"
+    );
+    let serialised = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || serde_json::to_string(&ranges).map(|json| json.len()))
+        .expect("a thread")
+        .join()
+        .expect("serialising does not overflow a small stack");
+    assert!(serialised.is_ok_and(|len| len > 0));
+}
+
 // ----------------------------------------------------------------------
 // Code actions
 // ----------------------------------------------------------------------

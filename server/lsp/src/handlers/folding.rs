@@ -103,7 +103,14 @@ fn starts_line(text: &str, offset: usize) -> bool {
     before[line_start..].chars().all(|c| c == ' ' || c == '\t')
 }
 
-/// For each position, the node at it and each ancestor with a larger range.
+/// Most ranges in one position's chain: the innermost half and the
+/// outermost half of them when the node has more ancestors than this (a
+/// chain of 10,000 `+` after a syntax error nests 10,000 deep; the answer
+/// is a linked list the client, and our own serialiser, walk recursively).
+pub const MAX_SELECTION_LEVELS: usize = 128;
+
+/// For each position, the node at it and each ancestor with a larger range
+/// (at most [`MAX_SELECTION_LEVELS`] of them).
 pub fn selection_ranges(
     context: &Context<'_>,
     positions: &[Position],
@@ -121,6 +128,10 @@ pub fn selection_ranges(
                 if chain.last() != Some(&range) {
                     chain.push(range);
                 }
+            }
+            if chain.len() > MAX_SELECTION_LEVELS {
+                let half = MAX_SELECTION_LEVELS / 2;
+                chain.drain(half..chain.len() - half);
             }
             let mut selection: Option<SelectionRange> = None;
             for range in chain.into_iter().rev() {
