@@ -373,8 +373,8 @@ struct PlanInfo {
     /// their bits there.
     word: Option<(usize, u64)>,
     /// The bits of the read sends' and write sends' pins in their words.
-    read_send_bits: Vec<u64>,
-    write_send_bits: Vec<u64>,
+    read_send_bits: SendPins,
+    write_send_bits: SendPins,
     /// A bit per read send and per write send (all set past 31).
     read_mask: u32,
     write_mask: u32,
@@ -556,6 +556,60 @@ impl PinBit {
     }
 }
 
+/// How the set bits of a send mask (a bit per read send, or per write
+/// send, of an invocation) become the bits of their pins in the word of
+/// the ready mask they are in.
+#[derive(Clone, Debug)]
+enum SendPins {
+    /// Send `i`'s pin is bit `shift + i` of the word: the mask shifted.
+    /// The code generator lays an invocation's read sends out on
+    /// consecutive pins, and its write sends too, so this is the usual
+    /// case.
+    Shift(u32),
+    /// Otherwise, send `i`'s pin's bit from a table.
+    Table(Vec<u64>),
+}
+
+impl SendPins {
+    /// The pins' bits of `pins` (send `i`'s pin at `pins[i]`), all in one
+    /// word when they are used: `PlanInfo::word`.
+    fn new(pins: &[PinBit]) -> SendPins {
+        let Some(first) = pins.first() else {
+            return SendPins::Shift(0);
+        };
+        let shift = first.bit.trailing_zeros();
+        let consecutive = pins.iter().enumerate().all(|(i, pin)| {
+            pin.word == first.word && (shift as usize + i) < 64 && pin.bit == first.bit << i
+        });
+        if consecutive {
+            SendPins::Shift(shift)
+        } else {
+            SendPins::Table(pins.iter().map(|p| p.bit).collect())
+        }
+    }
+
+    /// The bits of the pins of the sends set in `mask`.
+    #[inline(always)]
+    fn bits(&self, mask: u32) -> u64 {
+        match self {
+            SendPins::Shift(shift) => u64::from(mask) << shift,
+            SendPins::Table(pins) => {
+                let mut ready = 0;
+                let mut bits = mask;
+                while bits != 0 {
+                    let pin = pins.get(bits.trailing_zeros() as usize);
+                    debug_assert!(pin.is_some(), "a send bit without a pin");
+                    if let Some(pin) = pin {
+                        ready |= pin;
+                    }
+                    bits &= bits - 1;
+                }
+                ready
+            }
+        }
+    }
+}
+
 /// The words of a ready mask wide enough for `pins` output pins (at
 /// least one).
 fn mask_words(pins: usize) -> usize {
@@ -594,15 +648,23 @@ fn kth_set_bit(mask: &[u64], mut k: u32) -> usize {
             k -= here;
             continue;
         }
-        let mut bits = word;
-        while k > 0 {
-            bits &= bits - 1;
-            k -= 1;
-        }
-        return w * 64 + bits.trailing_zeros() as usize;
+        return w * 64 + kth_bit_of_word(word, k);
     }
     debug_assert!(false, "fewer set bits in the ready mask than the pick");
     0
+}
+
+/// The index of the `k`-th set bit (from 0) of `word`, which has more
+/// than `k` set bits.
+#[inline]
+fn kth_bit_of_word(word: u64, mut k: u32) -> usize {
+    let mut bits = word;
+    while k > 0 {
+        bits &= bits - 1;
+        k -= 1;
+    }
+    debug_assert!(bits != 0, "fewer set bits in the ready mask than the pick");
+    (bits.trailing_zeros() % 64) as usize
 }
 
 /// The edges of a send's output pin and the step the send leaves at.
@@ -623,7 +685,7 @@ impl Fan {
 fn stored(id: Result<u32, store::Full>) -> Result<u32, SimulationError> {
     id.map_err(|_| {
         SimulationError::Assertion(
-            "more than 134217728 messages of one size in flight: too many to simulate".to_owned(),
+            "more than 4294967295 slots of messages in flight: too many to simulate".to_owned(),
         )
     })
 }
@@ -668,21 +730,8 @@ impl PlanInfo {
         if !s.in_progress {
             return 0;
         }
-        let pins = |mask: u32, pins: &[u64]| -> u64 {
-            let mut ready = 0;
-            let mut bits = mask;
-            while bits != 0 {
-                let pin = pins.get(bits.trailing_zeros() as usize);
-                debug_assert!(pin.is_some(), "a send bit without a pin");
-                if let Some(pin) = pin {
-                    ready |= pin;
-                }
-                bits &= bits - 1;
-            }
-            ready
-        };
-        let mut mask = pins(s.read_send_mask, &self.read_send_bits)
-            | pins(s.write_send_mask, &self.write_send_bits);
+        let mut mask =
+            self.read_send_bits.bits(s.read_send_mask) | self.write_send_bits.bits(s.write_send_mask);
         if s.read_recv_count == s.read_total {
             mask |= self.execute_pin.bit;
         }
@@ -1188,8 +1237,8 @@ impl<'a> Simulator<'a> {
                     end_pin: PinBit::default(),
                     pins: Vec::new(),
                     word: None,
-                    read_send_bits: Vec::new(),
-                    write_send_bits: Vec::new(),
+                    read_send_bits: SendPins::Table(Vec::new()),
+                    write_send_bits: SendPins::Table(Vec::new()),
                     read_mask: 0,
                     write_mask: 0,
                 };
@@ -1222,8 +1271,8 @@ impl<'a> Simulator<'a> {
                         .copied()
                         .chain([info.execute_pin, info.end_pin]),
                 );
-                info.read_send_bits = info.read_send_pins.iter().map(|p| p.bit).collect();
-                info.write_send_bits = info.write_send_pins.iter().map(|p| p.bit).collect();
+                info.read_send_bits = SendPins::new(&info.read_send_pins);
+                info.write_send_bits = SendPins::new(&info.write_send_pins);
                 info.word = match info.pins[..] {
                     [one] => Some(one),
                     _ => None,
@@ -1790,24 +1839,24 @@ impl<'a> Simulator<'a> {
             if choice < self.ready.len() {
                 let device = self.ready[choice] as usize;
                 let words = self.words;
-                let mask = &self.ready_masks[device * words..(device + 1) * words];
                 // A random ready pin: the k-th set bit.
-                let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
-                let k = self.random.below(count as usize) as u32;
-                let mut pin = kth_set_bit(mask, k);
+                let mut pin = if words == 1 {
+                    let mask = self.ready_masks[device];
+                    let k = self.random.below(mask.count_ones() as usize) as u32;
+                    kth_bit_of_word(mask, k)
+                } else {
+                    let mask = &self.ready_masks[device * words..(device + 1) * words];
+                    let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
+                    let k = self.random.below(count as usize) as u32;
+                    kth_set_bit(mask, k)
+                };
                 if device == 0 && pin == CONTROLLER_BEGIN {
                     pin = self.controller.begin_pending;
                 }
                 self.send(device, pin)?;
             } else {
                 let message = self.in_flight.swap_remove(choice - self.ready.len());
-                // The payload is read where it is stored: no handler of a
-                // delivery sends, so the pool can be set aside meanwhile.
-                let payloads = std::mem::take(&mut self.payloads);
-                let result = self.receive(message, payloads.get(message.payload));
-                self.payloads = payloads;
-                self.payloads.release(message.payload);
-                result?;
+                self.receive(message)?;
             }
         }
         // The program ended: nothing may be left half done.
@@ -2454,22 +2503,39 @@ impl<'a> Simulator<'a> {
         ))
     }
 
-    fn receive(&mut self, message: InFlight, payload: &[u64]) -> Result<(), SimulationError> {
+    /// Delivers `message`, reading its payload where the pool stores it,
+    /// and releases the payload.
+    fn receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
         let device = message.device as usize;
         self.charge_receive(device, message.arrival);
-        if device == 0 {
-            self.controller_receive(message, payload)?;
-            self.update_ready(0);
-            return Ok(());
-        }
-        if device >= self.first_aggregator {
-            self.aggregator_receive(message, payload)?;
+        if device == 0 || device >= self.first_aggregator {
+            // No handler of a delivery sends, so the pool can be set aside
+            // meanwhile.
+            let payloads = std::mem::take(&mut self.payloads);
+            let payload = payloads.get(message.payload);
+            let result = if device == 0 {
+                self.controller_receive(message, payload)
+            } else {
+                self.aggregator_receive(message, payload)
+            };
+            self.payloads = payloads;
+            self.payloads.release(message.payload);
+            result?;
             self.update_ready(device);
             return Ok(());
         }
+        let result = self.receive_set(device, message);
+        self.payloads.release(message.payload);
+        result
+    }
+
+    /// A set device's handler of `message`.
+    #[inline(always)]
+    fn receive_set(&mut self, device: usize, message: InFlight) -> Result<(), SimulationError> {
         let Some((t, _, index)) = self.device_location(device) else {
             return Ok(());
         };
+        let payload = self.payloads.get(message.payload);
         let e = index as usize;
         let input = self.types[t].inputs[message.pin as usize];
         let p = match input {

@@ -102,23 +102,16 @@ pub(super) fn combine_slots(ty: ScalarType, target: &mut [u64], values: &[u64], 
     }
 }
 
-/// Records per size class at most: the index of a record takes the low
-/// 27 bits of a payload's id, its class the 5 above.
-const RECORDS: usize = 1 << 27;
-
 /// Payloads of messages in flight, each stored once per send and shared
-/// by its deliveries: records of 2^c slots per class c, counted
-/// references, freed records reused.
+/// by its deliveries: records in one slab of slots, a record of a payload
+/// of class c (at most 2^c slots) being a header slot (the class in the
+/// high 32 bits, the deliveries still to come in the low 32) and 2^c
+/// slots; a payload's id is its record's position in the slab; freed
+/// records are reused, per class.
 #[derive(Debug, Default)]
 pub(super) struct Payloads {
-    classes: Vec<Class>,
-}
-
-#[derive(Debug, Default)]
-struct Class {
     slots: Vec<u64>,
-    references: Vec<u32>,
-    free: Vec<u32>,
+    free: Vec<Vec<u32>>,
 }
 
 /// Too many messages in flight to number.
@@ -128,64 +121,76 @@ pub(super) struct Full;
 impl Payloads {
     /// Stores `values` for `deliveries` deliveries (at least one) and
     /// returns its id.
+    #[inline]
     pub fn store(&mut self, values: &[u64], deliveries: u32) -> Result<u32, Full> {
         let class = values.len().max(1).next_power_of_two().trailing_zeros() as usize;
-        if class >= 32 {
-            return Err(Full);
+        if self.free.len() <= class {
+            self.free.resize_with(class + 1, Vec::new);
         }
-        if self.classes.len() <= class {
-            self.classes.resize_with(class + 1, Class::default);
-        }
-        let width = 1usize << class;
-        let records = &mut self.classes[class];
-        let index = match records.free.pop() {
-            Some(index) => index as usize,
+        let at = match self.free[class].pop() {
+            Some(at) => at as usize,
             None => {
-                let index = records.references.len();
-                if index >= RECORDS {
+                let at = self.slots.len();
+                // Ids are u32: the slab's end must be one too.
+                if at + 1 + (1 << class) > u32::MAX as usize {
                     return Err(Full);
                 }
-                records.references.push(0);
-                records.slots.resize((index + 1) * width, 0);
-                index
+                self.slots.resize(at + 1 + (1 << class), 0);
+                at
             }
         };
-        records.references[index] = deliveries.max(1);
-        records.slots[index * width..index * width + values.len()].copy_from_slice(values);
+        self.slots[at] = ((class as u64) << 32) | u64::from(deliveries.max(1));
+        copy_slots(&mut self.slots[at + 1..at + 1 + values.len()], values);
         #[allow(clippy::cast_possible_truncation)]
-        Ok(((class as u32) << 27) | index as u32)
+        Ok(at as u32)
     }
 
-    /// The slots of payload `id` (its class's width: the caller knows how
+    /// The slots of payload `id`, from its first (the caller knows how
     /// many it sent).
     #[inline]
     pub fn get(&self, id: u32) -> &[u64] {
-        let (class, index) = Self::locate(id);
-        let width = 1usize << class;
-        &self.classes[class].slots[index * width..(index + 1) * width]
+        &self.slots[id as usize + 1..]
     }
 
     /// The slots of payload `id`, to change before its first delivery.
     pub fn get_mut(&mut self, id: u32) -> &mut [u64] {
-        let (class, index) = Self::locate(id);
-        let width = 1usize << class;
-        &mut self.classes[class].slots[index * width..(index + 1) * width]
+        &mut self.slots[id as usize + 1..]
     }
 
     /// One delivery of payload `id` is done with it.
     #[inline]
     pub fn release(&mut self, id: u32) {
-        let (class, index) = Self::locate(id);
-        let records = &mut self.classes[class];
-        records.references[index] -= 1;
-        if records.references[index] == 0 {
-            #[allow(clippy::cast_possible_truncation)]
-            records.free.push(index as u32);
+        let header = &mut self.slots[id as usize];
+        *header -= 1;
+        if *header & u64::from(u32::MAX) == 0 {
+            let class = (*header >> 32) as usize;
+            self.free[class].push(id);
         }
     }
+}
 
-    fn locate(id: u32) -> (usize, usize) {
-        ((id >> 27) as usize, (id as usize) & (RECORDS - 1))
+/// `target = values` for the few slots of a row or a payload, without a
+/// call of `memcpy` for one to four of them.
+#[inline(always)]
+pub(super) fn copy_slots(target: &mut [u64], values: &[u64]) {
+    match (target, values) {
+        ([t], [v]) => *t = *v,
+        ([t0, t1], [v0, v1]) => {
+            *t0 = *v0;
+            *t1 = *v1;
+        }
+        ([t0, t1, t2], [v0, v1, v2]) => {
+            *t0 = *v0;
+            *t1 = *v1;
+            *t2 = *v2;
+        }
+        ([t0, t1, t2, t3], [v0, v1, v2, v3]) => {
+            *t0 = *v0;
+            *t1 = *v1;
+            *t2 = *v2;
+            *t3 = *v3;
+        }
+        (target, values) => target.copy_from_slice(values),
     }
 }
 
@@ -199,7 +204,7 @@ mod tests {
         let a = payloads.store(&[1, 2, 3], 2).expect("stored");
         let b = payloads.store(&[4], 1).expect("stored");
         assert_eq!(&payloads.get(a)[..3], &[1, 2, 3]);
-        assert_eq!(payloads.get(b), &[4]);
+        assert_eq!(payloads.get(b)[0], 4);
         payloads.release(a);
         // Still referenced: a new payload of the same class takes a new
         // record.
@@ -209,7 +214,7 @@ mod tests {
         payloads.release(a);
         let d = payloads.store(&[5, 6, 7, 8], 1).expect("stored");
         assert_eq!(d, a, "the freed record is reused");
-        assert_eq!(payloads.get(d), &[5, 6, 7, 8]);
+        assert_eq!(&payloads.get(d)[..4], &[5, 6, 7, 8]);
     }
 
     #[test]
