@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 use crate::interp::{Compiled, CompiledExpr, Fault, Frame, Host};
 use crate::native::KernelCalls;
 use crate::native::flat::{from_slot, to_slot};
-use store::{Column, Payloads, add_slots, combine_slots};
+use store::{Column, Payloads, add_slots, combine_slots, copy_slots};
 
 mod store;
 use crate::reference::{Engine, RuntimeError, add_into, combine, describe, prepare};
@@ -532,8 +532,9 @@ fn staging(
                 });
             }
             ArgKind::Index(_) => stage.push(Stage::Index { kind: arg.kind, at }),
-            // Compiled in, or put in the interpreter's frame.
-            ArgKind::Const(_) | ArgKind::Len(_) => {}
+            // Compiled in, or put in the interpreter's frame; their slots
+            // zeroed, as every slot is before a call.
+            ArgKind::Const(_) | ArgKind::Len(_) => stage.push(Stage::Zero { at, length }),
         }
     }
     (stage, store)
@@ -2311,22 +2312,25 @@ impl<'a> Simulator<'a> {
         id: InvocationId,
         element: usize,
     ) -> Result<(), SimulationError> {
-        let program = Arc::clone(&self.program);
-        let invocation = &program.invocations[id.index()];
-        let Some(prepared) = self.kernels[id.index()].as_ref() else {
+        if self.kernels[id.index()].is_none() {
             return Ok(());
-        };
+        }
         let info = &self.types[t].plans[p];
         let offsets = &info.offsets;
-        let mut staged = std::mem::take(&mut self.staged);
-        staged.clear();
-        staged.resize(offsets.last().copied().unwrap_or(0), 0);
+        // Every slot of the call is written by a staging step: the buffer
+        // is only grown, never cleared.
+        let mut buffer = std::mem::take(&mut self.staged);
+        let total = offsets.last().copied().unwrap_or(0);
+        if buffer.len() < total {
+            buffer.resize(total, 0);
+        }
+        let staged = &mut buffer[..total];
         let columns = &mut self.columns[t];
         for step in &info.stage {
             match *step {
                 Stage::Zero { at, length } => staged[at..at + length].fill(0),
                 Stage::Dat { dat, at, length } => {
-                    staged[at..at + length].copy_from_slice(self.dats[dat].row(element));
+                    copy_slots(&mut staged[at..at + length], self.dats[dat].row(element));
                 }
                 Stage::Buffer {
                     buffer,
@@ -2338,7 +2342,7 @@ impl<'a> Simulator<'a> {
                     if zero {
                         values.fill(0);
                     }
-                    staged[at..at + length].copy_from_slice(values);
+                    copy_slots(&mut staged[at..at + length], values);
                 }
                 Stage::Pad {
                     pad,
@@ -2351,12 +2355,12 @@ impl<'a> Simulator<'a> {
                         values.fill(0);
                         staged[at..at + length].fill(0);
                     } else {
-                        staged[at..at + length].copy_from_slice(values);
+                        copy_slots(&mut staged[at..at + length], values);
                     }
                 }
                 Stage::Index { kind, at } => {
                     staged[at] = to_slot(crate::reference::index_value(
-                        self.state.row_of(&program, kind, element),
+                        self.state.row_of(&self.program, kind, element),
                     ));
                 }
             }
@@ -2374,8 +2378,13 @@ impl<'a> Simulator<'a> {
             .as_ref()
             .filter(|calls| calls.offsets(id).is_some());
         let result = if let Some(calls) = compiled {
-            calls.call(id, &mut staged)
+            calls.call(id, staged)
         } else {
+            let program = Arc::clone(&self.program);
+            let invocation = &program.invocations[id.index()];
+            let Some(prepared) = self.kernels[id.index()].as_ref() else {
+                return Ok(());
+            };
             let layout = &prepared.compiled.layout;
             let mut slots = std::mem::take(&mut self.scratch);
             slots.resize(layout.size, Value::Int(0));
@@ -2416,7 +2425,9 @@ impl<'a> Simulator<'a> {
             result
         };
         if let Err(fault) = result {
-            self.staged = staged;
+            self.staged = buffer;
+            let program = Arc::clone(&self.program);
+            let invocation = &program.invocations[id.index()];
             let kernel = &program.kernels[invocation.kernel.map_or(0, |k| k.index())];
             let set = invocation
                 .set
@@ -2449,13 +2460,14 @@ impl<'a> Simulator<'a> {
                     if add {
                         add_slots(column.ty, column.row_mut(element), values);
                     } else {
-                        column.row_mut(element).copy_from_slice(values);
+                        copy_slots(column.row_mut(element), values);
                     }
                 }
                 Store::Buffer { buffer, at, length } => {
-                    columns.plans[p].buffers[buffer]
-                        .row_mut(element)
-                        .copy_from_slice(&staged[at..at + length]);
+                    copy_slots(
+                        columns.plans[p].buffers[buffer].row_mut(element),
+                        &staged[at..at + length],
+                    );
                 }
                 Store::Pad {
                     pad,
@@ -2468,7 +2480,7 @@ impl<'a> Simulator<'a> {
                     let partial = pad.row_mut(element);
                     let values = &staged[at..at + length];
                     match how {
-                        PadStore::Copy => partial.copy_from_slice(values),
+                        PadStore::Copy => copy_slots(partial, values),
                         PadStore::Add => add_slots(ty, partial, values),
                         PadStore::Combine(mode) => combine_slots(ty, partial, values, mode),
                     }
@@ -2491,7 +2503,7 @@ impl<'a> Simulator<'a> {
             }));
         }
         self.info_starts = starts;
-        self.staged = staged;
+        self.staged = buffer;
         Ok(())
     }
 
@@ -2577,9 +2589,10 @@ impl<'a> Simulator<'a> {
                     for (global, pad) in plan.begin_globals.iter().zip(pads) {
                         let dimension = self.program.globals[global.index()].ty.dimension as usize;
                         if let Some(pad) = *pad {
-                            columns.pads[pad]
-                                .row_mut(e)
-                                .copy_from_slice(&payload[offset..offset + dimension]);
+                            copy_slots(
+                                columns.pads[pad].row_mut(e),
+                                &payload[offset..offset + dimension],
+                            );
                         }
                         offset += dimension;
                     }
@@ -2588,7 +2601,7 @@ impl<'a> Simulator<'a> {
             Input::ReadRecv { buffer, .. } => {
                 let row = plan_columns.buffers[buffer].row_mut(e);
                 let width = row.len();
-                row.copy_from_slice(&payload[..width]);
+                copy_slots(row, &payload[..width]);
             }
             Input::WriteRecv { dat, add, .. } => {
                 let column = &mut self.dats[dat.index()];
@@ -2598,7 +2611,7 @@ impl<'a> Simulator<'a> {
                 if add {
                     add_slots(ty, stored, &payload[..width]);
                 } else {
-                    stored.copy_from_slice(&payload[..width]);
+                    copy_slots(stored, &payload[..width]);
                 }
             }
         }

@@ -60,6 +60,7 @@ impl Column {
 
 /// `target += values` component by component in type `ty`, as
 /// `reference::add_into` adds values.
+#[inline]
 pub(super) fn add_slots(ty: ScalarType, target: &mut [u64], values: &[u64]) {
     // The floating types directly: `value::binary` adds two doubles or
     // two floats as these do.
