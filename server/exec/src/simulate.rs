@@ -1750,6 +1750,26 @@ impl<'a> Simulator<'a> {
     }
 
     fn update_ready(&mut self, device: usize) {
+        if self.words == 1 && (device == 0 || device >= self.first_aggregator) {
+            // `ready_pins`'s bits of the controller and an aggregator,
+            // without clearing and collecting a mask.
+            let mask = if device == 0 {
+                let c = &self.controller;
+                if c.finished {
+                    0
+                } else {
+                    u64::from(c.running) | (u64::from(c.begin_pending > 0) << CONTROLLER_BEGIN)
+                }
+            } else {
+                self.aggregator(device).map_or(0, |a| {
+                    u64::from(a.begin_pending)
+                        | (u64::from(a.end_count != 0 && a.end_count == a.end_total) << 1)
+                })
+            };
+            self.ready_masks[device] = mask;
+            self.plan_ready_updated(device);
+            return;
+        }
         if self.words == 1 {
             let mut mask = [0];
             self.ready_pins(device, &mut mask);
@@ -2142,15 +2162,15 @@ impl<'a> Simulator<'a> {
         self.statistics.total.delivered += delivered;
         self.statistics.invocations[plan].1.delivered += delivered;
         let plan = u32::try_from(plan).unwrap_or(u32::MAX);
-        for (i, &(destination, input)) in self.edges[start..end].iter().enumerate() {
-            self.in_flight.push(InFlight {
+        self.in_flight.extend(self.edges[start..end].iter().enumerate().map(
+            |(i, &(destination, input))| InFlight {
                 arrival: sent_at + i as u64 + 1,
                 device: destination,
                 pin: input,
                 plan,
                 payload: id,
-            });
-        }
+            },
+        ));
         Ok(())
     }
 
