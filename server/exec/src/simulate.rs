@@ -373,8 +373,8 @@ struct PlanInfo {
     /// their bits there.
     word: Option<(usize, u64)>,
     /// The bits of the read sends' and write sends' pins in their words.
-    read_send_bits: SendPins,
-    write_send_bits: SendPins,
+    read_send_bits: Vec<u64>,
+    write_send_bits: Vec<u64>,
     /// A bit per read send and per write send (all set past 31).
     read_mask: u32,
     write_mask: u32,
@@ -557,60 +557,6 @@ impl PinBit {
     }
 }
 
-/// How the set bits of a send mask (a bit per read send, or per write
-/// send, of an invocation) become the bits of their pins in the word of
-/// the ready mask they are in.
-#[derive(Clone, Debug)]
-enum SendPins {
-    /// Send `i`'s pin is bit `shift + i` of the word: the mask shifted.
-    /// The code generator lays an invocation's read sends out on
-    /// consecutive pins, and its write sends too, so this is the usual
-    /// case.
-    Shift(u32),
-    /// Otherwise, send `i`'s pin's bit from a table.
-    Table(Vec<u64>),
-}
-
-impl SendPins {
-    /// The pins' bits of `pins` (send `i`'s pin at `pins[i]`), all in one
-    /// word when they are used: `PlanInfo::word`.
-    fn new(pins: &[PinBit]) -> SendPins {
-        let Some(first) = pins.first() else {
-            return SendPins::Shift(0);
-        };
-        let shift = first.bit.trailing_zeros();
-        let consecutive = pins.iter().enumerate().all(|(i, pin)| {
-            pin.word == first.word && (shift as usize + i) < 64 && pin.bit == first.bit << i
-        });
-        if consecutive {
-            SendPins::Shift(shift)
-        } else {
-            SendPins::Table(pins.iter().map(|p| p.bit).collect())
-        }
-    }
-
-    /// The bits of the pins of the sends set in `mask`.
-    #[inline(always)]
-    fn bits(&self, mask: u32) -> u64 {
-        match self {
-            SendPins::Shift(shift) => u64::from(mask) << shift,
-            SendPins::Table(pins) => {
-                let mut ready = 0;
-                let mut bits = mask;
-                while bits != 0 {
-                    let pin = pins.get(bits.trailing_zeros() as usize);
-                    debug_assert!(pin.is_some(), "a send bit without a pin");
-                    if let Some(pin) = pin {
-                        ready |= pin;
-                    }
-                    bits &= bits - 1;
-                }
-                ready
-            }
-        }
-    }
-}
-
 /// The words of a ready mask wide enough for `pins` output pins (at
 /// least one).
 fn mask_words(pins: usize) -> usize {
@@ -731,8 +677,21 @@ impl PlanInfo {
         if !s.in_progress {
             return 0;
         }
-        let mut mask =
-            self.read_send_bits.bits(s.read_send_mask) | self.write_send_bits.bits(s.write_send_mask);
+        let pins = |mask: u32, pins: &[u64]| -> u64 {
+            let mut ready = 0;
+            let mut bits = mask;
+            while bits != 0 {
+                let pin = pins.get(bits.trailing_zeros() as usize);
+                debug_assert!(pin.is_some(), "a send bit without a pin");
+                if let Some(pin) = pin {
+                    ready |= pin;
+                }
+                bits &= bits - 1;
+            }
+            ready
+        };
+        let mut mask = pins(s.read_send_mask, &self.read_send_bits)
+            | pins(s.write_send_mask, &self.write_send_bits);
         if s.read_recv_count == s.read_total {
             mask |= self.execute_pin.bit;
         }
@@ -1238,8 +1197,8 @@ impl<'a> Simulator<'a> {
                     end_pin: PinBit::default(),
                     pins: Vec::new(),
                     word: None,
-                    read_send_bits: SendPins::Table(Vec::new()),
-                    write_send_bits: SendPins::Table(Vec::new()),
+                    read_send_bits: Vec::new(),
+                    write_send_bits: Vec::new(),
                     read_mask: 0,
                     write_mask: 0,
                 };
@@ -1272,8 +1231,8 @@ impl<'a> Simulator<'a> {
                         .copied()
                         .chain([info.execute_pin, info.end_pin]),
                 );
-                info.read_send_bits = SendPins::new(&info.read_send_pins);
-                info.write_send_bits = SendPins::new(&info.write_send_pins);
+                info.read_send_bits = info.read_send_pins.iter().map(|p| p.bit).collect();
+                info.write_send_bits = info.write_send_pins.iter().map(|p| p.bit).collect();
                 info.word = match info.pins[..] {
                     [one] => Some(one),
                     _ => None,
@@ -2162,15 +2121,19 @@ impl<'a> Simulator<'a> {
         self.statistics.total.delivered += delivered;
         self.statistics.invocations[plan].1.delivered += delivered;
         let plan = u32::try_from(plan).unwrap_or(u32::MAX);
-        self.in_flight.extend(self.edges[start..end].iter().enumerate().map(
-            |(i, &(destination, input))| InFlight {
-                arrival: sent_at + i as u64 + 1,
-                device: destination,
-                pin: input,
-                plan,
-                payload: id,
-            },
-        ));
+        self.in_flight
+            .extend(
+                self.edges[start..end]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(destination, input))| InFlight {
+                        arrival: sent_at + i as u64 + 1,
+                        device: destination,
+                        pin: input,
+                        plan,
+                        payload: id,
+                    }),
+            );
         Ok(())
     }
 
@@ -2379,9 +2342,11 @@ impl<'a> Simulator<'a> {
                     }
                 }
                 Stage::Index { kind, at } => {
-                    staged[at] = to_slot(crate::reference::index_value(
-                        self.state.row_of(&self.program, kind, element),
-                    ));
+                    staged[at] = to_slot(crate::reference::index_value(self.state.row_of(
+                        &self.program,
+                        kind,
+                        element,
+                    )));
                 }
             }
         }
