@@ -767,6 +767,21 @@ enum Input {
     WriteRecv { plan: usize, dat: DatId, add: bool },
 }
 
+/// A set device type's input pin as a delivery reaches it: what it does
+/// and where, looked up once per delivery (an edge to a set device holds
+/// its receiver's index in place of the pin).
+#[derive(Clone, Copy)]
+struct Receiver {
+    /// The set device type.
+    t: u32,
+    /// The invocation's plan on the type, and its position in the graph.
+    p: u32,
+    plan: u32,
+    /// The device index of the type's element 0.
+    base: u32,
+    input: Input,
+}
+
 /// What an output pin of a set device type does.
 #[derive(Clone, Copy)]
 enum Output {
@@ -826,6 +841,8 @@ struct InFlight {
     /// The step of the cost model from which it can be handled.
     arrival: u64,
     device: u32,
+    /// The input pin; for a set device, its receiver
+    /// (`Simulator::receivers`).
     pin: u32,
     plan: u32,
     payload: u32,
@@ -934,9 +951,12 @@ struct Simulator<'a> {
     /// of its edges in `edges` (each starts where the one before ends, at
     /// the entry before its own).
     pin_ends: Vec<u32>,
-    /// Destinations: (device, input pin), grouped by source device and
-    /// output pin, in the topology's order.
+    /// Destinations: (device, input pin or, for a set device, its
+    /// receiver), grouped by source device and output pin, in the
+    /// topology's order.
     edges: Vec<(u32, u32)>,
+    /// The set device types' input pins, type after type.
+    receivers: Vec<Receiver>,
     payloads: Payloads,
     /// Reused slots of a payload being sent.
     outgoing: Vec<u64>,
@@ -1473,6 +1493,40 @@ impl<'a> Simulator<'a> {
         let mut overflow = false;
         // An edge's output pin slot and destination, or `None` for the
         // dropped edge; `number` counts the edges enumerated.
+        // Each set device type's input pins as receivers, the type's
+        // from `receiver_base[t]` on.
+        let mut receiver_base = Vec::with_capacity(types.len());
+        let mut receivers = Vec::new();
+        for (t, info) in types.iter().enumerate() {
+            receiver_base.push(receivers.len());
+            let base = set_base.get(&info.set).map_or(0, |(base, _)| *base);
+            for input in &info.inputs {
+                let p = match *input {
+                    Input::Begin(p)
+                    | Input::ReadRecv { plan: p, .. }
+                    | Input::WriteRecv { plan: p, .. } => p,
+                };
+                let number = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                receivers.push(Receiver {
+                    t: number(t),
+                    p: number(p),
+                    plan: info.plans.get(p).map_or(u32::MAX, |plan| number(plan.plan)),
+                    base: number(base),
+                    input: *input,
+                });
+            }
+        }
+        // The pin an edge to `destination` holds: a set device's
+        // receiver, or the input pin itself.
+        let receiver = |destination: usize, in_pin: usize| -> usize {
+            if destination == 0 || destination >= first_aggregator {
+                return in_pin;
+            }
+            owners
+                .get(destination)
+                .and_then(|t| receiver_base.get(*t as usize))
+                .map_or(usize::MAX, |base| base.saturating_add(in_pin))
+        };
         let edge_slot = |number: &mut usize, edge: &op2_codegen::topology::Edge| {
             let dropped = options.injection == Some(Injection::DropEdge(*number));
             *number += 1;
@@ -1487,7 +1541,7 @@ impl<'a> Simulator<'a> {
                 pin_base[source] as usize + out_pin,
                 (
                     u32::try_from(destination).unwrap_or(u32::MAX),
-                    u32::try_from(in_pin).unwrap_or(u32::MAX),
+                    u32::try_from(receiver(destination, in_pin)).unwrap_or(u32::MAX),
                 ),
             ))
         };
@@ -1582,6 +1636,7 @@ impl<'a> Simulator<'a> {
             pin_base,
             pin_ends,
             edges,
+            receivers,
             payloads: Payloads::default(),
             outgoing: Vec::new(),
             layouts,
@@ -2529,19 +2584,22 @@ impl<'a> Simulator<'a> {
     /// A set device's handler of `message`.
     #[inline(always)]
     fn receive_set(&mut self, device: usize, message: InFlight) -> Result<(), SimulationError> {
-        let Some((t, _, index)) = self.device_location(device) else {
+        let receiver = self.receivers.get(message.pin as usize);
+        debug_assert!(receiver.is_some(), "a delivery to no receiver");
+        let Some(&Receiver {
+            t,
+            p,
+            plan,
+            base,
+            input,
+        }) = receiver
+        else {
             return Ok(());
         };
+        let (t, p, plan_index) = (t as usize, p as usize, plan as usize);
+        let e = device.wrapping_sub(base as usize);
         let payload = self.payloads.get(message.payload);
-        let e = index as usize;
-        let input = self.types[t].inputs[message.pin as usize];
-        let p = match input {
-            Input::Begin(p)
-            | Input::ReadRecv { plan: p, .. }
-            | Input::WriteRecv { plan: p, .. } => p,
-        };
         let info = &self.types[t].plans[p];
-        let plan_index = info.plan;
         if message.plan as usize != plan_index {
             return Err(
                 self.assertion(device, "a message arrived on the pin of another invocation")
