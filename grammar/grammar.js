@@ -38,7 +38,7 @@ const ACCESS_MODES = ['READ', 'WRITE', 'RW', 'INC', 'MIN', 'MAX'];
 // The reserved words of language.md §2.
 const RESERVED = [
   'set', 'map', 'dat', 'const', 'global', 'kernel', 'main', 'par_loop',
-  'over', 'as', 'on', 'import', 'len', 'print',
+  'over', 'as', 'on', 'import', 'len', 'print', 'printf', 'exit',
   'if', 'else', 'for', 'while', 'do', 'break', 'continue', 'return',
   'true', 'false',
   ...ACCESS_MODES,
@@ -194,6 +194,7 @@ module.exports = grammar({
       $.return_statement,
       $.par_loop_statement,
       $.print_statement,
+      $.exit_statement,
       // Unsupported C, reported by the syntax layer with a precise message.
       $.switch_statement,
       $.case_label,
@@ -309,11 +310,22 @@ module.exports = grammar({
     // extreme (OP2's `op_arg_info`). `INFO` is contextual like `idx`.
     info_mode: $ => seq('INFO', '(', field('global', $.identifier), ')'),
 
+    // `print(…)` ends the line it writes; `printf(…)` writes exactly what
+    // C's printf writes (language.md §8).
     print_statement: $ => seq(
-      'print',
+      choice('print', 'printf'),
       '(',
       field('format', $.string_literal),
       repeat(seq(',', field('argument', $._expression))),
+      ')',
+      ';',
+    ),
+
+    // `exit(STATUS);` ends the program with that exit status.
+    exit_statement: $ => seq(
+      'exit',
+      '(',
+      field('status', $._expression),
       ')',
       ';',
     ),

@@ -192,6 +192,12 @@ impl GraphBuilder<'_> {
                     targets.continues.extend(frontier);
                 }
             }
+            StmtKind::Exit(status) => {
+                self.expr_node(&[status], stmt.range);
+                for previous in std::mem::take(&mut self.frontier) {
+                    self.nodes[previous].successors.push(EXIT);
+                }
+            }
             StmtKind::Return => {
                 for previous in std::mem::take(&mut self.frontier) {
                     self.nodes[previous].successors.push(EXIT);

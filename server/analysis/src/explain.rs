@@ -46,6 +46,7 @@ pub fn explanation(code: Code) -> &'static str {
         Code::W604 => include_str!("../explanations/W604.md"),
         Code::H605 => include_str!("../explanations/H605.md"),
         Code::E606 => include_str!("../explanations/E606.md"),
+        Code::E607 => include_str!("../explanations/E607.md"),
         Code::E701 => include_str!("../explanations/E701.md"),
         Code::E702 => include_str!("../explanations/E702.md"),
         Code::E703 => include_str!("../explanations/E703.md"),

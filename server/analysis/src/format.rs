@@ -15,6 +15,13 @@ use op2_syntax::ast::ScalarType;
 /// characters).
 pub const MAX_COUNT: usize = 1024;
 
+/// The most bytes one `print` or `printf` may write after the part of a line
+/// that earlier `printf`s left unfinished: the POETS controller formats into
+/// a line buffer of this many bytes (and a terminating NUL), so `op2 run`
+/// and `op2 simulate` stop with an error at a statement that would overflow
+/// it (language.md §8).
+pub const MAX_LINE: usize = 4096;
+
 /// The conversions `print` knows, as `printf` spells them.
 pub const CONVERSIONS: &str = "d i u x X o c f F e E g G";
 

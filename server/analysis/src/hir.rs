@@ -342,8 +342,11 @@ pub enum StmtKind {
     Return,
     /// A par_loop in `main`.
     ParLoop(InvocationId),
-    /// `print(format, args…)` in `main`.
+    /// `print(format, args…)` or `printf(format, args…)` in `main`.
     Print {
+        /// `print`, which ends the line it writes; `printf` writes
+        /// exactly what the format makes.
+        ends_line: bool,
         /// The format with escapes resolved.
         format: String,
         /// The format parsed, once: what `run` and `simulate` print with.
@@ -351,6 +354,8 @@ pub enum StmtKind {
         /// The values.
         args: Vec<Expr>,
     },
+    /// `exit(status);` in `main`: the status, an `int`.
+    Exit(Expr),
 }
 
 /// A lowered kernel body or `main`.
@@ -414,6 +419,7 @@ pub fn walk_stmt_exprs<'a>(stmt: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
             walk_stmt_exprs(body, f);
         }
         StmtKind::Print { args, .. } => args.iter().for_each(|e| walk_expr(e, f)),
+        StmtKind::Exit(status) => walk_expr(status, f),
         StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::ParLoop(_) => {}
     }
 }
@@ -448,5 +454,30 @@ pub fn walk_expr<'a>(expr: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
             walk_expr(b, f);
         }
         ExprKind::Call(_, args) => args.iter().for_each(|a| walk_expr(a, f)),
+    }
+}
+
+/// The value of an integer literal, possibly negated or converted (`-1`,
+/// `(int)3`); `None` for anything computed.
+pub fn literal_int(expr: &Expr) -> Option<i64> {
+    let mut expr = expr;
+    let mut negated = false;
+    loop {
+        match &expr.kind {
+            ExprKind::Literal(value) => {
+                let value = value.as_i64()?;
+                return if negated {
+                    value.checked_neg()
+                } else {
+                    Some(value)
+                };
+            }
+            ExprKind::Convert { value, .. } => expr = value,
+            ExprKind::Unary(UnaryOp::Neg, value) => {
+                negated = !negated;
+                expr = value;
+            }
+            _ => return None,
+        }
     }
 }

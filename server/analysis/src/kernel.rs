@@ -477,7 +477,7 @@ impl Flow {
                 }
                 None
             }
-            StmtKind::Return => None,
+            StmtKind::Return | StmtKind::Exit(_) => None,
             StmtKind::ParLoop(_) | StmtKind::Print { .. } => Some(state),
         }
     }

@@ -415,7 +415,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     self.report(
                         Code::E601,
                         keyword,
-                        "`print` outside `main`; kernels cannot print".into(),
+                        format!("`{}` outside `main`; kernels cannot print", print.keyword()),
                     );
                     return None;
                 }
@@ -426,15 +426,57 @@ impl<'a, 't> Lowerer<'a, 't> {
                 let literal_range = literal.map_or(range, |f| f.node().text_range());
                 self.check_format(&format, &pieces, &args, literal_range);
                 StmtKind::Print {
+                    ends_line: print.ends_line(),
                     format,
                     pieces,
                     args,
                 }
             }
+            AstStmt::Exit(exit) => {
+                if !matches!(self.context, Context::Main) {
+                    let keyword = exit.node().child(0).map_or(range, |k| k.text_range());
+                    self.report(
+                        Code::E601,
+                        keyword,
+                        "`exit` outside `main`; a kernel cannot end the program".into(),
+                    );
+                    return None;
+                }
+                let status = self.lower_condition(exit.status(), range);
+                self.check_exit_status(&status);
+                StmtKind::Exit(status)
+            }
             // Reported by the syntax layer.
             AstStmt::Switch(_) | AstStmt::Case(_) | AstStmt::Goto(_) => return None,
         };
         Some(Stmt { kind, range })
+    }
+
+    /// E607 for an exit status that is not an integer, or a literal one
+    /// outside 0..=255 (a computed one is checked when it runs).
+    fn check_exit_status(&mut self, status: &Expr) {
+        if status.kind == ExprKind::Error {
+            return;
+        }
+        if status.ty.is_floating() {
+            self.report(
+                Code::E607,
+                status.range,
+                format!("an exit status must be an integer, not `{}`", status.ty),
+            );
+            return;
+        }
+        if let Some(value) = crate::hir::literal_int(status)
+            && !(0..=255).contains(&value)
+        {
+            self.report(
+                Code::E607,
+                status.range,
+                format!(
+                    "exit status {value} is outside 0..=255, the statuses a process can end with"
+                ),
+            );
+        }
     }
 
     /// E606 for each way a `print` format does not fit its arguments, at

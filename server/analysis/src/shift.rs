@@ -119,6 +119,7 @@ impl Shift for Stmt {
                 body.shift(delta);
             }
             StmtKind::Print { args, .. } => args.iter_mut().for_each(|a| a.shift(delta)),
+            StmtKind::Exit(status) => status.shift(delta),
             StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::ParLoop(_) => {}
         }
     }

@@ -22,6 +22,8 @@ const TOKENS: &[&str] = &[
     "import",
     "len",
     "print",
+    "printf",
+    "exit",
     "if",
     "else",
     "for",

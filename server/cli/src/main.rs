@@ -181,6 +181,9 @@ pub enum Outcome {
     Errors,
     /// The generated graph misbehaved (deadlock or handler assertion).
     Failed,
+    /// The program ended with `exit(status)`: `op2 run` and `op2 simulate`
+    /// end with its status.
+    Exit(u8),
 }
 
 /// On SIGINT, SIGTERM or SIGHUP: removes the temporary files being written
@@ -241,6 +244,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Errors) => ExitCode::from(1),
         Ok(Outcome::Failed) => ExitCode::from(2),
+        Ok(Outcome::Exit(status)) => ExitCode::from(status),
         Err(error) => {
             // A closed pipe (`op2 check … | head`) is not worth a message.
             if error

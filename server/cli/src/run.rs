@@ -246,7 +246,7 @@ pub fn run(common: &Common, options: &RunOptions) -> Result<Outcome> {
     match result {
         Ok(state) => {
             write_final_state(common.final_state.as_deref(), &loaded.analysis, &state)?;
-            Ok(Outcome::Success)
+            Ok(ended(&state))
         }
         Err(error) => {
             writeln!(io::stderr().lock(), "error: {error}")?;
@@ -323,7 +323,7 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     )?;
     write_final_state(common.final_state.as_deref(), &loaded.analysis, &state)?;
     if !options.check {
-        return Ok(Outcome::Success);
+        return Ok(ended(&state));
     }
     let mut sink = |_: &str| {};
     let expected = match reference(
@@ -347,7 +347,7 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
             "check: the simulation agrees with `op2 run` on every dat and global (rtol {:e}, atol {:e})",
             options.rtol, options.atol
         )?;
-        return Ok(Outcome::Success);
+        return Ok(ended(&state));
     }
     writeln!(
         stderr,
@@ -391,4 +391,13 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         )?;
     }
     Ok(Outcome::Errors)
+}
+
+/// How a run that went well ends: with the status of the program's `exit`,
+/// if it called one.
+fn ended(state: &State) -> Outcome {
+    match state.exit_status {
+        Some(status) if status != 0 => Outcome::Exit(status),
+        _ => Outcome::Success,
+    }
 }

@@ -8,6 +8,7 @@ mod support;
 
 mod cli;
 mod completions;
+mod exit_status;
 mod explain;
 mod files;
 mod fmt;

@@ -7,7 +7,8 @@ use std::fmt::Write;
 use std::hash::BuildHasher;
 
 use op2_analysis::Analysis;
-use op2_analysis::hir::{Body, Var};
+use op2_analysis::format::MAX_LINE;
+use op2_analysis::hir::{Body, Stmt, StmtKind, Var};
 use op2_analysis::model::{
     ArgKind, DatId, GlobalId, Invocation, InvocationId, KernelId, Program, SetId,
 };
@@ -15,7 +16,7 @@ use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::controller;
-use crate::cpp::{Printer, Spelling, double_literal, scalar_type_decl};
+use crate::cpp::{Printer, Spelling, double_literal, line_flush, scalar_type_decl};
 use crate::kernels::KernelCache;
 use crate::model::{
     CType, Controller, DeviceKind, DevicePlan, DeviceType, GraphType, InfoPlan, InvocationPlan,
@@ -1144,6 +1145,12 @@ fn controller_device(
             state.push(element);
         }
     }
+    // The line `printf` left unfinished (compilation.md §6).
+    let line_buffer = program.main.as_deref().is_some_and(has_printf);
+    if line_buffer {
+        state.push(Member::array(names::LINE, CType::U8, MAX_LINE as u32 + 1));
+        state.push(Member::scalar(names::LINE_LENGTH, CType::U32));
+    }
     state.push(Member::scalar(names::PROGRAM_COUNTER, CType::U32));
     state.push(Member::scalar(names::RUNNING, CType::U8));
     state.push(Member::scalar(names::BEGIN_PENDING, CType::U32));
@@ -1174,7 +1181,7 @@ fn controller_device(
     for (number, block) in controller.blocks.iter().enumerate() {
         let _ = writeln!(printer.out, "    case {number}: {{");
         for stmt in &block.statements {
-            printer.controller_stmt(main_body, stmt, &controller.locals);
+            printer.controller_stmt(main_body, stmt, &controller.locals, line_buffer);
         }
         let text = match &block.terminator {
             Terminator::Goto(next) => {
@@ -1196,11 +1203,38 @@ fn controller_device(
                 running = names::RUNNING,
                 pending = names::BEGIN_PENDING,
             ),
-            Terminator::Exit => format!(
-                "deviceState->{} = 0;\nhandler_log(0, \"{}\");\nhandler_exit(0);\nreturn;",
-                names::RUNNING,
-                names::EXIT_MARKER
-            ),
+            Terminator::Exit(status) => {
+                let mut text = if line_buffer {
+                    format!("{}\n", line_flush())
+                } else {
+                    String::new()
+                };
+                match status {
+                    // graph_sim ends at once with the status `handler_exit`
+                    // passes; epoch_sim ends after the epoch with 0 or 1,
+                    // as the marker that follows also says (poets-v4.md
+                    // §4.7).
+                    Some(status) => {
+                        let status = printer.expr(status);
+                        let _ = write!(
+                            text,
+                            "deviceState->{running} = 0;\nhandler_exit((int)({status}));\nhandler_log(0, ({status}) == 0 ? \"{}\" : \"{}\");\nreturn;",
+                            names::EXIT_MARKER,
+                            names::EXIT_FAIL_MARKER,
+                            running = names::RUNNING,
+                        );
+                    }
+                    None => {
+                        let _ = write!(
+                            text,
+                            "deviceState->{} = 0;\nhandler_log(0, \"{}\");\nhandler_exit(0);\nreturn;",
+                            names::RUNNING,
+                            names::EXIT_MARKER
+                        );
+                    }
+                }
+                text
+            }
         };
         for line in text.lines() {
             let _ = writeln!(printer.out, "        {line}");
@@ -1483,4 +1517,31 @@ fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
         on_init: String::new(),
         plans: Vec::new(),
     }
+}
+
+/// Whether `main` has a `printf`, whose output the controller then buffers
+/// until a newline.
+fn has_printf(main: &Body) -> bool {
+    let mut stack: Vec<&Stmt> = main.statements.iter().collect();
+    while let Some(stmt) = stack.pop() {
+        match &stmt.kind {
+            StmtKind::Print { ends_line, .. } if !ends_line => return true,
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => stack.extend(stmts),
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                stack.push(then_branch);
+                stack.extend(else_branch.as_deref());
+            }
+            StmtKind::For { init, body, .. } => {
+                stack.extend(init.as_deref());
+                stack.push(body);
+            }
+            StmtKind::While { body, .. } | StmtKind::DoWhile { body, .. } => stack.push(body),
+            _ => {}
+        }
+    }
+    false
 }

@@ -151,7 +151,10 @@ impl Builder {
                     self.terminate_and_continue(Terminator::Goto(next));
                 }
             }
-            StmtKind::Return => self.terminate_and_continue(Terminator::Exit),
+            StmtKind::Return => self.terminate_and_continue(Terminator::Exit(None)),
+            StmtKind::Exit(status) => {
+                self.terminate_and_continue(Terminator::Exit(Some(status.clone())));
+            }
             StmtKind::ParLoop(invocation) => {
                 let next = self.new_block();
                 self.terminate(Terminator::ParLoop {
@@ -172,13 +175,13 @@ pub fn compile(main: &Body) -> Controller {
         loops: Vec::new(),
     };
     builder.stmts(&main.statements);
-    builder.terminate(Terminator::Exit);
+    builder.terminate(Terminator::Exit(None));
     let blocks = builder
         .blocks
         .into_iter()
         .map(|(statements, terminator)| Block {
             statements,
-            terminator: terminator.unwrap_or(Terminator::Exit),
+            terminator: terminator.unwrap_or(Terminator::Exit(None)),
         })
         .collect();
     let locals = main

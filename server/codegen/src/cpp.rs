@@ -5,12 +5,14 @@
 
 use std::fmt::Write;
 
-use op2_analysis::format::{Count, Piece};
+use op2_analysis::format::{Count, MAX_LINE, Piece};
 use op2_analysis::hir::{
     Body, Builtin, Expr, ExprKind, Link, LocalInit, Place, Stmt, StmtKind, Var,
 };
 use op2_analysis::value::Value;
 use op2_syntax::ast::{ScalarType, UnaryOp};
+
+use crate::names;
 
 /// How variables are spelled where a body is printed.
 pub(crate) trait Spelling {
@@ -360,7 +362,7 @@ impl Printer<'_> {
             StmtKind::Continue => self.line("continue;"),
             StmtKind::Return => self.line("return;"),
             // Not in kernels (the analysis rejects them there).
-            StmtKind::ParLoop(_) | StmtKind::Print { .. } => {}
+            StmtKind::ParLoop(_) | StmtKind::Print { .. } | StmtKind::Exit(_) => {}
         }
     }
 
@@ -385,7 +387,7 @@ impl Printer<'_> {
     ) -> String {
         let local = body.local(local);
         let ty = scalar_type(local.ty);
-        let name = crate::names::cpp_identifier(&local.name);
+        let name = names::cpp_identifier(&local.name);
         let constness = if local.is_const { "const " } else { "" };
         match (local.dimension, init) {
             (Some(length), Some(LocalInit::List(items))) => {
@@ -464,8 +466,16 @@ impl Printer<'_> {
     }
 
     /// Prints a statement of a controller block: locals live in the
-    /// device's state.
-    pub fn controller_stmt(&mut self, body: &Body, stmt: &Stmt, locals: &[String]) {
+    /// device's state. With `line_buffer` (the program has a `printf`),
+    /// every `print` and `printf` formats into the controller's line buffer
+    /// and logs each line it completes; else each `print` is a log call.
+    pub fn controller_stmt(
+        &mut self,
+        body: &Body,
+        stmt: &Stmt,
+        locals: &[String],
+        line_buffer: bool,
+    ) {
         match &stmt.kind {
             StmtKind::Expr(expr) => {
                 let text = format!("{};", self.expr(expr));
@@ -495,17 +505,81 @@ impl Printer<'_> {
                     (None, _) => self.line(&format!("{member} = 0;")),
                 }
             }
-            StmtKind::Print { pieces, args, .. } => {
-                let (format, args) = self.typed_print(pieces, args);
-                let mut call = format!("handler_log(1, {}", string_literal(&format));
+            StmtKind::Print {
+                ends_line,
+                pieces,
+                args,
+                ..
+            } => {
+                let (mut format, args) = self.typed_print(pieces, args);
+                if !line_buffer {
+                    let mut call = format!("handler_log(1, {}", string_literal(&format));
+                    for arg in args {
+                        let _ = write!(call, ", {arg}");
+                    }
+                    call.push_str(");");
+                    self.line(&call);
+                    return;
+                }
+                if *ends_line && !format.ends_with('\n') {
+                    format.push('\n');
+                }
+                let mut call = format!(
+                    "int op2_written = snprintf((char *)deviceState->{line} + deviceState->{length}, {size} - deviceState->{length}, {}",
+                    string_literal(&format),
+                    line = names::LINE,
+                    length = names::LINE_LENGTH,
+                    size = MAX_LINE + 1,
+                );
                 for arg in args {
                     let _ = write!(call, ", {arg}");
                 }
                 call.push_str(");");
+                self.line("{");
+                self.indent += 1;
                 self.line(&call);
+                for line in line_written().lines() {
+                    self.line(line);
+                }
+                self.indent -= 1;
+                self.line("}");
             }
             // Control flow has been compiled into blocks.
             _ => {}
         }
     }
+}
+
+/// After `snprintf` appended `op2_written` bytes to the controller's line
+/// buffer: logs each line it completed (without its newline) and moves the
+/// unfinished rest to the front. `op2 run` stops before a statement whose
+/// text would not fit (`op2_exec::printf::continue_line`), so `snprintf`
+/// never truncates in a program that ran there.
+pub(crate) fn line_written() -> String {
+    format!(
+        "uint32_t op2_end = deviceState->{length} + (op2_written > 0 ? (uint32_t)op2_written : 0);
+if (op2_end > {MAX_LINE}) op2_end = {MAX_LINE};
+uint32_t op2_start = 0;
+for (uint32_t op2_i = deviceState->{length}; op2_i < op2_end; op2_i++) {{
+    if (deviceState->{line}[op2_i] == '\\n') {{
+        deviceState->{line}[op2_i] = 0;
+        handler_log(1, \"%s\", (const char *)deviceState->{line} + op2_start);
+        op2_start = op2_i + 1;
+    }}
+}}
+for (uint32_t op2_i = op2_start; op2_i < op2_end; op2_i++) deviceState->{line}[op2_i - op2_start] = deviceState->{line}[op2_i];
+deviceState->{length} = op2_end - op2_start;
+deviceState->{line}[deviceState->{length}] = 0;",
+        line = names::LINE,
+        length = names::LINE_LENGTH,
+    )
+}
+
+/// At the end of `main`: logs the line `printf` left unfinished.
+pub(crate) fn line_flush() -> String {
+    format!(
+        "if (deviceState->{length} > 0) {{\n    deviceState->{line}[deviceState->{length}] = 0;\n    handler_log(1, \"%s\", (const char *)deviceState->{line});\n    deviceState->{length} = 0;\n}}",
+        line = names::LINE,
+        length = names::LINE_LENGTH,
+    )
 }

@@ -333,8 +333,9 @@ pub enum Terminator {
         /// Block after it.
         next: usize,
     },
-    /// The end of `main`.
-    Exit,
+    /// The end of `main`: its end or `return` (status 0), or `exit` with
+    /// its status.
+    Exit(Option<hir::Expr>),
 }
 
 /// Straight-line statements of `main` and how they end.

@@ -199,6 +199,13 @@ pub const STEP_PIN: &str = "step";
 /// Controller state: the program counter of `main`'s state machine.
 pub const PROGRAM_COUNTER: &str = "pc";
 
+/// Controller state: the text of the line `printf` left unfinished, NUL
+/// terminated (programs whose `main` has a `printf`).
+pub const LINE: &str = "line";
+
+/// Controller state: the bytes in [`LINE`].
+pub const LINE_LENGTH: &str = "line_length";
+
 /// Controller state: 1 while `main` may run (not waiting for an invocation).
 pub const RUNNING: &str = "running";
 
@@ -228,6 +235,10 @@ pub fn const_parameter(name: &str) -> String {
 
 /// The simulators' marker for a successful end (poets-v4.md §4.7).
 pub const EXIT_MARKER: &str = "_HANDLER_EXIT_SUCCESS_9be65737_";
+
+/// The simulators' marker for a failed end (poets-v4.md §4.7): `exit` with
+/// a status other than 0.
+pub const EXIT_FAIL_MARKER: &str = "_HANDLER_EXIT_FAIL_9be65737_";
 
 pub use op2_analysis::reserved::CPP_KEYWORDS;
 

@@ -287,13 +287,20 @@ fn stmt(a: &Stmt, b: &Stmt) -> bool {
         | (StmtKind::Return, StmtKind::Return) => true,
         (StmtKind::ParLoop(x), StmtKind::ParLoop(y)) => x == y,
         (
-            StmtKind::Print { format, args, .. },
             StmtKind::Print {
+                ends_line,
+                format,
+                args,
+                ..
+            },
+            StmtKind::Print {
+                ends_line: other_ends_line,
                 format: other_format,
                 args: other_args,
                 ..
             },
-        ) => format == other_format && exprs(args, other_args),
+        ) => ends_line == other_ends_line && format == other_format && exprs(args, other_args),
+        (StmtKind::Exit(status), StmtKind::Exit(other_status)) => expr(status, other_status),
         _ => false,
     }
 }

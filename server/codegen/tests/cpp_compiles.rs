@@ -390,6 +390,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_param_bound_to_const_and_rw",
     "cpp_print_integer_widths",
     "cpp_print_question_marks",
+    "cpp_printf_and_exit",
     "cpp_repeated_inc",
 ];
 
@@ -476,6 +477,11 @@ fn program_repeated_inc() {
 #[test]
 fn program_print_question_marks() {
     check(&program("cpp_print_question_marks"));
+}
+
+#[test]
+fn program_printf_and_exit() {
+    check(&program("cpp_printf_and_exit"));
 }
 
 #[test]

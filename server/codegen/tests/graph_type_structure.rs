@@ -1200,3 +1200,36 @@ main {
         assert!(!found.is_empty(), "replacing {from} by {to} goes unnoticed");
     }
 }
+
+/// The controller keeps a line buffer only when `main` has a `printf`, and
+/// `exit(STATUS)` hands the status to `handler_exit` after flushing it.
+#[test]
+fn printf_gives_the_controller_a_line_buffer_and_exit_its_status() {
+    let controller_of = |graph: &GraphType| {
+        graph
+            .device_types
+            .iter()
+            .find(|d| d.kind == op2_codegen::model::DeviceKind::Controller)
+            .cloned()
+            .expect("a controller")
+    };
+    let with = "global g: int;\n\nmain {\n    printf(\"%d\", g);\n    exit(g + 1);\n}\n";
+    let (_, graph, _) = check_source("with_printf", with);
+    let controller = controller_of(&graph);
+    let line = controller.state.iter().find(|m| m.name == "line");
+    assert_eq!(line.and_then(|m| m.length), Some(4097));
+    assert!(controller.state.iter().any(|m| m.name == "line_length"));
+    let step = &controller.outputs[0].handler;
+    let flush = step.find("handler_log(1, \"%s\", (const char *)deviceState->line);");
+    let exit = step.find("handler_exit((int)((deviceState->global_g[0] + 1)));");
+    assert!(flush.is_some() && exit.is_some() && flush < exit, "{step}");
+    let without = "global g: int;\n\nmain {\n    print(\"%d\", g);\n}\n";
+    let (_, graph, _) = check_source("without_printf", without);
+    let controller = controller_of(&graph);
+    assert!(!controller.state.iter().any(|m| m.name.starts_with("line")));
+    assert!(
+        controller.outputs[0]
+            .handler
+            .contains("handler_log(1, \"%lld\"")
+    );
+}

@@ -58,8 +58,11 @@ pub fn kernel_loop_limit(range: TextRange) -> Fault {
 
 /// What the interpreted code asks of the world around it.
 pub trait Host {
-    /// `print(…)` produced this text.
+    /// `print(…)` or `printf(…)` produced this text.
     fn print(&mut self, text: &str);
+    /// The length of the part of a line that the output so far left
+    /// without a newline (kept by the host, for [`crate::printf::continue_line`]).
+    fn unfinished_line(&mut self) -> &mut usize;
     /// `main` runs a par_loop; `globals` are `main`'s globals.
     fn par_loop(
         &mut self,
@@ -109,6 +112,8 @@ pub enum Flow {
     Continue,
     /// `return`
     Return,
+    /// `exit(status)`
+    Exit(u8),
 }
 
 /// Where a variable's components live.
@@ -271,12 +276,19 @@ impl Compiled {
 
     /// Runs the body.
     pub fn run(&self, frame: &mut Frame<'_>) -> Result<(), Fault> {
+        self.run_main(frame).map(|_| ())
+    }
+
+    /// Runs `main`: the status of the `exit` that ended it, if one did.
+    pub fn run_main(&self, frame: &mut Frame<'_>) -> Result<Option<u8>, Fault> {
         for statement in &self.statements {
-            if statement(frame)? == Flow::Return {
-                break;
+            match statement(frame)? {
+                Flow::Return => break,
+                Flow::Exit(status) => return Ok(Some(status)),
+                Flow::Normal | Flow::Break | Flow::Continue => {}
             }
         }
-        Ok(())
+        Ok(None)
     }
 }
 
@@ -540,7 +552,7 @@ impl Compiler<'_> {
                         spend(frame, range)?;
                         match body(frame)? {
                             Flow::Break => break,
-                            Flow::Return => return Ok(Flow::Return),
+                            flow @ (Flow::Return | Flow::Exit(_)) => return Ok(flow),
                             Flow::Normal | Flow::Continue => {}
                         }
                     }
@@ -555,7 +567,7 @@ impl Compiler<'_> {
                         spend(frame, range)?;
                         match body(frame)? {
                             Flow::Break => break,
-                            Flow::Return => return Ok(Flow::Return),
+                            flow @ (Flow::Return | Flow::Exit(_)) => return Ok(flow),
                             Flow::Normal | Flow::Continue => {}
                         }
                         if !condition(frame)?.is_true() {
@@ -588,7 +600,7 @@ impl Compiler<'_> {
                         spend(frame, range)?;
                         match body(frame)? {
                             Flow::Break => break,
-                            Flow::Return => return Ok(Flow::Return),
+                            flow @ (Flow::Return | Flow::Exit(_)) => return Ok(flow),
                             Flow::Normal | Flow::Continue => {}
                         }
                         if let Some(step) = &step {
@@ -611,10 +623,12 @@ impl Compiler<'_> {
                 })
             }
             StmtKind::Print {
+                ends_line,
                 format,
                 pieces,
                 args,
             } => {
+                let ends_line = *ends_line;
                 let format = format.clone();
                 let pieces = pieces.clone();
                 let args: Vec<Ex> = args.iter().map(|a| self.expr(a)).collect();
@@ -625,20 +639,43 @@ impl Compiler<'_> {
                     }
                     // `print` writes one line, as the POETS log call it
                     // becomes does: a newline ends it unless the format
-                    // already did.
+                    // already did. `printf` writes exactly what C's does.
                     let mut text = crate::printf::format(&format, &pieces, &values)
                         .map_err(|message| Fault::Limit { range, message })?;
-                    if !text.ends_with('\n') {
+                    if ends_line && !text.ends_with('\n') {
                         text.push('\n');
                     }
                     if let Some(host) = frame.host.as_deref_mut() {
+                        crate::printf::continue_line(host.unfinished_line(), &text)
+                            .map_err(|message| Fault::Limit { range, message })?;
                         host.print(&text);
                     }
                     Ok(Flow::Normal)
                 })
             }
+            StmtKind::Exit(status) => {
+                let at = status.range;
+                let status = self.expr(status);
+                Box::new(move |frame| Ok(Flow::Exit(exit_status(status(frame)?, at)?)))
+            }
         }
     }
+}
+
+/// The status `exit(value)` ends the program with (`range` is the status's
+/// expression): an error when it is outside 0..=255, which `op2 check`
+/// refuses for a literal (E607).
+pub fn exit_status(value: Value, range: TextRange) -> Result<u8, Fault> {
+    let status = value.as_i64();
+    status
+        .and_then(|v| u8::try_from(v).ok())
+        .ok_or_else(|| Fault::Limit {
+            range,
+            message: format!(
+                "exit status {} is outside 0..=255, the statuses a process can end with",
+                status.map_or_else(|| format!("{value:?}"), |v| v.to_string())
+            ),
+        })
 }
 
 /// The value of an index that is a literal (possibly converted).

@@ -10,7 +10,7 @@
 
 use std::fmt::Write;
 
-use op2_analysis::format::{Count, MAX_COUNT, Piece};
+use op2_analysis::format::{Count, MAX_COUNT, MAX_LINE, Piece};
 use op2_analysis::value::Value;
 
 /// How one conversion prints, with `*` counts resolved.
@@ -23,6 +23,31 @@ struct Spec {
     zero: bool,
     width: usize,
     precision: Option<usize>,
+}
+
+/// Counts `text`, what one `print` or `printf` writes, into the line the
+/// output is on: `unfinished` is the length of the part of a line that
+/// earlier statements left without a newline, and becomes the part `text`
+/// leaves. An error when the two together are longer than [`MAX_LINE`], the
+/// POETS controller's line buffer.
+pub fn continue_line(unfinished: &mut usize, text: &str) -> Result<(), String> {
+    let total = unfinished.saturating_add(text.len());
+    if total > MAX_LINE {
+        let after = match *unfinished {
+            0 => String::new(),
+            n => format!(" after the {n} bytes of an unfinished line"),
+        };
+        let plural = if text.len() == 1 { "" } else { "s" };
+        return Err(format!(
+            "this writes {} byte{plural}{after}, more than the {MAX_LINE} of a POETS controller's line buffer",
+            text.len()
+        ));
+    }
+    *unfinished = match text.rfind('\n') {
+        Some(at) => text.len() - at - 1,
+        None => total,
+    };
+    Ok(())
 }
 
 /// Formats `args` with `pieces`, the parsed `format`, like `printf`.

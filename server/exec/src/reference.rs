@@ -130,6 +130,8 @@ pub struct Reference<'a> {
     state: State,
     prepared: Vec<Option<PreparedInvocation>>,
     out: &'a mut dyn FnMut(&str),
+    /// The length of the line `out` is on, for the line limit.
+    unfinished_line: usize,
     /// Kernel evaluations so far.
     pub evaluations: u64,
     /// Par_loops run so far.
@@ -161,6 +163,7 @@ impl<'a> Reference<'a> {
             state,
             prepared,
             out,
+            unfinished_line: 0,
             evaluations: 0,
             invocations_run: 0,
             error: None,
@@ -261,7 +264,7 @@ impl<'a> Reference<'a> {
                 host: Some(&mut self),
                 budget: max_iterations,
             };
-            compiled.run(&mut frame)
+            compiled.run_main(&mut frame)
         };
         if let Some(native) = self.native.take() {
             native.finish(&mut self.state);
@@ -271,8 +274,9 @@ impl<'a> Reference<'a> {
         }
         let main_file = program.main_location.map(|l| l.file).unwrap_or_default();
         match result {
-            Ok(()) => {
+            Ok(exit_status) => {
                 self.state.globals = globals;
+                self.state.exit_status = exit_status;
                 Ok(self.state)
             }
             Err(Fault::IterationLimit(_)) => Err(describe(
@@ -488,6 +492,10 @@ pub(crate) fn combine(target: &mut [Value], values: &[Value], mode: AccessMode) 
 impl Host for Reference<'_> {
     fn print(&mut self, text: &str) {
         (self.out)(text);
+    }
+
+    fn unfinished_line(&mut self) -> &mut usize {
+        &mut self.unfinished_line
     }
 
     fn par_loop(

@@ -22,6 +22,7 @@ use op2_analysis::value::Value;
 use op2_codegen::model::{DeviceKind, DeviceType, GraphType, PinRole, Terminator};
 use op2_codegen::topology::{Counts, DeviceRef, for_each_edge};
 use op2_instance::InstanceData;
+use op2_syntax::TextRange;
 use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::FxHashMap;
 
@@ -912,7 +913,8 @@ enum TerminatorCode {
     Goto(usize),
     Branch(CompiledExpr, usize, usize),
     ParLoop(usize, usize),
-    Exit,
+    /// The end of `main`, with `exit`'s status and where it is written.
+    Exit(Option<(CompiledExpr, TextRange)>),
 }
 
 struct Controller {
@@ -923,6 +925,9 @@ struct Controller {
     begin_pending: usize,
     end_count: u32,
     finished: bool,
+    /// The length of the line `main`'s output is on, for the line limit
+    /// (`crate::printf::continue_line`).
+    unfinished_line: usize,
     /// Per `INFO` global of the running invocation: the element of the
     /// best partial so far (the generated `element_G`).
     info_elements: Vec<u32>,
@@ -1590,6 +1595,7 @@ impl<'a> Simulator<'a> {
             begin_pending: 0,
             end_count: 0,
             finished: false,
+            unfinished_line: 0,
             info_elements: Vec::new(),
         };
         let statistics = Statistics {
@@ -2857,7 +2863,9 @@ impl<'a> Simulator<'a> {
             };
             let mut printer = Printer {
                 out: &mut *self.out,
+                unfinished: &mut self.controller.unfinished_line,
             };
+            let mut exit_status = None;
             let result = {
                 let mut frame = Frame {
                     slots: &mut self.controller.slots,
@@ -2875,6 +2883,11 @@ impl<'a> Simulator<'a> {
                             *else_block
                         }))
                     }
+                    TerminatorCode::Exit(Some((status, range))) => {
+                        let value = status.eval(&mut frame)?;
+                        exit_status = Some(crate::interp::exit_status(value, *range)?);
+                        Ok(None)
+                    }
                     _ => Ok(None),
                 })
             };
@@ -2886,7 +2899,7 @@ impl<'a> Simulator<'a> {
                 TerminatorCode::Branch(_, then_block, _) => {
                     (Some(next.unwrap_or(0)), Some(*then_block))
                 }
-                TerminatorCode::ParLoop(..) | TerminatorCode::Exit => (None, None),
+                TerminatorCode::ParLoop(..) | TerminatorCode::Exit(_) => (None, None),
             };
             if let Some(target) = target {
                 if self.controller.program.iterates(pc, target, then_block) {
@@ -2906,7 +2919,8 @@ impl<'a> Simulator<'a> {
                     self.controller.begin_pending = plan + 1;
                     return Ok(());
                 }
-                TerminatorCode::Exit => {
+                TerminatorCode::Exit(_) => {
+                    self.state.exit_status = exit_status;
                     self.controller.running = false;
                     self.controller.finished = true;
                     return Ok(());
@@ -2931,7 +2945,7 @@ fn loop_marks(blocks: &[op2_codegen::model::Block]) -> Vec<LoopMarks> {
                 else_block,
                 ..
             }) => [Some(*then_block), Some(*else_block)],
-            Some(Terminator::Exit) | None => [None, None],
+            Some(Terminator::Exit(_)) | None => [None, None],
         }
     };
     let mut marks = vec![LoopMarks::default(); blocks.len()];
@@ -2974,11 +2988,16 @@ fn loop_marks(blocks: &[op2_codegen::model::Block]) -> Vec<LoopMarks> {
 /// Passes `print` output to the simulation's writer.
 struct Printer<'o> {
     out: &'o mut dyn FnMut(&str),
+    unfinished: &'o mut usize,
 }
 
 impl Host for Printer<'_> {
     fn print(&mut self, text: &str) {
         (self.out)(text);
+    }
+
+    fn unfinished_line(&mut self) -> &mut usize {
+        self.unfinished
     }
 
     fn par_loop(
@@ -3032,7 +3051,11 @@ fn compile_controller(program: &Program, graph: &GraphType) -> ControllerProgram
                 Terminator::ParLoop { invocation, next } => {
                     TerminatorCode::ParLoop(plan_position(*invocation), *next)
                 }
-                Terminator::Exit => TerminatorCode::Exit,
+                Terminator::Exit(status) => TerminatorCode::Exit(
+                    status
+                        .as_ref()
+                        .map(|s| (CompiledExpr::new(main, s), s.range)),
+                ),
             };
             (compiled, terminator)
         })

@@ -23,6 +23,9 @@ pub struct State {
     pub globals: Vec<Vec<Value>>,
     /// Values per const.
     pub consts: Vec<Vec<Value>>,
+    /// The status of the `exit` that ended `main`; `None` when `main` ran
+    /// to its end or returned.
+    pub exit_status: Option<u8>,
 }
 
 impl State {
@@ -61,6 +64,7 @@ impl State {
             dats,
             globals: data.globals.clone(),
             consts: data.consts.clone(),
+            exit_status: None,
         }
     }
 

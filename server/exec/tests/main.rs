@@ -14,6 +14,7 @@ mod examples;
 mod faults;
 mod indices;
 mod long_arrays;
+mod output;
 mod repeated_inc;
 mod simulate_engines;
 mod threads;

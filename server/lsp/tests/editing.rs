@@ -348,13 +348,21 @@ fn main_offers_globals_consts_locals_and_snippets() {
     let items = check(
         &fixture,
         &[
-            "rms", "gam", "iter", "par_loop", "print", "len", "sqrt", "while",
+            "rms", "gam", "iter", "par_loop", "print", "printf", "exit", "len", "sqrt", "while",
         ],
         &["p_q", "pedge", "nodes", "flux"],
     );
     assert_eq!(
         item(&items, "print").insert_text.as_deref(),
         Some("print(\"$1\", $2);")
+    );
+    assert_eq!(
+        item(&items, "printf").insert_text.as_deref(),
+        Some("printf(\"$1\", $2);")
+    );
+    assert_eq!(
+        item(&items, "exit").insert_text.as_deref(),
+        Some("exit(${1:1});")
     );
     assert!(
         item(&items, "par_loop")
@@ -366,7 +374,7 @@ fn main_offers_globals_consts_locals_and_snippets() {
     check(
         &in_main("rms = $0"),
         &["rms", "gam", "len"],
-        &["par_loop", "print"],
+        &["par_loop", "print", "printf", "exit"],
     );
 }
 

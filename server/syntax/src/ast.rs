@@ -96,6 +96,7 @@ field_ids! {
     scalar = "scalar",
     set = "set",
     statement = "statement",
+    status = "status",
     to = "to",
     ty = "type",
     update = "update",
@@ -698,6 +699,7 @@ ast_enum!(
         Return(ReturnStmt) = "return_statement",
         ParLoop(ParLoopStmt) = "par_loop_statement",
         Print(PrintStmt) = "print_statement",
+        Exit(ExitStmt) = "exit_statement",
         Switch(SwitchStmt) = "switch_statement",
         Case(CaseLabel) = "case_label",
         Goto(GotoStmt) = "goto_statement",
@@ -987,10 +989,23 @@ impl<'t> InfoMode<'t> {
 }
 
 ast_node!(
-    /// `print("fmt", args…);`
+    /// `print("fmt", args…);` or `printf("fmt", args…);`
     PrintStmt = "print_statement"
 );
 impl<'t> PrintStmt<'t> {
+    /// Whether the statement is `print`, which ends the line it writes
+    /// (`printf` writes exactly what its format makes).
+    pub fn ends_line(self) -> bool {
+        self.0
+            .child(0)
+            .is_some_and(|keyword| keyword.kind() == "print")
+    }
+
+    /// The keyword, `print` or `printf`.
+    pub fn keyword(self) -> &'static str {
+        if self.ends_line() { "print" } else { "printf" }
+    }
+
     child!(
         /// The format string.
         format -> StringLit, format
@@ -998,6 +1013,17 @@ impl<'t> PrintStmt<'t> {
     children!(
         /// The values printed.
         arguments -> Expr, argument
+    );
+}
+
+ast_node!(
+    /// `exit(STATUS);`
+    ExitStmt = "exit_statement"
+);
+impl<'t> ExitStmt<'t> {
+    child!(
+        /// The exit status.
+        status -> Expr, status
     );
 }
 

@@ -595,9 +595,10 @@ impl<'s> Checker<'s> {
             return None;
         }
         let format = parent.child_by_field_name("format")?;
+        let keyword = parent.child(0).map_or("print", |k| k.kind());
         Some(self.error(
             format.text_range(),
-            "only the first argument of `print`, its format, may be a string",
+            format!("only the first argument of `{keyword}`, its format, may be a string"),
         ))
     }
 

@@ -775,7 +775,9 @@ fn inline_sep(parent: &str, previous: Node<'_>, next: Node<'_>) -> Sep {
         "variable_declarator" if before == "pointer_marker" => Sep::None,
         "call_expression" if after == "argument_list" => Sep::None,
         "kernel_definition" if after == "parameter_list" => Sep::None,
-        "len_expression" | "print_statement" | "info_mode" if after == "(" => Sep::None,
+        "len_expression" | "print_statement" | "exit_statement" | "info_mode" if after == "(" => {
+            Sep::None
+        }
         "unary_expression" | "update_expression" => Sep::None,
         _ => SPACE,
     }

@@ -102,6 +102,7 @@
   "over"
   "as"
   "print"
+  "printf"
 ] @keyword
 
 (const_declaration
@@ -138,7 +139,10 @@
   "default"
 ] @keyword.conditional
 
-"return" @keyword.return
+[
+  "return"
+  "exit"
+] @keyword.return
 
 "goto" @keyword
 

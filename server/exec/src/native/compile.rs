@@ -1933,8 +1933,8 @@ impl Gen<'_, '_> {
                 self.b.ins().jump(finish, &[]);
                 self.ended = true;
             }
-            StmtKind::ParLoop(_) | StmtKind::Print { .. } => {
-                return Err("a par_loop or print inside a kernel".into());
+            StmtKind::ParLoop(_) | StmtKind::Print { .. } | StmtKind::Exit(_) => {
+                return Err("a par_loop, print or exit inside a kernel".into());
             }
         }
         Ok(())

@@ -101,8 +101,8 @@ pub struct Classified {
 
 const KEYWORDS: &[&str] = &[
     "set", "map", "dat", "const", "global", "kernel", "main", "par_loop", "over", "as", "on",
-    "import", "len", "print", "if", "else", "for", "while", "do", "break", "continue", "return",
-    "true", "false", "switch", "case", "default", "goto", "struct",
+    "import", "len", "print", "printf", "exit", "if", "else", "for", "while", "do", "break",
+    "continue", "return", "true", "false", "switch", "case", "default", "goto", "struct",
 ];
 
 const OPERATORS: &[&str] = &[

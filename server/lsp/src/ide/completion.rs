@@ -143,9 +143,9 @@ impl Token<'_> {
 /// The reserved words of language.md §2.
 const RESERVED: &[&str] = &[
     "set", "map", "dat", "const", "global", "kernel", "main", "par_loop", "over", "as", "on",
-    "import", "len", "print", "if", "else", "for", "while", "do", "break", "continue", "return",
-    "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "double", "float", "int", "uint",
-    "ll", "ull", "bool",
+    "import", "len", "print", "printf", "exit", "if", "else", "for", "while", "do", "break",
+    "continue", "return", "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "double",
+    "float", "int", "uint", "ll", "ull", "bool",
 ];
 
 const TYPES: &[&str] = &["double", "float", "int", "uint", "ll", "ull", "bool"];
@@ -678,6 +678,16 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
                     CompletionItem::new("print", CompletionKind::Snippet, 0)
                         .detail("print(FORMAT, VALUES…);")
                         .snippet("print(\"$1\", $2);"),
+                );
+                items.push(
+                    CompletionItem::new("printf", CompletionKind::Snippet, 0)
+                        .detail("printf(FORMAT, VALUES…); (no newline added)")
+                        .snippet("printf(\"$1\", $2);"),
+                );
+                items.push(
+                    CompletionItem::new("exit", CompletionKind::Snippet, 0)
+                        .detail("exit(STATUS);")
+                        .snippet("exit(${1:1});"),
                 );
             }
             items.extend(body_keywords(3));

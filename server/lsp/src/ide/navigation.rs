@@ -752,9 +752,9 @@ fn is_assigned(path: &NodePath<'_>) -> bool {
 /// The reserved words of language.md §2.
 pub const RESERVED_WORDS: &[&str] = &[
     "set", "map", "dat", "const", "global", "kernel", "main", "par_loop", "over", "as", "on",
-    "import", "len", "print", "if", "else", "for", "while", "do", "break", "continue", "return",
-    "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "double", "float", "int", "uint",
-    "ll", "ull", "bool",
+    "import", "len", "print", "printf", "exit", "if", "else", "for", "while", "do", "break",
+    "continue", "return", "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "double",
+    "float", "int", "uint", "ll", "ull", "bool",
 ];
 
 /// What a rename at a position changes.
