@@ -1,6 +1,7 @@
 //! The host program from the first par_loop on, translated into `main`.
 //! Statements are copied as written with edits: `op_par_loop` becomes
-//! `par_loop`, `op_printf` becomes `print`, `op_get_size` becomes `len`,
+//! `par_loop`, `op_printf` becomes `print` (`printf` for part of a line),
+//! `op_get_size` becomes `len`, `exit` and `return STATUS` become `exit`,
 //! `op_fetch_data` a par_loop that copies the dat into a global standing for
 //! its host buffer, and a call of the application's own function its body
 //! (inlined); timers, diagnostics and profiling are dropped with a note;
@@ -439,8 +440,13 @@ pub fn translate(
                             "`return 0` at the end of `main`",
                             None,
                         );
-                    } else {
-                        exit_status(source, node, &value, &mut edits, report);
+                        return false;
+                    }
+                    // `return STATUS;` in `main` is `exit(STATUS);`.
+                    if let [status] = value.as_slice() {
+                        edits.replace_range(node.start_byte(), status.start_byte(), "exit(");
+                        edits.replace_range(status.end_byte(), status.end_byte(), ")");
+                        return true;
                     }
                     false
                 }
@@ -637,18 +643,15 @@ fn call<'t>(
             false
         }
         "op_printf" | "printf" => {
+            // A format that ends its line is `print`; one that writes part
+            // of a line (or several lines and part of one) is `printf`,
+            // which writes exactly what C's `printf` writes.
+            let whole_lines = args
+                .first()
+                .and_then(|f| c::string_literal(source, *f))
+                .is_some_and(|format| format.ends_with("\\n"));
             if let Some(function) = node.child_by_field_name("function") {
-                edits.replace(function, "print");
-            }
-            if let Some(format) = args.first().and_then(|f| c::string_literal(source, *f))
-                && !format.ends_with("\\n")
-            {
-                report.add(
-                    Kind::NotTranslated,
-                    Some(location.clone()),
-                    format!("`{name}` of part of a line: `print` in `.op2` writes whole lines (each ends with a newline, as each is one log entry on POETS), so the output would be split into more lines"),
-                    Some("print each line with one call whose format ends with `\\n`"),
-                );
+                edits.replace(function, if whole_lines { "print" } else { "printf" });
             }
             if args
                 .first()
@@ -679,12 +682,9 @@ fn call<'t>(
             false
         }
         _ if c::builtin_call(node, name, edits) => true,
-        "exit" if args.len() == 1 && whole_statement.is_some() => {
-            if let Some(statement) = whole_statement {
-                exit_status(source, statement, &args, edits, report);
-            }
-            false
-        }
+        // `exit(STATUS);` is the same statement in `.op2`: its status is
+        // translated as any expression.
+        "exit" if args.len() == 1 && whole_statement.is_some() => true,
         _ => {
             let dropped = DROPPED.iter().find(|(n, _)| *n == name);
             let file_output = FILE_OUTPUT.contains(&name);
@@ -782,7 +782,8 @@ fn call<'t>(
                         "op_fetch_data" | "op_fetch_data_idx" => {
                             "`op_fetch_data` is translated into the host array the dat was declared with (`op_decl_dat(…, BUFFER, …)`); fetch into that one, or reduce into a global"
                         }
-                        "exit" | "abort" => "end `main` with `return;`",
+                        "exit" => "call `exit(STATUS);` as a statement of its own",
+                        "abort" => "end `main` with `exit(1);`",
                         _ => "`main` may call only the math built-ins; inline the function",
                     };
                     report.add(
@@ -1142,33 +1143,6 @@ fn shape_returns<'t>(node: Node<'t>, edits: &mut Edits) -> Result<(), Node<'t>> 
         edits.replace_range(at, at, "\n}".repeat(count));
     }
     Ok(())
-}
-
-/// `return STATUS;` or `exit(STATUS);` (the statement `node`, the status in
-/// `status`): `main` in `.op2` ends with `return;` and has no exit status,
-/// so the status is dropped with a note saying which it was.
-fn exit_status(
-    source: &Source,
-    node: Node<'_>,
-    status: &[Node<'_>],
-    edits: &mut Edits,
-    report: &mut Report,
-) {
-    let status = status
-        .iter()
-        .map(|s| source.text(*s))
-        .collect::<Vec<_>>()
-        .join(", ");
-    edits.replace(node, "return;");
-    report.add(
-        Kind::Dropped,
-        Some(source.location(node)),
-        format!(
-            "the exit status `{status}` of `{}`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
-            source.text(node).trim_end_matches(';').trim()
-        ),
-        Some("what the program prints is unchanged; a script that tests the exit status must test the output instead"),
-    );
 }
 
 /// Pointers declared in the host code that are used only as the buffer of

@@ -484,6 +484,9 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         // C's float math functions: the double built-in, its result cast.
         "*w += *x * *k + (float) fabs((float) ((float) fmin((float) ((float) *x), (float) (0.25f))));",
         "print(\"root %.9g\\n\", (float) sqrt((float) (weighed)));",
+        // Part of a line, and the exit status.
+        "printf(\" %7.4f\", sum * i);",
+        "    if (smallest < -5)\n        exit(3);\n",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
@@ -505,7 +508,6 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
             "34:22: kernel `grow` reads or assigns `v`, bound to a dat passed directly with OP_INC: OP2 hands a kernel the element's own data for a direct argument, so the argument is passed as RW",
             "56:15: `op_opt_arg_dat` whose flag is set: an argument like any other",
             "57:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored",
-            "72:5: the exit status `3` of `exit(3)`: `main` in `.op2` ends with `return;` and has no exit status, so `op2 run` exits with 0 here",
         ],
         "{}",
         imported.report

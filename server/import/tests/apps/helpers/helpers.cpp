@@ -1,5 +1,5 @@
-// A ring whose kernels call helpers that op2 import inlines, with handles
-// declared `auto`, std::printf and `sqrtf` on the host and an exit status.
+// A ring whose kernels call helpers that op2 import inlines, handles declared
+// `auto`, std::printf (lines, parts of one), `sqrtf` and an exit status.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -67,6 +67,9 @@ int main(int argc, char **argv) {
   std::printf("%d nodes, %d edges, mean %.17g\n", op_get_size(nodes),
               op_get_size(edges), (total + sum) / n);
   std::printf("root %.9g\n", sqrtf(weighed));
+  for (int i = 0; i < 3; i++)
+    std::printf(" %7.4f", sum * i);
+  std::printf("\n");
   op_exit();
   if (smallest < -5)
     exit(3);
