@@ -9,8 +9,8 @@ use std::time::Duration;
 use crate::support::{Scratch, json_lines, with_code};
 use op2_syntax::synth;
 
-/// Far above the few seconds these take (1 s plus 1 s per 64 KiB for each
-/// parse, a few parses), far below the unbounded parse.
+/// Far above the few seconds these take (1 s plus 1 s per 256 KiB reached
+/// for each parse, a few parses), far below the unbounded parse.
 const GENEROUS: Duration = Duration::from_secs(120);
 
 #[test]

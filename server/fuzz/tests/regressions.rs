@@ -132,6 +132,35 @@ fn a_selection_range_in_a_deep_chain_passes() {
     );
 }
 
+/// The ten-million campaign's first chunk, seed 1 case 130885 (a 1.25 MB
+/// mutated program, reported slow in `fmt`, the stage it was in when its
+/// time ran out): `par_loop … (n {` heads never closed, each followed by
+/// two comment lines and a statement, 5,463 times. tree-sitter's error
+/// recovery is quadratic on it (1,000 / 2,000 / 4,000 repetitions: 0.26 /
+/// 1.1 / 5.1 s of CPU; without the comments, or with one, it is linear),
+/// and the parse's deadline, 1 s plus 1 s per 64 KiB of the whole text in
+/// wall time, let it run for 20 s before it gave up, then retried. The
+/// deadline now counts the parsing thread's CPU time against the place the
+/// parser has reached, at 256 KiB a second: a parse whose cost grows faster
+/// than the text gives up where the cost leaves that line, after a few
+/// seconds whatever the text's length. This input, 15,000 repetitions
+/// (2.5 MB), took 44.9 s in `op2-fuzz replay` before (release build,
+/// loaded machine, 23.8 s of CPU), past `--slow-secs 30`; `op2 check` of
+/// it takes 3.5 s of CPU now.
+#[test]
+fn unclosed_heads_between_comments_end_in_time() {
+    let unit = "    par_loop dot_pair over pairs (n {\n    // The sums start at zero, so the loop below defines them.\n    // Each pair adds its product and both squares.\n    g_dot = 0.0;\n";
+    let program = format!(
+        "set pairs;\nglobal g_dot: double;\nkernel dot_pair(double *dot) {{\n    *dot += 1.0;\n}}\nmain {{\n{}}}\n",
+        unit.repeat(15_000)
+    );
+    replay_generated(
+        "heads",
+        &[("unclosed-heads-between-comments.op2", program)],
+        30,
+    );
+}
+
 /// Writes `programs` (name, text) into a temporary folder and replays them
 /// through the binary with `--slow-secs slow_secs`: every one must pass.
 fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {

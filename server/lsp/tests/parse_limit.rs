@@ -72,8 +72,8 @@ async fn a_run_of_errors_stops_with_e002_and_an_edit_that_removes_it_parses_afre
 /// order, not by timing: all three answers arrive before the broken
 /// document's diagnostics of that version, and the status, asked with them,
 /// shows its parse still behind its text. A parse that gives up cannot end
-/// before its allowance by the clock (1 s + 1 s per 64 KiB: 1.7 s for these
-/// 48 KB), and the answers take milliseconds; when a parse held the
+/// before it has used 1 s of CPU time (its allowance is 1 s plus 1 s per
+/// 256 KiB reached), and the answers take milliseconds; when a parse held the
 /// server's lock (before), every answer waited for it and the status showed
 /// it done. The session's 60 s timeout is only a safety net.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,18 +2,25 @@
 //!
 //! tree-sitter's error recovery is superlinear on some erroneous text (a
 //! deep chain of unbraced `if`s with a stray `[` inside, thousands of lines
-//! of `s[2] =}`, declarations glued together thousands of times: findings
-//! F11 and F12 in `wip/fuzz-findings.md`). Its progress callback comes once
-//! per hundred parse actions, and the number of actions stays linear on
-//! those inputs: the work grows inside each action. So no count bounds the
-//! time, and the limit is a deadline proportional to the text's length,
-//! generous enough that no real program comes near it (docs/reliability.md,
-//! "Limits", has the measured margin). When the deadline passes, the parse
-//! is cancelled and the text is parsed again with everything from the start
-//! of a line before the place the parser had reached blanked to spaces (line
-//! breaks kept, so every position stays right; see [`parse_prefix`] for
-//! which line): what comes before still gets its diagnostics, and E002 says
-//! where checking stopped.
+//! of `s[2] =}`, declarations glued together thousands of times, a run of
+//! unclosed `(n {` heads each followed by two comment lines: findings F11
+//! and F12 in `wip/fuzz-findings.md`, campaign seed 1 case 130885). Its
+//! progress callback comes once per hundred parse actions, and the number of
+//! actions stays linear on those inputs: the work grows inside each action.
+//! So no count bounds the time, and the limit is a deadline: the CPU time
+//! the parsing thread has spent on the parse may not pass [`TIME_BASE`] plus
+//! one second per [`BYTES_PER_SECOND`] bytes of the text *the parser has
+//! reached*, generous enough that no real program comes near it
+//! (docs/reliability.md, "Limits", has the measured margin). Measured
+//! against the place reached, a parse whose cost grows faster than the text
+//! gives up where its cost leaves the line, not only once the allowance of
+//! the whole text is spent; measured in the thread's own CPU time, the
+//! machine's load does not move that place. When the deadline passes, the
+//! parse is cancelled and the text is parsed again with everything from the
+//! start of a line before the place the parser had reached blanked to spaces
+//! (line breaks kept, so every position stays right; see [`parse_prefix`]
+//! for which line): what comes before still gets its diagnostics, and E002
+//! says where checking stopped.
 //!
 //! The same callback asks the caller whether the parse is still wanted (the
 //! language server's worker cancels the parse of a version that went by):
@@ -25,24 +32,29 @@ use std::time::{Duration, Instant};
 
 use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
 
-/// The time every parse may take, whatever the text's length.
+/// The CPU time every parse may take, whatever the text's length.
 pub const TIME_BASE: Duration = Duration::from_secs(1);
 
-/// The time a parse may take grows by one second for this many bytes of
-/// text. Real programs parse at about 3 MB/s on the slow machine this was
-/// measured on (docs/reliability.md), fifty times faster than this.
-pub const BYTES_PER_SECOND: usize = 64 * 1024;
+/// The CPU time a parse may take grows by one second for this many bytes
+/// of text reached. Real programs parse at 4 MB/s or more of CPU time
+/// (docs/reliability.md, "Limits"), sixteen times faster than this.
+pub const BYTES_PER_SECOND: usize = 256 * 1024;
 
 /// Attempts after a give-up, each from a line start nearer the first error
 /// than the one before (half as far past it, halved again while that snaps
 /// to a line already tried); then one from the line of the first error
 /// unless that was tried, and in the end the text blanked whole. Each
-/// attempt is a distinct cut. So a fresh parse takes at most `RETRIES + 2`
-/// times its allowance and a blank parse, and an incremental one
-/// `RETRIES + 3` (its damaged items are parsed in a second pass, with an
-/// allowance of its own, before it can give up); usually the first retry
-/// succeeds, in a quarter of the allowance or less.
+/// attempt is a distinct cut. So a fresh parse takes at most
+/// [`MOST_ATTEMPTS`]` - 1` times its allowance and a blank parse, and an
+/// incremental one [`MOST_ATTEMPTS`] (its damaged items are parsed in a
+/// second pass, with an allowance of its own, before it can give up);
+/// usually the first retry succeeds, in a quarter of the allowance or less.
 const RETRIES: usize = 3;
+
+/// The most parses within [`ParseLimit::time_allowed`] that one parse of a
+/// text may make, an incremental one included (see [`RETRIES`]); a blank
+/// parse of the text may follow them.
+pub const MOST_ATTEMPTS: u32 = RETRIES as u32 + 3;
 
 /// Where a parse that was stopped had got to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,7 +72,8 @@ pub(crate) struct Stopped {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ParseLimit {
     /// A deadline of [`TIME_BASE`] plus one second per [`BYTES_PER_SECOND`]
-    /// bytes of text: what every command and the language server use.
+    /// bytes of text reached, in the CPU time of the parsing thread: what
+    /// every command and the language server use.
     #[default]
     Time,
     /// At most this many of tree-sitter's progress calls (one per hundred
@@ -70,10 +83,71 @@ pub enum ParseLimit {
 }
 
 impl ParseLimit {
-    /// The time a parse of `len` bytes may take under [`ParseLimit::Time`].
+    /// The CPU time a parse that has reached byte `len` may have taken
+    /// under [`ParseLimit::Time`]: the most one attempt at a text of `len`
+    /// bytes takes.
     pub fn time_allowed(len: usize) -> Duration {
         TIME_BASE + Duration::from_secs_f64(len as f64 / BYTES_PER_SECOND as f64)
     }
+
+    /// The most CPU time a parse of `len` bytes takes under
+    /// [`ParseLimit::Time`], its retries after a give-up included:
+    /// [`MOST_ATTEMPTS`] allowances and a blank parse (one more allowance
+    /// stands for it: a few actions per line). Wall time is longer when the
+    /// thread waits for a core.
+    pub fn worst_case(len: usize) -> Duration {
+        Self::time_allowed(len) * (MOST_ATTEMPTS + 1)
+    }
+}
+
+/// What a parse's deadline measures: the CPU time the parsing thread has
+/// used since the parse started (a parse runs on one thread, from start to
+/// end, in tree-sitter's C), so that a busy machine slows the parse without
+/// moving the place it gives up at; the time since it started where the
+/// thread's CPU time cannot be read (not on Unix).
+struct ParseClock {
+    since: Instant,
+    cpu_at_start: Option<Duration>,
+}
+
+impl ParseClock {
+    fn start() -> ParseClock {
+        ParseClock {
+            since: Instant::now(),
+            cpu_at_start: thread_cpu_time(),
+        }
+    }
+
+    fn spent(&self) -> Duration {
+        match (self.cpu_at_start, thread_cpu_time()) {
+            (Some(start), Some(now)) => now.saturating_sub(start),
+            _ => self.since.elapsed(),
+        }
+    }
+}
+
+/// The CPU time the calling thread has used.
+#[cfg(unix)]
+fn thread_cpu_time() -> Option<Duration> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes one `timespec` through a valid,
+    // exclusive pointer and reads nothing else.
+    #[allow(unsafe_code)]
+    let status = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    (status == 0).then(|| {
+        Duration::new(
+            u64::try_from(now.tv_sec).unwrap_or(0),
+            u32::try_from(now.tv_nsec).unwrap_or(0),
+        )
+    })
+}
+
+#[cfg(not(unix))]
+fn thread_cpu_time() -> Option<Duration> {
+    None
 }
 
 /// Parses `text` (reusing `old`, edited to match it) with `parser` within
@@ -88,8 +162,7 @@ pub(crate) fn parse_within(
     limit: ParseLimit,
     cancelled: &dyn Fn() -> bool,
 ) -> Result<Tree, Stopped> {
-    let started = Instant::now();
-    let allowed = ParseLimit::time_allowed(text.len());
+    let clock = ParseClock::start();
     let mut reached = 0;
     let mut first_error = None;
     let mut checks = 0u64;
@@ -105,7 +178,7 @@ pub(crate) fn parse_within(
             return ControlFlow::Break(());
         }
         let over = match limit {
-            ParseLimit::Time => started.elapsed() > allowed,
+            ParseLimit::Time => clock.spent() > ParseLimit::time_allowed(reached),
             ParseLimit::Checks(most) => checks > most,
         };
         if over {
@@ -294,7 +367,11 @@ mod tests {
         assert_eq!(ParseLimit::time_allowed(0), TIME_BASE);
         assert_eq!(
             ParseLimit::time_allowed(16 * 1024 * 1024),
-            TIME_BASE + Duration::from_secs(256)
+            TIME_BASE + Duration::from_secs(64)
+        );
+        assert_eq!(
+            ParseLimit::worst_case(1024 * 1024),
+            (TIME_BASE + Duration::from_secs(4)) * 7
         );
     }
 }
