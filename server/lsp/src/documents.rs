@@ -506,6 +506,11 @@ impl OpenDocument {
 }
 
 impl ParseJob {
+    /// The length in bytes of the text this job parses.
+    pub fn text_len(&self) -> usize {
+        self.rope.len_bytes()
+    }
+
     /// Whether the text moved on since this job was taken (a `didChange`)
     /// or the document was closed: a worker's parse of a text that went
     /// by is then cancelled (see [`ParseJob::run`]).

@@ -2,8 +2,9 @@
 //! diagnostics publishing, build on save, and dispatch of every request to
 //! its handler in `handlers/`.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::jsonrpc::{Error, Result};
@@ -16,6 +17,7 @@ use crate::config::Settings;
 use crate::documents::{OpenDocument, PositionEncoding, Snapshot};
 use crate::handlers::{self, Context};
 use crate::world::{Analysed, Entry, World, analyse_cancellable, uri_to_path};
+use op2_syntax::ParseLimit;
 
 /// The language server.
 #[derive(Debug)]
@@ -76,15 +78,22 @@ pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> 
 /// `OP2_LSP_TEST_PANIC=1`): how the watchdog is tested.
 const TEST_HANG: &str = "// op2.test.hang";
 
+/// A document whose text starts with this is parsed for longer than its
+/// parse's worst case and the watchdog's limit together (only with
+/// `OP2_LSP_TEST_PANIC=1`): how the watchdog over the parse is tested.
+const TEST_SLOW_PARSE: &str = "// op2.test.slow-parse";
+
 /// How long one analysis may run before the watchdog abandons it: 20 s, or
 /// `OP2_LSP_ANALYSIS_LIMIT_MS`. Counted from the end of the document's
-/// parse, which its own deadline bounds (E002).
-fn analysis_limit() -> std::time::Duration {
+/// parse, which its own deadline bounds (E002); the parse is abandoned
+/// when it runs this long past its worst case
+/// ([`ParseLimit::worst_case`]).
+fn analysis_limit() -> Duration {
     let millis = std::env::var("OP2_LSP_ANALYSIS_LIMIT_MS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
-    std::time::Duration::from_millis(millis)
+    Duration::from_millis(millis)
 }
 
 /// The answer to a request on a document whose analysis ran away.
@@ -187,12 +196,13 @@ impl Backend {
     /// gives up at its deadline, E002) or analysis of one document never
     /// holds up requests on the others.
     async fn analyse_now(&self, uri: &Uri, asker: Asker) -> Option<Arc<Analysed>> {
-        let (snapshot, hang, generation, counter, path, engine, overlay) = {
+        let (snapshot, hang, slow_parse, generation, counter, path, engine, overlay) = {
             let world = lock(&self.world);
             let entry = world.documents.get(uri)?;
             (
                 entry.document.parse_job(),
                 self.allow_test_panic && entry.document.starts_with(TEST_HANG),
+                self.allow_test_panic && entry.document.starts_with(TEST_SLOW_PARSE),
                 entry.generation(),
                 Arc::clone(&entry.generation),
                 entry.path.clone(),
@@ -202,9 +212,18 @@ impl Backend {
         };
         let worker = asker == Asker::Worker;
         let (world, parsed_uri) = (Arc::clone(&self.world), uri.clone());
+        // The most a parse of this text takes within its deadline, all its
+        // retries after a give-up included (nothing when it is parsed).
+        let parse_bound = match &snapshot {
+            Snapshot::Parsed(_) => Duration::ZERO,
+            Snapshot::Job(job) => ParseLimit::worst_case(job.text_len()),
+        };
         // Said (or dropped, when the parse is cancelled) when the parse
         // ends: the watchdog times what comes after it.
         let (parse_ends, parse_ended) = tokio::sync::oneshot::channel::<()>();
+        // Set when the watchdog abandons the parse: its analysis is not run.
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let abandoned_run = Arc::clone(&abandoned);
         let task = tokio::task::spawn_blocking(move || {
             // Only the worker's runs are cancelled: a request answers for
             // the text it was sent after, whatever came next.
@@ -216,6 +235,9 @@ impl Backend {
                     // parse is put back even when the text moved on
                     // meanwhile: the next parse starts from it.
                     let superseded = job.superseded();
+                    if slow_parse {
+                        std::thread::sleep(parse_bound + analysis_limit() + Duration::from_secs(5));
+                    }
                     let parsed = job.run(&|| worker && superseded())?;
                     let document = parsed.document.clone();
                     if let Some(entry) = lock(&world).documents.get_mut(&parsed_uri) {
@@ -225,24 +247,35 @@ impl Backend {
                 }
             };
             let _ = parse_ends.send(());
+            if abandoned_run.load(Ordering::SeqCst) {
+                return None;
+            }
             if hang {
-                std::thread::sleep(std::time::Duration::from_secs(10));
+                std::thread::sleep(Duration::from_secs(10));
             }
             let cancelled = || worker && counter.load(Ordering::SeqCst) != generation;
             analyse_cancellable(document, generation, path, &engine, &overlay, &cancelled)
         });
-        // The parse is bounded by its own deadline, proportional to the
-        // text's length (a parse that reaches it gives up with E002, which
-        // the user must see, also for a file whose allowance is longer
-        // than the watchdog's limit): the watchdog's clock starts when the
+        // The parse is bounded by its own deadline (a parse that reaches
+        // it gives up with E002, which the user must see, also for a file
+        // whose worst case is longer than the watchdog's limit), but that
+        // deadline is asked only at tree-sitter's progress calls, and what
+        // it counts is CPU time: the watchdog gives the parse its worst case
+        // and its own limit on top, and abandons it after that as it
+        // abandons an analysis. Its clock for the analysis starts when the
         // parse ends.
-        let _ = parse_ended.await;
+        let waited = parse_bound + analysis_limit();
+        if tokio::time::timeout(waited, parse_ended).await.is_err() {
+            abandoned.store(true, Ordering::SeqCst);
+            self.runaway(uri, generation, waited).await;
+            return None;
+        }
         // The watchdog: a run that does not finish in time is left behind
         // (a thread cannot be stopped), the document gets a fresh engine
         // (the old one stays locked by that run) and a diagnostic saying
         // so, and it is not analysed again until it changes.
         let Ok(result) = tokio::time::timeout(analysis_limit(), task).await else {
-            self.runaway(uri, generation).await;
+            self.runaway(uri, generation, analysis_limit()).await;
             return None;
         };
         let analysed = match result {
@@ -282,9 +315,9 @@ impl Backend {
         Some(analysed)
     }
 
-    /// Records that the analysis of `generation` of `uri` ran away, and
-    /// tells the user on the document.
-    async fn runaway(&self, uri: &Uri, generation: u64) {
+    /// Records that the parse or analysis of `generation` of `uri` ran
+    /// away, abandoned after `waited`, and tells the user on the document.
+    async fn runaway(&self, uri: &Uri, generation: u64, waited: Duration) {
         let _publishing = self.publishing.lock().await;
         let version = {
             let mut world = lock(&self.world);
@@ -302,7 +335,7 @@ impl Backend {
         let message = format!(
             "the analysis of this document did not finish within {} s and was abandoned; \
              it starts again when the document changes (please report the program)",
-            analysis_limit().as_secs_f64()
+            (waited.as_secs_f64() * 10.0).round() / 10.0
         );
         let diagnostic = Diagnostic {
             range: Range::default(),

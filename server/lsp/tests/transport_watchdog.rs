@@ -18,6 +18,7 @@ use support::Session;
 const HANGING: &str = "file:///nonexistent/op2-tests/hanging.op2";
 const OTHER: &str = "file:///nonexistent/op2-tests/airfoil.op2";
 const BROKEN: &str = "file:///nonexistent/op2-tests/broken.op2";
+const SLOW_PARSE: &str = "file:///nonexistent/op2-tests/slow-parse.op2";
 
 /// The limit the servers of this binary use.
 const LIMIT_MS: u64 = 1500;
@@ -34,6 +35,38 @@ fn enable_test_hooks() {
             std::env::set_var("OP2_LSP_ANALYSIS_LIMIT_MS", LIMIT_MS.to_string());
         }
     });
+}
+
+/// The answer to a `documentSymbol` request on `uri`.
+async fn document_symbols(
+    session: &mut Session,
+    uri: &str,
+) -> Result<serde_json::Value, serde_json::Value> {
+    session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": uri}}),
+        )
+        .await
+}
+
+/// Replaces the test hook at the start of `uri` (its first `hook`
+/// characters) with a plain comment, as version 2: that version is analysed
+/// afresh, and its diagnostics are not the watchdog's.
+async fn remove_the_hook(session: &mut Session, uri: &str, hook: u32) {
+    session.did_change(
+        uri,
+        2,
+        vec![json!({"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": hook}}, "text": "// fixed"})],
+    );
+    let diagnostics = session.diagnostics(uri, 2).await;
+    assert!(
+        diagnostics.iter().all(|d| !d["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not finish")),
+        "{diagnostics:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -95,45 +128,18 @@ async fn a_runaway_analysis_is_abandoned_and_other_documents_go_on() {
 
     // A request on that text answers at once with an error, not after 10 s.
     let asked = Instant::now();
-    let symbols = session
-        .request(
-            "textDocument/documentSymbol",
-            json!({"textDocument": {"uri": HANGING}}),
-        )
-        .await;
+    let symbols = document_symbols(&mut session, HANGING).await;
     let error = symbols.expect_err("a request on an abandoned text is an error");
     assert_eq!(error["code"], -32803, "{error}");
     assert!(asked.elapsed() < Duration::from_secs(5));
 
     // An edit that removes the hook is analysed afresh.
-    session.did_change(
-        HANGING,
-        2,
-        vec![json!({"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 16}}, "text": "// fixed"})],
-    );
-    let diagnostics = session.diagnostics(HANGING, 2).await;
-    assert!(
-        diagnostics.iter().all(|d| !d["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("did not finish")),
-        "{diagnostics:?}"
-    );
-    let symbols = session
-        .request(
-            "textDocument/documentSymbol",
-            json!({"textDocument": {"uri": HANGING}}),
-        )
-        .await;
+    remove_the_hook(&mut session, HANGING, 16).await;
+    let symbols = document_symbols(&mut session, HANGING).await;
     assert!(symbols.is_ok(), "{symbols:?}");
 
     // The other document still answers.
-    let symbols = session
-        .request(
-            "textDocument/documentSymbol",
-            json!({"textDocument": {"uri": OTHER}}),
-        )
-        .await;
+    let symbols = document_symbols(&mut session, OTHER).await;
     assert!(symbols.is_ok(), "{symbols:?}");
     session.shutdown().await;
 }
@@ -142,9 +148,10 @@ async fn a_runaway_analysis_is_abandoned_and_other_documents_go_on() {
 /// analysis (its attempts and retries: up to 7 allowances of 1 s + 1 s per
 /// 256 KiB of CPU time, 35 s for 1 MiB, against the watchdog's 20 s): the
 /// user gets E002 from the parse, not the watchdog's message, because the
-/// watchdog times the analysis after the parse. Here the watchdog's limit
-/// (1.5 s) is below the worst case of the parse of 20,000 broken lines
-/// (160 KB: 11 s), as 20 s is below a 1 MiB file's.
+/// watchdog gives the parse its worst case before its own limit, and times
+/// the analysis after the parse. Here the watchdog's limit (1.5 s) is below
+/// the worst case of the parse of 20,000 broken lines (160 KB: 11 s), as
+/// 20 s is below a 1 MiB file's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parse_longer_than_the_watchdog_allows_gives_up_with_e002() {
     enable_test_hooks();
@@ -168,12 +175,62 @@ async fn a_parse_longer_than_the_watchdog_allows_gives_up_with_e002() {
     let stops = diagnostics.iter().filter(|d| d["code"] == "E002").count();
     assert_eq!(stops, 1, "{messages:?}");
     // Requests on it are answered from that parse, not refused.
-    let symbols = session
-        .request(
-            "textDocument/documentSymbol",
-            json!({"textDocument": {"uri": BROKEN}}),
-        )
-        .await;
+    let symbols = document_symbols(&mut session, BROKEN).await;
     assert!(symbols.is_ok(), "{symbols:?}");
+    session.shutdown().await;
+}
+
+/// The watchdog covers the parse too. A parse is bounded by its deadline,
+/// but the deadline is asked only at tree-sitter's progress calls and
+/// counts CPU time: a parse still running past its worst case (seven
+/// allowances of 1 s + 1 s per 256 KiB) and the watchdog's limit on top is
+/// abandoned as a runaway analysis is, instead of holding every request on
+/// the document until it ends. The hook makes this document's parse sleep
+/// 5 s past that bound, as a parse that never reaches a progress call
+/// would; before, a request waited for the whole parse and its analysis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parse_past_its_worst_case_is_abandoned_and_requests_do_not_wait() {
+    enable_test_hooks();
+    let text = "// op2.test.slow-parse\nset cells;\nmain {}\n";
+    let bound = ParseLimit::worst_case(text.len()) + Duration::from_millis(LIMIT_MS);
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    let opened = Instant::now();
+    session.did_open(SLOW_PARSE, text, 1);
+
+    // Another document is answered meanwhile.
+    let other = support::example("airfoil.op2");
+    session.did_open(OTHER, &other, 1);
+    let symbols = document_symbols(&mut session, OTHER).await;
+    assert!(symbols.is_ok(), "{symbols:?}");
+    assert!(
+        opened.elapsed() < bound,
+        "the other document waited for the parse"
+    );
+
+    // A request on the document waits for its worker, which the watchdog
+    // ends at the bound, not after the parse's 5 s more: an error.
+    let symbols = document_symbols(&mut session, SLOW_PARSE).await;
+    let waited = opened.elapsed();
+    let error = symbols.expect_err("a request on an abandoned parse is an error");
+    assert_eq!(error["code"], -32803, "{error}");
+    assert!(
+        waited >= bound && waited < bound + Duration::from_secs(4),
+        "answered after {waited:?}, the bound being {bound:?}"
+    );
+    let diagnostics = session.diagnostics(SLOW_PARSE, 1).await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    let message = diagnostics[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not finish")
+            && message.contains(&format!(
+                "within {} s",
+                (bound.as_secs_f64() * 10.0).round() / 10.0
+            )),
+        "{message}"
+    );
+
+    // An edit that removes the hook is parsed and analysed afresh.
+    remove_the_hook(&mut session, SLOW_PARSE, 22).await;
     session.shutdown().await;
 }
