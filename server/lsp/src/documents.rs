@@ -415,7 +415,12 @@ impl OpenDocument {
         match (&self.parsed, self.whole_at) {
             (Some(document), None) if document.parse.stopped_at().is_none() => {
                 let (range, text) = difference(document.text(), &self.rope.to_string());
-                self.pending = vec![(change, range, text)];
+                // The text went back to the parsed one: nothing to replay.
+                self.pending = if range.is_empty() && text.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![(change, range, text)]
+                };
                 self.compacted_at = Some(change);
             }
             _ => {
@@ -913,22 +918,175 @@ mod tests {
 
     #[test]
     fn the_difference_of_two_texts_is_one_edit_on_character_boundaries() {
-        for (old, new) in [
-            ("abc", "abc"),
-            ("abc", "abXc"),
-            ("abc", "ac"),
-            ("", "é"),
-            ("é", "ã"),
-            ("aéa", "aa"),
-            ("xx", "x"),
-            ("😀😀", "😀"),
+        for (old, new, range, text) in [
+            ("abc", "abc", 3..3, ""),
+            ("abc", "abXc", 2..2, "X"),
+            ("abc", "ac", 1..2, ""),
+            ("", "é", 0..0, "é"),
+            // C3 A9 and C3 A3: the common first byte is half a character.
+            ("é", "ã", 0..2, "ã"),
+            ("aéa", "aa", 1..3, ""),
+            ("xx", "x", 1..2, ""),
+            ("😀😀", "😀", 4..8, ""),
+            // C3 A9 and C2 A9: the common last byte is half a character.
+            ("é", "©", 0..2, "©"),
+            ("a\r\nb", "a\r\r\nb", 2..2, "\r"),
         ] {
-            let (range, text) = difference(old, new);
+            let edit = difference(old, new);
+            assert_eq!(edit, (range, text.to_owned()), "{old:?} to {new:?}");
             let mut edited = old.to_owned();
-            edited.replace_range(range.clone(), &text);
+            edited.replace_range(edit.0, &edit.1);
             assert_eq!(edited, new, "{old:?} to {new:?}");
-            assert!(range.len() + text.len() <= old.len().max(new.len()) + 4);
         }
-        assert_eq!(difference("abc", "abXc"), (2..2, "X".to_owned()));
+    }
+
+    #[test]
+    fn edits_folded_back_to_the_parsed_text_leave_nothing_to_replay() {
+        let text = op2_syntax::synth::program(20);
+        let mut open = OpenDocument::new(&text, 1);
+        open.parsed();
+        let encoding = PositionEncoding::Utf16;
+        // Half of the edits type, the other half erase what was typed.
+        let half = i32::try_from(MOST_PENDING / 2).expect("a small bound");
+        for version in 0..half {
+            let column = u32::try_from(version).expect("small");
+            open.apply_changes(
+                vec![change((1, column), (1, column), "x")],
+                version + 2,
+                encoding,
+            );
+        }
+        for version in half..2 * half {
+            let column = u32::try_from(2 * half - version - 1).expect("small");
+            open.apply_changes(
+                vec![change((1, column), (1, column + 1), "")],
+                version + 2,
+                encoding,
+            );
+        }
+        assert_eq!(open.pending.len(), MOST_PENDING, "not folded yet");
+        // One more change, typing and erasing: folded, to no edit at all.
+        open.apply_changes(
+            vec![change((0, 0), (0, 0), "y"), change((0, 0), (0, 1), "")],
+            2 * half + 2,
+            encoding,
+        );
+        assert_eq!(open.text(), text);
+        let Snapshot::Job(job) = open.parse_job() else {
+            panic!("the version is not parsed yet")
+        };
+        let replays = job.base.as_ref().map(|(_, edits)| edits.len());
+        assert_eq!(
+            replays,
+            Some(0),
+            "the parse is the base, with nothing to replay"
+        );
+        assert!(open.install(job.run(&|| false).expect("not cancelled")));
+        let document = open.parsed();
+        assert_eq!(document.version, 2 * half + 2);
+        assert_fresh(&document, &text);
+    }
+
+    /// One step of [`folds_replays_and_installs_keep_the_text_and_tree`].
+    #[derive(Clone, Debug)]
+    enum Step {
+        /// Replace the characters from the `start`-th to `start + len`-th
+        /// of the comment with `insert`.
+        Edit {
+            start: usize,
+            len: usize,
+            insert: &'static str,
+        },
+        /// A whole text: the comment becomes `insert`.
+        Whole { insert: &'static str },
+        /// Take the worker's parse job.
+        Take,
+        /// Run one of the jobs taken (by index, modulo how many) and put
+        /// it back.
+        Run { job: usize },
+    }
+
+    const PIECES: [&str; 8] = ["x", "é", "😀", "©", "\r\n", "\n", "\r", "ab"];
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let piece = proptest::sample::select(PIECES.to_vec());
+        prop_oneof![
+            60 => (0usize..40, 0usize..4, piece.clone())
+                .prop_map(|(start, len, insert)| Step::Edit { start, len, insert }),
+            1 => piece.prop_map(|insert| Step::Whole { insert }),
+            2 => Just(Step::Take),
+            2 => (0usize..8).prop_map(|job| Step::Run { job }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Random edits (multi-byte characters, CRLF, deletions, now and
+        /// then a whole text) inside a block comment (so every text parses
+        /// cleanly, and the incremental parse must equal the fresh one),
+        /// with parse jobs taken at random and put back out of order: after
+        /// every step, at most `MOST_PENDING` edits wait, and they turn the
+        /// text of the parse put back into the current text; every parse
+        /// put back is the fresh parse of its text, and so is the last.
+        #[test]
+        fn folds_replays_and_installs_keep_the_text_and_tree(
+            steps in proptest::collection::vec(step(), 1..400)
+        ) {
+            const HEAD: &str = "set a;\r\n/* ";
+            const TAIL: &str = " */\r\nset b;\r\n";
+            let encoding = PositionEncoding::Utf16;
+            let mut open = OpenDocument::new(&format!("{HEAD}é😀\r\nx{TAIL}"), 1);
+            open.parsed();
+            let mut jobs = Vec::new();
+            for (at, step) in steps.into_iter().enumerate() {
+                let version = i32::try_from(at).expect("few steps") + 2;
+                match step {
+                    Step::Edit { start, len, insert } => {
+                        let text = open.text();
+                        let comment = &text[HEAD.len()..text.len() - TAIL.len()];
+                        let mut bounds: Vec<usize> =
+                            comment.char_indices().map(|(i, _)| HEAD.len() + i).collect();
+                        bounds.push(HEAD.len() + comment.len());
+                        let from = bounds[start % bounds.len()];
+                        let to = bounds[(start % bounds.len() + len).min(bounds.len() - 1)];
+                        let range = Range {
+                            start: open.position(from, encoding),
+                            end: open.position(to, encoding),
+                        };
+                        let edit = TextDocumentContentChangeEvent {
+                            range: Some(range),
+                            range_length: None,
+                            text: insert.into(),
+                        };
+                        open.apply_changes(vec![edit], version, encoding);
+                    }
+                    Step::Whole { insert } => {
+                        open.apply_changes(vec![whole(&format!("{HEAD}{insert}{TAIL}"))], version, encoding);
+                    }
+                    Step::Take => {
+                        if let Snapshot::Job(job) = open.parse_job() {
+                            jobs.push(job);
+                        }
+                    }
+                    Step::Run { job } if !jobs.is_empty() => {
+                        let job = jobs.remove(job % jobs.len());
+                        let parsed = job.run(&|| false).expect("not cancelled");
+                        assert_fresh(&parsed.document, parsed.document.text());
+                        open.install(parsed);
+                    }
+                    Step::Run { .. } => {}
+                }
+                proptest::prop_assert!(open.pending.len() <= MOST_PENDING);
+                if let (Some(parsed), None) = (&open.parsed, open.whole_at) {
+                    let mut replayed = parsed.text().to_owned();
+                    for (_, range, text) in &open.pending {
+                        replayed.replace_range(range.clone(), text);
+                    }
+                    proptest::prop_assert_eq!(replayed, open.text());
+                }
+            }
+            let text = open.text();
+            assert_fresh(&open.parsed(), &text);
+        }
     }
 }
