@@ -5,30 +5,18 @@
 
 #![allow(clippy::print_stdout)]
 
-use std::process::Command;
+use std::ffi::OsStr;
 
 #[test]
 fn a_short_import_campaign_finds_nothing() {
     let out = std::env::temp_dir().join(format!("op2-fuzz-import-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out);
-    let output = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
-        .args(["--import", "--tame", "--quiet", "--cases", "120"])
-        .args(["--seed", "20261127", "--jobs", "1"])
-        .args(["--slow-secs", "60", "--hang-secs", "120"])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .expect("op2-fuzz runs");
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let flags = "--import --tame --quiet --cases 120 --seed 20261127 --jobs 1 \
+                 --slow-secs 60 --hang-secs 120 --out";
+    let args = flags.split_whitespace().map(OsStr::new);
+    let (status, report) = crate::op2_fuzz(args.chain([out.as_os_str()]), &[]);
     println!("{report}");
-    assert!(
-        output.status.success(),
-        "the campaign found something:\n{report}"
-    );
+    assert!(status.success(), "the campaign found something:\n{report}");
     assert!(report.contains("120 cases (seed 20261127"), "{report}");
     let _ = std::fs::remove_dir_all(&out);
 }

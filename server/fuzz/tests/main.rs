@@ -8,3 +8,26 @@ mod campaign;
 mod generator;
 mod import;
 mod regressions;
+
+use std::ffi::OsStr;
+use std::process::{Command, ExitStatus};
+
+/// Runs the `op2-fuzz` binary with `args` and the environment variables
+/// `env` set, and returns how it ended and its report: its standard output
+/// and standard error, joined.
+fn op2_fuzz<S: AsRef<OsStr>>(
+    args: impl IntoIterator<Item = S>,
+    env: &[(&str, &str)],
+) -> (ExitStatus, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .expect("op2-fuzz runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (output.status, report)
+}

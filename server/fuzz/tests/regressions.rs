@@ -2,8 +2,9 @@
 //! binary (a crash in one is a finding, not the end of the test run), and
 //! must pass every property now.
 
+use std::ffi::OsStr;
 use std::path::Path;
-use std::process::Command;
+use std::process::ExitStatus;
 
 #[test]
 fn every_regression_input_passes() {
@@ -24,18 +25,8 @@ fn every_regression_input_passes() {
         }
         return;
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
-        .arg("replay")
-        .arg(&folder)
-        .args(["--hang-secs", "120", "--slow-secs", "60", "--quiet"])
-        .output()
-        .expect("op2-fuzz runs");
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "{report}");
+    let (status, report) = replay(&folder, 60);
+    assert!(status.success(), "{report}");
     assert!(report.contains(&format!("{inputs} cases")), "{report}");
 }
 
@@ -169,27 +160,26 @@ fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {
     for (name, text) in programs {
         std::fs::write(folder.join(name), text).expect("write the input");
     }
-    let output = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
-        .arg("replay")
-        .arg(&folder)
-        .args([
-            "--hang-secs",
-            "120",
-            "--slow-secs",
-            &slow_secs.to_string(),
-            "--quiet",
-        ])
-        .output()
-        .expect("op2-fuzz runs");
+    let (status, report) = replay(&folder, slow_secs);
     let _ = std::fs::remove_dir_all(&folder);
-    let report = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(output.status.success(), "{report}");
+    assert!(status.success(), "{report}");
     assert!(
         report.contains(&format!("{} cases", programs.len())),
         "{report}"
     );
+}
+
+/// `op2-fuzz replay` of `folder` with `--slow-secs slow_secs`, quiet.
+fn replay(folder: &Path, slow_secs: u32) -> (ExitStatus, String) {
+    let slow = slow_secs.to_string();
+    let args = [
+        OsStr::new("replay"),
+        folder.as_os_str(),
+        OsStr::new("--hang-secs"),
+        OsStr::new("120"),
+        OsStr::new("--slow-secs"),
+        OsStr::new(&slow),
+        OsStr::new("--quiet"),
+    ];
+    crate::op2_fuzz(args, &[])
 }
