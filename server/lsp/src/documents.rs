@@ -528,7 +528,7 @@ impl ParseJob {
     /// `cancelled()` says so first: it is asked about every hundred parse
     /// actions, and a cancelled parse stops there and gives `None` (no tree
     /// to analyse, publish or start the next parse from).
-    pub fn run(self, cancelled: &dyn Fn() -> bool) -> Option<Parsed> {
+    pub fn run(self, cancelled: &(dyn Fn() -> bool + Sync)) -> Option<Parsed> {
         let parse = match self.base {
             Some((document, edits)) => {
                 // Offsets come from the rope, on character boundaries, in
@@ -760,21 +760,26 @@ mod tests {
         assert!(!superseded(), "version 2 is current");
         // Version 3 arrives while version 2 is parsed (at its second
         // progress call): the parse stops there and yields nothing.
-        let asked = std::cell::Cell::new(0);
+        let asked = std::sync::atomic::AtomicI32::new(0);
         let text = "set b;\n";
-        let open = std::cell::RefCell::new(open);
+        let open = std::sync::Mutex::new(open);
         let parsed = job.run(&|| {
-            asked.set(asked.get() + 1);
-            if asked.get() == 2 {
-                open.borrow_mut()
+            let count = asked.fetch_add(1, Ordering::Relaxed) + 1;
+            if count == 2 {
+                open.lock()
+                    .expect("the test's lock")
                     .apply_changes(vec![whole(text)], 3, encoding);
             }
             superseded()
         });
         assert!(parsed.is_none(), "a superseded parse yields nothing");
-        assert_eq!(asked.get(), 2, "not asked again after version 3 came");
+        assert_eq!(
+            asked.load(Ordering::Relaxed),
+            2,
+            "not asked again after version 3 came"
+        );
         // Nothing of version 2 was put back.
-        let mut open = open.into_inner();
+        let mut open = open.into_inner().expect("the test's lock");
         assert_eq!(open.parsed_version(), Some(1));
         assert_fresh(&open.parsed(), text);
 
@@ -801,7 +806,7 @@ mod tests {
         keystrokes: usize,
         run: bool,
     ) -> (Vec<Option<usize>>, usize) {
-        let (mut replays, parses) = (Vec::new(), std::cell::Cell::new(0));
+        let (mut replays, parses) = (Vec::new(), std::sync::atomic::AtomicUsize::new(0));
         for keystroke in 0..keystrokes {
             let version = i32::try_from(keystroke).expect("few keystrokes") + 2;
             open.apply_changes(
@@ -815,13 +820,13 @@ mod tests {
             replays.push(job.base.as_ref().map(|(_, edits)| edits.len()));
             if run {
                 let parsed = job.run(&|| {
-                    parses.set(parses.get() + 1);
+                    parses.fetch_add(1, Ordering::Relaxed);
                     true
                 });
                 assert!(parsed.is_none(), "the next keystroke cancels it");
             }
         }
-        (replays, parses.get())
+        (replays, parses.into_inner())
     }
 
     #[test]

@@ -32,9 +32,11 @@ fn run_parser(
     text: &str,
     old: Option<&Tree>,
     limit: ParseLimit,
-    cancelled: &dyn Fn() -> bool,
+    cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Tree, Stopped> {
-    PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit, cancelled))
+    on_parse_stack(text.len(), || {
+        PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit, cancelled))
+    })
 }
 
 /// After a parse was `stopped` by its limit: the tree of `text` blanked
@@ -43,14 +45,66 @@ fn give_up(
     text: &str,
     stopped: Stopped,
     limit: ParseLimit,
-    cancelled: &dyn Fn() -> bool,
+    cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<(Tree, usize), Cancelled> {
     if stopped.cancelled {
         return Err(Cancelled);
     }
-    PARSER
-        .with(|parser| parse_prefix(&mut parser.borrow_mut(), text, stopped, limit, cancelled))
-        .ok_or(Cancelled)
+    on_parse_stack(text.len(), || {
+        PARSER
+            .with(|parser| parse_prefix(&mut parser.borrow_mut(), text, stopped, limit, cancelled))
+    })
+    .ok_or(Cancelled)
+}
+
+/// Texts up to this long are parsed on the caller's thread.
+const INLINE_PARSE: usize = 32 << 10;
+
+/// The stack of a thread that parses a longer text: this much, and
+/// [`PARSE_STACK_PER_BYTE`] more for each byte of the text.
+const PARSE_STACK_BASE: usize = 16 << 20;
+
+/// Tree-sitter's C library recurses when it frees the parse stack's
+/// versions (`stack_node_release`, once per merged node), which error
+/// recovery can link into chains that grow with the text: 44,000 `= err[`
+/// in a kernel (267 KB, fuzz campaign seed 2, case 22135) went 18,600
+/// frames deep and overflowed a 2 MiB thread; 1.2 MB of the same needed
+/// between 8 and 16 MiB, about 7 to 13 bytes of stack per byte of text in
+/// a release build. The recursion is in the library, so the parse is given
+/// a stack that grows with the text instead, with a margin of five for
+/// debug builds' larger frames. Only address space is reserved: pages are
+/// used as the recursion reaches them.
+const PARSE_STACK_PER_BYTE: usize = 64;
+
+/// Runs `parse` (of a text of `len` bytes) where the stack is deep enough
+/// for it: on the caller's thread for a short text, else on a thread of its
+/// own with [`PARSE_STACK_BASE`] and [`PARSE_STACK_PER_BYTE`]. A panic in
+/// the parse goes on in the caller; where no thread can be made, the parse
+/// runs on the caller's thread.
+fn on_parse_stack<T: Send>(len: usize, parse: impl FnOnce() -> T + Send) -> T {
+    if len <= INLINE_PARSE {
+        return parse();
+    }
+    let size = PARSE_STACK_BASE.saturating_add(len.saturating_mul(PARSE_STACK_PER_BYTE));
+    let mut job = Some(parse);
+    let joined = std::thread::scope(|scope| {
+        let job = &mut job;
+        std::thread::Builder::new()
+            .name("op2 parse".into())
+            .stack_size(size)
+            .spawn_scoped(scope, move || job.take().map(|parse| parse()))
+            .ok()
+            .map(std::thread::ScopedJoinHandle::join)
+    });
+    match joined {
+        Some(Ok(Some(value))) => value,
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        // The thread could not be made: parse here.
+        Some(Ok(None)) | None => match job.take() {
+            Some(parse) => parse(),
+            None => unreachable!("a thread that took the parse returns its result"),
+        },
+    }
 }
 
 /// A fresh parse of `text` within `limit`, and where checking stopped when
@@ -58,7 +112,7 @@ fn give_up(
 fn parse_fresh(
     text: &str,
     limit: ParseLimit,
-    cancelled: &dyn Fn() -> bool,
+    cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<(Tree, Option<usize>), Cancelled> {
     match run_parser(text, None, limit, cancelled) {
         Ok(tree) => Ok((tree, None)),
@@ -172,7 +226,7 @@ impl Parse {
     pub fn new_cancellable(
         text: impl Into<String>,
         limit: ParseLimit,
-        cancelled: &dyn Fn() -> bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Parse, Cancelled> {
         let text = text.into();
         let (tree, stopped) = parse_fresh(&text, limit, cancelled)?;
@@ -248,7 +302,7 @@ impl Parse {
         &mut self,
         range: Range<usize>,
         new_text: &str,
-        cancelled: &dyn Fn() -> bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Result<InputEdit, EditError>, Cancelled> {
         if self.stopped.is_some() {
             let input = self.edit_text_only(range, new_text);
@@ -286,7 +340,7 @@ impl Parse {
     pub fn edit_many_cancellable<'a>(
         mut self,
         edits: impl IntoIterator<Item = (Range<usize>, &'a str)>,
-        cancelled: &dyn Fn() -> bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<(Parse, Result<(), EditError>), Cancelled> {
         let edited = self.edit_many_unless(edits, cancelled)?;
         Ok((self, edited))
@@ -296,7 +350,7 @@ impl Parse {
     fn edit_many_unless<'a>(
         &mut self,
         edits: impl IntoIterator<Item = (Range<usize>, &'a str)>,
-        cancelled: &dyn Fn() -> bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<Result<(), EditError>, Cancelled> {
         let mut edits = edits.into_iter().peekable();
         let Some(first) = edits.next() else {
@@ -330,7 +384,7 @@ impl Parse {
 
     /// Parses the whole text again with nothing reused: after a give-up the
     /// tree holds blanked text, which an incremental parse must not reuse.
-    fn parse_afresh(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Cancelled> {
+    fn parse_afresh(&mut self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<(), Cancelled> {
         (self.tree, self.stopped) = parse_fresh(&self.text, self.limit, cancelled)?;
         Ok(())
     }
@@ -340,7 +394,7 @@ impl Parse {
     fn settle(
         &mut self,
         outcome: Result<(), Stopped>,
-        cancelled: &dyn Fn() -> bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), Cancelled> {
         if let Err(stopped) = outcome {
             let (tree, cut) = give_up(&self.text, stopped, self.limit, cancelled)?;
@@ -360,7 +414,7 @@ impl Parse {
     /// top-level items that hold an error are parsed again with nothing
     /// inside them reused ([`Parse::reparse_damaged`]). That costs a parse
     /// of the damaged items, not of the file.
-    fn reparse(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Stopped> {
+    fn reparse(&mut self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<(), Stopped> {
         self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
         if self.tree.root_node().has_error() {
             self.reparse_damaged(cancelled)?;
@@ -456,7 +510,7 @@ impl Parse {
     fn reparse_with_fresh_items(
         &mut self,
         fresh: &[Range<usize>],
-        cancelled: &dyn Fn() -> bool,
+        cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), Stopped> {
         for range in fresh {
             let start = point_at(&self.text, range.start);
@@ -498,7 +552,7 @@ impl Parse {
     /// edits break several items at once, most of them more than typing
     /// does); without this step they find a difference in about one edit in
     /// five hundred.
-    fn reparse_damaged(&mut self, cancelled: &dyn Fn() -> bool) -> Result<(), Stopped> {
+    fn reparse_damaged(&mut self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<(), Stopped> {
         let damaged = self.damaged_items();
         for (start_byte, end_byte, start_position, end_position) in damaged {
             // An edit that replaces the range by itself marks every node in

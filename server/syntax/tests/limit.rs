@@ -6,8 +6,8 @@
 //! unbounded parse takes far longer than the deadline (F11, F12) and real
 //! programs far larger than any written by hand, which must never meet it.
 
-use std::cell::Cell;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use op2_syntax::{Cancelled, Code, FileId, Parse, ParseLimit, synth};
 
@@ -177,10 +177,9 @@ fn an_incremental_parse_that_gives_up_keeps_the_lines_before() {
 /// A cancellation signal that says "cancel" from its `after + 1`th
 /// question on, and counts the questions (one per tree-sitter progress
 /// call, a hundred parse actions).
-fn cancel_after(after: u64) -> (Cell<u64>, impl Fn(&Cell<u64>) -> bool) {
-    (Cell::new(0), move |asked: &Cell<u64>| {
-        asked.set(asked.get() + 1);
-        asked.get() > after
+fn cancel_after(after: u64) -> (AtomicU64, impl Fn(&AtomicU64) -> bool) {
+    (AtomicU64::new(0), move |asked: &AtomicU64| {
+        asked.fetch_add(1, Ordering::Relaxed) + 1 > after
     })
 }
 
@@ -192,7 +191,7 @@ fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
     let whole = Parse::new_cancellable(broken.as_str(), ParseLimit::Time, &|| signal(&asked))
         .expect("never cancelled");
     assert_eq!(whole.stopped_at(), None);
-    let full = asked.get();
+    let full = asked.load(Ordering::Relaxed);
     assert!(full > 100, "{full} progress calls");
     assert_eq!(
         whole.tree().root_node().to_sexp(),
@@ -204,7 +203,11 @@ fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
     let (asked, signal) = cancel_after(3);
     let cancelled = Parse::new_cancellable(broken.as_str(), ParseLimit::Time, &|| signal(&asked));
     assert_eq!(cancelled.map(|_| ()), Err(Cancelled));
-    assert_eq!(asked.get(), 4, "stopped where it was cancelled, of {full}");
+    assert_eq!(
+        asked.load(Ordering::Relaxed),
+        4,
+        "stopped where it was cancelled, of {full}"
+    );
 
     // A parse that gave up is cancelled in its retries too: the first
     // parse stops at its 21st call (`Checks(20)`), the retries ask on.
@@ -212,7 +215,7 @@ fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
     let cancelled =
         Parse::new_cancellable(broken.as_str(), ParseLimit::Checks(20), &|| signal(&asked));
     assert_eq!(cancelled.map(|_| ()), Err(Cancelled));
-    assert_eq!(asked.get(), 26);
+    assert_eq!(asked.load(Ordering::Relaxed), 26);
 
     // An incremental parse: pasting the run of errors into a kernel.
     let base = Parse::new("set cells;\nkernel k(double *s) {\n    s[0] = 1;\n}\n");
@@ -224,7 +227,7 @@ fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
         .edit_many_cancellable(edits.clone(), &|| signal(&asked))
         .expect("never cancelled");
     result.expect("valid edit");
-    let full = asked.get();
+    let full = asked.load(Ordering::Relaxed);
     assert!(full > 100, "{full} progress calls");
     let mut plain = base.clone();
     plain.edit_many(edits.clone()).expect("valid edit");
@@ -236,7 +239,11 @@ fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
     let (asked, signal) = cancel_after(2);
     let cancelled = base.edit_many_cancellable(edits, &|| signal(&asked));
     assert_eq!(cancelled.map(|_| ()), Err(Cancelled));
-    assert_eq!(asked.get(), 3, "stopped where it was cancelled, of {full}");
+    assert_eq!(
+        asked.load(Ordering::Relaxed),
+        3,
+        "stopped where it was cancelled, of {full}"
+    );
 }
 
 #[test]

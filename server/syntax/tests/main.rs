@@ -8,3 +8,4 @@ mod errors;
 mod format;
 mod incremental;
 mod limit;
+mod stack;
