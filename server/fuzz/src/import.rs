@@ -439,7 +439,19 @@ pub fn run(app: &Application) -> Result<(), Finding> {
         op2_import::capture::parse(&String::from_utf8_lossy(&text)).map_err(CaptureError::Malformed)
     };
     let input: usize = files.values().map(String::len).sum();
-    let result = op2_import::translate(&main, &[], Path::new(""), &files, &mut capture);
+    // The preprocessor's table of macros, made up as the capture is: every
+    // file's `#define`s, the last of a name winning.
+    let mut macros = |_: Instrumented| -> Result<String, CaptureError> {
+        let mut defines = Vec::new();
+        for (path, text) in &files {
+            let source = op2_import::c::Source::parse(path, String::new(), text.clone())
+                .map_err(CaptureError::Io)?;
+            defines.extend(op2_import::c::defines(&source));
+        }
+        Ok(op2_import::c::write_macro_table(&defines))
+    };
+    let result =
+        op2_import::translate(&main, &[], Path::new(""), &files, &mut macros, &mut capture);
     let texts: BTreeMap<String, &str> = files
         .iter()
         .map(|(path, text)| (path.display().to_string(), text.as_str()))

@@ -50,8 +50,9 @@ pub struct Define {
     pub variadic: bool,
     /// The body, trimmed; empty for `#define NAME`.
     pub body: String,
-    /// Where the definition starts.
-    pub location: Location,
+    /// Where the definition starts; `None` for one that no source spells
+    /// (the preprocessor's table: `-D`, system headers).
+    pub location: Option<Location>,
 }
 
 impl fmt::Debug for Source {
@@ -197,7 +198,7 @@ pub fn defines(source: &Source) -> Vec<Define> {
         };
         let body = node
             .child_by_field_name("value")
-            .map_or("", |v| source.text(v).trim());
+            .map_or_else(String::new, |v| source.text(v).trim().to_owned());
         let mut variadic = false;
         let params = node
             .child_by_field_name("parameters")
@@ -216,12 +217,99 @@ pub fn defines(source: &Source) -> Vec<Define> {
             name: source.text(name).to_owned(),
             params,
             variadic,
-            body: body.to_owned(),
-            location: source.location(node),
+            body,
+            location: Some(source.location(node)),
         });
         false
     });
     found
+}
+
+/// The macros of a preprocessor's final table, as `CXX -E -dM` prints it
+/// (`#define NAME BODY` and `#define NAME(A,B) BODY`, one a line; the last
+/// definition of a name wins), without locations. Lines of any other form
+/// are left out, and so is a GNU named variadic parameter (`args...`).
+pub fn macro_table(text: &str) -> Vec<Define> {
+    let mut found: Vec<Define> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("#define ") else {
+            continue;
+        };
+        let len = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(rest.len());
+        let (name, rest) = rest.split_at(len);
+        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let (params, variadic, body) = match rest.strip_prefix('(') {
+            Some(list) => {
+                let Some((list, body)) = list.split_once(')') else {
+                    continue;
+                };
+                let mut params: Vec<String> = list
+                    .split(',')
+                    .map(|p| p.trim().to_owned())
+                    .filter(|p| !p.is_empty())
+                    .collect();
+                let variadic = params.last().is_some_and(|p| p == "...");
+                if variadic {
+                    params.pop();
+                }
+                let plain = |p: &String| {
+                    !p.starts_with(|c: char| c.is_ascii_digit())
+                        && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                };
+                if !params.iter().all(plain) {
+                    continue;
+                }
+                (Some(params), variadic, body)
+            }
+            None if rest.is_empty() || rest.starts_with(' ') => (None, false, rest),
+            None => continue,
+        };
+        let define = Define {
+            name: name.to_owned(),
+            params,
+            variadic,
+            body: body.trim().to_owned(),
+            location: None,
+        };
+        match index.get(name) {
+            Some(&i) => found[i] = define,
+            None => {
+                index.insert(name.to_owned(), found.len());
+                found.push(define);
+            }
+        }
+    }
+    found
+}
+
+/// `defines` written as `CXX -E -dM` prints a table (for a translation
+/// that runs no preprocessor: the tests' and the fuzzer's).
+pub fn write_macro_table(defines: &[Define]) -> String {
+    let mut out = String::new();
+    for define in defines {
+        out.push_str("#define ");
+        out.push_str(&define.name);
+        if let Some(params) = &define.params {
+            let mut list = params.clone();
+            if define.variadic {
+                list.push("...".to_owned());
+            }
+            out.push('(');
+            out.push_str(&list.join(","));
+            out.push(')');
+        }
+        if !define.body.is_empty() {
+            out.push(' ');
+            out.push_str(&define.body.replace(['\n', '\r'], " "));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// `text` with every whole-word use of `words` outside preprocessor lines
@@ -538,6 +626,40 @@ mod tests {
         edits.replace_range(3, 4, "inner");
         edits.replace_range(1, 8, "outer");
         assert_eq!(edits.apply(text, 0..text.len()), "{Iouter += 1.0f;}");
+    }
+
+    #[test]
+    fn the_preprocessors_table_of_macros_is_read_as_it_prints_it() {
+        let table = macro_table(
+            "#define __GNUC__ 12\n#define N 8\n#define EMPTY\n#define SQR(x) ((x)*(x))\n#define SUM(first,...) ((first) + F(__VA_ARGS__))\n#define GNU(args...) f(args)\n#define N 16\nnot a define\n#define 9bad 1\n",
+        );
+        let shown: Vec<String> = table
+            .iter()
+            .map(|d| format!("{} {:?} {} `{}`", d.name, d.params, d.variadic, d.body))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "__GNUC__ None false `12`",
+                // The last definition of a name wins, in the first one's place.
+                "N None false `16`",
+                "EMPTY None false ``",
+                "SQR Some([\"x\"]) false `((x)*(x))`",
+                "SUM Some([\"first\"]) true `((first) + F(__VA_ARGS__))`",
+            ]
+        );
+        // Written back, it reads the same.
+        let again = macro_table(&write_macro_table(&table));
+        assert_eq!(
+            again
+                .iter()
+                .map(|d| (&d.name, &d.params, &d.body))
+                .collect::<Vec<_>>(),
+            table
+                .iter()
+                .map(|d| (&d.name, &d.params, &d.body))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]

@@ -25,6 +25,9 @@ pub enum CaptureError {
     NoHdf5(String),
     /// The compiler refused the application; its messages.
     CompileFailed { command: String, messages: String },
+    /// The preprocessor could not give the main file's macros (`CXX -E
+    /// -dM`); its messages.
+    PreprocessFailed { command: String, messages: String },
     /// The application ended before its first par_loop.
     Stopped { status: String, output: String },
     /// The capture file is not what the recorder writes.
@@ -50,6 +53,12 @@ impl fmt::Display for CaptureError {
                 write!(
                     f,
                     "the application does not compile against op2's recording `op_seq.h`\ncommand: {command}\n{messages}"
+                )
+            }
+            CaptureError::PreprocessFailed { command, messages } => {
+                write!(
+                    f,
+                    "the preprocessor could not read the application's macros (with op2's recording `op_seq.h`)\ncommand: {command}\n{messages}"
                 )
             }
             CaptureError::Stopped { status, output } => write!(
@@ -213,10 +222,17 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> CaptureError + '_ {
     move |e| CaptureError::Io(format!("{what}: {e}"))
 }
 
-/// Compiles and runs the application in the current directory, with
-/// `progress` told of each phase.
-pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture, CaptureError> {
-    let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
+/// A temporary directory with op2's recording headers (`op_seq.h` and the
+/// names OP2's other headers go by) and `op2_import_main.cpp`, the text of
+/// `run.instrumented` said to be `run.main`'s; and the compiler command
+/// that compiles it as the capture does (`-std=c++17`, the recorder's
+/// directory, the main file's, `-I`, `-D`, and HDF5's flags when `hdf5`),
+/// its source not yet given.
+fn prepare(
+    cxx: &str,
+    run: &Run<'_>,
+    hdf5: Option<&Hdf5Flags>,
+) -> Result<(tempfile::TempDir, Command), CaptureError> {
     let dir = tempfile::Builder::new()
         .prefix("op2-import-")
         .tempdir()
@@ -231,11 +247,6 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     write("op_profile.h", RECORDING_OP_PROFILE)?;
     write("op_hdf5.h", "#include \"op_seq.h\"\n")?;
     write("op2_import_hdf5.h", RECORDING_HDF5)?;
-    let hdf5 = if uses_hdf5(&run.instrumented) {
-        Some(hdf5_flags().map_err(CaptureError::NoHdf5)?)
-    } else {
-        None
-    };
     let main = std::path::absolute(run.main).unwrap_or_else(|_| run.main.to_owned());
     let main_display = main
         .display()
@@ -246,9 +257,8 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
         "op2_import_main.cpp",
         &format!("#line 1 \"{main_display}\"\n{}", run.instrumented),
     )?;
-    let binary = dir.path().join("op2_import_app");
-    let mut command = Command::new(&cxx);
-    command.arg("-std=c++17").arg("-O1").arg("-w");
+    let mut command = Command::new(cxx);
+    command.arg("-std=c++17");
     command.arg("-I").arg(dir.path());
     if let Some(parent) = main.parent() {
         command.arg("-I").arg(parent);
@@ -259,9 +269,59 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     for define in run.defines {
         command.arg(format!("-D{define}"));
     }
-    if let Some(flags) = &hdf5 {
+    if let Some(flags) = hdf5 {
         command.arg("-DOP2_IMPORT_HDF5").args(&flags.compile);
     }
+    Ok((dir, command))
+}
+
+/// The preprocessor's final table of macros for the main file (`CXX -E
+/// -dM`, compiled as the capture compiles it: `run.instrumented` is the
+/// main file's text), for [`crate::c::macro_table`].
+pub fn macros(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<String, CaptureError> {
+    let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
+    let (dir, mut command) = prepare(&cxx, run, None)?;
+    command
+        .arg("-E")
+        .arg("-dM")
+        .arg(dir.path().join("op2_import_main.cpp"));
+    let shown = format!("{command:?}").replace('"', "");
+    progress(&format!(
+        "reading the macros of {} with {cxx}",
+        run.main.display()
+    ));
+    let failed = |messages: String| CaptureError::PreprocessFailed {
+        command: shown.clone(),
+        messages,
+    };
+    let output = finish(&mut command, run.cancel).map_err(|e| match e {
+        CaptureError::Cancelled => e,
+        e => failed(e.to_string()),
+    })?;
+    if !output.status.success() {
+        return Err(failed(output.stderr));
+    }
+    if output.stdout.len() >= OUTPUT_LIMIT {
+        return Err(failed(format!(
+            "its table of macros is longer than {} MiB",
+            OUTPUT_LIMIT >> 20
+        )));
+    }
+    Ok(output.stdout)
+}
+
+/// Compiles and runs the application in the current directory, with
+/// `progress` told of each phase.
+pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture, CaptureError> {
+    let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
+    let hdf5 = if uses_hdf5(&run.instrumented) {
+        Some(hdf5_flags().map_err(CaptureError::NoHdf5)?)
+    } else {
+        None
+    };
+    let (dir, mut command) = prepare(&cxx, run, hdf5.as_ref())?;
+    command.arg("-O1").arg("-w");
+    let binary = dir.path().join("op2_import_app");
     command
         .arg(dir.path().join("op2_import_main.cpp"))
         .arg("-o")

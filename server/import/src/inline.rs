@@ -117,43 +117,89 @@ impl Helpers {
         Ok(())
     }
 
-    /// The macros of `sources` (their [`Source::defines`]; the first
-    /// definition of a name wins) and OP2's, and every function of
-    /// `functions` as a template.
-    pub fn new<'s>(sources: &[&'s Source], functions: &[(&'s Source, Node<'s>)]) -> Helpers {
+    /// The macros of `table` (the preprocessor's final table: conditionals,
+    /// `-D`, `#undef` and redefinitions resolved) that `sources` use, with
+    /// OP2's where the table lacks them, and every function of `functions`
+    /// as a template. A macro is used when its name is written in a source
+    /// outside a preprocessor line, or in the body of a macro used (the
+    /// table holds every macro of the system headers too).
+    /// `sources`' own `#define`s give the macros their locations.
+    pub fn new<'s>(
+        table: &[c::Define],
+        sources: &[&'s Source],
+        functions: &[(&'s Source, Node<'s>)],
+    ) -> Helpers {
         let mut helpers = Helpers::default();
         let mut parser = tree_sitter::Parser::new();
         let language_loaded = parser
             .set_language(&tree_sitter_cpp::LANGUAGE.into())
             .is_ok();
-        // By name: parameters, `...`, body as written and where defined.
-        type Raw = (Vec<String>, bool, String, Option<c::Location>);
-        let mut raw_macros: BTreeMap<String, Raw> = BTreeMap::new();
-        let mut raw_objects = BTreeMap::new();
+        let mut written = BTreeSet::new();
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {
                 let words: String = line.split_whitespace().collect();
                 words.starts_with("#include<math.h>") || words.starts_with("usingnamespacestd;")
             });
-            for define in &source.defines {
-                match &define.params {
-                    Some(params) => {
-                        raw_macros.entry(define.name.clone()).or_insert_with(|| {
-                            (
-                                params.clone(),
-                                define.variadic,
-                                define.body.clone(),
-                                Some(define.location.clone()),
-                            )
-                        });
-                    }
-                    None if !define.body.is_empty() => {
-                        raw_objects
-                            .entry(define.name.clone())
-                            .or_insert_with(|| define.body.clone());
-                    }
-                    None => {}
+            written.extend(code_words(&source.text));
+        }
+        let by_name: BTreeMap<&str, &c::Define> =
+            table.iter().map(|d| (d.name.as_str(), d)).collect();
+        // The macros used: those written, and those their bodies name.
+        let mut used: BTreeSet<&str> = BTreeSet::new();
+        let mut pending: Vec<&str> = written
+            .iter()
+            .filter_map(|w| by_name.get_key_value(w.as_str()).map(|(k, _)| *k))
+            .collect();
+        while let Some(name) = pending.pop() {
+            if !used.insert(name) {
+                continue;
+            }
+            c::map_words(&by_name[name].body, |word| {
+                if let Some((k, _)) = by_name.get_key_value(word)
+                    && !used.contains(k)
+                {
+                    pending.push(k);
                 }
+                None
+            });
+        }
+        // Where each is defined: a definition of the same name, parameters
+        // and body (spaces aside) in a source; none for one from `-D` or a
+        // system header.
+        let squeeze = |text: &str| text.split_whitespace().collect::<String>();
+        let location = |define: &c::Define| {
+            sources
+                .iter()
+                .flat_map(|s| &s.defines)
+                .find(|d| {
+                    d.name == define.name
+                        && d.params == define.params
+                        && d.variadic == define.variadic
+                        && squeeze(&d.body) == squeeze(&define.body)
+                })
+                .and_then(|d| d.location.clone())
+        };
+        // By name: parameters, `...`, body as written and where defined.
+        type Raw = (Vec<String>, bool, String, Option<c::Location>);
+        let mut raw_macros: BTreeMap<String, Raw> = BTreeMap::new();
+        let mut raw_objects = BTreeMap::new();
+        for define in used.iter().map(|name| by_name[name]) {
+            match &define.params {
+                Some(params) => {
+                    raw_macros.insert(
+                        define.name.clone(),
+                        (
+                            params.clone(),
+                            define.variadic,
+                            define.body.clone(),
+                            location(define),
+                        ),
+                    );
+                }
+                None if !define.body.is_empty() => {
+                    raw_objects.insert(define.name.clone(), define.body.clone());
+                }
+                None => {}
             }
         }
         for (name, params, body) in OP2_MACROS {
@@ -328,6 +374,26 @@ impl Helpers {
         }
         Ok(out)
     }
+}
+
+/// The words of C `text` outside preprocessor lines (a line starting
+/// with `#`, and the lines it continues with a backslash).
+fn code_words(text: &str) -> BTreeSet<String> {
+    let mut words = BTreeSet::new();
+    let mut continued = false;
+    for line in text.lines() {
+        let directive = continued || line.trim_start().starts_with('#');
+        continued = directive && line.trim_end().ends_with('\\');
+        if !directive {
+            c::map_words(line, |word| {
+                if !words.contains(word) {
+                    words.insert(word.to_owned());
+                }
+                None
+            });
+        }
+    }
+    words
 }
 
 /// The name of the arguments past a variadic macro's named parameters.
@@ -751,7 +817,12 @@ mod tests {
         let path = std::path::Path::new("t.h");
         let mut source = Source::parse(path, "t.h".to_owned(), text.to_owned()).unwrap();
         source.defines = c::defines(&source);
-        Helpers::new(&[&source], &[])
+        // Every macro used, as a kernel names it.
+        let names: Vec<&str> = source.defines.iter().map(|d| d.name.as_str()).collect();
+        source
+            .text
+            .push_str(&format!("\n// uses: {}\n", names.join(" ")));
+        Helpers::new(&source.defines, &[&source], &[])
     }
 
     fn args(texts: &[&str]) -> Vec<String> {

@@ -1271,7 +1271,7 @@ mod tests {
         let path = std::path::Path::new("k.h");
         let mut source = Source::parse(path, "k.h".to_owned(), text.to_owned()).unwrap();
         source.defines = c::defines(&source);
-        let helpers = Helpers::new(&[&source], &[]);
+        let helpers = Helpers::new(&source.defines, &[&source], &[]);
         let function = c::named_children(source.tree.root_node())
             .into_iter()
             .find(|n| n.kind() == "function_definition")

@@ -248,26 +248,27 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             options.out.display()
         )));
     }
-    let mut run = |instrumented: Instrumented| {
-        capture::capture(
-            &capture::Run {
-                main: &options.main,
-                instrumented: instrumented.text,
-                include_dirs: &options.include_dirs,
-                defines: &options.defines,
-                args: &options.args,
-                working_dir: options.working_dir.as_deref(),
-                cancel: options.cancel.as_deref(),
-            },
-            progress,
-        )
+    let run = |instrumented: Instrumented| capture::Run {
+        main: &options.main,
+        instrumented: instrumented.text,
+        include_dirs: &options.include_dirs,
+        defines: &options.defines,
+        args: &options.args,
+        working_dir: options.working_dir.as_deref(),
+        cancel: options.cancel.as_deref(),
     };
+    // Both ask `progress`, one after the other.
+    let progress = std::cell::RefCell::new(progress);
+    let mut macros = |main: Instrumented| capture::macros(&run(main), *progress.borrow_mut());
+    let mut capture =
+        |instrumented: Instrumented| capture::capture(&run(instrumented), *progress.borrow_mut());
     let translation = translate(
         &options.main,
         &options.include_dirs,
         &options.out,
         &Disk,
-        &mut run,
+        &mut macros,
+        &mut capture,
     )?;
     let program_path = &translation.program_path;
     let instance_path = &translation.instance_path;
@@ -294,7 +295,9 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
 }
 
 /// Translates the application whose `main` is in `main`, reading its
-/// sources from `files` and asking `capture` for what its set-up declares:
+/// sources from `files`, asking `macros` for the preprocessor's final table
+/// of macros for the main file (given its text; `CXX -E -dM`'s output, see
+/// [`c::macro_table`]) and `capture` for what its set-up declares:
 /// everything [`import`] does except compiling and running the application
 /// and writing the result. `out` is where the program would be written (it
 /// names the program in its diagnostics).
@@ -303,6 +306,7 @@ pub fn translate(
     include_dirs: &[PathBuf],
     out: &Path,
     files: &dyn Files,
+    macros: &mut dyn FnMut(Instrumented) -> Result<String, CaptureError>,
     capture: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>,
 ) -> Result<Translation, ImportError> {
     let read = |path: &Path| -> Result<Source, ImportError> {
@@ -489,10 +493,14 @@ pub fn translate(
                 .map(move |(_, n)| (*source, n))
         })
         .collect();
-    // The main file's macros first: it defines them before it includes the
-    // headers, whose `#ifndef NAME` defaults they then override.
-    let macro_sources: Vec<&Source> = std::iter::once(&main_source).chain(&headers).collect();
-    let helpers = inline::Helpers::new(&macro_sources, &helper_functions);
+    // The macros in effect where the main file ends, as the preprocessor
+    // left them (conditionals, `-D`, `#undef` and redefinitions resolved).
+    let table = macros(Instrumented {
+        main: main.to_owned(),
+        text: files.read(main).map_err(ImportError::Read)?,
+    })
+    .map_err(ImportError::Capture)?;
+    let helpers = inline::Helpers::new(&c::macro_table(&table), &sources, &helper_functions);
     let mut context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
@@ -1523,13 +1531,28 @@ mod tests {
         assert_eq!(vectors(Some(&empty)), BTreeMap::from([(0, None)]));
     }
 
+    /// The main file's `#define`s as the preprocessor's table (no
+    /// conditionals, nothing included).
+    fn written_macros(main: Instrumented) -> Result<String, CaptureError> {
+        let source =
+            Source::parse(&main.main, String::new(), main.text).map_err(CaptureError::Io)?;
+        Ok(c::write_macro_table(&c::defines(&source)))
+    }
+
     /// The translation of the main file `text` with the capture read from
     /// the recorder's `capture` text (nothing compiled or run).
     fn translated(text: &str, capture: &str) -> Result<Translation, ImportError> {
         let main = PathBuf::from("app/app.cpp");
         let files = BTreeMap::from([(main.clone(), text.to_owned())]);
         let mut run = |_: Instrumented| capture::parse(capture).map_err(CaptureError::Malformed);
-        translate(&main, &[], Path::new(""), &files, &mut run)
+        translate(
+            &main,
+            &[],
+            Path::new(""),
+            &files,
+            &mut written_macros,
+            &mut run,
+        )
     }
 
     /// The report's entry whose message contains `text`, and where.
@@ -1604,7 +1627,7 @@ mod tests {
         };
         let read =
             |path: &Path, never: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>| {
-                match translate(path, &[], dir.path(), &Disk, never) {
+                match translate(path, &[], dir.path(), &Disk, &mut written_macros, never) {
                     Err(ImportError::Read(why)) => why,
                     other => panic!("{other:?}"),
                 }

@@ -26,12 +26,23 @@ fn compiler(test: &str) -> Option<String> {
 }
 
 fn import_app(dir: &str, main: &str, out: &Path) -> Result<Imported, ImportError> {
+    import_with(dir, main, out, &[])
+}
+
+/// [`import_app`] with `-D` definitions.
+fn import_with(
+    dir: &str,
+    main: &str,
+    out: &Path,
+    defines: &[&str],
+) -> Result<Imported, ImportError> {
     let dir = apps().join(dir);
     import(
         &Options {
             main: dir.join(main),
             out: out.to_owned(),
             working_dir: Some(dir),
+            defines: defines.iter().map(|d| (*d).to_owned()).collect(),
             ..Options::default()
         },
         &mut |_| {},
@@ -39,10 +50,11 @@ fn import_app(dir: &str, main: &str, out: &Path) -> Result<Imported, ImportError
 }
 
 /// What the application prints when compiled against the test OP2.
-fn native(cxx: &str, dir: &str, main: &str, build: &Path) -> String {
+fn native(cxx: &str, dir: &str, main: &str, build: &Path, defines: &[&str]) -> String {
     let dir = apps().join(dir);
     let binary = build.join("native");
     let status = Command::new(cxx)
+        .args(defines.iter().map(|d| format!("-D{d}")))
         .args(["-std=c++17", "-O0", "-I"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/op2seq"))
         .arg(dir.join(main))
@@ -105,12 +117,23 @@ fn numbers(text: &str) -> Vec<String> {
 
 /// Imports, runs both ways and compares every printed number.
 fn same_numbers(test: &str, dir: &str, main: &str) -> (Imported, tempfile::TempDir) {
+    same_numbers_with(test, dir, main, &[])
+}
+
+/// [`same_numbers`] with `-D` definitions for the import and the native
+/// build.
+fn same_numbers_with(
+    test: &str,
+    dir: &str,
+    main: &str,
+    defines: &[&str],
+) -> (Imported, tempfile::TempDir) {
     let work = tempfile::tempdir().expect("temporary directory");
-    let imported = import_app(dir, main, work.path()).expect("imports");
+    let imported = import_with(dir, main, work.path(), defines).expect("imports");
     let Some(cxx) = compiler(test) else {
         return (imported, work);
     };
-    let native = native(&cxx, dir, main, work.path());
+    let native = native(&cxx, dir, main, work.path(), defines);
     let ported = format!("{}{}", imported.setup_output, run_imported(&imported));
     let (native_numbers, ported_numbers) = (numbers(&native), numbers(&ported));
     assert!(native_numbers.len() > 5, "{native}");
@@ -277,6 +300,45 @@ fn a_compile_failure_shows_the_compilers_messages() {
 }
 
 #[test]
+fn a_preprocessor_failure_shows_the_compilers_messages() {
+    if compiler("missing header").is_none() {
+        return;
+    }
+    // The macros are read with `CXX -E -dM` before anything is captured: a
+    // header that is not found stops the import there, with the
+    // preprocessor's own message.
+    let work = tempfile::tempdir().unwrap();
+    let main = work.path().join("app.cpp");
+    std::fs::write(
+        &main,
+        "#include \"op_seq.h\"\n#include \"no_such_kernels.h\"\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set s = op_decl_set(1, \"s\");\n  op_par_loop(k, \"k\", s);\n}\n",
+    )
+    .unwrap();
+    let out = work.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    let error = import(
+        &Options {
+            main,
+            out: out.clone(),
+            ..Options::default()
+        },
+        &mut |_| {},
+    )
+    .expect_err("a header is missing");
+    let message = error.to_string();
+    assert!(
+        message.starts_with("the preprocessor could not read the application's macros"),
+        "{message}"
+    );
+    assert!(message.contains("-dM"), "{message}");
+    assert!(message.contains("no_such_kernels.h"), "{message}");
+    assert!(
+        std::fs::read_dir(&out).unwrap().next().is_none(),
+        "nothing written"
+    );
+}
+
+#[test]
 fn a_declaration_after_the_first_par_loop_is_refused() {
     let work = tempfile::tempdir().unwrap();
     let error = import_app("late", "late.cpp", work.path()).expect_err("refused");
@@ -437,7 +499,7 @@ fn grid_read_from_op2s_hdf5_layout_prints_what_the_native_build_prints() {
     // The instance written is HDF5 that `op2 run` reads, and it prints
     // every number the native plain grid prints from grid.dat.
     let ported = run_imported(&imported);
-    let native = native(&cxx, "grid", "grid.cpp", work.path());
+    let native = native(&cxx, "grid", "grid.cpp", work.path(), &[]);
     assert_eq!(
         numbers(&native),
         numbers(&ported),
@@ -649,6 +711,33 @@ fn macros_naming_macros_print_what_the_native_build_prints() {
         // its declaration assignments (the values not given are zero).
         "global sums: double[4];",
         "sums[0] = 0.0;\n        sums[1] = 0.0;\n        for (int op2_k = 2; op2_k < 4; op2_k++)\n            sums[op2_k] = 0;",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+}
+
+#[test]
+fn macros_the_preprocessor_decides_print_what_the_native_build_prints() {
+    if compiler("conditional").is_none() {
+        return;
+    }
+    // The macros were read from the headers' text: the first `#define` of
+    // a name won, whatever `#if`, `-D` or `#undef` said (`SCALE` was 2.0
+    // under `-D SCALE=3.0`, `OFF` the `#if 0` branch's 100.0, `STEP` 0.5),
+    // and a body kept its `// comment`, which commented out the rest of the
+    // kernel's line.
+    let (imported, _work) = same_numbers_with(
+        "conditional",
+        "conditional",
+        "conditional.cpp",
+        &["SCALE=3.0", "FAST"],
+    );
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "out[0] = 3.0 * x[0] + 1.0;",
+        "out[1] = 1.4 * ((x[1]) * (x[1])) + 1;",
+        "out[2] = ((x[0]) + (0.25));",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
