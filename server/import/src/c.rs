@@ -48,7 +48,9 @@ pub struct Define {
     pub params: Option<Vec<String>>,
     /// Whether a function-like macro's parameters end with `...`.
     pub variadic: bool,
-    /// The body, trimmed; empty for `#define NAME`.
+    /// The body as the preprocessor sees it: comments and
+    /// backslash-newlines replaced by a space, trimmed; empty for
+    /// `#define NAME`.
     pub body: String,
     /// Where the definition starts; `None` for one that no source spells
     /// (the preprocessor's table: `-D`, system headers).
@@ -198,7 +200,7 @@ pub fn defines(source: &Source) -> Vec<Define> {
         };
         let body = node
             .child_by_field_name("value")
-            .map_or_else(String::new, |v| source.text(v).trim().to_owned());
+            .map_or_else(String::new, |v| macro_body(source.text(v)));
         let mut variadic = false;
         let params = node
             .child_by_field_name("parameters")
@@ -223,6 +225,67 @@ pub fn defines(source: &Source) -> Vec<Define> {
         false
     });
     found
+}
+
+/// A `#define`'s body as the preprocessor sees it (translation phases 2
+/// and 3): each backslash-newline, `// …` comment and `/* … */` comment
+/// outside a string or character literal replaced by a space, trimmed.
+pub fn macro_body(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    // The quote of the literal being read, if any.
+    let mut quote = None;
+    while let Some(ch) = chars.next() {
+        match (quote, ch) {
+            (_, '\\') if matches!(chars.peek(), Some('\n' | '\r')) => {
+                if chars.next() == Some('\r') && chars.peek() == Some(&'\n') {
+                    chars.next();
+                }
+                out.push(' ');
+            }
+            (Some(_), '\\') => {
+                out.push(ch);
+                if let Some(escaped) = chars.next() {
+                    out.push(escaped);
+                }
+            }
+            (Some(q), _) => {
+                out.push(ch);
+                if ch == q {
+                    quote = None;
+                }
+            }
+            (None, '"' | '\'') => {
+                quote = Some(ch);
+                out.push(ch);
+            }
+            (None, '/') if chars.peek() == Some(&'/') => {
+                // To the end of the body (a continued line included: the
+                // continuation was spliced before comments are removed).
+                let mut previous = ' ';
+                for c in chars.by_ref() {
+                    if c == '\n' && previous != '\\' {
+                        break;
+                    }
+                    previous = c;
+                }
+                out.push(' ');
+            }
+            (None, '/') if chars.peek() == Some(&'*') => {
+                chars.next();
+                let mut previous = ' ';
+                for c in chars.by_ref() {
+                    if previous == '*' && c == '/' {
+                        break;
+                    }
+                    previous = c;
+                }
+                out.push(' ');
+            }
+            (None, _) => out.push(ch),
+        }
+    }
+    out.trim().to_owned()
 }
 
 /// The macros of a preprocessor's final table, as `CXX -E -dM` prints it
@@ -660,6 +723,40 @@ mod tests {
                 .map(|d| (&d.name, &d.params, &d.body))
                 .collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn define_bodies_lose_comments_and_continuations_as_the_preprocessor_reads_them() {
+        // The body was the text as tree-sitter gives it: a trailing `//`
+        // comment and a backslash-newline stayed in it, so the macro's
+        // `#define` was not found for its location, and a table written
+        // from the files (the fuzzer's) cut the macro at the newline.
+        let text = "#define GAM 1.4 // ratio of specific heats\n#define SUM2(a, b) ((a) + \\\n                    (b))\n#define C /* c */ 2 /* d */\n#define S \"a//b\" // y\n";
+        let source = Source::parse(Path::new("m.h"), "m.h".to_owned(), text.to_owned()).unwrap();
+        let bodies: Vec<(String, String)> = defines(&source)
+            .into_iter()
+            .map(|d| (d.name, d.body))
+            .collect();
+        let squeezed: Vec<(&str, String)> = bodies
+            .iter()
+            .map(|(n, b)| {
+                (
+                    n.as_str(),
+                    b.split_whitespace().collect::<Vec<_>>().join(" "),
+                )
+            })
+            .collect();
+        assert_eq!(
+            squeezed,
+            [
+                ("GAM", "1.4".to_owned()),
+                ("SUM2", "((a) + (b))".to_owned()),
+                ("C", "2".to_owned()),
+                ("S", "\"a//b\"".to_owned()),
+            ]
+        );
+        assert_eq!(macro_body("1 // c \\\n still the comment"), "1");
+        assert_eq!(macro_body("'\\'' /* x */ + '/' // y"), "'\\''   + '/'");
     }
 
     #[test]
