@@ -49,9 +49,18 @@ const OP2_MACROS: &[(&str, &[&str], &str)] = &[
 ];
 
 /// Marks a name that a rescan kept unexpanded because its expansion is
-/// under way (cpp's "painted blue" token): later rescans keep it too. It
-/// never leaves [`Helpers::rescan`]'s callers.
+/// under way (cpp's "painted blue" token): later rescans keep it too,
+/// including the rescan of a kernel's macro call whose argument holds an
+/// object-like macro's expansion (`TWICE(scale)`). Expansions
+/// ([`Helpers::objects`], [`Helpers::expand_call`], templates) keep the
+/// marks; the translation removes them with [`unpaint`] where its text is
+/// done.
 const PAINTED: char = '\u{2}';
+
+/// `text` without the marks of names kept unexpanded (see [`PAINTED`]).
+pub fn unpaint(text: &str) -> String {
+    text.replace(PAINTED, "")
+}
 
 /// Marks a parameter's place in a function's template.
 const PARAM: char = '\u{1}';
@@ -77,7 +86,8 @@ pub struct Helpers {
     pub macros: BTreeMap<String, Macro>,
     /// Object-like macros with a body (`#define NN 6`), by name: the body
     /// translated and with the macros it names expanded (as written where
-    /// it is not kernel C, a string say).
+    /// it is not kernel C, a string say). Names kept unexpanded are marked (see
+    /// [`unpaint`]).
     pub objects: BTreeMap<String, String>,
     /// Object-like macros' bodies translated, not expanded: what a rescan
     /// puts in their place.
@@ -254,7 +264,7 @@ impl Helpers {
         for (name, body) in &bodies {
             let expanded = helpers
                 .rescan(body, &mut vec![name.clone()], 1)
-                .map_or_else(|_| body.clone(), |t| t.replace(PAINTED, ""));
+                .unwrap_or_else(|_| body.clone());
             helpers.objects.insert(name.clone(), expanded);
         }
         for (source, function) in functions {
@@ -271,7 +281,8 @@ impl Helpers {
     /// The expansion of a call of the function-like macro `name` with the
     /// arguments `args`, translated and with their own macros expanded (a
     /// kernel expands the calls inside an argument first), rescanned as the
-    /// preprocessor does; or why it cannot be expanded.
+    /// preprocessor does; or why it cannot be expanded. Names kept
+    /// unexpanded are marked, in the arguments too (see [`unpaint`]).
     pub fn expand_call(&self, name: &str, args: &[String]) -> Result<String, String> {
         let m = self
             .macros
@@ -280,7 +291,6 @@ impl Helpers {
         let text = m.substitute(name, args)?;
         self.spend(text.len())?;
         self.rescan(&text, &mut vec![name.to_owned()], 1)
-            .map(|t| t.replace(PAINTED, ""))
     }
 
     /// The names the expansion of the macro `name` reads that are not its
@@ -955,17 +965,17 @@ mod tests {
         let painted = helpers(
             "#define scale (scale * 2.0)\n#define TWICE(v) (2 * (v))\n#define T TWICE(scale)\n#define A (B + 1)\n#define B (A * 2)\n#define U TWICE(A)\n",
         );
-        assert_eq!(painted.objects["T"], "(2 * ((scale * 2.0)))");
-        assert_eq!(painted.objects["U"], "(2 * (((A * 2) + 1)))");
+        assert_eq!(unpaint(&painted.objects["T"]), "(2 * ((scale * 2.0)))");
+        assert_eq!(unpaint(&painted.objects["U"]), "(2 * (((A * 2) + 1)))");
         let helpers = helpers(
             "#define scale (scale * 2.0)\n#define FACTOR scale\n#define A (B + 1)\n#define B (A * 2)\n#define TWICE(x) (2 * (x))\n#define FOUR TWICE(TWICE(1))\n",
         );
-        assert_eq!(helpers.objects["FACTOR"], "(scale * 2.0)");
-        assert_eq!(helpers.objects["scale"], "(scale * 2.0)");
-        assert_eq!(helpers.objects["A"], "((A * 2) + 1)");
-        assert_eq!(helpers.objects["B"], "((B + 1) * 2)");
+        assert_eq!(unpaint(&helpers.objects["FACTOR"]), "(scale * 2.0)");
+        assert_eq!(unpaint(&helpers.objects["scale"]), "(scale * 2.0)");
+        assert_eq!(unpaint(&helpers.objects["A"]), "((A * 2) + 1)");
+        assert_eq!(unpaint(&helpers.objects["B"]), "((B + 1) * 2)");
         // A macro in its own arguments is expanded (before substitution).
-        assert_eq!(helpers.objects["FOUR"], "(2 * ((2 * (1))))");
+        assert_eq!(unpaint(&helpers.objects["FOUR"]), "(2 * ((2 * (1))))");
     }
 
     #[test]

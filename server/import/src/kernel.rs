@@ -712,7 +712,9 @@ pub fn translate(
             ),
         );
     }
-    text.push_str(&edits.apply(&source.text, body.byte_range()));
+    text.push_str(&inline::unpaint(
+        &edits.apply(&source.text, body.byte_range()),
+    ));
     text.push('\n');
     if faithful {
         report.add(
@@ -1317,5 +1319,32 @@ mod tests {
             "{report}"
         );
         assert!(kernel.text.len() < 100_000, "{}", kernel.text.len());
+    }
+
+    #[test]
+    fn a_self_referential_macro_in_a_macro_call_of_the_kernel_expands_as_cpp_does() {
+        // An object-like macro written in the argument of a function-like
+        // one in the kernel was expanded into the argument, then expanded
+        // again when the call's expansion was rescanned: the name its own
+        // expansion keeps (`scale`, `A`) was not marked as kept. The
+        // expected text is what `cpp -P` gives for the same lines.
+        let (kernel, _) = translate_one(
+            "#define scale (scale * 2.0)\n#define TWICE(v) (2 * (v))\n#define A (B + 1)\n#define B (A * 2)\ninline void k(double *s) { *s += TWICE(scale) + TWICE(A) + TWICE(TWICE(scale)); }\n",
+            &Bindings::default(),
+        );
+        assert!(
+            kernel.text.contains(
+                "*s += (2 * ((scale * 2.0))) + (2 * (((A * 2) + 1))) + (2 * ((2 * ((scale * 2.0)))));"
+            ),
+            "{}",
+            kernel.text
+        );
+        assert!(!kernel.text.contains('\u{2}'), "{:?}", kernel.text);
+        // `scale` and `A` are names the kernel reads (consts, say).
+        assert!(
+            kernel.free_names.contains("scale"),
+            "{:?}",
+            kernel.free_names
+        );
     }
 }

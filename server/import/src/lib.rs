@@ -504,7 +504,11 @@ pub fn translate(
     let mut context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
-        objects: helpers.objects.clone(),
+        objects: helpers
+            .objects
+            .iter()
+            .map(|(name, body)| (name.clone(), inline::unpaint(body)))
+            .collect(),
         increments_read: BTreeMap::new(),
         buffers: BTreeMap::new(),
         functions: sources
