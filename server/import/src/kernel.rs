@@ -571,25 +571,33 @@ pub fn translate(
         }
         true
     });
+    // `x[i][j]` → `x[(i) * C + (j)]` and `*x[i]` → `x[(i) * C + (0)]`,
+    // by editing the punctuation only, so that the edits inside the
+    // indices (macros, helpers, other flattened arrays) stay.
     for (whole, inner, outer, columns) in flat_uses {
-        let index = |subscript: Node<'_>| {
-            subscript
-                .child_by_field_name("indices")
-                .map(c::named_children)
-                .and_then(|i| i.first().copied())
-                .map(|i| edits.apply(&source.text, i.byte_range()))
-                .unwrap_or_default()
+        let Some((open, close)) = brackets(inner) else {
+            continue;
         };
-        let name = inner
-            .child_by_field_name("argument")
-            .map_or("", |a| source.text(a));
-        let text = format!(
-            "{}[({}) * {columns} + ({})]",
-            op2_name(name),
-            index(inner),
-            outer.map_or_else(|| "0".to_owned(), index)
-        );
-        edits.replace(whole, text);
+        edits.replace(open, "[(");
+        match outer {
+            Some(outer) => {
+                let Some((outer_open, outer_close)) = brackets(outer) else {
+                    continue;
+                };
+                edits.replace_range(
+                    close.start_byte(),
+                    outer_open.end_byte(),
+                    format!(") * {columns} + ("),
+                );
+                edits.replace(outer_close, ")]");
+            }
+            None => {
+                if let Some(star) = whole.child_by_field_name("operator") {
+                    edits.replace(star, "");
+                }
+                edits.replace(close, format!(") * {columns} + (0)]"));
+            }
+        }
     }
     let mut increments_read = BTreeSet::new();
     for (&k, _) in inc.iter().filter(|(_, (_, direct))| *direct) {
@@ -730,6 +738,16 @@ pub fn translate(
         location,
         increments_read,
     }
+}
+
+/// The `[` and `]` of a subscript expression's indices.
+fn brackets(subscript: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
+    let list = subscript.child_by_field_name("indices")?;
+    let open = list.child(0).filter(|t| t.kind() == "[")?;
+    let close = list
+        .child(list.child_count().checked_sub(1)?)
+        .filter(|t| t.kind() == "]")?;
+    Some((open, close))
 }
 
 /// The array declarator of `x[R][C]` (the outer one) and its sizes, when

@@ -677,6 +677,10 @@ fn vector_map_arguments_print_what_the_native_build_prints() {
         "    const double *x_3,\n    const double *u_0,\n",
         "double x[8] = {x_0[0], x_0[1], x_1[0], x_1[1], x_2[0], x_2[1], x_3[0], x_3[1]};",
         "x[((m + 1) % 4) * 2 + (1)]",
+        // A macro call and another flattened array inside an index: the
+        // whole `x[i][j]` was replaced by text made before they were
+        // expanded, which kept `NEXT(m)` and `idx[m % 2][1]`.
+        "b += x[((((m) + 1) % 4)) * 2 + (0)] * x[(idx[(m % 2) * 2 + (1)]) * 2 + (1)];",
         "double r[4] = {0.0, 0.0, 0.0, 0.0};",
         "r_0[0] += r[0];",
         "p_x[pcell[3]] READ,",

@@ -4,11 +4,22 @@
 
 // READ (two vector arguments, one declared `const double *u[1]` as OP2's
 // airfoil_vector declares them), a direct WRITE, and INC.
+// An index may call a macro or index another two-dimensional array.
+#define NEXT(m) (((m) + 1) % 4)
+
 inline void measure(const double **x, const double *u[1], double *area, double **r) {
   double a = 0.0;
   for (int m = 0; m < 4; m++)
     a += x[m][0] * x[(m + 1) % 4][1] - x[(m + 1) % 4][0] * x[m][1];
-  *area = 0.5 * a;
+  int idx[2][2];
+  idx[0][0] = 3;
+  idx[0][1] = 1;
+  idx[1][0] = 0;
+  idx[1][1] = 2;
+  double b = 0.0;
+  for (int m = 0; m < 4; m++)
+    b += x[NEXT(m)][0] * x[idx[m % 2][1]][1];
+  *area = 0.5 * a + 0.001 * b;
   for (int m = 0; m < 4; m++)
     r[m][0] += 0.25 * (*area) * u[m][0];
 }
