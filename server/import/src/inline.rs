@@ -84,7 +84,8 @@ pub struct Template {
 pub struct Helpers {
     /// Function-like macros, by name.
     pub macros: BTreeMap<String, Macro>,
-    /// Object-like macros with a body (`#define NN 6`), by name: the body
+    /// Object-like macros with a body (`#define NN 6`) that the code names
+    /// outside preprocessor lines, by name: the body
     /// translated and with the macros it names expanded (as written where
     /// it is not kernel C, a string say). Names kept unexpanded are marked (see
     /// [`unpaint`]).
@@ -132,7 +133,11 @@ impl Helpers {
     /// OP2's where the table lacks them, and every function of `functions`
     /// as a template. A macro is used when its name is written in a source
     /// outside a preprocessor line, or in the body of a macro used (the
-    /// table holds every macro of the system headers too).
+    /// table holds every macro of the system headers too). Only object-like
+    /// macros written outside preprocessor lines are expanded here (into
+    /// [`Helpers::objects`]), within [`EXPANSION_WORK_LIMIT`]: a header's
+    /// macros that the code never names cost no expansion and leave the
+    /// budget to those it does.
     /// `sources`' own `#define`s give the macros their locations.
     pub fn new<'s>(
         table: &[c::Define],
@@ -260,8 +265,10 @@ impl Helpers {
         // than `EXPANSION_LIMIT`, or nested deeper than `MAX_NESTING`,
         // stops where it is (its names then stay unexpanded and are
         // reported where a kernel or the host code uses them).
+        // Only those the code names: the others are expanded where a
+        // rescan meets them, inside the expansion that names them.
         let bodies = helpers.object_bodies.clone();
-        for (name, body) in &bodies {
+        for (name, body) in bodies.iter().filter(|(name, _)| written.contains(*name)) {
             let expanded = helpers
                 .rescan(body, &mut vec![name.clone()], 1)
                 .unwrap_or_else(|_| body.clone());
@@ -1024,6 +1031,35 @@ mod tests {
         assert_eq!(
             helpers.expand_call("F", &args(&["y"])).unwrap_err(),
             "the import's macro expansions together made more than 64 MiB of text"
+        );
+    }
+
+    #[test]
+    fn object_like_macros_the_code_never_names_are_not_expanded() {
+        // Every object-like macro was expanded when the helpers were made:
+        // two hundred unused `#define P{i} O16`, each a quarter mebibyte
+        // made at every level of its rescan, spent the import's budget
+        // (and took seconds and hundreds of MB), so that the one the kernel
+        // used was refused.
+        let mut text = "#define O0 1\n".to_owned();
+        for i in 1..=16 {
+            text.push_str(&format!("#define O{i} (O{}+O{})\n", i - 1, i - 1));
+        }
+        for i in 0..200 {
+            text.push_str(&format!("#define P{i} O16\n"));
+        }
+        text.push_str("inline void k(double *s) { *s += P150; }\n");
+        let path = std::path::Path::new("t.h");
+        let mut source = Source::parse(path, "t.h".to_owned(), text).unwrap();
+        source.defines = c::defines(&source);
+        let helpers = Helpers::new(&source.defines, &[&source], &[]);
+        let expected_len = 4 * (1 << 16) - 3;
+        assert_eq!(helpers.objects["P150"].len(), expected_len);
+        assert_eq!(helpers.objects.len(), 1, "{:?}", helpers.objects.keys());
+        assert!(
+            helpers.spent.get() < EXPANSION_WORK_LIMIT / 4,
+            "{} bytes spent",
+            helpers.spent.get()
         );
     }
 
