@@ -157,15 +157,27 @@ pub fn translate(
     let mut first = true;
     // Each parameter's name and `.op2` type, by position.
     let mut param_names: Vec<(String, &'static str)> = Vec::new();
-    // Every name the function uses: the parameters a vector-map argument
-    // becomes must not take one.
-    let mut taken = BTreeSet::new();
+    // Every name the function uses, and every name the macros and helpers
+    // it names bring in (`#define C1 x_0[1]`): the parameters a vector-map
+    // argument becomes must not take one.
+    let mut written = BTreeSet::new();
     walk(function, |node, _| {
         if node.kind() == "identifier" {
-            taken.insert(op2_name(source.text(node)));
+            written.insert(source.text(node));
         }
         true
     });
+    let mut taken = BTreeSet::new();
+    for ident in written {
+        taken.insert(op2_name(ident));
+        if let Some(body) = helpers.objects.get(ident) {
+            taken.extend(inline::free_words(body, &[]));
+        }
+        taken.extend(helpers.macro_free_names(ident));
+        if let Some(Ok(helper)) = helpers.functions.get(ident) {
+            taken.extend(helper.free_names.iter().map(|n| op2_name(n)));
+        }
+    }
     let mut vector_params: Vec<(Node<'_>, String, VectorParam)> = Vec::new();
     for (k, parameter) in parameters
         .map(c::named_children)
@@ -1286,6 +1298,14 @@ fn within_budget(spent: &mut usize, text: String) -> Result<String, String> {
 mod tests {
     use super::*;
 
+    /// Its first parameter bound to a vector-map argument.
+    fn vector_bindings(entries: usize, dim: usize, mode: &'static str) -> Bindings {
+        Bindings {
+            vectors: BTreeMap::from([(0, Some(Vector { entries, dim, mode }))]),
+            ..Bindings::default()
+        }
+    }
+
     /// Translates the one function of `text`, with `bindings`.
     fn translate_one(text: &str, bindings: &Bindings) -> (Kernel, Report) {
         let path = std::path::Path::new("k.h");
@@ -1303,17 +1323,7 @@ mod tests {
 
     #[test]
     fn copies_back_at_too_many_returns_are_reported_not_written() {
-        let bindings = Bindings {
-            vectors: BTreeMap::from([(
-                0,
-                Some(Vector {
-                    entries: 16,
-                    dim: 64,
-                    mode: "RW",
-                }),
-            )]),
-            ..Bindings::default()
-        };
+        let bindings = vector_bindings(16, 64, "RW");
         // Few returns: the copies are written before each.
         let (kernel, report) = translate_one(
             "inline void k(double **x) { if (x[0][0] > 1) return; x[1][0] = 2; }",
@@ -1363,6 +1373,32 @@ mod tests {
             kernel.free_names.contains("scale"),
             "{:?}",
             kernel.free_names
+        );
+    }
+
+    #[test]
+    fn generated_parameter_names_avoid_the_names_macros_bring_in() {
+        // `x_0`, the first parameter the vector-map argument `x` became,
+        // was the const `x_0` that the macro `C1` names: the kernel read
+        // the parameter's y coordinate instead of the const.
+        let bindings = vector_bindings(2, 2, "READ");
+        let (kernel, report) = translate_one(
+            "#define C1 x_0[1]\n#define C2(v) ((v) * x_1[0])\ninline void k1(const double **x, double *s) { *s += C2(x[0][0]) * C1; }\n",
+            &bindings,
+        );
+        assert!(report.faithful(), "{report}");
+        assert!(
+            kernel.text.contains("const double *x__0,")
+                && kernel.text.contains("const double *x__1,"),
+            "{}",
+            kernel.text
+        );
+        assert!(
+            kernel
+                .text
+                .contains("*s += ((x[(0) * 2 + (0)]) * x_1[0]) * x_0[1];"),
+            "{}",
+            kernel.text
         );
     }
 }
