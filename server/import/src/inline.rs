@@ -32,6 +32,9 @@ pub struct Macro {
     /// Its body translated as kernel C, parameters as written; or why it
     /// cannot be.
     body: Result<String, String>,
+    /// The names its body declares (`t` of `{ double t = a; a = b; b = t; }`):
+    /// not names a kernel using it reads.
+    locals: BTreeSet<String>,
     /// Where it is defined (`None` for OP2's own).
     location: Option<c::Location>,
 }
@@ -235,10 +238,14 @@ impl Helpers {
             if variadic {
                 named.push(VA_ARGS.to_owned());
             }
-            let body = if language_loaded {
+            let translated = if language_loaded {
                 translate_body(&mut parser, &body, &named, &names)
             } else {
                 Err("the C++ grammar could not be loaded".to_owned())
+            };
+            let (body, locals) = match translated {
+                Ok((body, locals)) => (Ok(body), locals),
+                Err(why) => (Err(why), BTreeSet::new()),
             };
             helpers.macros.insert(
                 name,
@@ -246,13 +253,16 @@ impl Helpers {
                     params,
                     variadic,
                     body,
+                    locals,
                     location,
                 },
             );
         }
         for (name, body) in &raw_objects {
             let translated = if language_loaded {
-                translate_body(&mut parser, body, &[], &names).ok()
+                translate_body(&mut parser, body, &[], &names)
+                    .ok()
+                    .map(|(text, _)| text)
             } else {
                 None
             };
@@ -312,7 +322,30 @@ impl Helpers {
             params.push(VA_ARGS.to_owned());
         }
         let body = self.expand_call(name, &params).unwrap_or_default();
-        free_words(&body, &params)
+        // Less what the bodies of the macros its expansion goes through
+        // declare.
+        let mut through = BTreeSet::from([name]);
+        let mut pending = vec![name];
+        let mut declared = BTreeSet::new();
+        while let Some(next) = pending.pop() {
+            let Some(m) = self.macros.get(next) else {
+                continue;
+            };
+            declared.extend(m.locals.iter().cloned());
+            if let Ok(body) = &m.body {
+                c::map_words(body, |word| {
+                    if let Some((key, _)) = self.macros.get_key_value(word)
+                        && through.insert(key.as_str())
+                    {
+                        pending.push(key.as_str());
+                    }
+                    None
+                });
+            }
+        }
+        let mut names = free_words(&body, &params);
+        names.retain(|n| !declared.contains(n));
+        names
     }
 
     /// `text` with the macros it names expanded, except those `disabled`
@@ -480,12 +513,12 @@ fn translate_body(
     body: &str,
     params: &[String],
     macros: &BTreeSet<String>,
-) -> Result<String, String> {
+) -> Result<(String, BTreeSet<String>), String> {
     if body.contains('#') || body.contains('"') || body.contains('\'') {
         return Err("its body uses `#`, `##` or a literal string or character".to_owned());
     }
     if body.is_empty() {
-        return Ok(String::new());
+        return Ok((String::new(), BTreeSet::new()));
     }
     const BEFORE: &str = "void op2_import_macro() {\n";
     let text = format!("{BEFORE}{body}\n;}}");
@@ -502,6 +535,7 @@ fn translate_body(
     };
     let mut edits = Edits::default();
     let mut problem = None;
+    let mut locals = BTreeSet::new();
     walk(source.tree.root_node(), |node, ancestors| {
         if problem.is_some() {
             return false;
@@ -535,6 +569,22 @@ fn translate_body(
                 if !params.iter().any(|p| p == ident) && renamed != ident {
                     edits.replace(node, renamed);
                 }
+            }
+            "declaration" => {
+                for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
+                    if let Some((ident, _, _)) = c::declared_name(declarator) {
+                        locals.insert(op2_name(source.text(ident)));
+                    }
+                }
+            }
+            // A kernel copies what it staged back to its parameters before
+            // each `return` of its own text, never before one a macro
+            // brings in.
+            "return_statement" => {
+                problem = Some(
+                    "its body holds a `return`, which would leave the kernel without what it stores where it ends"
+                        .to_owned(),
+                );
             }
             "sized_type_specifier" => {
                 if let Some(ty) = scalar_type(source.text(node)) {
@@ -571,7 +621,7 @@ fn translate_body(
     });
     match problem {
         Some(why) => Err(why),
-        None => Ok(edits.apply(&source.text, range)),
+        None => Ok((edits.apply(&source.text, range), locals)),
     }
 }
 
@@ -808,7 +858,14 @@ pub fn expand_object(
     Some(free_words(body, &[]))
 }
 
-/// The words of C text that are not `params`, C's type words or the math
+/// C's words of the kernel subset that are not names (besides the type
+/// names [`scalar_type`] knows).
+const C_WORDS: &[&str] = &[
+    "const", "long", "unsigned", "signed", "short", "void", "if", "else", "for", "while", "do",
+    "break", "continue", "return", "true", "false", "sizeof", "static",
+];
+
+/// The words of C text that are not `params`, C's words or the math
 /// built-ins: the names it reads.
 pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -816,7 +873,7 @@ pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
         if !params.iter().any(|p| p == word)
             && !c::is_builtin(word)
             && scalar_type(word).is_none()
-            && !matches!(word, "const" | "long" | "unsigned" | "signed")
+            && !C_WORDS.contains(&word)
         {
             names.insert(word.to_owned());
         }

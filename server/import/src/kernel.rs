@@ -1401,4 +1401,35 @@ mod tests {
             kernel.text
         );
     }
+
+    #[test]
+    fn statement_macros_read_only_the_names_they_do_not_declare() {
+        // The words of an expansion were taken as names the kernel reads:
+        // the macro's own local `t`, `true`, `false`, `if` and `return`,
+        // each reported as a value the import could not find.
+        let macros = "#define SWAP(a, b) { double t = a; a = b; b = t; }\n#define POS(v) ((v) > 0.0 ? true : false)\n#define BOTH(a, b) { SWAP(a, b); if (POS(a)) a = a * gain; }\n#define STOP(c) if (c) return;\n";
+        let (kernel, report) = translate_one(
+            &format!("{macros}inline void k(double *x, double *y) {{ BOTH(*x, *y); }}\n"),
+            &Bindings::default(),
+        );
+        assert!(report.faithful(), "{report}");
+        assert_eq!(
+            kernel.free_names,
+            BTreeSet::from(["gain".to_owned()]),
+            "{}",
+            kernel.text
+        );
+        // A `return` a macro brings in would skip the copies back of what
+        // the kernel staged: refused, naming the macro.
+        let (_, report) = translate_one(
+            &format!("{macros}inline void k(double *x) {{ STOP(*x > 1.0) *x = 2.0; }}\n"),
+            &Bindings::default(),
+        );
+        assert!(
+            report
+                .to_string()
+                .contains("macro `STOP` (at k.h:4:1): its body holds a `return`"),
+            "{report}"
+        );
+    }
 }
