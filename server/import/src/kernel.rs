@@ -282,6 +282,8 @@ pub fn translate(
     // Uses of parameters bound to INC arguments: the identifier, the `*p`
     // around it if any, and whether the use only adds to it.
     let mut inc_uses: Vec<(usize, Node<'_>, Option<Node<'_>>, bool)> = Vec::new();
+    // The first use of a vector-map INC parameter other than adding to it.
+    let mut vector_inc_misuse: Option<Node<'_>> = None;
     let mut returns = Vec::new();
     walk(body, |node, ancestors| {
         let kind = node.kind();
@@ -308,6 +310,14 @@ pub fn translate(
                 let ident = source.text(node);
                 if c::is_callee(node, ancestors) {
                     return false;
+                }
+                if vector_inc_misuse.is_none()
+                    && vector_params
+                        .iter()
+                        .any(|v| v.1 == ident && v.2.staged.exit == Some("+="))
+                    && !increment_use(source, node, ancestors).1
+                {
+                    vector_inc_misuse = Some(node);
                 }
                 if let Some((declared, rows, columns)) = flat.get(ident) {
                     let inner = c::ancestor(ancestors, 0)
@@ -720,7 +730,7 @@ pub fn translate(
         };
         edits.replace(node, expansion);
     }
-    if let Some(first) = staged.first() {
+    if let Some(first) = staged.first().or(vector_inc_misuse.as_ref()) {
         report.add(
             Kind::Translated,
             Some(source.location(*first)),
@@ -1431,5 +1441,34 @@ mod tests {
                 .contains("macro `STOP` (at k.h:4:1): its body holds a `return`"),
             "{report}"
         );
+    }
+
+    #[test]
+    fn a_vector_map_inc_parameter_read_or_assigned_gets_the_staging_note() {
+        // A vector-map INC parameter works on a local that starts at zero,
+        // as a staged INC one does; reading it or assigning it with `=`
+        // differs from OP2's sequential build, and was not said.
+        let bindings = vector_bindings(2, 1, "INC");
+        let note = "reads or assigns a parameter bound to an INC argument";
+        let (_, report) = translate_one(
+            "inline void k(float **f) { f[0][0] = f[1][0] + 1.0f; }",
+            &bindings,
+        );
+        let entry = report
+            .entries
+            .iter()
+            .find(|e| e.message.contains(note))
+            .unwrap_or_else(|| panic!("{report}"));
+        assert_eq!(entry.kind, Kind::Translated);
+        assert_eq!(
+            entry.location.as_ref().map(ToString::to_string).as_deref(),
+            Some("k.h:1:28")
+        );
+        // Only adding: no note.
+        let (_, report) = translate_one(
+            "inline void k(float **f) { f[0][0] += 1.0f; f[1][0] -= 2.0f; }",
+            &bindings,
+        );
+        assert!(!report.to_string().contains(note), "{report}");
     }
 }
