@@ -286,10 +286,9 @@ impl Helpers {
         }
         for (source, function) in functions {
             if let Some(name) = function_name(source, *function) {
-                helpers
-                    .functions
-                    .entry(name.to_owned())
-                    .or_insert_with(|| template(source, *function, &helpers.objects));
+                helpers.functions.entry(name.to_owned()).or_insert_with(|| {
+                    template(source, *function, &helpers.objects, helpers.float_overloads)
+                });
             }
         }
         helpers
@@ -310,18 +309,26 @@ impl Helpers {
         self.rescan(&text, &mut vec![name.to_owned()], 1)
     }
 
-    /// The names the expansion of the macro `name` reads that are not its
-    /// parameters (nor C's type words or the math built-ins): the consts a
-    /// kernel using it needs.
-    pub fn macro_free_names(&self, name: &str) -> BTreeSet<String> {
-        let Some(m) = self.macros.get(name) else {
-            return BTreeSet::new();
-        };
+    /// The expansion of the macro `name` with its parameters as the
+    /// arguments (empty when it cannot be expanded), and those parameters
+    /// (`__VA_ARGS__` last for a variadic one); `None` for no macro.
+    fn expansion_as_written(&self, name: &str) -> Option<(String, Vec<String>)> {
+        let m = self.macros.get(name)?;
         let mut params = m.params.clone();
         if m.variadic {
             params.push(VA_ARGS.to_owned());
         }
         let body = self.expand_call(name, &params).unwrap_or_default();
+        Some((body, params))
+    }
+
+    /// The names the expansion of the macro `name` reads that are not its
+    /// parameters (nor C's type words or the math built-ins): the consts a
+    /// kernel using it needs.
+    pub fn macro_free_names(&self, name: &str) -> BTreeSet<String> {
+        let Some((body, params)) = self.expansion_as_written(name) else {
+            return BTreeSet::new();
+        };
         // Less what the bodies of the macros its expansion goes through
         // declare.
         let mut through = BTreeSet::from([name]);
@@ -346,6 +353,28 @@ impl Helpers {
         let mut names = free_words(&body, &params);
         names.retain(|n| !declared.contains(n));
         names
+    }
+
+    /// The functions the expansion of the macro `name` calls (`exp` of
+    /// `#define EXPM(v) exp(v)`), its parameters as written.
+    pub fn macro_calls(&self, name: &str) -> BTreeSet<String> {
+        let Some((body, _)) = self.expansion_as_written(name) else {
+            return BTreeSet::new();
+        };
+        let mut calls = BTreeSet::new();
+        let mut rest = body.as_str();
+        while let Some(start) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
+            let word_on = &rest[start..];
+            let end = word_on
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(word_on.len());
+            let in_number = rest[..start].ends_with(|c: char| c.is_ascii_digit() || c == '.');
+            if !in_number && word_on[end..].trim_start().starts_with('(') {
+                calls.insert(word_on[..end].to_owned());
+            }
+            rest = &word_on[end..];
+        }
+        calls
     }
 
     /// `text` with the macros it names expanded, except those `disabled`
@@ -639,6 +668,7 @@ fn template(
     source: &Source,
     function: Node<'_>,
     objects: &BTreeMap<String, String>,
+    float_overloads: bool,
 ) -> Result<Template, (c::Location, String)> {
     let fail = |node: Node<'_>, why: &str| Err((source.location(node), why.to_owned()));
     let ret = match function
@@ -683,6 +713,14 @@ fn template(
     let mut edits = Edits::default();
     let mut free_names = BTreeSet::new();
     let mut problem = None;
+    // C++ calls the `float` overload of `sqrt` and the like on the
+    // parameters declared `float`.
+    let floats: BTreeSet<String> = names
+        .iter()
+        .zip(&params)
+        .filter(|(_, ty)| **ty == "float")
+        .map(|(n, _)| n.clone())
+        .collect();
     walk(expression, |node, ancestors| {
         if problem.is_some() || !node.is_named() {
             return false;
@@ -733,7 +771,23 @@ fn template(
                 problem = Some((node, "its expression takes an address".to_owned()));
             }
             "call_expression" => match c::called_name(source, node) {
-                Some(callee) if c::builtin_call(node, callee, &mut edits) => {}
+                Some(callee) if c::builtin_call(node, callee, &mut edits) => {
+                    if !crate::kernel::float_overload(
+                        source,
+                        node,
+                        callee,
+                        &floats,
+                        float_overloads,
+                        &mut edits,
+                    ) {
+                        problem = Some((
+                            node,
+                            format!(
+                                "its expression calls C++'s `float` overload of `{callee}`, which `.op2` cannot reproduce: its `{callee}` computes in `double`"
+                            ),
+                        ));
+                    }
+                }
                 _ => {
                     problem = Some((
                         node,

@@ -439,19 +439,14 @@ pub fn translate(
                 });
                 let arity = c::call_arguments(node).len();
                 if c::builtin_call(node, callee, &mut edits) {
-                    // C++ calls its `float` overload on `float` arguments.
-                    let args = c::call_arguments(node);
-                    let function = node.child_by_field_name("function");
-                    let qualified = function.is_some_and(|f| f.kind() == "qualified_identifier");
-                    let float_overload = (qualified || helpers.float_overloads)
-                        && !args.is_empty()
-                        && args.iter().all(|a| is_float(source, *a, &floats));
-                    if float_overload
-                        && FLOAT_OVERLOADS.contains(&callee)
-                        && let Some(f) = function
-                    {
-                        edits.replace(f, format!("(float) {callee}"));
-                    } else if float_overload && INEXACT_IN_FLOAT.contains(&callee) {
+                    if !float_overload(
+                        source,
+                        node,
+                        callee,
+                        &floats,
+                        helpers.float_overloads,
+                        &mut edits,
+                    ) {
                         faithful = false;
                         fail(
                             report,
@@ -478,6 +473,35 @@ pub fn translate(
                                 m.arity()
                             ),
                             None,
+                        );
+                        return false;
+                    }
+                    // C++ would call the `float` overload of what its body
+                    // calls on a `float` argument: which one cannot be told
+                    // from the body alone, so an inexact one is reported.
+                    if helpers.float_overloads
+                        && c::call_arguments(node)
+                            .iter()
+                            .any(|a| is_float(source, *a, &floats))
+                        && let Some(inexact) = helpers
+                            .macro_calls(callee)
+                            .into_iter()
+                            .find(|f| INEXACT_IN_FLOAT.contains(&f.as_str()))
+                    {
+                        faithful = false;
+                        fail(
+                            report,
+                            node,
+                            inexact_in_float(
+                                &inexact,
+                                &format!(
+                                    "macro `{callee}`, given a `float` argument, calls `{inexact}`, which C++ may take as its `float` overload: it"
+                                ),
+                                name,
+                            ),
+                            Some(
+                                "convert the argument to `double` in the C source if the `double` result is meant",
+                            ),
                         );
                         return false;
                     }
@@ -786,6 +810,35 @@ const FLOAT_OVERLOADS: &[&str] = &["sqrt", "fabs", "fmin", "fmax", "floor", "cei
 const INEXACT_IN_FLOAT: &[&str] = &[
     "exp", "log", "log10", "pow", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
 ];
+
+/// Translates the call `node` of the math built-in `callee` where C++
+/// calls its `float` overload, on arguments that are all `float`
+/// ([`is_float`] with the `float` names `floats`; the call is `std::…`, or
+/// `overloads`: a source includes `<math.h>` or says `using namespace
+/// std`): `(float) sqrt(x)` for an exact one. `false` for one `.op2`
+/// cannot compute in `float` (`exp`, …), which the caller reports.
+pub(crate) fn float_overload(
+    source: &Source,
+    node: Node<'_>,
+    callee: &str,
+    floats: &BTreeSet<String>,
+    overloads: bool,
+    edits: &mut Edits,
+) -> bool {
+    let args = c::call_arguments(node);
+    let function = node.child_by_field_name("function");
+    let qualified = function.is_some_and(|f| f.kind() == "qualified_identifier");
+    let float = (qualified || overloads)
+        && !args.is_empty()
+        && args.iter().all(|a| is_float(source, *a, floats));
+    if float
+        && FLOAT_OVERLOADS.contains(&callee)
+        && let Some(f) = function
+    {
+        edits.replace(f, format!("(float) {callee}"));
+    }
+    !(float && INEXACT_IN_FLOAT.contains(&callee))
+}
 
 /// Why `what`, the `float` version of the built-in `double`, is not
 /// translated (in kernel `kernel`).
@@ -1470,5 +1523,56 @@ mod tests {
             &bindings,
         );
         assert!(!report.to_string().contains(note), "{report}");
+    }
+
+    #[test]
+    fn float_overloads_in_helpers_and_macros_are_translated_or_reported() {
+        // With `<math.h>`, C++ calls `exp(float)` and `sqrt(float)` in a
+        // helper function on its `float` parameter, and in a macro given a
+        // `float` argument: the helper's `exp` was computed in `double`
+        // silently, and its `sqrt` was not rounded to `float` first.
+        let text = "#include <math.h>\n#define EXPM(v) exp(v)\ninline float fexp(float a) { return exp(a); }\ninline double root(float a) { return sqrt(a); }\ninline void k(float *f, double *d) { d[0] = root(*f); d[1] = EXPM(*d); }\ninline void j(float *f) { *f = fexp(*f); }\ninline void m(float *f) { *f = EXPM(*f); }\n";
+        let path = std::path::Path::new("k.h");
+        let mut source = Source::parse(path, "k.h".to_owned(), text.to_owned()).unwrap();
+        source.defines = c::defines(&source);
+        let functions: Vec<(&Source, Node<'_>)> = c::named_children(source.tree.root_node())
+            .into_iter()
+            .filter(|n| n.kind() == "function_definition")
+            .map(|n| (&source, n))
+            .collect();
+        let helpers = Helpers::new(&source.defines, &[&source], &functions);
+        let kernel = |kernel: &str| {
+            let node = functions
+                .iter()
+                .find(|(_, n)| inline::function_name(&source, *n) == Some(kernel))
+                .unwrap()
+                .1;
+            let mut report = Report::default();
+            let translated = translate(&source, node, &helpers, &Bindings::default(), &mut report);
+            (translated, report)
+        };
+        // The exact one is the `float` overload, and `EXPM` of a `double`
+        // is the `double` `exp`.
+        let (k, report) = kernel("k");
+        assert!(report.faithful(), "{report}");
+        assert!(
+            k.text
+                .contains("d[0] = ((double)((float) sqrt(((float)(*f)))));"),
+            "{}",
+            k.text
+        );
+        assert!(k.text.contains("d[1] = exp(*d);"), "{}", k.text);
+        let (_, report) = kernel("j");
+        assert!(
+            report.to_string().contains("call to `fexp`, which cannot be inlined into kernel `j`: its expression calls C++'s `float` overload of `exp`"),
+            "{report}"
+        );
+        let (_, report) = kernel("m");
+        assert!(
+            report
+                .to_string()
+                .contains("macro `EXPM`, given a `float` argument, calls `exp`"),
+            "{report}"
+        );
     }
 }
