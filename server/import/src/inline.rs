@@ -849,22 +849,27 @@ impl Template {
 }
 
 impl Macro {
-    /// Whether a call with `arity` arguments fits its parameters.
+    /// Whether a call with `arity` arguments fits its parameters (`F()` is
+    /// one empty argument for a macro of one parameter, as in cpp).
     pub fn accepts(&self, arity: usize) -> bool {
         if self.variadic {
             arity >= self.params.len()
         } else {
-            arity == self.params.len()
+            arity == self.params.len() || (arity == 0 && self.params.len() == 1)
         }
     }
 
-    /// How many arguments it takes, in words.
-    pub fn arity(&self) -> String {
-        if self.variadic {
-            format!("{} or more", self.params.len())
+    /// Why a call with `given` arguments does not fit, for the macro
+    /// `what` (`macro `PAIR` takes 2 arguments but 1 argument was
+    /// supplied`).
+    pub fn arity_mismatch(&self, what: &str, given: usize) -> String {
+        let takes = arguments(self.params.len());
+        let takes = if self.variadic {
+            format!("at least {takes}")
         } else {
-            self.params.len().to_string()
-        }
+            takes
+        };
+        arity_mismatch(what, &takes, given)
     }
 
     /// Its translated body with each parameter replaced by the argument's
@@ -880,12 +885,14 @@ impl Macro {
             .as_ref()
             .map_err(|why| format!("macro `{name}`{at}: {why}"))?;
         if !self.accepts(args.len()) {
-            return Err(format!(
-                "macro `{name}`{at} takes {} arguments but is given {}",
-                self.arity(),
-                args.len()
-            ));
+            return Err(self.arity_mismatch(&format!("macro `{name}`{at}"), args.len()));
         }
+        let empty = [String::new()];
+        let args = if args.is_empty() {
+            &empty[..self.params.len().min(1)]
+        } else {
+            args
+        };
         let rest = args.get(self.params.len()..).unwrap_or_default().join(", ");
         c::map_words_within(body, EXPANSION_LIMIT, |word| {
             match self.params.iter().position(|p| p == word) {
@@ -896,6 +903,24 @@ impl Macro {
         })
         .ok_or_else(too_long)
     }
+}
+
+/// `n argument(s)`.
+pub fn arguments(n: usize) -> String {
+    if n == 1 {
+        "1 argument".to_owned()
+    } else {
+        format!("{n} arguments")
+    }
+}
+
+/// `WHAT takes TAKES but N argument(s) was/were supplied`, as rustc says it.
+pub fn arity_mismatch(what: &str, takes: &str, given: usize) -> String {
+    let verb = if given == 1 { "was" } else { "were" };
+    format!(
+        "{what} takes {takes} but {} {verb} supplied",
+        arguments(given)
+    )
 }
 
 /// Puts the expansion of the object-like macro that the identifier `node`
@@ -1063,12 +1088,30 @@ mod tests {
         assert!(m.accepts(1) && m.accepts(4) && !m.accepts(0));
         assert_eq!(
             helpers.expand_call("SUM", &[]).unwrap_err(),
-            "macro `SUM` (at t.h:1:1) takes 1 or more arguments but is given 0"
+            "macro `SUM` (at t.h:1:1) takes at least 1 argument but 0 arguments were supplied"
         );
         // The inner macro given the wrong number is named, with its place.
         assert_eq!(
             helpers.expand_call("SUM", &args(&["1", "2"])).unwrap_err(),
-            "macro `PAIR` (at t.h:2:1) takes 2 arguments but is given 1"
+            "macro `PAIR` (at t.h:2:1) takes 2 arguments but 1 argument was supplied"
+        );
+    }
+
+    #[test]
+    fn an_empty_call_of_a_one_parameter_macro_is_one_empty_argument() {
+        // `ONE()` compiles in C: cpp substitutes an empty argument. It was
+        // refused as given 0 of 1 arguments, in words that said "takes 1
+        // arguments".
+        let helpers = helpers("#define ONE(x) ( x + 1)\n#define TWO(a, b) (a + b)\n");
+        assert!(helpers.macros["ONE"].accepts(0));
+        assert_eq!(helpers.expand_call("ONE", &[]).unwrap(), "(  + 1)");
+        assert_eq!(
+            helpers.expand_call("TWO", &args(&["1"])).unwrap_err(),
+            "macro `TWO` (at t.h:2:1) takes 2 arguments but 1 argument was supplied"
+        );
+        assert_eq!(
+            helpers.expand_call("ONE", &args(&["1", "2"])).unwrap_err(),
+            "macro `ONE` (at t.h:1:1) takes 1 argument but 2 arguments were supplied"
         );
     }
 

@@ -469,8 +469,8 @@ pub fn translate(
                             report,
                             node,
                             format!(
-                                "macro `{callee}` takes {} arguments but is given {arity} (in kernel `{name}`)",
-                                m.arity()
+                                "{} (in kernel `{name}`)",
+                                m.arity_mismatch(&format!("macro `{callee}`"), arity)
                             ),
                             None,
                         );
@@ -511,8 +511,12 @@ pub fn translate(
                     let problem = match helper {
                         Ok(t) if t.arity() != arity => Some((
                             format!(
-                                "`{callee}` takes {} arguments but is given {arity} (in kernel `{name}`)",
-                                t.arity()
+                                "{} (in kernel `{name}`)",
+                                inline::arity_mismatch(
+                                    &format!("`{callee}`"),
+                                    &inline::arguments(t.arity()),
+                                    arity
+                                )
                             ),
                             None,
                         )),
