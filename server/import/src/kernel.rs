@@ -95,10 +95,10 @@ pub struct Bindings {
     /// passed directly.
     pub inc: BTreeMap<usize, (usize, bool)>,
     /// The position of each parameter a par_loop binds to a vector-map
-    /// argument: the argument, or `None` when the par_loops pass different
-    /// ones there (or one without a literal dimension, or one of more than
-    /// [`crate::host::MAX_VECTOR_VALUES`] values).
-    pub vectors: BTreeMap<usize, Option<Vector>>,
+    /// argument: the argument, or why it cannot be copied (the par_loops
+    /// pass different ones there, one without a literal dimension, one of
+    /// more than [`crate::host::MAX_VECTOR_VALUES`] values, …).
+    pub vectors: BTreeMap<usize, Result<Vector, String>>,
 }
 
 /// Translates the function definition `function` of `source` into a
@@ -200,16 +200,16 @@ pub fn translate(
         }
         first = false;
         let translated = match bindings.vectors.get(&k) {
-            Some(Some(vector)) => vector_parameter(source, parameter, *vector, &mut taken).map(
+            Some(Ok(vector)) => vector_parameter(source, parameter, *vector, &mut taken).map(
                 |(param_text, param_name, vector)| {
                     vector_params.push((parameter, param_name.clone(), vector));
                     (param_text, param_name)
                 },
             ),
-            Some(None) => Err(format!(
-                "the par_loops running kernel `{name}` pass its parameter {} vector-map arguments that differ in entries, dimension or mode, whose dimension is not an integer literal, or of more than {} values",
+            Some(Err(why)) => Err(format!(
+                "parameter {} (`{}`) of kernel `{name}` is bound to a vector-map argument that cannot be copied: {why}",
                 k + 1,
-                crate::host::MAX_VECTOR_VALUES
+                param_names.last().map_or("", |(n, _)| n.as_str())
             )),
             None => parameter_text(source, parameter),
         };
@@ -1368,7 +1368,7 @@ mod tests {
     /// Its first parameter bound to a vector-map argument.
     fn vector_bindings(entries: usize, dim: usize, mode: &'static str) -> Bindings {
         Bindings {
-            vectors: BTreeMap::from([(0, Some(Vector { entries, dim, mode }))]),
+            vectors: BTreeMap::from([(0, Ok(Vector { entries, dim, mode }))]),
             ..Bindings::default()
         }
     }
@@ -1576,6 +1576,28 @@ mod tests {
             report
                 .to_string()
                 .contains("macro `EXPM`, given a `float` argument, calls `exp`"),
+            "{report}"
+        );
+    }
+
+    #[test]
+    fn a_vector_map_argument_that_cannot_be_copied_is_reported_with_its_one_cause() {
+        // The message named every possible cause at once ("differ in
+        // entries, dimension or mode, whose dimension is not an integer
+        // literal, or of more than 1024 values") and no parameter name.
+        let bindings = Bindings {
+            vectors: BTreeMap::from([(1, Err("its dimension is 0".to_owned()))]),
+            ..Bindings::default()
+        };
+        let (_, report) = translate_one(
+            "inline void k(double *s, const double **x) { *s += x[0][0]; }",
+            &bindings,
+        );
+        assert!(!report.faithful());
+        assert!(
+            report.to_string().contains(
+                "parameter 2 (`x`) of kernel `k` is bound to a vector-map argument that cannot be copied: its dimension is 0"
+            ),
             "{report}"
         );
     }

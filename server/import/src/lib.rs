@@ -787,8 +787,10 @@ fn increments(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, (usize,
 /// dimension and mode when every par_loop running the kernel passes one
 /// alike there (with a literal dimension, and at most
 /// [`host::MAX_VECTOR_VALUES`] values), `None` when they do not.
-fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<kernel::Vector>> {
-    let mut found: BTreeMap<usize, Option<kernel::Vector>> = BTreeMap::new();
+fn vectors(
+    loops: Option<&Vec<Vec<host::ArgUse>>>,
+) -> BTreeMap<usize, Result<kernel::Vector, String>> {
+    let mut found = BTreeMap::new();
     let loops = loops.map_or(&[][..], |l| l.as_slice());
     let positions: BTreeSet<usize> = loops
         .iter()
@@ -797,8 +799,7 @@ fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<ker
         .map(|(k, _)| k)
         .collect();
     for k in positions {
-        let mut agreed = None;
-        let mut alike = true;
+        let mut agreed: Option<Result<kernel::Vector, String>> = None;
         for arg in loops.iter().map(|args| args.get(k)) {
             let vector = match arg {
                 Some(host::ArgUse {
@@ -806,17 +807,49 @@ fn vectors(loops: Option<&Vec<Vec<host::ArgUse>>>) -> BTreeMap<usize, Option<ker
                     dim: Some(dim),
                     entries: Some(entries),
                     ..
-                }) if *dim >= 1 && host::vector_fits(*entries, *dim) => Some(kernel::Vector {
+                }) if *dim >= 1 && host::vector_fits(*entries, *dim) => Ok(kernel::Vector {
                     entries: *entries,
                     dim: *dim,
                     mode,
                 }),
-                _ => None,
+                Some(host::ArgUse {
+                    entries: Some(_),
+                    dim: None,
+                    ..
+                }) => Err("its dimension is not an integer literal".to_owned()),
+                Some(host::ArgUse {
+                    entries: Some(_),
+                    dim: Some(0),
+                    ..
+                }) => Err("its dimension is 0".to_owned()),
+                Some(host::ArgUse {
+                    entries: Some(_),
+                    mode: Some(_),
+                    ..
+                }) => Err(format!(
+                    "it copies more than {} values",
+                    host::MAX_VECTOR_VALUES
+                )),
+                Some(host::ArgUse {
+                    entries: Some(_), ..
+                }) => Err("its access mode is not known".to_owned()),
+                _ => Err(
+                    "a par_loop running the kernel passes no vector-map argument there".to_owned(),
+                ),
             };
-            alike &= vector.is_some() && (agreed.is_none() || agreed == vector);
-            agreed = agreed.or(vector);
+            agreed = Some(match (agreed, vector) {
+                (None, vector) => vector,
+                (Some(Err(why)), _) | (Some(Ok(_)), Err(why)) => Err(why),
+                (Some(Ok(a)), Ok(b)) if a == b => Ok(a),
+                (Some(Ok(_)), Ok(_)) => Err(
+                    "its par_loops pass vector-map arguments that differ in entries, dimension or mode"
+                        .to_owned(),
+                ),
+            });
         }
-        found.insert(k, agreed.filter(|_| alike));
+        if let Some(agreed) = agreed {
+            found.insert(k, agreed);
+        }
     }
     found
 }
@@ -1507,15 +1540,21 @@ mod tests {
             BTreeMap::from([
                 (
                     0,
-                    Some(kernel::Vector {
+                    Ok(kernel::Vector {
                         entries: 4,
                         dim: 2,
                         mode: "READ"
                     })
                 ),
                 // Another mode, and no vector at all, in the second loop.
-                (2, None),
-                (3, None),
+                (
+                    2,
+                    Err("its par_loops pass vector-map arguments that differ in entries, dimension or mode".to_owned())
+                ),
+                (
+                    3,
+                    Err("a par_loop running the kernel passes no vector-map argument there".to_owned())
+                ),
             ])
         );
         // A vector-map INC argument is not staged as a plain INC one.
@@ -1525,14 +1564,23 @@ mod tests {
             dim: None,
             ..vector(2, 1, "READ")
         }]];
-        assert_eq!(vectors(Some(&unknown)), BTreeMap::from([(0, None)]));
+        assert_eq!(
+            vectors(Some(&unknown)),
+            BTreeMap::from([(0, Err("its dimension is not an integer literal".to_owned()))])
+        );
         // Nor when it is too large to copy (the host code reports it; the
         // kernel must not make a billion parameters).
         let huge = vec![vec![vector(1 << 30, 1, "READ")]];
-        assert_eq!(vectors(Some(&huge)), BTreeMap::from([(0, None)]));
+        assert_eq!(
+            vectors(Some(&huge)),
+            BTreeMap::from([(0, Err("it copies more than 1024 values".to_owned()))])
+        );
         // A dimension of 0 neither makes the entries free nor is copied.
         let empty = vec![vec![vector(3_000_000, 0, "READ")]];
-        assert_eq!(vectors(Some(&empty)), BTreeMap::from([(0, None)]));
+        assert_eq!(
+            vectors(Some(&empty)),
+            BTreeMap::from([(0, Err("its dimension is 0".to_owned()))])
+        );
     }
 
     /// The main file's `#define`s as the preprocessor's table (no
