@@ -1157,9 +1157,15 @@ fn stage<'t>(
             }
         }
     }
-    if exits.len().saturating_mul(returns.len() + 1) > inline::EXPANSION_LIMIT {
+    // The locals' declarations count too: a READ vector has no copies
+    // back, and a hundred of them, 1024 values each, made a megabyte.
+    let written = exits
+        .len()
+        .saturating_mul(returns.len() + 1)
+        .saturating_add(declarations.len());
+    if written > inline::EXPANSION_LIMIT {
         return Err(format!(
-            "what goes back to its parameters where it ends, at its {} `return`s and its end, is longer than {} KiB",
+            "the locals it works on and what goes back to its parameters where it ends, at its {} `return`s and its end, are longer than {} KiB",
             returns.len(),
             inline::EXPANSION_LIMIT >> 10
         ));
@@ -1410,7 +1416,7 @@ mod tests {
         );
         assert!(!report.faithful());
         assert!(
-            report.to_string().contains("kernel `k` cannot be staged: what goes back to its parameters where it ends, at its 1000 `return`s and its end, is longer than 1024 KiB"),
+            report.to_string().contains("kernel `k` cannot be staged: the locals it works on and what goes back to its parameters where it ends, at its 1000 `return`s and its end, are longer than 1024 KiB"),
             "{report}"
         );
         assert!(kernel.text.len() < 100_000, "{}", kernel.text.len());
@@ -1600,5 +1606,43 @@ mod tests {
             ),
             "{report}"
         );
+    }
+
+    #[test]
+    fn the_locals_of_many_read_vectors_count_towards_the_staging_limit() {
+        // READ vectors have no copies back, so only what went back at the
+        // returns was bounded: a hundred parameters of 1024 values each
+        // declared a megabyte of locals.
+        let vector = Vector {
+            entries: 64,
+            dim: 16,
+            mode: "READ",
+        };
+        let bindings = Bindings {
+            vectors: (0..100).map(|k| (k, Ok(vector))).collect(),
+            ..Bindings::default()
+        };
+        let params: Vec<String> = (0..100).map(|k| format!("const double **p{k}")).collect();
+        let (kernel, report) = translate_one(
+            &format!("inline void k({}) {{ }}", params.join(", ")),
+            &bindings,
+        );
+        assert!(
+            report
+                .to_string()
+                .contains("kernel `k` cannot be staged: the locals it works on"),
+            "{report}"
+        );
+        assert!(kernel.text.len() < 200_000, "{}", kernel.text.len());
+        // Ten of them are fine.
+        let bindings = Bindings {
+            vectors: (0..10).map(|k| (k, Ok(vector))).collect(),
+            ..Bindings::default()
+        };
+        let (_, report) = translate_one(
+            &format!("inline void k({}) {{ }}", params[..10].join(", ")),
+            &bindings,
+        );
+        assert!(report.faithful(), "{report}");
     }
 }
