@@ -104,21 +104,26 @@ impl ParseLimit {
 /// used since the parse started (a parse runs on one thread, from start to
 /// end, in tree-sitter's C), so that a busy machine slows the parse without
 /// moving the place it gives up at; the time since it started where the
-/// thread's CPU time cannot be read (not on Unix).
-struct ParseClock {
+/// thread's CPU time cannot be read (not on Unix). Public for the other
+/// parsers of the project (the import's C++ parse) to share the deadline's
+/// measure.
+#[derive(Debug)]
+pub struct ParseClock {
     since: Instant,
     cpu_at_start: Option<Duration>,
 }
 
 impl ParseClock {
-    fn start() -> ParseClock {
+    /// Starts measuring on the calling thread.
+    pub fn start() -> ParseClock {
         ParseClock {
             since: Instant::now(),
             cpu_at_start: thread_cpu_time(),
         }
     }
 
-    fn spent(&self) -> Duration {
+    /// The time spent since [`ParseClock::start`], on the same thread.
+    pub fn spent(&self) -> Duration {
         match (self.cpu_at_start, thread_cpu_time()) {
             (Some(start), Some(now)) => now.saturating_sub(start),
             _ => self.since.elapsed(),

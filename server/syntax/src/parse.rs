@@ -81,7 +81,7 @@ const PARSE_STACK_PER_BYTE: usize = 64;
 /// own with [`PARSE_STACK_BASE`] and [`PARSE_STACK_PER_BYTE`]. A panic in
 /// the parse goes on in the caller; where no thread can be made, the parse
 /// runs on the caller's thread.
-fn on_parse_stack<T: Send>(len: usize, parse: impl FnOnce() -> T + Send) -> T {
+pub fn on_parse_stack<T: Send>(len: usize, parse: impl FnOnce() -> T + Send) -> T {
     if len <= INLINE_PARSE {
         return parse();
     }
