@@ -374,6 +374,36 @@ impl Body {
     }
 }
 
+/// The first `print`/`printf` statement of `body` (in a kernel: the print
+/// that only `op2 run` runs), searched without recursion, as nesting depth
+/// comes from the input.
+pub fn first_print(body: &Body) -> Option<&Stmt> {
+    let mut stack: Vec<&Stmt> = body.statements.iter().rev().collect();
+    while let Some(stmt) = stack.pop() {
+        match &stmt.kind {
+            StmtKind::Print { .. } => return Some(stmt),
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
+                stack.extend(stmts.iter().rev());
+            }
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                stack.extend(else_branch.as_deref());
+                stack.push(then_branch);
+            }
+            StmtKind::For { init, body, .. } => {
+                stack.push(body);
+                stack.extend(init.as_deref());
+            }
+            StmtKind::While { body, .. } | StmtKind::DoWhile { body, .. } => stack.push(body),
+            _ => {}
+        }
+    }
+    None
+}
+
 /// Calls `f` on every expression of `stmt`, outermost first.
 pub fn walk_stmt_exprs<'a>(stmt: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
     match &stmt.kind {

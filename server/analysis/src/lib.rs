@@ -193,6 +193,11 @@ fn report_dead_loops(
         if incomplete || !dependencies.is_dead(id) {
             continue;
         }
+        // Printing is an effect (`op2 run` prints each element's text).
+        let kernel = invocation.kernel.map(|k| &program.kernels[k.index()]);
+        if kernel.is_some_and(|k| hir::first_print(&k.body).is_some()) {
+            continue;
+        }
         let writes = invocation
             .resolved_args()
             .any(|(_, a)| a.mode.writes() && a.kind.data().is_some());

@@ -410,12 +410,14 @@ impl<'a, 't> Lowerer<'a, 't> {
                 StmtKind::ParLoop(handler(par_loop)?)
             }
             AstStmt::Print(print) => {
-                if !matches!(self.context, Context::Main) {
+                // `main` and kernels print (a kernel prints once per
+                // element, `op2 run` only; docs/language.md §8).
+                if !matches!(self.context, Context::Main | Context::Kernel { .. }) {
                     let keyword = print.node().child(0).map_or(range, |k| k.text_range());
                     self.report(
                         Code::E601,
                         keyword,
-                        format!("`{}` outside `main`; kernels cannot print", print.keyword()),
+                        format!("`{}` outside `main` or a kernel", print.keyword()),
                     );
                     return None;
                 }

@@ -40,3 +40,62 @@ fn run_and_simulate_end_with_the_programs_exit_status() {
         .expect("op2 runs");
     assert_eq!(output.status.code(), Some(0), "{output:?}");
 }
+
+const KERNEL_PRINTS: &str = "set cells;\n\ndat p_n: int on cells;\n\nkernel show(const int *n) {\n    printf(\"[%d]\", n[0]);\n}\n\nmain {\n    par_loop show over cells (p_n READ);\n    print(\"\");\n}\n";
+
+#[test]
+fn a_kernel_that_prints_runs_and_is_refused_by_simulate_and_build() {
+    let scratch = Scratch::new();
+    scratch.file(
+        "data.json",
+        r#"{ "sets": { "cells": 3 }, "dats": { "p_n": [4, 5, 6] } }"#,
+    );
+    scratch.file("show.op2", KERNEL_PRINTS);
+    let check = scratch
+        .op2(&["check", "show.op2"])
+        .output()
+        .expect("op2 runs");
+    assert!(check.status.success(), "{check:?}");
+    for engine in ["interp", "compiled"] {
+        let output = scratch
+            .op2(&[
+                "run",
+                "--engine",
+                engine,
+                "show.op2",
+                "--instance",
+                "data.json",
+            ])
+            .output()
+            .expect("op2 runs");
+        assert!(output.status.success(), "{engine}: {output:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            "[4][5][6]\n",
+            "{engine}"
+        );
+    }
+    for args in [
+        vec!["simulate", "show.op2", "--instance", "data.json"],
+        vec![
+            "build",
+            "show.op2",
+            "--instance",
+            "data.json",
+            "-o",
+            "show.xml",
+        ],
+    ] {
+        let output = scratch.op2(&args).output().expect("op2 runs");
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(
+                "error[E608]: kernel `show` prints; `printf` in a kernel runs only in `op2 run`"
+            ) && stderr.contains("show.op2:6:5"),
+            "{args:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty(), "{args:?}: {output:?}");
+    }
+    assert!(!scratch.path("show.xml").exists());
+}

@@ -240,6 +240,8 @@ pub enum BuildFailure {
     Unreadable(PathBuf, io::Error),
     /// Writing failed.
     Write(BuildError),
+    /// A kernel prints, which a device cannot yet (E608's message).
+    KernelPrint(String),
 }
 
 impl fmt::Display for BuildFailure {
@@ -262,6 +264,7 @@ impl fmt::Display for BuildFailure {
                 write!(f, "cannot read `{}`: {error}", path.display())
             }
             BuildFailure::Write(error) => write!(f, "{error}"),
+            BuildFailure::KernelPrint(message) => write!(f, "error[E608]: {message}"),
         }
     }
 }
@@ -312,6 +315,9 @@ pub fn build_with_fan_limit(
         .count();
     if errors > 0 || analysis.program.main.is_none() {
         return Err(BuildFailure::ProgramErrors(errors.max(1)));
+    }
+    if let Some(print) = crate::limits::kernel_print(&analysis.program) {
+        return Err(BuildFailure::KernelPrint(print.message));
     }
     match instance {
         None => write_graph(path, &graph, None)

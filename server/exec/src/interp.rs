@@ -63,6 +63,12 @@ pub trait Host {
     /// The length of the part of a line that the output so far left
     /// without a newline (kept by the host, for [`crate::printf::continue_line`]).
     fn unfinished_line(&mut self) -> &mut usize;
+    /// Whether this host runs `main` (the default), rather than taking a
+    /// kernel's prints: a kernel's frame may have a host only for its
+    /// `print`/`printf`, and its loops spend the kernel's budget.
+    fn runs_main(&self) -> bool {
+        true
+    }
     /// `main` runs a par_loop; `globals` are `main`'s globals.
     fn par_loop(
         &mut self,
@@ -81,10 +87,11 @@ pub struct Frame<'a> {
     pub lengths: &'a [i32],
     /// The globals (`main` only).
     pub globals: &'a mut [Vec<Value>],
-    /// The host (`main` only).
+    /// The host: `main`'s, or in a kernel evaluation one that takes only
+    /// the kernel's prints ([`Host::runs_main`] is false).
     pub host: Option<&'a mut dyn Host>,
     /// Loop iterations left: of `main`'s `--max-iterations`, or, in a
-    /// kernel evaluation (a frame without a host), of
+    /// kernel evaluation (a frame without a host that runs `main`), of
     /// [`MAX_KERNEL_ITERATIONS`].
     pub budget: u64,
 }
@@ -691,7 +698,7 @@ fn literal_index(expr: &Expr) -> Option<i64> {
 #[inline]
 fn spend(frame: &mut Frame<'_>, range: TextRange) -> Result<(), Fault> {
     if frame.budget == 0 {
-        return Err(if frame.host.is_some() {
+        return Err(if frame.host.as_deref().is_some_and(|h| h.runs_main()) {
             Fault::IterationLimit(0)
         } else {
             kernel_loop_limit(range)

@@ -367,12 +367,16 @@ impl<'a> Reference<'a> {
                 }
             }
             let mut no_globals: [Vec<Value>; 0] = [];
+            let mut printer = KernelPrinter {
+                out: &mut *self.out,
+                unfinished_line: &mut self.unfinished_line,
+            };
             let mut frame = Frame {
                 slots: &mut slots,
                 consts,
                 lengths: &lengths,
                 globals: &mut no_globals,
-                host: None,
+                host: Some(&mut printer),
                 budget: crate::interp::MAX_KERNEL_ITERATIONS,
             };
             if let Err(fault) = prepared.compiled.run(&mut frame) {
@@ -486,6 +490,35 @@ pub(crate) fn combine(target: &mut [Value], values: &[Value], mode: AccessMode) 
         if value::binary(op, *v, *t).is_ok_and(Value::is_true) {
             *t = v.convert(t.ty());
         }
+    }
+}
+
+/// Where a kernel's `print`/`printf` writes: `main`'s output, element by
+/// element in order (a kernel that prints is never compiled, so it runs
+/// here on one thread).
+struct KernelPrinter<'b> {
+    out: &'b mut dyn FnMut(&str),
+    unfinished_line: &'b mut usize,
+}
+
+impl Host for KernelPrinter<'_> {
+    fn print(&mut self, text: &str) {
+        (self.out)(text);
+    }
+
+    fn unfinished_line(&mut self) -> &mut usize {
+        self.unfinished_line
+    }
+
+    fn runs_main(&self) -> bool {
+        false
+    }
+
+    fn par_loop(&mut self, _: InvocationId, _: &mut [Vec<Value>]) -> Result<(), Fault> {
+        // The analysis refuses a par_loop in a kernel (E601).
+        Err(Fault::Host(
+            "internal error: a par_loop inside a kernel".into(),
+        ))
     }
 }
 

@@ -1049,6 +1049,17 @@ pub fn simulate_with_progress(
     out: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(&Statistics),
 ) -> Result<(State, Statistics), SimulationError> {
+    // A device cannot print yet: refused (E608), as `op2 simulate` does.
+    if let Some(print) = op2_codegen::limits::kernel_print(&analysis.program) {
+        let at = crate::reference::position(
+            &analysis.program,
+            print.location.file,
+            print.location.range,
+        );
+        return Err(SimulationError::Runtime(RuntimeError {
+            message: format!("{at}: error[E608]: {}", print.message),
+        }));
+    }
     let start = Instant::now();
     let mut simulator = Simulator::new(analysis, graph, data, options, out, progress)?;
     simulator.run()?;

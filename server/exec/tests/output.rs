@@ -113,3 +113,130 @@ fn simulation_fails_alike(case: &support::Case, error: &str) {
         other => panic!("expected the same error, got {other:?}"),
     }
 }
+
+/// A kernel that prints, in an indirect loop with a reduction, between
+/// `main`'s own part-line output.
+const KERNEL_PRINTS: &str = r#"
+set nodes;
+set edges;
+
+map pedge: edges -> nodes[2];
+
+dat p_x: double on nodes;
+dat p_w: int on edges;
+
+global g_sum: double;
+
+kernel show(const double *a, const double *b, const int *w, double *s) {
+    double d = b[0] - a[0];
+    printf("edge %d: %g", w[0], d);
+    if (d > 0.0)
+        print(" up");
+    else
+        printf(" down %.2f\n", -d);
+    *s += d * w[0];
+}
+
+main {
+    printf("before ");
+    par_loop show over edges (p_x[pedge[0]] READ, p_x[pedge[1]] READ, p_w READ, g_sum INC);
+    print("sum %g", g_sum);
+}
+"#;
+
+const EDGES: &[u8] = br#"{"sets": {"nodes": 3, "edges": 3},
+  "maps": {"pedge": [[0, 1], [1, 2], [2, 0]]},
+  "dats": {"p_x": [1.0, 0.5, 4.25], "p_w": [7, 8, 9]}}"#;
+
+/// Runs `case` with `engine` (any fallback allowed), with the output, the
+/// final state or the error, and the fallback note.
+fn run_engine(
+    case: &support::Case,
+    engine: op2_exec::Engine,
+    threads: usize,
+) -> (String, Result<op2_exec::State, String>, Option<String>) {
+    let mut output = String::new();
+    let mut sink = |text: &str| output.push_str(text);
+    let state = op2_exec::State::new(&case.analysis.program, &case.data);
+    let reference = op2_exec::Reference::new(&case.analysis, state, &mut sink)
+        .with_engine(engine)
+        .with_threads(threads);
+    let fallback = reference.fallback().map(str::to_owned);
+    let result = reference.run(u64::MAX).map_err(|e| e.to_string());
+    (output, result, fallback)
+}
+
+#[test]
+fn a_kernel_prints_per_element_in_element_order_alike_in_both_engines() {
+    let case = load("edges.op2", KERNEL_PRINTS, EDGES);
+    let (interpreted, state, fallback) = run_engine(&case, op2_exec::Engine::Interp, 1);
+    assert_eq!(fallback, None);
+    let state = state.expect("the program runs");
+    // Each edge's text after the one before, after `main`'s "before ".
+    let mut expected = String::from("before ");
+    let x = [1.0, 0.5, 4.25];
+    let mut sum = 0.0;
+    for (k, (a, b)) in [(0, 1), (1, 2), (2, 0)].into_iter().enumerate() {
+        let d: f64 = x[b] - x[a];
+        let w = 7 + k;
+        expected.push_str(&format!("edge {w}: {d}"));
+        if d > 0.0 {
+            expected.push_str(" up\n");
+        } else {
+            expected.push_str(&format!(" down {:.2}\n", -d));
+        }
+        sum += d * w as f64;
+    }
+    expected.push_str(&format!("sum {sum}\n"));
+    assert_eq!(interpreted, expected);
+    // The compiled engine runs the printing kernel interpreted, with a
+    // note, on any number of threads: the same bytes and state.
+    for threads in [1, 4] {
+        let (compiled, compiled_state, fallback) =
+            run_engine(&case, op2_exec::Engine::Compiled, threads);
+        assert_eq!(compiled, interpreted, "{threads} threads");
+        let fallback = fallback.expect("a printing kernel is not compiled");
+        assert!(
+            fallback.contains("par_loop `show` is not compiled: its kernel prints"),
+            "{fallback}"
+        );
+        assert_eq!(
+            compiled_state.expect("it runs").globals,
+            state.globals,
+            "{threads} threads"
+        );
+    }
+}
+
+#[test]
+fn a_kernel_that_prints_stops_both_engines_alike_at_a_fault() {
+    // The third element divides by zero: the first two have printed.
+    let text = "set cells;\n\ndat p_n: int on cells;\n\nkernel show(const int *n) {\n    printf(\"%d;\", 6 / (2 - n[0]));\n}\n\nmain {\n    par_loop show over cells (p_n READ);\n}\n";
+    let case = load(
+        "fault.op2",
+        text,
+        br#"{"sets": {"cells": 4}, "dats": {"p_n": [0, 1, 2, 3]}}"#,
+    );
+    let (interpreted, error, _) = run_engine(&case, op2_exec::Engine::Interp, 1);
+    let (compiled, compiled_error, _) = run_engine(&case, op2_exec::Engine::Compiled, 2);
+    assert_eq!(interpreted, "3;6;");
+    assert_eq!(compiled, interpreted);
+    let error = error.expect_err("division by zero");
+    assert!(error.contains("fault.op2:6:19"), "{error}");
+    assert_eq!(compiled_error.expect_err("division by zero"), error);
+}
+
+#[test]
+fn the_simulator_refuses_a_kernel_that_prints() {
+    let case = load("edges.op2", KERNEL_PRINTS, EDGES);
+    match case.simulate(Options::default()) {
+        Err(SimulationError::Runtime(e)) => {
+            let message = e.to_string();
+            assert!(
+                message.starts_with("edges.op2:14:5: error[E608]: kernel `show` prints"),
+                "{message}"
+            );
+        }
+        other => panic!("expected E608, got {:?}", other.map(|(_, out, _)| out)),
+    }
+}

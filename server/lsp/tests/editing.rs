@@ -343,6 +343,32 @@ fn kernel_bodies_offer_parameters_locals_consts_and_built_ins() {
 }
 
 #[test]
+fn kernel_statements_offer_print_and_printf_but_not_par_loop_or_exit() {
+    let fixture =
+        format!("{PRELUDE}kernel k(const double *a) {{\n    double t = a[0];\n    $0\n}}\n");
+    let items = check(
+        &fixture,
+        &["print", "printf", "a", "t"],
+        &["par_loop", "exit"],
+    );
+    assert_eq!(
+        item(&items, "printf").insert_text.as_deref(),
+        Some("printf(\"$1\", $2);")
+    );
+    // A kernel's print is classified as `main`'s: a keyword, a parameter.
+    let text = "set cells;\ndat p_q: double on cells;\nkernel show(const double *q) {\n    printf(\"%g\\n\", q[0]);\n}\nmain {\n    par_loop show over cells (p_q READ);\n}\n";
+    let data = with_context(
+        "file:///kernel-print.op2",
+        text,
+        handlers::semantic_tokens::full,
+    )
+    .expect("tokens");
+    let tokens = decode(text, &data.data);
+    has_token(&tokens, "printf", "keyword", &[]);
+    has_token(&tokens, "q", "parameter", &["readonly"]);
+}
+
+#[test]
 fn main_offers_globals_consts_locals_and_snippets() {
     let fixture = format!("{PRELUDE}main {{\n    int iter = 0;\n    $0\n}}\n");
     let items = check(

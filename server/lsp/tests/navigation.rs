@@ -1515,6 +1515,15 @@ fn hover_on_sets_maps_consts_params_and_locals() {
 }
 
 #[test]
+fn hover_on_a_parameter_a_kernel_prints() {
+    let text = "set cells;\ndat p_q: double on cells;\nkernel show(const double *q) {\n    double twice = 2.0 * q[0];\n    printf(\"%g %g\\n\", q[0], twice);\n}\nmain {\n    par_loop show over cells (p_q READ);\n}\n";
+    let hover = hover_at(text, "q[0], twice", 0);
+    assert_contains(&hover, &["const double *q", "Parameter 1 of kernel `show`"]);
+    let hover = hover_at(text, "twice);", 0);
+    assert_contains(&hover, &["double twice", "Local variable of kernel `show`"]);
+}
+
+#[test]
 fn hover_on_a_diagnostic_explains_its_code() {
     let text = "set cells;\nset unused;\nmain { }\n";
     let hover = hover_at(text, "unused", 2);

@@ -1933,8 +1933,13 @@ impl Gen<'_, '_> {
                 self.b.ins().jump(finish, &[]);
                 self.ended = true;
             }
-            StmtKind::ParLoop(_) | StmtKind::Print { .. } | StmtKind::Exit(_) => {
-                return Err("a par_loop, print or exit inside a kernel".into());
+            StmtKind::Print { .. } => {
+                // The simplest honest choice: a kernel that prints runs
+                // interpreted, element by element in order, on one thread.
+                return Err("its kernel prints (`print` and `printf` in a kernel run only in the interpreter, in element order)".into());
+            }
+            StmtKind::ParLoop(_) | StmtKind::Exit(_) => {
+                return Err("a par_loop or exit inside a kernel".into());
             }
         }
         Ok(())

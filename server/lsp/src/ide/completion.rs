@@ -656,6 +656,10 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
             items.extend(variables(&locals(&tokens, open), CompletionKind::Local, 0));
             items.extend(consts(program, 1));
             items.extend(builtins(2));
+            if at_statement_start(statement) {
+                // A kernel prints too (`op2 run` only; language.md §5).
+                items.extend(print_snippets());
+            }
             items.extend(body_keywords(3));
             items
         }
@@ -674,16 +678,7 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
                         .detail("par_loop KERNEL over SET (ARGS);")
                         .snippet("par_loop ${1:kernel} over ${2:set} ($0);"),
                 );
-                items.push(
-                    CompletionItem::new("print", CompletionKind::Snippet, 0)
-                        .detail("print(FORMAT, VALUES…);")
-                        .snippet("print(\"$1\", $2);"),
-                );
-                items.push(
-                    CompletionItem::new("printf", CompletionKind::Snippet, 0)
-                        .detail("printf(FORMAT, VALUES…); (no newline added)")
-                        .snippet("printf(\"$1\", $2);"),
-                );
+                items.extend(print_snippets());
                 items.push(
                     CompletionItem::new("exit", CompletionKind::Snippet, 0)
                         .detail("exit(STATUS);")
@@ -694,6 +689,18 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
             items
         }
     }
+}
+
+/// The `print` and `printf` statements, which `main` and kernels have.
+fn print_snippets() -> [CompletionItem; 2] {
+    [
+        CompletionItem::new("print", CompletionKind::Snippet, 0)
+            .detail("print(FORMAT, VALUES…);")
+            .snippet("print(\"$1\", $2);"),
+        CompletionItem::new("printf", CompletionKind::Snippet, 0)
+            .detail("printf(FORMAT, VALUES…); (no newline added)")
+            .snippet("printf(\"$1\", $2);"),
+    ]
 }
 
 /// True when a name may come at the end of `statement` in a body: not
