@@ -294,6 +294,17 @@ pub fn translate(
         if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
             return false;
         }
+        // The format of a `printf` the kernel makes (checked with the call).
+        if matches!(kind, "string_literal" | "concatenated_string")
+            && c::enclosing_call(source, ancestors)
+                .is_some_and(|callee| callee == "printf" || callee == "op_printf")
+            && c::ancestor(ancestors, 0).and_then(|list| c::named_children(list).first().copied())
+                == Some(node)
+            && let Some(value) = c::string_literal(source, node)
+        {
+            edits.replace(node, format!("\"{value}\""));
+            return false;
+        }
         if !KERNEL_KINDS.contains(&kind) {
             faithful = false;
             let what = kind.replace('_', " ");
@@ -562,14 +573,30 @@ pub fn translate(
                         )),
                     );
                     return false;
+                } else if (callee == "printf" || callee == "op_printf")
+                    && c::ancestor(ancestors, 0).is_some_and(|p| p.kind() == "expression_statement")
+                    && c::call_arguments(node)
+                        .first()
+                        .is_some_and(|f| c::string_literal(source, *f).is_some())
+                {
+                    // A statement `printf("…", …);` is the kernel's
+                    // `print`/`printf` statement (language.md §8), `print`
+                    // when the format ends its line, as in `main`.
+                    let whole_lines = c::call_arguments(node)
+                        .first()
+                        .and_then(|f| c::string_literal(source, *f))
+                        .is_some_and(|format| format.ends_with("\\n"));
+                    if let Some(function) = node.child_by_field_name("function") {
+                        edits.replace(function, if whole_lines { "print" } else { "printf" });
+                    }
                 } else {
                     faithful = false;
                     let (message, help) = if callee == "printf" || callee == "op_printf" {
                         (
                             format!(
-                                "`{callee}` inside a kernel (in kernel `{name}`): `.op2` prints only from `main`; printing from a kernel needs the simulator and the compiled engine to print per element, which they do not yet"
+                                "`{callee}` inside a kernel (in kernel `{name}`) other than as a statement with a literal format"
                             ),
-                            "print from `main` after reducing the value into a global",
+                            "write `printf(\"FORMAT\", …);` as a statement of its own",
                         )
                     } else {
                         (

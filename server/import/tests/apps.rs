@@ -238,8 +238,8 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
         ),
         (
             25,
-            3,
-            "`printf` inside a kernel (in kernel `show`): `.op2` prints only from `main`; printing from a kernel needs the simulator and the compiled engine to print per element, which they do not yet",
+            11,
+            "`printf` inside a kernel (in kernel `show`) other than as a statement with a literal format",
         ),
         (
             29,
@@ -574,6 +574,29 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         "{}",
         imported.report
     );
+}
+
+#[test]
+fn a_kernel_that_prints_prints_the_native_builds_bytes() {
+    let work = tempfile::tempdir().expect("temporary directory");
+    let imported = import_app("traced", "traced.cpp", work.path()).expect("imports");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "print(\"edge %d: %g -> %g\\n\", *id, *a, *b);",
+        "printf(\" %.3f\", *x);",
+        "printf(\" (%e)\", *x);",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    let Some(cxx) = compiler("traced") else {
+        return;
+    };
+    // Every byte, element by element in order, between the host's prints.
+    let native = native(&cxx, "traced", "traced.cpp", work.path(), &[]);
+    let ported = format!("{}{}", imported.setup_output, run_imported(&imported));
+    assert_eq!(ported, native);
+    assert_eq!(native.matches("edge ").count(), 8, "{native}");
 }
 
 #[test]

@@ -1,5 +1,5 @@
 // Constructs op2 import reports rather than translates: a vector-map
-// parameter used other than as `x[i][j]`, printf in a kernel, a helper that
+// parameter used other than as `x[i][j]`, printf's value in a kernel, a helper that
 // is not one `return`, a macro whose body calls a function, `expf` and C++'s
 // `float` `pow`, host functions that cannot be inlined into `main` (a
 // `return` inside a loop; a call inside an expression), and a pointer of the
@@ -22,7 +22,7 @@ inline void gather(const double **x, double *sum) {
 }
 
 inline void show(const double *x) {
-  printf("%g\n", x[0]);
+  int n = printf("%g\n", x[0]);
 }
 
 inline void scale(double *x) {
