@@ -28,6 +28,7 @@ use rustc_hash::FxHashMap;
 
 use crate::interp::{Compiled, CompiledExpr, Fault, Frame, Host};
 use crate::native::KernelCalls;
+use crate::native::compile::{HandlerArg, RowBack, RowSource, RowStart};
 use crate::native::flat::{from_slot, to_slot};
 use store::{Column, Payloads, add_slots, combine_slots, copy_slots};
 
@@ -358,9 +359,16 @@ struct PlanInfo {
     /// Per resolved argument: where its components start in a kernel
     /// call's staging slots; after them, the number of slots.
     offsets: Vec<usize>,
-    /// The kernel call's staging and store-back steps.
+    /// The kernel call's staging and store-back steps (the interpreter's).
     stage: Vec<Stage>,
     store: Vec<Store>,
+    /// Per resolved argument: its row and how the compiled handler stages
+    /// and stores it (`KernelCalls`); the rows' column groups are the
+    /// dats, the invocation's landing pads and the type's pads, its extra
+    /// slots the `indices`.
+    handler: Vec<HandlerArg>,
+    /// The index arguments, in order: the extra slots of a compiled call.
+    indices: Vec<ArgKind>,
     /// Per read send (by bit), per write send: its output pin's bit.
     read_send_pins: Vec<PinBit>,
     write_send_pins: Vec<PinBit>,
@@ -460,19 +468,28 @@ enum PadStore {
 
 /// The staging and store-back steps of `invocation`'s kernel call on a set
 /// device type, from its arguments' landing pads and pads (`arg_store`)
-/// and their slots (`offsets`).
+/// and their slots (`offsets`), and the same as the compiled handler's
+/// rows (`PlanInfo::handler`).
 fn staging(
     invocation: &op2_analysis::model::Invocation,
     arg_store: &[usize],
     offsets: &[usize],
-) -> (Vec<Stage>, Vec<Store>) {
+) -> (Vec<Stage>, Vec<Store>, Vec<HandlerArg>) {
     let mut stage = Vec::new();
     let mut store = Vec::new();
+    let mut handler = Vec::new();
     let mut incremented = Vec::new();
+    let mut indices = 0;
     for (position, (k, arg)) in invocation.resolved_args().enumerate() {
         let at = offsets[position];
         let length = arg.ty.dimension as usize;
         let inc = arg.mode == AccessMode::Inc;
+        let column = |group: u8, column: usize| RowSource::Column {
+            group,
+            column: u32::try_from(column).unwrap_or(u32::MAX),
+            width: arg.ty.dimension,
+        };
+        let row = |row, start, back| HandlerArg { row, start, back };
         match arg.kind {
             ArgKind::DirectDat(dat) => {
                 let dat = dat.index();
@@ -489,6 +506,11 @@ fn staging(
                         add: inc,
                     });
                 }
+                handler.push(match arg.mode {
+                    AccessMode::Inc => row(column(0, dat), RowStart::Zero, RowBack::Add),
+                    AccessMode::Read => row(column(0, dat), RowStart::Load, RowBack::Keep),
+                    _ => row(column(0, dat), RowStart::Load, RowBack::Copy),
+                });
             }
             ArgKind::IndirectDat { .. } => {
                 let buffer = arg_store[k];
@@ -499,6 +521,12 @@ fn staging(
                     zero: inc,
                 });
                 store.push(Store::Buffer { buffer, at, length });
+                let start = if inc {
+                    RowStart::ZeroRow
+                } else {
+                    RowStart::Load
+                };
+                handler.push(row(column(1, buffer), start, RowBack::Copy));
             }
             ArgKind::Global(_) | ArgKind::Info { .. } => {
                 let pad = arg_store[k];
@@ -531,14 +559,33 @@ fn staging(
                     length,
                     how,
                 });
+                let start = if inc && global.is_some() {
+                    RowStart::ZeroRow
+                } else {
+                    RowStart::Load
+                };
+                let back = match how {
+                    PadStore::Copy => RowBack::Copy,
+                    PadStore::Add => RowBack::Add,
+                    PadStore::Combine(mode) => RowBack::Combine(mode),
+                };
+                handler.push(row(column(2, pad), start, back));
             }
-            ArgKind::Index(_) => stage.push(Stage::Index { kind: arg.kind, at }),
+            ArgKind::Index(_) => {
+                stage.push(Stage::Index { kind: arg.kind, at });
+                let extra = RowSource::Extra(indices);
+                indices += 1;
+                handler.push(row(extra, RowStart::Load, RowBack::Keep));
+            }
             // Compiled in, or put in the interpreter's frame; their slots
             // zeroed, as every slot is before a call.
-            ArgKind::Const(_) | ArgKind::Len(_) => stage.push(Stage::Zero { at, length }),
+            ArgKind::Const(_) | ArgKind::Len(_) => {
+                stage.push(Stage::Zero { at, length });
+                handler.push(row(RowSource::None, RowStart::Load, RowBack::Keep));
+            }
         }
     }
-    (stage, store)
+    (stage, store, handler)
 }
 
 /// Where output pin `pin` is in a device's ready mask: a bit of one of
@@ -1002,6 +1049,8 @@ struct Simulator<'a> {
     /// The starts of the MIN or MAX globals `INFO` globals follow in one
     /// kernel run, reused.
     info_starts: Vec<u64>,
+    /// The index arguments' values of a compiled kernel call, reused.
+    index_slots: Vec<u64>,
     random: Random,
     statistics: Statistics,
     out: &'a mut dyn FnMut(&str),
@@ -1225,6 +1274,8 @@ impl<'a> Simulator<'a> {
                     end_pads: Vec::new(),
                     info_pads: Vec::new(),
                     offsets: Vec::new(),
+                    handler: Vec::new(),
+                    indices: Vec::new(),
                     stage: Vec::new(),
                     store: Vec::new(),
                     read_send_pins: Vec::new(),
@@ -1351,7 +1402,16 @@ impl<'a> Simulator<'a> {
                     total += arg.ty.dimension as usize;
                 }
                 info.offsets.push(total);
-                (info.stage, info.store) = staging(invocation, &info.arg_store, &info.offsets);
+                (info.stage, info.store, info.handler) =
+                    staging(invocation, &info.arg_store, &info.offsets);
+                info.indices = info
+                    .stage
+                    .iter()
+                    .filter_map(|step| match *step {
+                        Stage::Index { kind, .. } => Some(kind),
+                        _ => None,
+                    })
+                    .collect();
             }
             set_base.insert(set, (device_count, types.len()));
             device_count += state.set_sizes[set.index()];
@@ -1623,7 +1683,12 @@ impl<'a> Simulator<'a> {
         let mut statistics = statistics;
         let calls = match options.engine {
             Engine::Interp => None,
-            Engine::Compiled => match KernelCalls::new(&program, &state.set_sizes, &state.consts) {
+            Engine::Compiled => match KernelCalls::new(
+                &program,
+                &state.set_sizes,
+                &state.consts,
+                &handlers(&program, &types),
+            ) {
                 Ok(calls) => {
                     statistics.interpreted.clone_from(&calls.declined);
                     Some(calls)
@@ -1676,6 +1741,7 @@ impl<'a> Simulator<'a> {
             lengths: Vec::new(),
             scratch: Vec::new(),
             info_starts: Vec::new(),
+            index_slots: Vec::new(),
             random: Random(options.seed),
             statistics,
             out,
@@ -2370,6 +2436,89 @@ impl<'a> Simulator<'a> {
         if self.kernels[id.index()].is_none() {
             return Ok(());
         }
+        // The starting value of the MIN or MAX global each `INFO` follows.
+        let info = &self.types[t].plans[p];
+        let mut starts = std::mem::take(&mut self.info_starts);
+        starts.clear();
+        starts.extend(
+            info.info_pads
+                .iter()
+                .map(|&(_, r)| self.columns[t].pads[r].row(element)[0]),
+        );
+        let result = match self.calls.as_mut().filter(|calls| calls.compiled(id)) {
+            Some(calls) => {
+                // Staging, kernel and store-back in one compiled call.
+                let mut indices = std::mem::take(&mut self.index_slots);
+                indices.clear();
+                indices.extend(info.indices.iter().map(|&kind| {
+                    to_slot(crate::reference::index_value(self.state.row_of(
+                        &self.program,
+                        kind,
+                        element,
+                    )))
+                }));
+                let columns = &mut self.columns[t];
+                let groups = [
+                    &mut self.dats[..],
+                    &mut columns.plans[p].buffers[..],
+                    &mut columns.pads[..],
+                ];
+                let result = calls.call(id, groups, &mut indices, element);
+                self.index_slots = indices;
+                result
+            }
+            None => self.interpret_kernel(t, p, id, element),
+        };
+        if let Err(fault) = result {
+            self.info_starts = starts;
+            let program = Arc::clone(&self.program);
+            let invocation = &program.invocations[id.index()];
+            let kernel = &program.kernels[invocation.kernel.map_or(0, |k| k.index())];
+            let set = invocation
+                .set
+                .map_or("?", |s| program.sets[s.index()].name.as_str());
+            let context = format!(
+                "in kernel `{}` (invocation `{}`, element {element} of `{set}`)",
+                kernel.name, invocation.name
+            );
+            return Err(SimulationError::Runtime(describe(
+                &program,
+                kernel.location.file,
+                &fault,
+                &context,
+            )));
+        }
+        self.statistics.evaluations += 1;
+        // `element_G`: this element, when it improved on the start of `R`.
+        let info = &self.types[t].plans[p];
+        let columns = &mut self.columns[t];
+        let infos = &self.graph.invocations[info.plan].infos;
+        for (i, ((plan, &(_, r)), &start)) in
+            infos.iter().zip(&info.info_pads).zip(&starts).enumerate()
+        {
+            let pad = &columns.pads[r];
+            let value = from_slot(pad.row(element)[0], pad.ty);
+            let start = from_slot(start, pad.ty);
+            let set = crate::reference::improves(value, start, plan.mode);
+            columns.plans[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
+                u32::try_from(element).unwrap_or(NO_ELEMENT)
+            } else {
+                NO_ELEMENT
+            }));
+        }
+        self.info_starts = starts;
+        Ok(())
+    }
+
+    /// The interpreter's kernel call: the arguments staged in 8-byte slots
+    /// by the step lists, given to the kernel as values, and stored back.
+    fn interpret_kernel(
+        &mut self,
+        t: usize,
+        p: usize,
+        id: InvocationId,
+        element: usize,
+    ) -> Result<(), Fault> {
         let info = &self.types[t].plans[p];
         let offsets = &info.offsets;
         // Every slot of the call is written by a staging step: the buffer
@@ -2422,85 +2571,53 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
-        // The starting value of the MIN or MAX global each `INFO` follows.
-        let mut starts = std::mem::take(&mut self.info_starts);
-        starts.clear();
-        starts.extend(
-            info.info_pads
-                .iter()
-                .map(|&(_, r)| columns.pads[r].row(element)[0]),
-        );
-        let compiled = self
-            .calls
-            .as_ref()
-            .filter(|calls| calls.offsets(id).is_some());
-        let result = if let Some(calls) = compiled {
-            calls.call(id, staged)
-        } else {
-            let program = Arc::clone(&self.program);
-            let invocation = &program.invocations[id.index()];
-            let Some(prepared) = self.kernels[id.index()].as_ref() else {
-                return Ok(());
-            };
-            let layout = &prepared.compiled.layout;
-            let mut slots = std::mem::take(&mut self.scratch);
-            slots.resize(layout.size, Value::Int(0));
-            for (position, (_, arg)) in invocation.resolved_args().enumerate() {
-                let (base, length) = layout.params[position];
-                let target = &mut slots[base..base + length];
-                let source = &staged[offsets[position]..offsets[position] + length];
-                match arg.kind {
-                    ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
-                    ArgKind::Len(set) => target[0] = Value::Int(self.lengths[set.index()]),
-                    _ => {
-                        for (value, slot) in target.iter_mut().zip(source) {
-                            *value = from_slot(*slot, arg.ty.scalar);
-                        }
-                    }
-                }
-            }
-            let mut no_globals: [Vec<Value>; 0] = [];
-            let mut frame = Frame {
-                slots: &mut slots,
-                consts: &self.state.consts,
-                lengths: &self.lengths,
-                globals: &mut no_globals,
-                host: None,
-                budget: crate::interp::MAX_KERNEL_ITERATIONS,
-            };
-            let result = prepared.compiled.run(&mut frame);
-            for (position, (_, arg)) in invocation.resolved_args().enumerate() {
-                let (base, length) = layout.params[position];
-                let target = &mut staged[offsets[position]..offsets[position] + length];
-                if !matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
-                    for (slot, value) in target.iter_mut().zip(&slots[base..base + length]) {
-                        *slot = to_slot(*value);
-                    }
-                }
-            }
-            self.scratch = slots;
-            result
+        let program = Arc::clone(&self.program);
+        let invocation = &program.invocations[id.index()];
+        let Some(prepared) = self.kernels[id.index()].as_ref() else {
+            self.staged = buffer;
+            return Ok(());
         };
+        let layout = &prepared.compiled.layout;
+        let mut slots = std::mem::take(&mut self.scratch);
+        slots.resize(layout.size, Value::Int(0));
+        for (position, (_, arg)) in invocation.resolved_args().enumerate() {
+            let (base, length) = layout.params[position];
+            let target = &mut slots[base..base + length];
+            let source = &staged[offsets[position]..offsets[position] + length];
+            match arg.kind {
+                ArgKind::Const(c) => target.copy_from_slice(&self.state.consts[c.index()]),
+                ArgKind::Len(set) => target[0] = Value::Int(self.lengths[set.index()]),
+                _ => {
+                    for (value, slot) in target.iter_mut().zip(source) {
+                        *value = from_slot(*slot, arg.ty.scalar);
+                    }
+                }
+            }
+        }
+        let mut no_globals: [Vec<Value>; 0] = [];
+        let mut frame = Frame {
+            slots: &mut slots,
+            consts: &self.state.consts,
+            lengths: &self.lengths,
+            globals: &mut no_globals,
+            host: None,
+            budget: crate::interp::MAX_KERNEL_ITERATIONS,
+        };
+        let result = prepared.compiled.run(&mut frame);
+        for (position, (_, arg)) in invocation.resolved_args().enumerate() {
+            let (base, length) = layout.params[position];
+            let target = &mut staged[offsets[position]..offsets[position] + length];
+            if !matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
+                for (slot, value) in target.iter_mut().zip(&slots[base..base + length]) {
+                    *slot = to_slot(*value);
+                }
+            }
+        }
+        self.scratch = slots;
         if let Err(fault) = result {
             self.staged = buffer;
-            let program = Arc::clone(&self.program);
-            let invocation = &program.invocations[id.index()];
-            let kernel = &program.kernels[invocation.kernel.map_or(0, |k| k.index())];
-            let set = invocation
-                .set
-                .map_or("?", |s| program.sets[s.index()].name.as_str());
-            let context = format!(
-                "in kernel `{}` (invocation `{}`, element {element} of `{set}`)",
-                kernel.name, invocation.name
-            );
-            return Err(SimulationError::Runtime(describe(
-                &program,
-                kernel.location.file,
-                &fault,
-                &context,
-            )));
+            return Err(fault);
         }
-        self.statistics.evaluations += 1;
         // The kernel wrote through its pointers: everything goes back.
         let info = &self.types[t].plans[p];
         let columns = &mut self.columns[t];
@@ -2544,22 +2661,6 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
-        // `element_G`: this element, when it improved on the start of `R`.
-        let infos = &self.graph.invocations[info.plan].infos;
-        for (i, ((plan, &(_, r)), &start)) in
-            infos.iter().zip(&info.info_pads).zip(&starts).enumerate()
-        {
-            let pad = &columns.pads[r];
-            let value = from_slot(pad.row(element)[0], pad.ty);
-            let start = from_slot(start, pad.ty);
-            let set = crate::reference::improves(value, start, plan.mode);
-            columns.plans[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
-                u32::try_from(element).unwrap_or(NO_ELEMENT)
-            } else {
-                NO_ELEMENT
-            }));
-        }
-        self.info_starts = starts;
         self.staged = buffer;
         Ok(())
     }
@@ -2939,6 +3040,18 @@ impl<'a> Simulator<'a> {
             }
         }
     }
+}
+
+/// Per invocation: the rows of its compiled execute handler, on the set
+/// device type of the set it iterates over.
+fn handlers(program: &Program, types: &[TypeInfo]) -> Vec<Option<Vec<HandlerArg>>> {
+    let mut handlers = vec![None; program.invocations.len()];
+    for plan in types.iter().flat_map(|t| &t.plans) {
+        if plan.iterates {
+            handlers[plan.invocation.index()] = Some(plan.handler.clone());
+        }
+    }
+    handlers
 }
 
 /// Finds `main`'s loops from the jumps back of its blocks: in a depth-first

@@ -29,7 +29,7 @@ use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::FuncId;
 
-use super::compile::{MATH, Slot};
+use super::compile::{MATH, RowSource, Slot};
 use super::flat::Buffer;
 
 /// Why the compiled engine is not available on this machine.
@@ -344,9 +344,9 @@ impl Code {
 type Entry = extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32;
 
 impl Code {
-    /// The kernel call `function` (`super::compile::compile_kernel_call`),
-    /// which reads and writes `staged` slots of its staging buffer and
-    /// reads the consts of `slots` (all [`Slot::Const`]) from `consts`.
+    /// The execute handler `function` (`super::compile::compile_handler`)
+    /// with its arguments' rows `args`, which reads the consts of `slots`
+    /// (all [`Slot::Const`]) from `consts`.
     ///
     /// The call holds pointers into the module and into `consts`: the
     /// caller keeps both alive, and `consts`' buffers unchanged, for as
@@ -354,7 +354,7 @@ impl Code {
     pub(crate) fn kernel_call(
         &self,
         function: FuncId,
-        staged: usize,
+        args: Vec<RowSource>,
         slots: &[Slot],
         consts: &[Vec<u64>],
     ) -> KernelCall {
@@ -375,34 +375,87 @@ impl Code {
         let entry = unsafe { std::mem::transmute::<*const u8, Entry>(entry) };
         KernelCall {
             entry,
-            staged,
+            rows: vec![std::ptr::null_mut(); args.len()],
+            args,
             table,
         }
     }
 }
 
-/// One kernel call's code, with the const table it reads.
+/// One execute handler's code, with where its arguments' rows are and the
+/// const table it reads.
 pub(crate) struct KernelCall {
     entry: Entry,
-    staged: usize,
+    args: Vec<RowSource>,
+    /// The rows of the call under way, one per argument.
+    rows: Vec<*mut u8>,
     table: Vec<*mut u8>,
 }
 
 impl KernelCall {
-    /// Runs the kernel on `staged`.
-    pub(crate) fn call(&self, staged: &mut [u64]) -> Result<(), Stop> {
-        assert!(staged.len() >= self.staged, "staging buffer too short");
+    /// Runs the handler on `element`: argument `k`'s row is row `element`
+    /// of the column its [`RowSource`] names in `groups`, or one of
+    /// `extra`'s slots. Fails without running when a row is out of range.
+    pub(crate) fn call<C: AsMut<Vec<u64>>>(
+        &mut self,
+        groups: [&mut [C]; 3],
+        extra: &mut [u64],
+        element: usize,
+    ) -> Result<(), Stop> {
+        let out_of_range = Stop {
+            site: 0,
+            element: i64::try_from(element).unwrap_or(i64::MAX),
+            index: 0,
+        };
+        // Every row is checked to be within its buffer: the code reads and
+        // writes `width` slots of each (`compile_handler` checked that
+        // every argument is that wide). Pointers come from `as_mut_ptr`,
+        // which creates no reference to the buffer, so two arguments may
+        // share a row, as the interpreter's staging lets them.
+        let (extra_len, extra) = (extra.len(), extra.as_mut_ptr());
+        for (row, source) in self.rows.iter_mut().zip(&self.args) {
+            *row = match *source {
+                RowSource::None => std::ptr::null_mut(),
+                RowSource::Column {
+                    group,
+                    column,
+                    width,
+                } => {
+                    let slots = groups
+                        .get(group as usize)
+                        .and_then(|g| g.get(column as usize))
+                        .is_some();
+                    if !slots {
+                        return Err(out_of_range);
+                    }
+                    let slots = groups[group as usize][column as usize].as_mut();
+                    let width = width as usize;
+                    let start = element.saturating_mul(width);
+                    if start.saturating_add(width) > slots.len() {
+                        return Err(out_of_range);
+                    }
+                    slots.as_mut_ptr().wrapping_add(start).cast()
+                }
+                RowSource::Extra(k) => {
+                    if k as usize >= extra_len {
+                        return Err(out_of_range);
+                    }
+                    extra.wrapping_add(k as usize).cast()
+                }
+            };
+        }
         let mut out = [0i64; 2];
-        // SAFETY: the code reads and writes the first `self.staged` slots
-        // of the staging buffer (checked above), and reads the consts
-        // through the table, whose buffers the owner keeps alive and
-        // unchanged (see `Code::kernel_call`); the const indices the code
-        // computes are bounds-checked by the code itself. One call at a
-        // time: the buffer is borrowed mutably.
+        // SAFETY: the code reads and writes the rows of the table, each
+        // checked above to lie within a buffer borrowed mutably for the
+        // call, and reads the consts through the const table, whose
+        // buffers the owner keeps alive and unchanged (see
+        // `Code::kernel_call`); the const indices the code computes are
+        // bounds-checked by the code itself. One call at a time: `self` is
+        // borrowed mutably.
         let code = (self.entry)(
-            staged.as_mut_ptr().cast::<*mut u8>().cast_const(),
+            self.rows.as_ptr(),
             self.table.as_ptr() as i64,
-            0,
+            i64::try_from(element).unwrap_or(i64::MAX),
             out.as_mut_ptr(),
         );
         Stop::from_code(code, out)

@@ -772,53 +772,116 @@ pub(crate) fn compile_loop<'a>(
     Ok(g.end_function(element, out))
 }
 
-/// Builds the IR of one kernel call of `invocation` into `function`, for
-/// the simulator: the caller stages every argument that passes data into
-/// one buffer of 8-byte slots (argument `k`'s component `c` at slot
-/// `offsets[k] + c`, its value in the low bytes) and passes it as `table`;
-/// `start` is the table of the const slots the body indexes by a computed
-/// index (the returned shape's `slots`, all [`Slot::Const`]), `end` is
-/// unused. The code loads the parameters from the buffer, runs the kernel
-/// and stores every parameter that passes data back where it came from;
-/// consts and `len` are compiled in as `compile_loop` does. Returns the
-/// shape and `offsets`, followed by the number of slots.
-pub(crate) fn compile_kernel_call<'a>(
+/// How a simulator's execute handler reaches one argument: where its row
+/// of 8-byte slots is for the element (`super::code::KernelCall::call`),
+/// how the parameter starts from it, and what goes back into it after the
+/// kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HandlerArg {
+    pub row: RowSource,
+    pub start: RowStart,
+    pub back: RowBack,
+}
+
+/// Where a handler argument's row is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowSource {
+    /// Nowhere: a const or `len`, compiled in.
+    None,
+    /// Row `element` of column `column` of the call's column group
+    /// `group`, `width` slots per element.
+    Column { group: u8, column: u32, width: u32 },
+    /// Slot `k` of the call's extra slots (an index the caller worked out).
+    Extra(u32),
+}
+
+/// How a handler argument's parameter starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowStart {
+    /// From the row.
+    Load,
+    /// At zero, the row left alone (a direct dat's INC temporary).
+    Zero,
+    /// At zero, the row zeroed too (an INC landing pad or global pad).
+    ZeroRow,
+}
+
+/// What a handler does with an argument's row after the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RowBack {
+    Keep,
+    Copy,
+    Add,
+    /// MIN or MAX: the parameter where it is better.
+    Combine(AccessMode),
+}
+
+/// Builds the IR of one execute handler of `invocation` into `function`,
+/// for the simulator: in argument order, each argument's parameter starts
+/// from its row as `handler` says (the table, the function's first
+/// parameter, holds one row pointer per argument; zeroed rows are zeroed
+/// then), the kernel runs, and each row takes back what `handler` says, in
+/// argument order. `start` is the table of the const slots the body
+/// indexes by a computed index (the returned shape's `slots`, all
+/// [`Slot::Const`]), `end` the element (for a fault's report). Consts and
+/// `len` are compiled in as `compile_loop` does.
+pub(crate) fn compile_handler<'a>(
     cx: &'a Context<'a>,
     declare_math: DeclareMath<'a>,
     invocation: &Invocation,
+    handler: &[HandlerArg],
     function: &mut ir::Function,
     builder_context: &mut cranelift_frontend::FunctionBuilderContext,
-) -> Result<(LoopShape, Vec<usize>), Unsupported> {
+) -> Result<LoopShape, Unsupported> {
     let (started, body) = start_function(cx, declare_math, invocation, function, builder_context)?;
     let Started {
         mut g,
         args,
-        params: [staged, consts, _, out],
+        params: [rows, consts, at, out],
         element,
     } = started;
+    if handler.len() != args.len() {
+        return Err("internal error: a handler without one row per argument".into());
+    }
     let mut needed = Vec::new();
     computed_consts(body, &mut needed);
     long_consts(&args, &mut needed);
     load_bases(&mut g, consts, needed)?;
-    let zero = g.b.ins().iconst(types::I64, 0);
-    g.b.def_var(element, zero);
+    g.b.def_var(element, at);
     g.clear_fault();
-    let mut offsets = Vec::with_capacity(args.len());
-    let mut total = 0usize;
-    for arg in &args {
-        offsets.push(total);
-        total += arg.ty.dimension as usize;
+    let mut row_of = Vec::with_capacity(args.len());
+    for (k, (arg, access)) in args.iter().zip(handler).enumerate() {
+        let passes_data = !matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_));
+        row_of.push(match access.row {
+            RowSource::Column { width, .. } if width != arg.ty.dimension => {
+                return Err("internal error: a row narrower than its argument".into());
+            }
+            RowSource::None if passes_data => {
+                return Err("internal error: an argument that passes data without a row".into());
+            }
+            RowSource::None => None,
+            _ => Some(g.b.ins().load(types::I64, FLAGS, rows, offset8(k)?)),
+        });
     }
-    offsets.push(total);
     for (k, arg) in args.iter().enumerate() {
         let param = g.array(Var::Param(k as u32))?.clone();
+        let ty = arg.ty.scalar;
+        let (row, start) = (row_of[k], handler[k].start);
         g.each_component(0..arg.ty.dimension as usize, |g, c| {
-            let value = match stage_constant(g, arg, c)? {
-                Some(value) => value,
-                None => {
-                    let (address, offset) = g.slot_address(staged, offsets[k], c)?;
-                    g.b.ins()
-                        .load(ir_type(arg.ty.scalar), FLAGS, address, offset)
+            let value = match (stage_constant(g, arg, c)?, row) {
+                (Some(value), _) => value,
+                (None, None) => return Err("an argument without its row".into()),
+                (None, Some(row)) => {
+                    let (address, offset) = g.slot_address(row, 0, c)?;
+                    match start {
+                        RowStart::Load => g.b.ins().load(ir_type(ty), FLAGS, address, offset),
+                        RowStart::Zero => g.zero(ty),
+                        RowStart::ZeroRow => {
+                            let zero = g.b.ins().iconst(types::I64, 0);
+                            g.b.ins().store(FLAGS, zero, address, offset);
+                            g.zero(ty)
+                        }
+                    }
                 }
             };
             g.store_into(&param, c, value)
@@ -826,18 +889,34 @@ pub(crate) fn compile_kernel_call<'a>(
     }
     g.kernel(body)?;
     for (k, arg) in args.iter().enumerate() {
-        if matches!(arg.kind, ArgKind::Const(_) | ArgKind::Len(_)) {
+        let (Some(row), back) = (row_of[k], handler[k].back) else {
+            continue;
+        };
+        if back == RowBack::Keep {
             continue;
         }
         let param = g.array(Var::Param(k as u32))?.clone();
+        let ty = arg.ty.scalar;
         g.each_component(0..arg.ty.dimension as usize, |g, c| {
             let value = g.load_from(&param, c)?;
-            let (address, offset) = g.slot_address(staged, offsets[k], c)?;
-            g.b.ins().store(FLAGS, value, address, offset);
+            let (address, offset) = g.slot_address(row, 0, c)?;
+            let new = match back {
+                RowBack::Keep | RowBack::Copy => value,
+                RowBack::Add => {
+                    let old = g.b.ins().load(ir_type(ty), FLAGS, address, offset);
+                    g.add(old, value, ty)
+                }
+                RowBack::Combine(mode) => {
+                    let old = g.b.ins().load(ir_type(ty), FLAGS, address, offset);
+                    let better = g.better(mode, value, old, ty)?;
+                    g.b.ins().select(better, value, old)
+                }
+            };
+            g.b.ins().store(FLAGS, new, address, offset);
             Ok(())
         })?;
     }
-    Ok((g.end_function(element, out), offsets))
+    Ok(g.end_function(element, out))
 }
 
 fn g_iconst32(b: &mut FunctionBuilder<'_>, v: i32) -> ir::Value {

@@ -461,10 +461,10 @@ impl Functions {
     }
 }
 
-/// Every kernel of a program compiled for single calls, as the simulator
-/// makes them (one per device and execute): the caller stages the
-/// arguments that pass data into 8-byte slots
-/// ([`compile::compile_kernel_call`]).
+/// Every execute handler of a program compiled, as the simulator calls
+/// them (one per device and execute): staging from the element's rows,
+/// the kernel and the store-back in one function
+/// ([`compile::compile_handler`]).
 pub(crate) struct KernelCalls {
     calls: Vec<Option<Call>>,
     /// The consts' slots the calls read, kept alive for their tables.
@@ -475,9 +475,8 @@ pub(crate) struct KernelCalls {
     pub(crate) declined: Vec<String>,
 }
 
-/// One invocation's compiled call, its fault sites and its staging
-/// offsets.
-type Call = (code::KernelCall, Vec<Site>, Vec<usize>);
+/// One invocation's compiled handler and its fault sites.
+type Call = (code::KernelCall, Vec<Site>);
 
 impl std::fmt::Debug for KernelCalls {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -486,7 +485,8 @@ impl std::fmt::Debug for KernelCalls {
 }
 
 impl KernelCalls {
-    /// Compiles the kernel call of every invocation of `program` for a run
+    /// Compiles the execute handler of every invocation of `program` that
+    /// has one in `handlers` (its arguments' rows, by invocation) for a run
     /// with `consts` and `set_sizes`; an invocation that cannot be compiled
     /// is left to the interpreter, with the reason in `declined`. Fails only
     /// when the machine has no code generator.
@@ -494,6 +494,7 @@ impl KernelCalls {
         program: &Program,
         set_sizes: &[usize],
         consts: &[Vec<Value>],
+        handlers: &[Option<Vec<compile::HandlerArg>>],
     ) -> Result<KernelCalls, String> {
         let mut module = code::new_module()?;
         let cx = Context {
@@ -505,6 +506,10 @@ impl KernelCalls {
         let mut defined = Vec::with_capacity(program.invocations.len());
         let mut declined = Vec::new();
         for (index, invocation) in program.invocations.iter().enumerate() {
+            let Some(handler) = handlers.get(index).and_then(Option::as_ref) else {
+                defined.push(None);
+                continue;
+            };
             if !runnable(invocation) {
                 defined.push(None);
                 continue;
@@ -513,17 +518,21 @@ impl KernelCalls {
                 &mut module,
                 &format!("call{index}"),
                 |declare_math, function, builder_context| {
-                    compile::compile_kernel_call(
+                    compile::compile_handler(
                         &cx,
                         declare_math,
                         invocation,
+                        handler,
                         function,
                         builder_context,
                     )
                 },
             );
             match result {
-                Ok(defined_call) => defined.push(Some(defined_call)),
+                Ok((id, shape)) => {
+                    let rows = handler.iter().map(|arg| arg.row).collect();
+                    defined.push(Some((id, shape, rows)));
+                }
                 Err(reason) => {
                     declined.push(format!(
                         "the kernel of par_loop `{}` runs interpreted: {reason}",
@@ -541,10 +550,9 @@ impl KernelCalls {
         let calls = defined
             .into_iter()
             .map(|entry| {
-                let (id, (shape, offsets)) = entry?;
-                let staged = offsets.last().copied().unwrap_or(0);
-                let call = code.kernel_call(id, staged, &shape.slots, &consts);
-                Some((call, shape.sites, offsets))
+                let (id, shape, rows) = entry?;
+                let call = code.kernel_call(id, rows, &shape.slots, &consts);
+                Some((call, shape.sites))
             })
             .collect();
         Ok(KernelCalls {
@@ -555,23 +563,31 @@ impl KernelCalls {
         })
     }
 
-    /// Where invocation `id`'s compiled call wants each argument's first
-    /// component in the staged slots, and after them the number of slots,
-    /// or `None` when it runs interpreted.
-    pub(crate) fn offsets(&self, id: InvocationId) -> Option<&[usize]> {
-        self.calls[id.index()]
-            .as_ref()
-            .map(|(_, _, o)| o.as_slice())
+    /// Whether invocation `id`'s handler is compiled.
+    pub(crate) fn compiled(&self, id: InvocationId) -> bool {
+        self.calls.get(id.index()).is_some_and(Option::is_some)
     }
 
-    /// Runs invocation `id`'s kernel on `staged` (laid out as
-    /// [`KernelCalls::offsets`] says).
-    pub(crate) fn call(&self, id: InvocationId, staged: &mut [u64]) -> Result<(), Fault> {
-        let Some((call, sites, _)) = &self.calls[id.index()] else {
+    /// Runs invocation `id`'s handler on `element`, its rows in `groups`
+    /// and `extra` as its [`compile::HandlerArg`]s say.
+    pub(crate) fn call<C: AsMut<Vec<u64>>>(
+        &mut self,
+        id: InvocationId,
+        groups: [&mut [C]; 3],
+        extra: &mut [u64],
+        element: usize,
+    ) -> Result<(), Fault> {
+        let Some((call, sites)) = self.calls.get_mut(id.index()).and_then(Option::as_mut) else {
             return Err(Fault::Host(
                 "internal error: a kernel call that was not compiled".into(),
             ));
         };
-        call.call(staged).map_err(|stop| fault_at(sites, &stop))
+        call.call(groups, extra, element).map_err(|stop| {
+            if stop.site == 0 {
+                Fault::Host("internal error: a handler's row out of range".into())
+            } else {
+                fault_at(sites, &stop)
+            }
+        })
     }
 }

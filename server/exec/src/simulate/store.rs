@@ -58,6 +58,14 @@ impl Column {
     }
 }
 
+/// A compiled handler's rows are in the column's slots
+/// (`crate::native::KernelCalls::call`).
+impl AsMut<Vec<u64>> for Column {
+    fn as_mut(&mut self) -> &mut Vec<u64> {
+        &mut self.slots
+    }
+}
+
 /// `target += values` component by component in type `ty`, as
 /// `reference::add_into` adds values.
 #[inline]
