@@ -331,6 +331,8 @@ impl Random {
 struct PlanInfo {
     /// Position of the invocation in the graph.
     plan: usize,
+    /// Where its element 0's progress is in `Simulator::progress`.
+    progress: usize,
     invocation: InvocationId,
     iterates: bool,
     begin_in: usize,
@@ -822,7 +824,8 @@ enum Input {
 struct Receiver {
     /// The set device type.
     t: u32,
-    /// The invocation's plan on the type, and its position in the graph.
+    /// The invocation's plan (`Simulator::plans`), and its position in the
+    /// graph.
     p: u32,
     plan: u32,
     /// The device index of the type's element 0.
@@ -841,7 +844,8 @@ enum Output {
 
 struct TypeInfo {
     set: SetId,
-    plans: Vec<PlanInfo>,
+    /// Its invocations' plans (`Simulator::plans`, `plan_columns`).
+    plans: std::ops::Range<usize>,
     inputs: Vec<Input>,
     outputs: Vec<Output>,
     /// Globals with a landing pad on this type, in slot order.
@@ -865,10 +869,9 @@ struct Progress {
 }
 
 /// The state of one invocation on every element of a set device type,
-/// as columns (structure of arrays).
+/// as columns (structure of arrays); its progress is in
+/// `Simulator::progress`.
 struct PlanColumns {
-    /// Per element.
-    progress: Vec<Progress>,
     /// The landing pads, in `PlanInfo::buffers` order.
     buffers: Vec<Column>,
     /// Per element, per `INFO` global of the invocation: the element that
@@ -876,9 +879,8 @@ struct PlanColumns {
     info_elements: Column,
 }
 
-/// The state of every element of a set device type.
+/// The globals' state of every element of a set device type.
 struct TypeColumns {
-    plans: Vec<PlanColumns>,
     /// The globals' pads, in `TypeInfo::pads` order.
     pads: Vec<Column>,
 }
@@ -992,8 +994,15 @@ struct Simulator<'a> {
     owners: Vec<u32>,
     /// Per set type: the device index of its element 0.
     bases: Vec<usize>,
-    /// Per set type: its elements' state.
+    /// Per set type: its elements' pads.
     columns: Vec<TypeColumns>,
+    /// The invocations' plans on the set device types, type after type.
+    plans: Vec<PlanInfo>,
+    /// Per plan: its elements' state.
+    plan_columns: Vec<PlanColumns>,
+    /// Per plan, per element (from `PlanInfo::progress` on): where the
+    /// element is in the invocation.
+    states: Vec<Progress>,
     /// The dats' values.
     dats: Vec<Column>,
     /// Per device: the index in `pin_ends` of its output pin 0; then the
@@ -1205,6 +1214,7 @@ impl<'a> Simulator<'a> {
 
         // Static information per set device type.
         let mut types = Vec::new();
+        let mut all_plans: Vec<PlanInfo> = Vec::new();
         let mut set_base = FxHashMap::default();
         let mut device_count = 1;
         for device in &graph.device_types {
@@ -1214,7 +1224,9 @@ impl<'a> Simulator<'a> {
             let mut plans = Vec::new();
             let mut inputs: Vec<Input> = vec![Input::Begin(0); device.inputs.len()];
             let mut outputs: Vec<Output> = vec![Output::Execute { plan: 0 }; device.outputs.len()];
+            let first = all_plans.len();
             for (index, plan) in device.plans.iter().enumerate() {
+                let index = first + index;
                 let id = plan.invocation;
                 let mut buffers: Vec<usize> = Vec::new();
                 for arg in plan.read_recvs.iter().chain(&plan.write_sends) {
@@ -1224,6 +1236,7 @@ impl<'a> Simulator<'a> {
                 }
                 let info = PlanInfo {
                     plan: plan_position(id),
+                    progress: 0,
                     invocation: id,
                     iterates: plan.iterates,
                     begin_in: pin_index(device, PinRole::Begin(id), false),
@@ -1415,9 +1428,10 @@ impl<'a> Simulator<'a> {
             }
             set_base.insert(set, (device_count, types.len()));
             device_count += state.set_sizes[set.index()];
+            all_plans.extend(plans);
             types.push(TypeInfo {
                 set,
-                plans,
+                plans: first..all_plans.len(),
                 inputs,
                 outputs,
                 pads,
@@ -1426,30 +1440,27 @@ impl<'a> Simulator<'a> {
 
         // Per-element state, a column per field.
         let mut columns = Vec::with_capacity(types.len());
+        let mut plan_columns = Vec::with_capacity(all_plans.len());
+        let mut states = Vec::new();
         let mut owners: Vec<u32> = vec![u32::MAX; device_count];
         for (t, info) in types.iter().enumerate() {
             let elements = state.set_sizes[info.set.index()];
-            let plans = info
-                .plans
-                .iter()
-                .map(|p| PlanColumns {
-                    progress: {
-                        // The count properties move here from `counts`.
-                        let totals = |all: &mut Vec<Vec<Vec<u32>>>| {
-                            p.involved
-                                .map(|s| std::mem::take(&mut all[p.plan][s]))
-                                .unwrap_or_default()
-                        };
-                        let reads = totals(&mut counts.read_recv_total);
-                        let writes = totals(&mut counts.write_recv_total);
-                        (0..elements)
-                            .map(|e| Progress {
-                                read_total: reads.get(e).copied().unwrap_or(0),
-                                write_total: writes.get(e).copied().unwrap_or(0),
-                                ..Progress::default()
-                            })
-                            .collect()
-                    },
+            for p in &mut all_plans[info.plans.clone()] {
+                // The count properties move here from `counts`.
+                let totals = |all: &mut Vec<Vec<Vec<u32>>>| {
+                    p.involved
+                        .map(|s| std::mem::take(&mut all[p.plan][s]))
+                        .unwrap_or_default()
+                };
+                let reads = totals(&mut counts.read_recv_total);
+                let writes = totals(&mut counts.write_recv_total);
+                p.progress = states.len();
+                states.extend((0..elements).map(|e| Progress {
+                    read_total: reads.get(e).copied().unwrap_or(0),
+                    write_total: writes.get(e).copied().unwrap_or(0),
+                    ..Progress::default()
+                }));
+                plan_columns.push(PlanColumns {
                     buffers: p
                         .buffers
                         .iter()
@@ -1470,8 +1481,8 @@ impl<'a> Simulator<'a> {
                         elements,
                         to_slot(Value::Uint(NO_ELEMENT)),
                     ),
-                })
-                .collect();
+                });
+            }
             let pads = info
                 .pads
                 .iter()
@@ -1480,7 +1491,7 @@ impl<'a> Simulator<'a> {
                     Column::zeros(ty.scalar, ty.dimension as usize, elements)
                 })
                 .collect();
-            columns.push(TypeColumns { plans, pads });
+            columns.push(TypeColumns { pads });
             let (base, _) = set_base[&info.set];
             owners[base..base + elements].fill(u32::try_from(t).unwrap_or(u32::MAX));
         }
@@ -1586,7 +1597,7 @@ impl<'a> Simulator<'a> {
                 receivers.push(Receiver {
                     t: number(t),
                     p: number(p),
-                    plan: info.plans.get(p).map_or(u32::MAX, |plan| number(plan.plan)),
+                    plan: all_plans.get(p).map_or(u32::MAX, |plan| number(plan.plan)),
                     base: number(base),
                     input: *input,
                 });
@@ -1687,7 +1698,7 @@ impl<'a> Simulator<'a> {
                 &program,
                 &state.set_sizes,
                 &state.consts,
-                &handlers(&program, &types),
+                &handlers(&program, &all_plans),
             ) {
                 Ok(calls) => {
                     statistics.interpreted.clone_from(&calls.declined);
@@ -1714,6 +1725,9 @@ impl<'a> Simulator<'a> {
             owners,
             bases,
             columns,
+            plans: all_plans,
+            plan_columns,
+            states,
             dats,
             pin_base,
             pin_ends,
@@ -1831,18 +1845,17 @@ impl<'a> Simulator<'a> {
             return;
         };
         let e = index as usize;
-        for (plan, s) in self.types[t].plans.iter().zip(&self.columns[t].plans) {
-            plan.ready(&s.progress[e], mask);
+        for plan in &self.plans[self.types[t].plans.clone()] {
+            plan.ready(&self.states[plan.progress + e], mask);
         }
     }
 
     /// Whether set device `device` is inside some invocation.
     fn in_progress(&self, device: usize) -> bool {
         self.device_location(device).is_some_and(|(t, _, index)| {
-            self.columns[t]
-                .plans
+            self.plans[self.types[t].plans.clone()]
                 .iter()
-                .any(|p| p.progress[index as usize].in_progress)
+                .any(|p| self.states[p.progress + index as usize].in_progress)
         })
     }
 
@@ -1885,9 +1898,9 @@ impl<'a> Simulator<'a> {
     /// After a handler of set device `device` (type `t`, element `e`) for
     /// its invocation `p`: only that invocation's pins can have changed.
     #[inline]
-    fn update_plan_ready(&mut self, device: usize, t: usize, p: usize, e: usize) {
-        let plan = &self.types[t].plans[p];
-        let progress = &self.columns[t].plans[p].progress[e];
+    fn update_plan_ready(&mut self, device: usize, p: usize, e: usize) {
+        let plan = &self.plans[p];
+        let progress = &self.states[plan.progress + e];
         plan.refresh(progress, &mut self.ready_masks, self.words, device);
         self.plan_ready_updated(device);
     }
@@ -2053,8 +2066,8 @@ impl<'a> Simulator<'a> {
         let info = &self.types[t];
         let e = index as usize;
         let mut report = String::new();
-        for (plan, s) in info.plans.iter().zip(&self.columns[t].plans) {
-            let s = &s.progress[e];
+        for plan in &self.plans[info.plans.clone()] {
+            let s = &self.states[plan.progress + e];
             if !s.in_progress {
                 continue;
             }
@@ -2327,12 +2340,13 @@ impl<'a> Simulator<'a> {
             Output::WriteSend { plan, bit } => (plan, (2, bit)),
             Output::End { plan } => (plan, (3, 0)),
         };
-        let plan_index = self.types[t].plans[p].plan;
+        let info = &self.plans[p];
+        let (plan_index, progress) = (info.plan, info.progress + e);
         match role {
             (0, bit) => {
                 // Send `dat_D` once; the edges fan it out.
-                let dat = self.types[t].plans[p].read_sends[bit].0.index();
-                self.columns[t].plans[p].progress[e].read_send_mask &= !(1 << bit);
+                let dat = info.read_sends[bit].0.index();
+                self.states[progress].read_send_mask &= !(1 << bit);
                 // The row goes straight into the pool's record.
                 if let Some(fan) = self.fan_out(device, pin) {
                     let row = self.dats[dat].row(e);
@@ -2341,13 +2355,12 @@ impl<'a> Simulator<'a> {
                     self.post(fan, plan_index, id, row.len(), ty)?;
                 }
             }
-            (1, _) => self.execute(device, t, p, index)?,
+            (1, _) => self.execute(device, t, p, e)?,
             (2, bit) => {
-                let arg = self.types[t].plans[p].write_sends[bit].0;
-                let buffer = self.types[t].plans[p].arg_store[arg];
-                self.columns[t].plans[p].progress[e].write_send_mask &= !(1 << bit);
+                let buffer = info.arg_store[info.write_sends[bit].0];
+                self.states[progress].write_send_mask &= !(1 << bit);
                 if let Some(fan) = self.fan_out(device, pin) {
-                    let column = &self.columns[t].plans[p].buffers[buffer];
+                    let column = &self.plan_columns[p].buffers[buffer];
                     let row = column.row(e);
                     let id = stored(self.payloads.store(row, fan.deliveries()))?;
                     let (length, ty) = (row.len(), PayloadTypes::Uniform(column.ty));
@@ -2357,13 +2370,13 @@ impl<'a> Simulator<'a> {
             _ => {
                 // End: the partial reductions, or identities where the kernel
                 // did not run.
-                let state = &mut self.columns[t].plans[p].progress[e];
+                let state = &mut self.states[progress];
                 state.write_recv_count = 0;
                 state.in_progress = false;
                 let types = PayloadTypes::End(plan_index);
                 self.deliver_with(device, pin, plan_index, types, |this, payload| {
                     let plan = &this.graph.invocations[plan_index];
-                    let info = &this.types[t].plans[p];
+                    let info = &this.plans[p];
                     let columns = &this.columns[t];
                     for ((global, mode), &pad) in plan.end_globals.iter().zip(&info.end_pads) {
                         let g = &this.program.globals[global.index()];
@@ -2378,7 +2391,7 @@ impl<'a> Simulator<'a> {
                     }
                     // Each `INFO` global and the element that set it (zeros
                     // and none where the kernel did not run).
-                    let elements = columns.plans[p].info_elements.row(e);
+                    let elements = this.plan_columns[p].info_elements.row(e);
                     for ((i, &(pad, _)), &element) in
                         plan.infos.iter().zip(&info.info_pads).zip(elements)
                     {
@@ -2394,27 +2407,30 @@ impl<'a> Simulator<'a> {
                 })?;
             }
         }
-        self.update_plan_ready(device, t, p, e);
+        self.update_plan_ready(device, p, e);
         Ok(())
     }
 
+    /// The execute handler of set device `device` (type `t`, element `e`)
+    /// for plan `p`.
     fn execute(
         &mut self,
         device: usize,
         t: usize,
         p: usize,
-        index: u32,
+        e: usize,
     ) -> Result<(), SimulationError> {
-        if self.types[t].plans[p].iterates {
-            let id = self.types[t].plans[p].invocation;
-            self.run_kernel(t, p, id, index as usize)?;
+        let info = &self.plans[p];
+        let (write_mask, progress) = (info.write_mask, info.progress + e);
+        if info.iterates {
+            let id = info.invocation;
+            self.run_kernel(t, p, id, e)?;
             let arguments = self.program.invocations[id.index()].args.len() as u64;
             self.charge(device, 1 + arguments);
         } else {
             self.charge(device, 1);
         }
-        let write_mask = self.types[t].plans[p].write_mask;
-        let state = &mut self.columns[t].plans[p].progress[index as usize];
+        let state = &mut self.states[progress];
         state.read_recv_count = 0;
         state.write_recv_count += 1;
         state.write_send_mask = write_mask;
@@ -2437,7 +2453,7 @@ impl<'a> Simulator<'a> {
             return Ok(());
         }
         // The starting value of the MIN or MAX global each `INFO` follows.
-        let info = &self.types[t].plans[p];
+        let info = &self.plans[p];
         let mut starts = std::mem::take(&mut self.info_starts);
         starts.clear();
         starts.extend(
@@ -2457,11 +2473,10 @@ impl<'a> Simulator<'a> {
                         element,
                     )))
                 }));
-                let columns = &mut self.columns[t];
                 let groups = [
                     &mut self.dats[..],
-                    &mut columns.plans[p].buffers[..],
-                    &mut columns.pads[..],
+                    &mut self.plan_columns[p].buffers[..],
+                    &mut self.columns[t].pads[..],
                 ];
                 let result = calls.call(id, groups, &mut indices, element);
                 self.index_slots = indices;
@@ -2490,7 +2505,7 @@ impl<'a> Simulator<'a> {
         }
         self.statistics.evaluations += 1;
         // `element_G`: this element, when it improved on the start of `R`.
-        let info = &self.types[t].plans[p];
+        let info = &self.plans[p];
         let columns = &mut self.columns[t];
         let infos = &self.graph.invocations[info.plan].infos;
         for (i, ((plan, &(_, r)), &start)) in
@@ -2500,7 +2515,7 @@ impl<'a> Simulator<'a> {
             let value = from_slot(pad.row(element)[0], pad.ty);
             let start = from_slot(start, pad.ty);
             let set = crate::reference::improves(value, start, plan.mode);
-            columns.plans[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
+            self.plan_columns[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
                 u32::try_from(element).unwrap_or(NO_ELEMENT)
             } else {
                 NO_ELEMENT
@@ -2519,7 +2534,7 @@ impl<'a> Simulator<'a> {
         id: InvocationId,
         element: usize,
     ) -> Result<(), Fault> {
-        let info = &self.types[t].plans[p];
+        let info = &self.plans[p];
         let offsets = &info.offsets;
         // Every slot of the call is written by a staging step: the buffer
         // is only grown, never cleared.
@@ -2542,7 +2557,7 @@ impl<'a> Simulator<'a> {
                     length,
                     zero,
                 } => {
-                    let values = columns.plans[p].buffers[buffer].row_mut(element);
+                    let values = self.plan_columns[p].buffers[buffer].row_mut(element);
                     if zero {
                         values.fill(0);
                     }
@@ -2619,7 +2634,7 @@ impl<'a> Simulator<'a> {
             return Err(fault);
         }
         // The kernel wrote through its pointers: everything goes back.
-        let info = &self.types[t].plans[p];
+        let info = &self.plans[p];
         let columns = &mut self.columns[t];
         for step in &info.store {
             match *step {
@@ -2639,7 +2654,7 @@ impl<'a> Simulator<'a> {
                 }
                 Store::Buffer { buffer, at, length } => {
                     copy_slots(
-                        columns.plans[p].buffers[buffer].row_mut(element),
+                        self.plan_columns[p].buffers[buffer].row_mut(element),
                         &staged[at..at + length],
                     );
                 }
@@ -2717,7 +2732,7 @@ impl<'a> Simulator<'a> {
         let (t, p, plan_index) = (t as usize, p as usize, plan as usize);
         let e = device.wrapping_sub(base as usize);
         let payload = self.payloads.get(message.payload);
-        let info = &self.types[t].plans[p];
+        let info = &self.plans[p];
         if message.plan as usize != plan_index {
             return Err(
                 self.assertion(device, "a message arrived on the pin of another invocation")
@@ -2726,9 +2741,7 @@ impl<'a> Simulator<'a> {
         // Step 1: the first message of the invocation.
         let read_mask = info.read_mask;
         let iterates = info.iterates;
-        let columns = &mut self.columns[t];
-        let plan_columns = &mut columns.plans[p];
-        let state = &mut plan_columns.progress[e];
+        let state = &mut self.states[info.progress + e];
         if !state.in_progress {
             state.in_progress = true;
             state.read_send_mask = read_mask;
@@ -2751,7 +2764,7 @@ impl<'a> Simulator<'a> {
                         let dimension = self.program.globals[global.index()].ty.dimension as usize;
                         if let Some(pad) = *pad {
                             copy_slots(
-                                columns.pads[pad].row_mut(e),
+                                self.columns[t].pads[pad].row_mut(e),
                                 &payload[offset..offset + dimension],
                             );
                         }
@@ -2760,7 +2773,7 @@ impl<'a> Simulator<'a> {
                 }
             }
             Input::ReadRecv { buffer, .. } => {
-                let row = plan_columns.buffers[buffer].row_mut(e);
+                let row = self.plan_columns[p].buffers[buffer].row_mut(e);
                 let width = row.len();
                 copy_slots(row, &payload[..width]);
             }
@@ -3044,9 +3057,9 @@ impl<'a> Simulator<'a> {
 
 /// Per invocation: the rows of its compiled execute handler, on the set
 /// device type of the set it iterates over.
-fn handlers(program: &Program, types: &[TypeInfo]) -> Vec<Option<Vec<HandlerArg>>> {
+fn handlers(program: &Program, plans: &[PlanInfo]) -> Vec<Option<Vec<HandlerArg>>> {
     let mut handlers = vec![None; program.invocations.len()];
-    for plan in types.iter().flat_map(|t| &t.plans) {
+    for plan in plans {
         if plan.iterates {
             handlers[plan.invocation.index()] = Some(plan.handler.clone());
         }
