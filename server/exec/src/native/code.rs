@@ -373,10 +373,24 @@ impl Code {
         // SAFETY: as in `bind_memory`: a function of the live module with
         // this signature.
         let entry = unsafe { std::mem::transmute::<*const u8, Entry>(entry) };
+        let mut columns = Vec::new();
+        let mut extras = Vec::new();
+        for (k, source) in args.iter().enumerate() {
+            match *source {
+                RowSource::None => {}
+                RowSource::Column {
+                    group,
+                    column,
+                    width,
+                } => columns.push((k, group as usize, column as usize, width as usize)),
+                RowSource::Extra(slot) => extras.push((k, slot as usize)),
+            }
+        }
         KernelCall {
             entry,
+            columns,
+            extras,
             rows: vec![std::ptr::null_mut(); args.len()],
-            args,
             table,
         }
     }
@@ -386,8 +400,13 @@ impl Code {
 /// const table it reads.
 pub(crate) struct KernelCall {
     entry: Entry,
-    args: Vec<RowSource>,
-    /// The rows of the call under way, one per argument.
+    /// Per argument whose row is in a column: the argument, the column's
+    /// group and index, and the row's width.
+    columns: Vec<(usize, usize, usize, usize)>,
+    /// Per argument whose row is an extra slot: the argument and the slot.
+    extras: Vec<(usize, usize)>,
+    /// The rows of the call under way, one per argument (null for an
+    /// argument without one).
     rows: Vec<*mut u8>,
     table: Vec<*mut u8>,
 }
@@ -398,11 +417,11 @@ impl KernelCall {
     /// `extra`'s slots. Fails without running when a row is out of range.
     pub(crate) fn call<C: AsMut<Vec<u64>>>(
         &mut self,
-        groups: [&mut [C]; 3],
+        mut groups: [&mut [C]; 3],
         extra: &mut [u64],
         element: usize,
     ) -> Result<(), Stop> {
-        let out_of_range = Stop {
+        let out_of_range = || Stop {
             site: 0,
             element: i64::try_from(element).unwrap_or(i64::MAX),
             index: 0,
@@ -412,37 +431,26 @@ impl KernelCall {
         // every argument is that wide). Pointers come from `as_mut_ptr`,
         // which creates no reference to the buffer, so two arguments may
         // share a row, as the interpreter's staging lets them.
+        for &(k, group, column, width) in &self.columns {
+            let slots = groups
+                .get_mut(group)
+                .and_then(|g| g.get_mut(column))
+                .ok_or_else(out_of_range)?
+                .as_mut();
+            let start = element.checked_mul(width).ok_or_else(out_of_range)?;
+            if start.checked_add(width).is_none_or(|end| end > slots.len()) {
+                return Err(out_of_range());
+            }
+            let row = self.rows.get_mut(k).ok_or_else(out_of_range)?;
+            *row = slots.as_mut_ptr().wrapping_add(start).cast();
+        }
         let (extra_len, extra) = (extra.len(), extra.as_mut_ptr());
-        for (row, source) in self.rows.iter_mut().zip(&self.args) {
-            *row = match *source {
-                RowSource::None => std::ptr::null_mut(),
-                RowSource::Column {
-                    group,
-                    column,
-                    width,
-                } => {
-                    let slots = groups
-                        .get(group as usize)
-                        .and_then(|g| g.get(column as usize))
-                        .is_some();
-                    if !slots {
-                        return Err(out_of_range);
-                    }
-                    let slots = groups[group as usize][column as usize].as_mut();
-                    let width = width as usize;
-                    let start = element.saturating_mul(width);
-                    if start.saturating_add(width) > slots.len() {
-                        return Err(out_of_range);
-                    }
-                    slots.as_mut_ptr().wrapping_add(start).cast()
-                }
-                RowSource::Extra(k) => {
-                    if k as usize >= extra_len {
-                        return Err(out_of_range);
-                    }
-                    extra.wrapping_add(k as usize).cast()
-                }
-            };
+        for &(k, slot) in &self.extras {
+            if slot >= extra_len {
+                return Err(out_of_range());
+            }
+            let row = self.rows.get_mut(k).ok_or_else(out_of_range)?;
+            *row = extra.wrapping_add(slot).cast();
         }
         let mut out = [0i64; 2];
         // SAFETY: the code reads and writes the rows of the table, each
