@@ -38,7 +38,7 @@ const ACCESS_MODES = ['READ', 'WRITE', 'RW', 'INC', 'MIN', 'MAX'];
 // The reserved words of language.md §2.
 const RESERVED = [
   'set', 'map', 'dat', 'const', 'global', 'kernel', 'main', 'par_loop',
-  'over', 'as', 'on', 'import', 'len', 'print', 'printf', 'exit',
+  'over', 'as', 'on', 'import', 'len', 'print', 'printf', 'exit', 'fetch',
   'if', 'else', 'for', 'while', 'do', 'break', 'continue', 'return',
   'true', 'false',
   ...ACCESS_MODES,
@@ -195,6 +195,7 @@ module.exports = grammar({
       $.par_loop_statement,
       $.print_statement,
       $.exit_statement,
+      $.fetch_statement,
       // Unsupported C, reported by the syntax layer with a precise message.
       $.switch_statement,
       $.case_label,
@@ -327,6 +328,17 @@ module.exports = grammar({
       '(',
       field('status', $._expression),
       ')',
+      ';',
+    ),
+
+    // `fetch DAT into GLOBAL;` copies every value of a dat into a global
+    // array of size × dim values (OP2's `op_fetch_data`; language.md §8).
+    // `into` is contextual: an ordinary name everywhere else.
+    fetch_statement: $ => seq(
+      'fetch',
+      field('dat', $.identifier),
+      'into',
+      field('global', $.identifier),
       ';',
     ),
 

@@ -619,3 +619,42 @@ fn conflict(a: &Arg, b: &Arg) -> Option<&'static str> {
     }
     None
 }
+
+/// E609: a `fetch` whose global has another element type than the dat, or a
+/// length that is not a whole number of the dat's elements (the set's size
+/// is checked with the instance data).
+pub(crate) fn check_fetches(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
+    let Some(main) = program.main.as_deref() else {
+        return;
+    };
+    let Some(file) = program.main_location.map(|l| l.file) else {
+        return;
+    };
+    for fetch in crate::hir::fetches(main) {
+        let dat = &program.dats[fetch.dat.index()];
+        let global = &program.globals[fetch.global.index()];
+        let location = Location {
+            file,
+            range: fetch.global_range,
+        };
+        let problem = if global.ty.scalar != dat.ty.scalar {
+            Some(format!(
+                "`fetch` copies the `{}` values of dat `{}` into global `{}`, a `{}`: the types differ",
+                dat.ty.scalar, dat.name, global.name, global.ty
+            ))
+        } else if dat.ty.dimension > 0 && global.ty.dimension % dat.ty.dimension != 0 {
+            Some(format!(
+                "global `{}` holds {} values, not a whole number of the {} values each element of dat `{}` has",
+                global.name, global.ty.dimension, dat.ty.dimension, dat.name
+            ))
+        } else {
+            None
+        };
+        if let Some(message) = problem {
+            diagnostics.push(Diagnostic::new(Code::E609, location, message).with_related(
+                global.location,
+                format!("`{}` is declared here as `{}`", global.name, global.ty),
+            ));
+        }
+    }
+}

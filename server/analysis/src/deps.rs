@@ -198,6 +198,16 @@ impl GraphBuilder<'_> {
                     self.nodes[previous].successors.push(EXIT);
                 }
             }
+            // Reads the whole dat and overwrites the whole global.
+            StmtKind::Fetch { dat, global, .. } => {
+                self.add(Node {
+                    range: stmt.range,
+                    uses: vec![Data::Dat(*dat)],
+                    defs: vec![Data::Global(*global)],
+                    kills: vec![Data::Global(*global)],
+                    ..Node::default()
+                });
+            }
             StmtKind::Return => {
                 for previous in std::mem::take(&mut self.frontier) {
                     self.nodes[previous].successors.push(EXIT);

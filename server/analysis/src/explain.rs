@@ -48,6 +48,7 @@ pub fn explanation(code: Code) -> &'static str {
         Code::E606 => include_str!("../explanations/E606.md"),
         Code::E607 => include_str!("../explanations/E607.md"),
         Code::E608 => include_str!("../explanations/E608.md"),
+        Code::E609 => include_str!("../explanations/E609.md"),
         Code::E701 => include_str!("../explanations/E701.md"),
         Code::E702 => include_str!("../explanations/E702.md"),
         Code::E703 => include_str!("../explanations/E703.md"),

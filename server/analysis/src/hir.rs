@@ -6,7 +6,7 @@
 use op2_syntax::TextRange;
 use op2_syntax::ast::{AssignOp, BinaryOp, ScalarType, UnaryOp};
 
-use crate::model::{ConstId, GlobalId, InvocationId, SetId};
+use crate::model::{ConstId, DatId, GlobalId, InvocationId, SetId};
 use crate::value::Value;
 
 /// Index of a local variable in its [`Body`].
@@ -356,6 +356,16 @@ pub enum StmtKind {
     },
     /// `exit(status);` in `main`: the status, an `int`.
     Exit(Expr),
+    /// `fetch DAT into GLOBAL;` in `main`: every value of the dat, element
+    /// by element, copied into the global array (language.md §8).
+    Fetch {
+        /// The dat read.
+        dat: DatId,
+        /// The global written.
+        global: GlobalId,
+        /// Where the global is named (E609 points there).
+        global_range: TextRange,
+    },
 }
 
 /// A lowered kernel body or `main`.
@@ -378,10 +388,46 @@ impl Body {
 /// that only `op2 run` runs), searched without recursion, as nesting depth
 /// comes from the input.
 pub fn first_print(body: &Body) -> Option<&Stmt> {
+    statements(body).find(|s| matches!(s.kind, StmtKind::Print { .. }))
+}
+
+/// One `fetch DAT into GLOBAL;` of `main`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fetch {
+    /// The dat read.
+    pub dat: DatId,
+    /// The global written.
+    pub global: GlobalId,
+    /// The whole statement.
+    pub range: TextRange,
+    /// Where the global is named.
+    pub global_range: TextRange,
+}
+
+/// Every `fetch` statement of `body`, in source order.
+pub fn fetches(body: &Body) -> impl Iterator<Item = Fetch> + '_ {
+    statements(body).filter_map(|s| match s.kind {
+        StmtKind::Fetch {
+            dat,
+            global,
+            global_range,
+        } => Some(Fetch {
+            dat,
+            global,
+            range: s.range,
+            global_range,
+        }),
+        _ => None,
+    })
+}
+
+/// Every statement of `body`, nested ones included, in source order,
+/// walked without recursion, as nesting depth comes from the input.
+pub fn statements(body: &Body) -> impl Iterator<Item = &Stmt> {
     let mut stack: Vec<&Stmt> = body.statements.iter().rev().collect();
-    while let Some(stmt) = stack.pop() {
+    std::iter::from_fn(move || {
+        let stmt = stack.pop()?;
         match &stmt.kind {
-            StmtKind::Print { .. } => return Some(stmt),
             StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
                 stack.extend(stmts.iter().rev());
             }
@@ -400,8 +446,8 @@ pub fn first_print(body: &Body) -> Option<&Stmt> {
             StmtKind::While { body, .. } | StmtKind::DoWhile { body, .. } => stack.push(body),
             _ => {}
         }
-    }
-    None
+        Some(stmt)
+    })
 }
 
 /// Calls `f` on every expression of `stmt`, outermost first.
@@ -450,7 +496,11 @@ pub fn walk_stmt_exprs<'a>(stmt: &'a Stmt, f: &mut dyn FnMut(&'a Expr)) {
         }
         StmtKind::Print { args, .. } => args.iter().for_each(|e| walk_expr(e, f)),
         StmtKind::Exit(status) => walk_expr(status, f),
-        StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::ParLoop(_) => {}
+        StmtKind::Break
+        | StmtKind::Continue
+        | StmtKind::Return
+        | StmtKind::ParLoop(_)
+        | StmtKind::Fetch { .. } => {}
     }
 }
 

@@ -478,7 +478,7 @@ impl Flow {
                 None
             }
             StmtKind::Return | StmtKind::Exit(_) => None,
-            StmtKind::ParLoop(_) | StmtKind::Print { .. } => Some(state),
+            StmtKind::ParLoop(_) | StmtKind::Print { .. } | StmtKind::Fetch { .. } => Some(state),
         }
     }
 }

@@ -146,6 +146,7 @@ impl Analyser {
         let mut diagnostics = built.diagnostics;
         checks::name_invocations(&mut program, &built.invocation_syntax, &mut diagnostics);
         checks::check_invocations(&program, &built.invocation_syntax, &mut diagnostics);
+        checks::check_fetches(&program, &mut diagnostics);
         check()?;
         let dependencies = Dependencies::new(&program);
         report_dead_loops(&program, &dependencies, &mut diagnostics);
@@ -297,6 +298,10 @@ fn report_unused(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
     if let Some(main) = program.main.as_deref() {
         for stmt in &main.statements {
             hir::walk_stmt_exprs(stmt, &mut mark);
+        }
+        for fetch in hir::fetches(main) {
+            used.insert(Symbol::Dat(fetch.dat));
+            used.insert(Symbol::Global(fetch.global));
         }
     }
     // A const named by an initialiser (another const's value, a dat's or a

@@ -448,10 +448,65 @@ impl<'a, 't> Lowerer<'a, 't> {
                 self.check_exit_status(&status);
                 StmtKind::Exit(status)
             }
+            AstStmt::Fetch(fetch) => {
+                if !matches!(self.context, Context::Main) {
+                    let keyword = fetch.node().child(0).map_or(range, |k| k.text_range());
+                    self.report(
+                        Code::E601,
+                        keyword,
+                        "`fetch` outside `main`; a kernel sees only its own element".into(),
+                    );
+                    return None;
+                }
+                let dat = fetch.dat().and_then(|d| self.resolve_fetched(d, true));
+                let global = fetch.global().and_then(|g| self.resolve_fetched(g, false));
+                let (Some(Symbol::Dat(dat)), Some(Symbol::Global(global)), Some(name)) =
+                    (dat, global, fetch.global())
+                else {
+                    return None;
+                };
+                StmtKind::Fetch {
+                    dat,
+                    global,
+                    global_range: name.node().text_range(),
+                }
+            }
             // Reported by the syntax layer.
             AstStmt::Switch(_) | AstStmt::Case(_) | AstStmt::Goto(_) => return None,
         };
         Some(Stmt { kind, range })
+    }
+
+    /// The dat (`dat`) or global a `fetch` names, or E101/E103.
+    fn resolve_fetched(&mut self, ident: ast::Ident<'t>, dat: bool) -> Option<Symbol> {
+        let name = self.text(&ident);
+        let range = ident.node().text_range();
+        let Some(symbol) = self.lookup(name) else {
+            self.unknown_name(name, range);
+            return None;
+        };
+        let fits = if dat {
+            matches!(symbol, Symbol::Dat(_))
+        } else {
+            matches!(symbol, Symbol::Global(_))
+        };
+        if !fits {
+            let (expected, role) = if dat {
+                ("dat", "`fetch` reads")
+            } else {
+                ("global", "`fetch` writes")
+            };
+            self.report(
+                Code::E103,
+                range,
+                format!(
+                    "expected a {expected}, found {} `{name}`; {role} a {expected}",
+                    symbol.kind_name()
+                ),
+            );
+            return None;
+        }
+        Some(symbol)
     }
 
     /// E607 for an exit status that is not an integer, or a literal one

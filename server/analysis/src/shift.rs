@@ -120,6 +120,7 @@ impl Shift for Stmt {
             }
             StmtKind::Print { args, .. } => args.iter_mut().for_each(|a| a.shift(delta)),
             StmtKind::Exit(status) => status.shift(delta),
+            StmtKind::Fetch { global_range, .. } => global_range.shift(delta),
             StmtKind::Break | StmtKind::Continue | StmtKind::Return | StmtKind::ParLoop(_) => {}
         }
     }

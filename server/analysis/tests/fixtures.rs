@@ -598,7 +598,7 @@ fixture_dirs! {
     e301, e302, e303, e304, e305, e306, e307, e308, e309, e310, e311, e312, e313,
     e401, w402,
     e501, e502, w503, e504, h505, h506, e507, e508,
-    e601, e602, e603, w604, h605, e606, e607,
+    e601, e602, e603, w604, h605, e606, e607, e609,
     names, clean,
 }
 
@@ -644,6 +644,7 @@ const ANALYSER_CODES: &[Code] = &[
     Code::H605,
     Code::E606,
     Code::E607,
+    Code::E609,
 ];
 
 #[test]

@@ -60,7 +60,7 @@ fn build(
     if !analysis.has_errors() {
         report
             .diagnostics
-            .extend(op2_codegen::limits::kernel_print(&analysis.program));
+            .extend(op2_codegen::limits::not_on_poets(&analysis.program));
     }
     lints.apply(&mut report.diagnostics);
     render(std::slice::from_ref(&report), MessageFormat::Human, color)?;

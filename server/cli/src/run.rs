@@ -93,7 +93,8 @@ struct Loaded {
 }
 
 /// Checks the program (refusing one with errors) and reads its instance;
-/// `for_poets` (simulate) also refuses a kernel that prints (E608).
+/// `for_poets` (simulate) also refuses a kernel that prints and a `fetch`
+/// (E608).
 fn load(common: &Common, for_poets: bool) -> Result<Option<Loaded>> {
     if let Some(path) = &common.final_state {
         crate::output::file_in_existing_directory(path)?;
@@ -105,7 +106,7 @@ fn load(common: &Common, for_poets: bool) -> Result<Option<Loaded>> {
     if for_poets && !analysis.has_errors() {
         report
             .diagnostics
-            .extend(op2_codegen::limits::kernel_print(&analysis.program));
+            .extend(op2_codegen::limits::not_on_poets(&analysis.program));
     }
     let has_errors = report
         .diagnostics

@@ -155,6 +155,10 @@ impl Builder {
             StmtKind::Exit(status) => {
                 self.terminate_and_continue(Terminator::Exit(Some(status.clone())));
             }
+            // No device sends its values to the controller yet: every
+            // entry point refuses a program that fetches first
+            // (`limits::not_on_poets`, E608).
+            StmtKind::Fetch { .. } => {}
             StmtKind::ParLoop(invocation) => {
                 let next = self.new_block();
                 self.terminate(Terminator::ParLoop {

@@ -362,7 +362,10 @@ impl Printer<'_> {
             StmtKind::Continue => self.line("continue;"),
             StmtKind::Return => self.line("return;"),
             // Not in kernels (the analysis rejects them there).
-            StmtKind::ParLoop(_) | StmtKind::Print { .. } | StmtKind::Exit(_) => {}
+            StmtKind::ParLoop(_)
+            | StmtKind::Print { .. }
+            | StmtKind::Exit(_)
+            | StmtKind::Fetch { .. } => {}
         }
     }
 

@@ -240,7 +240,8 @@ pub enum BuildFailure {
     Unreadable(PathBuf, io::Error),
     /// Writing failed.
     Write(BuildError),
-    /// A kernel prints, which a device cannot yet (E608's message).
+    /// A kernel prints or `main` fetches a dat, which a device cannot
+    /// yet (E608's message).
     KernelPrint(String),
 }
 
@@ -316,7 +317,7 @@ pub fn build_with_fan_limit(
     if errors > 0 || analysis.program.main.is_none() {
         return Err(BuildFailure::ProgramErrors(errors.max(1)));
     }
-    if let Some(print) = crate::limits::kernel_print(&analysis.program) {
+    if let Some(print) = crate::limits::not_on_poets(&analysis.program) {
         return Err(BuildFailure::KernelPrint(print.message));
     }
     match instance {

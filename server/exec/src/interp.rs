@@ -5,7 +5,7 @@
 
 use op2_analysis::consts::call_builtin;
 use op2_analysis::hir::{Body, Expr, ExprKind, Link, LocalInit, Place, Stmt, StmtKind, Var};
-use op2_analysis::model::InvocationId;
+use op2_analysis::model::{DatId, InvocationId};
 use op2_analysis::value::{self, EvalError, Value};
 use op2_syntax::TextRange;
 use op2_syntax::ast::{BinaryOp, ScalarType};
@@ -75,6 +75,9 @@ pub trait Host {
         invocation: InvocationId,
         globals: &mut [Vec<Value>],
     ) -> Result<(), Fault>;
+    /// `main` fetches a dat: its values now, element-major (`element ×
+    /// dimension + component`).
+    fn dat_values(&mut self, dat: DatId) -> Result<Vec<Value>, Fault>;
 }
 
 /// The state a body runs in.
@@ -665,8 +668,38 @@ impl Compiler<'_> {
                 let status = self.expr(status);
                 Box::new(move |frame| Ok(Flow::Exit(exit_status(status(frame)?, at)?)))
             }
+            StmtKind::Fetch { dat, global, .. } => {
+                let (dat, global) = (*dat, global.index());
+                Box::new(move |frame| {
+                    if let Some(host) = frame.host.as_deref_mut() {
+                        let values = host.dat_values(dat)?;
+                        fetch_into(&values, &mut frame.globals[global], range)?;
+                    }
+                    Ok(Flow::Normal)
+                })
+            }
         }
     }
+}
+
+/// `fetch`: the dat's `values` become the global's, which must hold exactly
+/// as many (its type is the dat's, E609); a global of another length stops
+/// the run at the statement (`range`), as the set's size comes with the
+/// instance data.
+pub fn fetch_into(values: &[Value], global: &mut [Value], range: TextRange) -> Result<(), Fault> {
+    if values.len() != global.len() {
+        return Err(Fault::Limit {
+            range,
+            message: format!(
+                "`fetch` copies {} value{} (the dat's set's size times its dimension) into a global of {} (E609); declare the global with exactly that many",
+                values.len(),
+                if values.len() == 1 { "" } else { "s" },
+                global.len()
+            ),
+        });
+    }
+    global.copy_from_slice(values);
+    Ok(())
 }
 
 /// The status `exit(value)` ends the program with (`range` is the status's

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use op2_analysis::Analysis;
-use op2_analysis::model::{ArgKind, InvocationId, Program};
+use op2_analysis::model::{ArgKind, DatId, InvocationId, Program};
 use op2_analysis::value::{self, Value};
 use op2_syntax::ast::{AccessMode, BinaryOp};
 use op2_syntax::{Encoding, LineIndex, TextRange};
@@ -520,6 +520,13 @@ impl Host for KernelPrinter<'_> {
             "internal error: a par_loop inside a kernel".into(),
         ))
     }
+
+    fn dat_values(&mut self, _: DatId) -> Result<Vec<Value>, Fault> {
+        // The analysis refuses a fetch in a kernel (E601).
+        Err(Fault::Host(
+            "internal error: a fetch inside a kernel".into(),
+        ))
+    }
 }
 
 impl Host for Reference<'_> {
@@ -550,5 +557,13 @@ impl Host for Reference<'_> {
                 Err(Fault::Host(message))
             }
         }
+    }
+
+    fn dat_values(&mut self, dat: DatId) -> Result<Vec<Value>, Fault> {
+        // The compiled engine holds the dats while it runs.
+        Ok(match self.native.as_ref() {
+            Some(native) => native.dat_values(dat),
+            None => self.state.dats[dat.index()].clone(),
+        })
     }
 }

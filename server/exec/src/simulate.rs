@@ -1107,8 +1107,9 @@ pub fn simulate_with_progress(
     out: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(&Statistics),
 ) -> Result<(State, Statistics), SimulationError> {
-    // A device cannot print yet: refused (E608), as `op2 simulate` does.
-    if let Some(print) = op2_codegen::limits::kernel_print(&analysis.program) {
+    // A device cannot print or send its values to the controller yet:
+    // refused (E608), as `op2 simulate` does.
+    if let Some(print) = op2_codegen::limits::not_on_poets(&analysis.program) {
         let at = crate::reference::position(
             &analysis.program,
             print.location.file,
@@ -3144,6 +3145,13 @@ impl Host for Printer<'_> {
     ) -> Result<(), Fault> {
         // Blocks never contain par_loops: they end blocks.
         Ok(())
+    }
+
+    fn dat_values(&mut self, _dat: DatId) -> Result<Vec<Value>, Fault> {
+        // A program that fetches is refused before it is simulated (E608).
+        Err(Fault::Host(
+            "internal error: a fetch in a simulated program".into(),
+        ))
     }
 }
 

@@ -70,6 +70,7 @@ field_ids! {
     condition = "condition",
     consequence = "consequence",
     constant = "const",
+    dat = "dat",
     data = "data",
     declarator = "declarator",
     dimension = "dimension",
@@ -700,6 +701,7 @@ ast_enum!(
         ParLoop(ParLoopStmt) = "par_loop_statement",
         Print(PrintStmt) = "print_statement",
         Exit(ExitStmt) = "exit_statement",
+        Fetch(FetchStmt) = "fetch_statement",
         Switch(SwitchStmt) = "switch_statement",
         Case(CaseLabel) = "case_label",
         Goto(GotoStmt) = "goto_statement",
@@ -1024,6 +1026,21 @@ impl<'t> ExitStmt<'t> {
     child!(
         /// The exit status.
         status -> Expr, status
+    );
+}
+
+ast_node!(
+    /// `fetch DAT into GLOBAL;`
+    FetchStmt = "fetch_statement"
+);
+impl<'t> FetchStmt<'t> {
+    child!(
+        /// The dat whose values are copied.
+        dat -> Ident, dat
+    );
+    child!(
+        /// The global array they are copied into.
+        global -> Ident, global
     );
 }
 

@@ -109,14 +109,15 @@ codes! {
     H506 = Hint, "RW argument could be READ or WRITE";
     E507 = Error, "constant index outside the parameter's dimension";
     E508 = Error, "kernel names something it may not use";
-    E601 = Error, "par_loop or exit outside main, or main names a dat or map";
+    E601 = Error, "par_loop, exit or fetch outside main, or main names a dat or map";
     E602 = Error, "assignment to a const";
     E603 = Error, "no main where one is needed, or more than one";
     W604 = Warning, "unused declaration";
     H605 = Hint, "par_loop whose results are never read";
     E606 = Error, "print format does not fit its arguments";
     E607 = Error, "exit status that is not an integer from 0 to 255";
-    E608 = Error, "print in a kernel, which simulate and POETS cannot run yet";
+    E608 = Error, "print in a kernel or fetch, which simulate and POETS cannot run yet";
+    E609 = Error, "fetch into a global whose type or length does not fit the dat";
     E701 = Error, "instance data: missing or malformed entry";
     E702 = Error, "instance data: map target outside the target set";
     E703 = Error, "instance data: wrong number of rows or components";

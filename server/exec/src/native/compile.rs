@@ -2017,8 +2017,8 @@ impl Gen<'_, '_> {
                 // interpreted, element by element in order, on one thread.
                 return Err("its kernel prints (`print` and `printf` in a kernel run only in the interpreter, in element order)".into());
             }
-            StmtKind::ParLoop(_) | StmtKind::Exit(_) => {
-                return Err("a par_loop or exit inside a kernel".into());
+            StmtKind::ParLoop(_) | StmtKind::Exit(_) | StmtKind::Fetch { .. } => {
+                return Err("a par_loop, exit or fetch inside a kernel".into());
             }
         }
         Ok(())

@@ -14,7 +14,7 @@ mod plan;
 use cranelift_codegen::ir::{AbiParam, types};
 use cranelift_frontend::FunctionBuilderContext;
 use cranelift_module::{Linkage, Module};
-use op2_analysis::model::{ArgKind, InvocationId, Program};
+use op2_analysis::model::{ArgKind, DatId, InvocationId, Program};
 use op2_analysis::value::Value;
 
 use crate::interp::Fault;
@@ -347,6 +347,11 @@ impl Native {
                 element: usize::try_from(stop.element).unwrap_or(0),
             }),
         }
+    }
+
+    /// The values of a dat now (for `fetch`), element-major.
+    pub(crate) fn dat_values(&self, dat: DatId) -> Vec<Value> {
+        self.dats[dat.index()].to_values()
     }
 
     /// Gives the dats and maps back to `state`.
