@@ -2,8 +2,8 @@
 //! Statements are copied as written with edits: `op_par_loop` becomes
 //! `par_loop`, `op_printf` becomes `print` (`printf` for part of a line),
 //! `op_get_size` becomes `len`, `exit` and `return STATUS` become `exit`,
-//! `op_fetch_data` a par_loop that copies the dat into a global standing for
-//! its host buffer, and a call of the application's own function its body
+//! `op_fetch_data` a `fetch` of the dat into the global standing for its
+//! host buffer, and a call of the application's own function its body
 //! (inlined); timers, diagnostics and profiling are dropped with a note;
 //! anything else outside the `.op2` subset is reported at its C location.
 
@@ -100,20 +100,6 @@ pub struct Buffer {
     pub ty: String,
 }
 
-impl Buffer {
-    /// The kernel that copies the dat into the buffer, one element at a
-    /// time: a global `INC` argument that starts at zero, so that each
-    /// element adds its values to zeros.
-    pub fn fetch_kernel(&self) -> String {
-        format!(
-            "// copies dat `{dat}` into the global that stands for its host buffer (`op_fetch_data`)\nkernel op2_fetch_{dat}(const {ty} *d, const int *i, {ty} *h) {{\n    for (int c = 0; c < {dim}; c++)\n        h[{dim} * i[0] + c] += d[c];\n}}\n\n",
-            dat = self.dat,
-            ty = self.ty,
-            dim = self.dim
-        )
-    }
-}
-
 /// The translated host program.
 #[derive(Debug, Default)]
 pub struct Host {
@@ -132,7 +118,7 @@ pub struct Host {
     pub globals: BTreeMap<String, Location>,
     /// Kernels the par_loops name, in order of first use.
     pub kernels: Vec<(String, Location)>,
-    /// Host buffers `op_fetch_data` fills, translated to par_loops.
+    /// Host buffers `op_fetch_data` fills, translated to `fetch`.
     pub fetched: BTreeSet<String>,
     /// The scalar type (in `.op2`) of each local the statements declare.
     pub local_types: BTreeMap<String, String>,
@@ -697,30 +683,22 @@ fn call<'t>(
                     };
                     ident.is_some_and(|i| dead.contains(source.text(i)))
                 });
-            let buffer = (name == "op_fetch_data")
-                .then(|| args.get(1))
-                .flatten()
-                .and_then(|b| context.buffers.get_key_value(source.text(*b)));
+            let buffer = whole_fetch(source, name, &args, context);
             if let (Some(statement), Some((buffer_name, buffer)), false) =
                 (whole_statement, buffer, dead_fetch)
             {
-                let zero = if buffer.ty == "float" { "0.0f" } else { "0" };
                 edits.replace(
                     statement,
-                    format!(
-                        "for (int op2_k = 0; op2_k < {len}; op2_k++)\n    {b}[op2_k] = {zero};\npar_loop op2_fetch_{dat} over {set} ({dat} READ, idx, {b} INC);",
-                        len = buffer.len,
-                        b = op2_name(buffer_name),
-                        dat = buffer.dat,
-                        set = buffer.set,
-                    ),
+                    format!("fetch {} into {};", buffer.dat, op2_name(buffer_name)),
                 );
                 host.fetched.insert(buffer_name.clone());
                 report.add(
                     Kind::Translated,
                     Some(location),
                     format!(
-                        "`op_fetch_data` into `{buffer_name}`: a par_loop copies dat `{}` into the global `{buffer_name}`",
+                        "`{name}` into `{buffer_name}`: `fetch {} into {}` copies dat `{}` into the global `{buffer_name}`",
+                        buffer.dat,
+                        op2_name(buffer_name),
                         buffer.dat
                     ),
                     None,
@@ -780,7 +758,7 @@ fn call<'t>(
                 _ => {
                     let help = match name {
                         "op_fetch_data" | "op_fetch_data_idx" => {
-                            "`op_fetch_data` is translated into the host array the dat was declared with (`op_decl_dat(…, BUFFER, …)`); fetch into that one, or reduce into a global"
+                            "`op_fetch_data(DAT, BUFFER)` and `op_fetch_data_idx(DAT, BUFFER, 0, op_get_size(SET) - 1)` are translated when BUFFER is the host array DAT was declared with (`op_decl_dat(…, BUFFER, …)`); fetch the whole dat into that one, or reduce into a global"
                         }
                         "exit" => "call `exit(STATUS);` as a statement of its own",
                         "abort" => "end `main` with `exit(1);`",
@@ -1636,4 +1614,36 @@ fn par_loop(
         op2_name(&kernel_name),
         out.join(", ")
     ))
+}
+
+/// The host buffer a fetch of a whole dat fills: `op_fetch_data(DAT,
+/// BUFFER)`, or `op_fetch_data_idx(DAT, BUFFER, 0, op_get_size(SET) - 1)`
+/// (every element, as OP2's applications call it), where BUFFER is the host
+/// array DAT was declared with. Any other fetch is reported where it is.
+fn whole_fetch<'c>(
+    source: &Source,
+    name: &str,
+    args: &[Node<'_>],
+    context: &'c Context<'_>,
+) -> Option<(&'c String, &'c Buffer)> {
+    let set = match (name, args) {
+        ("op_fetch_data", [_, _]) => None,
+        ("op_fetch_data_idx", [_, _, low, high]) => {
+            let compact = |node: Node<'_>| -> String {
+                let text = source.text(node);
+                text.chars().filter(|c| !c.is_whitespace()).collect()
+            };
+            let high = compact(*high);
+            let set = high.strip_prefix("op_get_size(")?.strip_suffix(")-1")?;
+            if compact(*low) != "0" {
+                return None;
+            }
+            Some(op2_name(set))
+        }
+        _ => return None,
+    };
+    let (buffer_name, buffer) = context.buffers.get_key_value(source.text(args[1]))?;
+    let same_dat = op2_name(source.text(args[0])) == buffer.dat;
+    let every_element = set.is_none_or(|set| set == buffer.set);
+    (same_dat && every_element).then_some((buffer_name, buffer))
 }

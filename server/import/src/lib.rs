@@ -1267,9 +1267,6 @@ fn program_text(
             ),
             None,
         );
-        if host.fetched.contains(name) {
-            out.push_str(&buffer.fetch_kernel());
-        }
     }
     for name in &host.temporaries {
         let Some(dat) = capture

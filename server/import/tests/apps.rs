@@ -663,9 +663,10 @@ fn host_code_reading_fetched_dats_and_calling_a_check_function_prints_what_the_n
         // `advance(1);`, whose par_loop runs the kernel `step` too.
         "int steps_advance1 = 1;",
         "for (int s = 0; s < steps_advance1; s++)",
-        // `op_fetch_data(p_x, x)`.
-        "par_loop op2_fetch_p_x over cells (p_x READ, idx, x INC);",
-        "kernel op2_fetch_p_x(const double *d, const int *i, double *h) {",
+        // `op_fetch_data(p_x, x)` and `op_fetch_data_idx(p_w, w, 0,
+        // op_get_size(cells) - 1)`.
+        "fetch p_x into x;",
+        "fetch p_w into w;",
         // `int result = check<double>(x, n, 1e-12);`, `STRIDE` from the
         // main file, `T` from the cast in the call of `differs`.
         "int result;",

@@ -106,6 +106,15 @@ template <class T> void op_fetch_data(op_dat dat, T *out) {
   memcpy(out, dat->data, dat->elem * dat->dim * dat->set->size);
 }
 
+// Elements low to high of the dat, both included.
+template <class T> void op_fetch_data_idx(op_dat dat, T *out, int low, int high) {
+  if (low < 0 || high >= dat->set->size || low > high) {
+    printf("op_fetch_data_idx: indices outside the elements of %s\n", dat->name);
+    exit(2);
+  }
+  memcpy(out, dat->data + low * dat->elem * dat->dim, dat->elem * dat->dim * (high - low + 1));
+}
+
 // The pointer an argument gives the kernel for element n; vector-map
 // arguments (idx < -1) give an array of pointers kept in `vec`.
 inline char *op_test_pointer(const op_arg &arg, int n, int *index, char **vec) {

@@ -1,5 +1,5 @@
-// Host code that reads dats after op_fetch_data, and a check function with
-// loops and early returns, as OP2's jac apps end.
+// Host code that reads dats after op_fetch_data and op_fetch_data_idx, and a
+// check function with loops and early returns, as OP2's jac apps end.
 #include <math.h>
 #include <stdlib.h>
 
@@ -12,6 +12,8 @@ inline void step(const double *w, double *x) {
   x[0] += w[0];
   x[1] -= w[0];
 }
+
+inline void scale(double *w) { w[0] *= 2.0; }
 
 op_set cells;
 op_dat p_x, p_w;
@@ -42,6 +44,8 @@ int main(int argc, char **argv) {
               op_arg_dat(p_x, -1, OP_ID, 2, "double", OP_RW));
   advance(1);
   op_fetch_data(p_x, x);
+  op_par_loop(scale, "scale", cells, op_arg_dat(p_w, -1, OP_ID, 1, "double", OP_RW));
+  op_fetch_data_idx(p_w, w, 0, op_get_size(cells) - 1);
   for (int i = 0; i < n; i++)
     op_printf("%d: %.17g %.17g (weight %g)\n", i, x[2 * i], x[2 * i + 1], w[i]);
   int result = check<double>(x, n, 1e-12);
