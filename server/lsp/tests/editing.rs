@@ -374,7 +374,8 @@ fn main_offers_globals_consts_locals_and_snippets() {
     let items = check(
         &fixture,
         &[
-            "rms", "gam", "iter", "par_loop", "print", "printf", "exit", "len", "sqrt", "while",
+            "rms", "gam", "iter", "par_loop", "print", "printf", "exit", "fetch", "len", "sqrt",
+            "while",
         ],
         &["p_q", "pedge", "nodes", "flux"],
     );
@@ -390,6 +391,10 @@ fn main_offers_globals_consts_locals_and_snippets() {
         item(&items, "exit").insert_text.as_deref(),
         Some("exit(${1:1});")
     );
+    assert_eq!(
+        item(&items, "fetch").insert_text.as_deref(),
+        Some("fetch ${1:dat} into ${2:global};")
+    );
     assert!(
         item(&items, "par_loop")
             .insert_text
@@ -400,8 +405,38 @@ fn main_offers_globals_consts_locals_and_snippets() {
     check(
         &in_main("rms = $0"),
         &["rms", "gam", "len"],
-        &["par_loop", "print", "printf", "exit"],
+        &["par_loop", "print", "printf", "exit", "fetch"],
     );
+}
+
+#[test]
+fn fetch_offers_dats_then_globals() {
+    let fixture = format!("{PRELUDE}global q: double[40];\nmain {{\n    fetch $0\n}}\n");
+    check(
+        &fixture,
+        &["p_x", "p_q", "p_res"],
+        &["rms", "q", "gam", "fetch", "len"],
+    );
+    let fixture = format!("{PRELUDE}global q: double[40];\nmain {{\n    fetch p_q into $0\n}}\n");
+    check(&fixture, &["rms", "q"], &["p_q", "gam", "len"]);
+    // Between the dat and `into`, nothing to offer.
+    let fixture = format!("{PRELUDE}global q: double[40];\nmain {{\n    fetch p_q $0\n}}\n");
+    assert!(completions(&fixture).is_empty());
+    // A kernel has no `fetch`.
+    check(
+        &format!("{PRELUDE}kernel k(double *a) {{\n    $0\n}}\n"),
+        &["a"],
+        &["fetch"],
+    );
+    // The keyword and the names are classified.
+    let text = "set nodes;\ndat p_u: double[2] on nodes;\nglobal u: double[8];\nmain {\n    fetch p_u into u;\n    print(\"%g\", u[0]);\n}\n";
+    let data =
+        with_context("file:///fetch.op2", text, handlers::semantic_tokens::full).expect("tokens");
+    let tokens = decode(text, &data.data);
+    has_token(&tokens, "fetch", "keyword", &[]);
+    has_token(&tokens, "into", "keyword", &[]);
+    has_token(&tokens, "p_u", "variable", &[]);
+    has_token(&tokens, "u", "variable", &[]);
 }
 
 #[test]

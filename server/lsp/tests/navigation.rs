@@ -1744,3 +1744,73 @@ fn requests_deep_inside_nested_blocks_need_no_stack() {
         .join();
     assert!(done.is_ok(), "a request panicked or overflowed");
 }
+
+// ----------------------------------------------------------------------
+// `fetch DAT into GLOBAL;`
+// ----------------------------------------------------------------------
+
+#[test]
+fn definitions_and_references_through_a_fetch() {
+    check_definition(
+        "
+set nodes;
+dat p_u: double[2] on nodes;
+    ^^^
+global u: double[8];
+main {
+    fetch p$0_u into u;
+}
+",
+    );
+    check_definition(
+        "
+set nodes;
+dat p_u: double[2] on nodes;
+global u: double[8];
+       ^
+main {
+    // A local of `main` does not hide the global a fetch writes.
+    double x = 0.0;
+    fetch p_u into u$0;
+    print(\"%g\", u[0] + x);
+}
+",
+    );
+    // The fetch reads the dat and writes the global.
+    check_references(
+        "
+set nodes;
+dat p_u: double on nodes;
+    ^^^ decl
+global u: double[4];
+main {
+    fetch p_$0u into u;
+          ^^^ read
+    print(\"%g\", u[0]);
+}
+",
+    );
+    check_references(
+        "
+set nodes;
+dat p_u: double on nodes;
+global u: double[4];
+       ^ decl
+main {
+    fetch p_u into u$0;
+                   ^ write
+    print(\"%g\", u[0]);
+                ^ read
+}
+",
+    );
+}
+
+#[test]
+fn hover_on_the_names_of_a_fetch() {
+    let text = "set nodes;\ndat p_u: double[2] on nodes;\nglobal u: double[8];\nmain {\n    fetch p_u into u;\n    print(\"%g\", u[0]);\n}\n";
+    let hover = hover_at(text, "p_u into", 0);
+    assert_contains(&hover, &["dat p_u: double[2] on nodes"]);
+    let hover = hover_at(text, "u;", 0);
+    assert_contains(&hover, &["global u: double[8]"]);
+}

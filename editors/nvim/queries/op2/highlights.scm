@@ -103,6 +103,8 @@
   "as"
   "print"
   "printf"
+  "fetch"
+  "into"
 ] @keyword
 
 (const_declaration

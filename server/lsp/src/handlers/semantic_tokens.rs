@@ -101,8 +101,9 @@ pub struct Classified {
 
 const KEYWORDS: &[&str] = &[
     "set", "map", "dat", "const", "global", "kernel", "main", "par_loop", "over", "as", "on",
-    "import", "len", "print", "printf", "exit", "if", "else", "for", "while", "do", "break",
-    "continue", "return", "true", "false", "switch", "case", "default", "goto", "struct",
+    "import", "len", "print", "printf", "exit", "fetch", "if", "else", "for", "while", "do",
+    "break", "continue", "return", "true", "false", "switch", "case", "default", "goto", "struct",
+    "into",
 ];
 
 const OPERATORS: &[&str] = &[
@@ -290,6 +291,8 @@ fn identifier(
         ("par_loop_argument", Some("map")) => (Kind::Property, 0),
         // Arguments name top-level data, whatever the locals of `main`.
         ("par_loop_argument", Some("data")) => symbol_kind(program.lookup(name)?),
+        // So does `fetch`: a dat and a global.
+        ("fetch_statement", Some("dat" | "global")) => symbol_kind(program.lookup(name)?),
         ("call_expression", Some("function")) if BUILTINS.contains(&name) => {
             (Kind::Function, DEFAULT_LIBRARY)
         }

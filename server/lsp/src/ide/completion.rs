@@ -143,9 +143,9 @@ impl Token<'_> {
 /// The reserved words of language.md §2.
 const RESERVED: &[&str] = &[
     "set", "map", "dat", "const", "global", "kernel", "main", "par_loop", "over", "as", "on",
-    "import", "len", "print", "printf", "exit", "if", "else", "for", "while", "do", "break",
-    "continue", "return", "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "double",
-    "float", "int", "uint", "ll", "ull", "bool",
+    "import", "len", "print", "printf", "exit", "fetch", "if", "else", "for", "while", "do",
+    "break", "continue", "return", "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX",
+    "double", "float", "int", "uint", "ll", "ull", "bool",
 ];
 
 const TYPES: &[&str] = &["double", "float", "int", "uint", "ll", "ull", "bool"];
@@ -664,6 +664,15 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
             items
         }
         Region::Main(open) => {
+            // `fetch DAT into GLOBAL;` names a dat, then a global.
+            match statement {
+                [fetch] if fetch.is("fetch") => return dats(program, 0),
+                [fetch, dat, into] if fetch.is("fetch") && dat.is_name() && into.is("into") => {
+                    return globals(program, 0);
+                }
+                [fetch, ..] if fetch.is("fetch") => return Vec::new(),
+                _ => {}
+            }
             if !expects_name(statement) {
                 return Vec::new();
             }
@@ -683,6 +692,11 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
                     CompletionItem::new("exit", CompletionKind::Snippet, 0)
                         .detail("exit(STATUS);")
                         .snippet("exit(${1:1});"),
+                );
+                items.push(
+                    CompletionItem::new("fetch", CompletionKind::Snippet, 0)
+                        .detail("fetch DAT into GLOBAL;")
+                        .snippet("fetch ${1:dat} into ${2:global};"),
                 );
             }
             items.extend(body_keywords(3));
@@ -1002,6 +1016,16 @@ fn consts(program: &Program, rank: u8) -> Vec<CompletionItem> {
         .map(|c| {
             CompletionItem::new(&c.name, CompletionKind::Const, rank)
                 .detail(format!("const {}", c.ty))
+        })
+        .collect()
+}
+
+fn dats(program: &Program, rank: u8) -> Vec<CompletionItem> {
+    program
+        .dats
+        .iter()
+        .map(|d| {
+            CompletionItem::new(&d.name, CompletionKind::Dat, rank).detail(format!("dat {}", d.ty))
         })
         .collect()
 }

@@ -273,7 +273,7 @@ fn resolve_as(
                 top_level(program, name)
             }
         }
-        "par_loop_argument" | "len_expression" => top_level(program, name),
+        "par_loop_argument" | "len_expression" | "fetch_statement" => top_level(program, name),
         // Built-in functions, `goto` labels and structs name nothing.
         "call_expression" if is_field(parent, "function", ident) => None,
         "goto_statement" | "struct_specifier" => None,
@@ -712,6 +712,8 @@ fn access(path: &NodePath<'_>, text: &str) -> (bool, bool) {
             (true, parent.child_by_field_name("value").is_some())
         }
         "par_loop_statement" if is_field(parent, "alias", ident) => (true, false),
+        // `fetch DAT into GLOBAL;` writes the global.
+        "fetch_statement" => (false, is_field(parent, "global", ident)),
         "par_loop_argument" if is_field(parent, "data", ident) => {
             let mode = parent.child_by_field_name("mode").map(|m| text_of(m, text));
             (
@@ -752,9 +754,9 @@ fn is_assigned(path: &NodePath<'_>) -> bool {
 /// The reserved words of language.md §2.
 pub const RESERVED_WORDS: &[&str] = &[
     "set", "map", "dat", "const", "global", "kernel", "main", "par_loop", "over", "as", "on",
-    "import", "len", "print", "printf", "exit", "if", "else", "for", "while", "do", "break",
-    "continue", "return", "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "double",
-    "float", "int", "uint", "ll", "ull", "bool",
+    "import", "len", "print", "printf", "exit", "fetch", "if", "else", "for", "while", "do",
+    "break", "continue", "return", "true", "false", "READ", "WRITE", "RW", "INC", "MIN", "MAX",
+    "double", "float", "int", "uint", "ll", "ull", "bool",
 ];
 
 /// What a rename at a position changes.
