@@ -12,6 +12,7 @@ mod chains;
 mod differential;
 mod examples;
 mod faults;
+mod fetch;
 mod indices;
 mod long_arrays;
 mod output;

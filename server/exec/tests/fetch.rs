@@ -1,0 +1,123 @@
+//! `fetch DAT into GLOBAL;`: `main` gets every value of a dat, element by
+//! element, in both engines of `op2 run` (on one thread and several), bit
+//! for bit; a global of another length stops the run at the statement; and
+//! `op2 simulate` refuses the program (E608).
+
+use crate::support;
+
+use op2_analysis::value::Value;
+use op2_exec::reference::Reference;
+use op2_exec::simulate::{Options, SimulationError};
+use op2_exec::{Engine, State};
+use support::load;
+
+/// Every node adds what its edges give it, then `main` fetches the nodes'
+/// values twice: between the loops and after them, where a later loop
+/// changed the dat again.
+const SPREAD: &str = r#"
+set nodes;
+set edges;
+
+map ends: edges -> nodes[2];
+
+dat p_w: double on edges;
+dat p_u: double[2] on nodes;
+
+global u: double[8];
+global before: double[8];
+
+kernel spread(const double *w, double *a, double *b) {
+    a[0] += w[0];
+    b[1] -= w[0];
+}
+
+kernel negate(double *u) {
+    u[0] = -u[0];
+    u[1] = -u[1];
+}
+
+main {
+    par_loop spread over edges (p_w READ, p_u[ends[0]] INC, p_u[ends[1]] INC);
+    fetch p_u into before;
+    par_loop negate over nodes (p_u RW);
+    fetch p_u into u;
+    for (int n = 0; n < 4; n++)
+        print("%d: %g %g (%g %g)", n, u[2 * n], u[2 * n + 1], before[2 * n], before[2 * n + 1]);
+}
+"#;
+
+const MESH: &[u8] =
+    br#"{"sets": {"nodes": 4, "edges": 3}, "maps": {"ends": [[0, 1], [1, 2], [0, 3]]}, "dats": {"p_w": [0.5, 0.25, 2.0], "p_u": [[0, 0], [0, 0], [0, 0], [0, 0]]}}"#;
+
+fn doubles(values: &[f64]) -> Vec<Value> {
+    values.iter().map(|&v| Value::Double(v)).collect()
+}
+
+#[test]
+fn fetch_copies_the_dat_element_by_element_in_both_engines() {
+    let case = load("spread.op2", SPREAD, MESH);
+    // `run` compares the interpreter and the compiled engine bit for bit.
+    let (state, output) = case.run().expect("the program runs");
+    // Node 0 gets 0.5 and 2.0 as first end; node 1 is the second end of
+    // edge 0 and the first of edge 1; node 3 the second end of edge 2.
+    let before = [2.5, 0.0, 0.25, -0.5, 0.0, -0.25, 0.0, -2.0];
+    assert_eq!(case.global(&state, "before"), doubles(&before));
+    let after: Vec<f64> = before.iter().map(|v| -v).collect();
+    assert_eq!(case.global(&state, "u"), doubles(&after));
+    // The sign of zero is kept: -0.0 is fetched as -0.0.
+    assert!(matches!(case.global(&state, "u")[1], Value::Double(z) if z.is_sign_negative()));
+    assert_eq!(
+        output,
+        "0: -2.5 -0 (2.5 0)\n1: -0.25 0.5 (0.25 -0.5)\n2: -0 0.25 (0 -0.25)\n3: -0 2 (0 -2)\n"
+    );
+    // The compiled engine on several threads fetches the same.
+    for threads in [2, 4] {
+        let mut threaded = String::new();
+        let mut sink = |text: &str| threaded.push_str(text);
+        let reference = Reference::new(
+            &case.analysis,
+            State::new(&case.analysis.program, &case.data),
+            &mut sink,
+        )
+        .with_engine(Engine::Compiled)
+        .with_threads(threads);
+        let other = reference.run(u64::MAX).expect("runs on threads");
+        assert_eq!(other.globals, state.globals, "{threads} threads");
+        assert_eq!(threaded, output, "{threads} threads");
+    }
+}
+
+#[test]
+fn a_global_of_another_length_stops_the_run_at_the_fetch() {
+    let text = SPREAD.replace("global u: double[8];", "global u: double[6];");
+    let case = load("short.op2", &text, MESH);
+    // Both engines fail alike (compared by `run`).
+    let error = case.run().expect_err("the global is too short");
+    assert!(
+        error
+            .message
+            .starts_with("short.op2:27:5: `fetch` copies 8 values"),
+        "{}",
+        error.message
+    );
+    assert!(
+        error.message.contains("into a global of 6 (E609)"),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
+fn simulate_refuses_a_program_that_fetches() {
+    let case = load("spread.op2", SPREAD, MESH);
+    let Err(SimulationError::Runtime(error)) = case.simulate(Options::default()) else {
+        panic!("the simulation should be refused");
+    };
+    assert!(
+        error
+            .message
+            .starts_with("spread.op2:25:5: error[E608]: `main` fetches dat `p_u`"),
+        "{}",
+        error.message
+    );
+}
