@@ -642,7 +642,7 @@ pub(crate) fn check_fetches(program: &Program, diagnostics: &mut Vec<Diagnostic>
                 "`fetch` copies the `{}` values of dat `{}` into global `{}`, a `{}`: the types differ",
                 dat.ty.scalar, dat.name, global.name, global.ty
             ))
-        } else if dat.ty.dimension > 0 && global.ty.dimension % dat.ty.dimension != 0 {
+        } else if dat.ty.dimension > 0 && !global.ty.dimension.is_multiple_of(dat.ty.dimension) {
             Some(format!(
                 "global `{}` holds {} values, not a whole number of the {} values each element of dat `{}` has",
                 global.name, global.ty.dimension, dat.ty.dimension, dat.name

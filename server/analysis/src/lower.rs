@@ -435,13 +435,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
             }
             AstStmt::Exit(exit) => {
-                if !matches!(self.context, Context::Main) {
-                    let keyword = exit.node().child(0).map_or(range, |k| k.text_range());
-                    self.report(
-                        Code::E601,
-                        keyword,
-                        "`exit` outside `main`; a kernel cannot end the program".into(),
-                    );
+                if !self.in_main(
+                    exit.node(),
+                    range,
+                    "`exit` outside `main`; a kernel cannot end the program",
+                ) {
                     return None;
                 }
                 let status = self.lower_condition(exit.status(), range);
@@ -449,13 +447,11 @@ impl<'a, 't> Lowerer<'a, 't> {
                 StmtKind::Exit(status)
             }
             AstStmt::Fetch(fetch) => {
-                if !matches!(self.context, Context::Main) {
-                    let keyword = fetch.node().child(0).map_or(range, |k| k.text_range());
-                    self.report(
-                        Code::E601,
-                        keyword,
-                        "`fetch` outside `main`; a kernel sees only its own element".into(),
-                    );
+                if !self.in_main(
+                    fetch.node(),
+                    range,
+                    "`fetch` outside `main`; a kernel sees only its own element",
+                ) {
                     return None;
                 }
                 let dat = fetch.dat().and_then(|d| self.resolve_fetched(d, true));
@@ -475,6 +471,22 @@ impl<'a, 't> Lowerer<'a, 't> {
             AstStmt::Switch(_) | AstStmt::Case(_) | AstStmt::Goto(_) => return None,
         };
         Some(Stmt { kind, range })
+    }
+
+    /// Whether this is `main`; else E601 with `message` at the statement's
+    /// keyword (`range` when it has none).
+    fn in_main(
+        &mut self,
+        statement: op2_syntax::tree_sitter::Node<'_>,
+        range: TextRange,
+        message: &str,
+    ) -> bool {
+        if matches!(self.context, Context::Main) {
+            return true;
+        }
+        let keyword = statement.child(0).map_or(range, |k| k.text_range());
+        self.report(Code::E601, keyword, message.into());
+        false
     }
 
     /// The dat (`dat`) or global a `fetch` names, or E101/E103.

@@ -1,6 +1,7 @@
 //! `exit(STATUS)` ends `op2 run` and `op2 simulate` with that status, after
 //! the output `main` wrote (`printf` of part of a line included) and
-//! nothing more on standard output.
+//! nothing more on standard output; what only `op2 run` runs (a kernel's
+//! print, `fetch`) is refused by `op2 simulate` and `op2 build`.
 
 use crate::support;
 
@@ -43,59 +44,68 @@ fn run_and_simulate_end_with_the_programs_exit_status() {
 
 const KERNEL_PRINTS: &str = "set cells;\n\ndat p_n: int on cells;\n\nkernel show(const int *n) {\n    printf(\"[%d]\", n[0]);\n}\n\nmain {\n    par_loop show over cells (p_n READ);\n    print(\"\");\n}\n";
 
-#[test]
-fn a_kernel_that_prints_runs_and_is_refused_by_simulate_and_build() {
+/// `op2 check` accepts `text` (written as `file`), `op2 run` prints
+/// `stdout` in both engines, and `op2 simulate` and `op2 build` exit with
+/// status 1, write nothing and give `error` at `at` (E608).
+fn runs_but_is_refused_by_simulate_and_build(
+    file: &str,
+    text: &str,
+    data: &str,
+    stdout: &str,
+    error: &str,
+    at: &str,
+) {
     let scratch = Scratch::new();
-    scratch.file(
-        "data.json",
-        r#"{ "sets": { "cells": 3 }, "dats": { "p_n": [4, 5, 6] } }"#,
-    );
-    scratch.file("show.op2", KERNEL_PRINTS);
-    let check = scratch
-        .op2(&["check", "show.op2"])
-        .output()
-        .expect("op2 runs");
+    scratch.file("data.json", data);
+    scratch.file(file, text);
+    let check = scratch.op2(&["check", file]).output().expect("op2 runs");
     assert!(check.status.success(), "{check:?}");
     for engine in ["interp", "compiled"] {
         let output = scratch
-            .op2(&[
-                "run",
-                "--engine",
-                engine,
-                "show.op2",
-                "--instance",
-                "data.json",
-            ])
+            .op2(&["run", "--engine", engine, file, "--instance", "data.json"])
             .output()
             .expect("op2 runs");
         assert!(output.status.success(), "{engine}: {output:?}");
-        assert_eq!(
-            String::from_utf8_lossy(&output.stdout),
-            "[4][5][6]\n",
-            "{engine}"
-        );
+        assert_eq!(String::from_utf8_lossy(&output.stdout), stdout, "{engine}");
     }
     for args in [
-        vec!["simulate", "show.op2", "--instance", "data.json"],
-        vec![
-            "build",
-            "show.op2",
-            "--instance",
-            "data.json",
-            "-o",
-            "show.xml",
-        ],
+        vec!["simulate", file, "--instance", "data.json"],
+        vec!["build", file, "--instance", "data.json", "-o", "out.xml"],
     ] {
         let output = scratch.op2(&args).output().expect("op2 runs");
         assert_eq!(output.status.code(), Some(1), "{args:?}: {output:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(
-            stderr.contains(
-                "error[E608]: kernel `show` prints; `printf` in a kernel runs only in `op2 run`"
-            ) && stderr.contains("show.op2:6:5"),
+            stderr.contains(error) && stderr.contains(at),
             "{args:?}: {stderr}"
         );
         assert!(output.stdout.is_empty(), "{args:?}: {output:?}");
     }
-    assert!(!scratch.path("show.xml").exists());
+    assert!(!scratch.path("out.xml").exists());
+}
+
+#[test]
+fn a_kernel_that_prints_runs_and_is_refused_by_simulate_and_build() {
+    runs_but_is_refused_by_simulate_and_build(
+        "show.op2",
+        KERNEL_PRINTS,
+        r#"{ "sets": { "cells": 3 }, "dats": { "p_n": [4, 5, 6] } }"#,
+        "[4][5][6]\n",
+        "error[E608]: kernel `show` prints; `printf` in a kernel runs only in `op2 run`",
+        "show.op2:6:5",
+    );
+}
+
+const FETCHES: &str = "set cells;\n\ndat p_n: int[2] on cells;\n\nglobal n: int[6];\n\nkernel twice(int *n) {\n    n[1] = 2 * n[0];\n}\n\nmain {\n    par_loop twice over cells (p_n RW);\n    fetch p_n into n;\n    for (int i = 0; i < 6; i++)\n        printf(\"[%d]\", n[i]);\n    print(\"\");\n}\n";
+
+#[test]
+fn a_fetch_runs_and_is_refused_by_simulate_and_build() {
+    runs_but_is_refused_by_simulate_and_build(
+        "fetch.op2",
+        FETCHES,
+        r#"{ "sets": { "cells": 3 }, "dats": { "p_n": [[4, 0], [5, 0], [-6, 0]] } }"#,
+        "[4][8][5][10][-6][-12]\n",
+        "error[E608]: `main` fetches dat `p_n`; `fetch` runs only in `op2 run`",
+        "fetch.op2:13:5",
+    );
 }

@@ -6,9 +6,7 @@
 use crate::support;
 
 use op2_analysis::value::Value;
-use op2_exec::reference::Reference;
 use op2_exec::simulate::{Options, SimulationError};
-use op2_exec::{Engine, State};
 use support::load;
 
 /// Every node adds what its edges give it, then `main` fetches the nodes'
@@ -72,16 +70,7 @@ fn fetch_copies_the_dat_element_by_element_in_both_engines() {
     );
     // The compiled engine on several threads fetches the same.
     for threads in [2, 4] {
-        let mut threaded = String::new();
-        let mut sink = |text: &str| threaded.push_str(text);
-        let reference = Reference::new(
-            &case.analysis,
-            State::new(&case.analysis.program, &case.data),
-            &mut sink,
-        )
-        .with_engine(Engine::Compiled)
-        .with_threads(threads);
-        let other = reference.run(u64::MAX).expect("runs on threads");
+        let (other, threaded) = case.run_threaded(threads).expect("runs on threads");
         assert_eq!(other.globals, state.globals, "{threads} threads");
         assert_eq!(threaded, output, "{threads} threads");
     }

@@ -156,15 +156,7 @@ fn instance(nodes: u64, edges: u64, seed: u64, fault: Option<u64>) -> String {
 }
 
 fn run(case: &Case, threads: usize) -> Result<(State, String), RuntimeError> {
-    let mut output = String::new();
-    let state = State::new(&case.analysis.program, &case.data);
-    let mut sink = |text: &str| output.push_str(text);
-    let reference = Reference::new(&case.analysis, state, &mut sink)
-        .with_engine(Engine::Compiled)
-        .with_threads(threads);
-    assert_eq!(reference.fallback(), None);
-    assert_eq!(reference.threads(), threads.max(1));
-    reference.run(u64::MAX).map(|state| (state, output))
+    case.run_threaded(threads)
 }
 
 /// Each invocation's plan on `threads` threads.

@@ -600,7 +600,8 @@ pub fn scalar_type(text: &str) -> Option<&'static str> {
 /// Words `.op2` reserves that a C program may use as names.
 const OP2_RESERVED: &[&str] = &[
     "set", "map", "dat", "global", "kernel", "main", "par_loop", "over", "as", "on", "import",
-    "len", "print", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "uint", "ll", "ull",
+    "len", "print", "printf", "exit", "fetch", "READ", "WRITE", "RW", "INC", "MIN", "MAX", "uint",
+    "ll", "ull",
 ];
 
 /// The `.op2` name of a C name: itself, or with `_` appended where `.op2`

@@ -159,8 +159,13 @@ fn chain_built_in_host_loops_prints_what_the_native_build_prints() {
     let (imported, _work) = same_numbers("chain", "chain", "chain.cpp");
     assert!(imported.report.faithful(), "{}", imported.report);
     let program = std::fs::read_to_string(&imported.program).unwrap();
-    // `len` is reserved in `.op2`: the kernel parameter is renamed.
+    // `len` is reserved in `.op2`: the kernel parameter is renamed; so are
+    // the kernel's locals `printf`, `exit` and `fetch`.
     assert!(program.contains("double *len_"), "{program}");
+    assert!(
+        program.contains("double fetch_ = alpha * printf_ / exit_;"),
+        "{program}"
+    );
     assert!(program.contains("global dt: double = 0.5;"), "{program}");
     assert!(
         program.contains("const weights: double[3] = {0.5, 1.5, -0.25};"),
@@ -225,7 +230,7 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
         })
         .collect();
     found.sort();
-    let expected: [(usize, usize, &str); 9] = [
+    let expected: [(usize, usize, &str); 10] = [
         (
             16,
             10,
@@ -261,13 +266,15 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
             7,
             "a `return` that is not where the function ends: op2 import inlines a function whose `return`s end its body or end an `if` that the rest of the body follows",
         ),
+        // Part of a dat: not a `fetch`.
+        (64, 3, "call to `op_fetch_data_idx` in the host code"),
         (
-            65,
+            67,
             48,
             "call to `first_big`, which op2 import cannot inline: it is called inside an expression; op2 import inlines calls that make up a statement (`f(…);`, `x = f(…);`, `T x = f(…);`)",
         ),
         (
-            66,
+            68,
             29,
             "`ends` is a pointer (declared at vector.cpp:53:8), which `.op2` has no place for; the host code after the first par_loop uses it 2 times, first here",
         ),

@@ -108,6 +108,20 @@ impl Case {
         result.map(|state| (state, output))
     }
 
+    /// Runs the compiled engine on `threads` threads.
+    pub fn run_threaded(&self, threads: usize) -> Result<(State, String), RuntimeError> {
+        let mut output = String::new();
+        let state = State::new(&self.analysis.program, &self.data);
+        let mut sink = |text: &str| output.push_str(text);
+        let reference = Reference::new(&self.analysis, state, &mut sink)
+            .with_engine(Engine::Compiled)
+            .with_threads(threads);
+        assert_eq!(reference.fallback(), None);
+        assert_eq!(reference.threads(), threads.max(1));
+        let result = reference.run(u64::MAX);
+        result.map(|state| (state, output))
+    }
+
     pub fn simulate(
         &self,
         options: simulate::Options,

@@ -5,9 +5,12 @@ inline void edge_length(const double *x0, const double *x1, double *len) {
 inline void flux(const double *u0, const double *u1, const double *len,
                  double *f0, double *f1) {
   for (int k = 0; k < 2; k++) {
-    double f = alpha * (u1[k] - u0[k]) / (*len + weights[k]);
-    f0[k] += f;
-    f1[k] -= f;
+    // C names that `.op2` reserves: renamed `printf_`, `exit_`, `fetch_`.
+    double printf = u1[k] - u0[k];
+    double exit = *len + weights[k];
+    double fetch = alpha * printf / exit;
+    f0[k] += fetch;
+    f1[k] -= fetch;
   }
 }
 

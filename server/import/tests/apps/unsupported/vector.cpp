@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
   op_par_loop(decay, "decay", nodes, op_arg_dat(p_f, -1, OP_ID, 1, "float", OP_RW));
   op_printf("sum %g\n", sum);
   op_fetch_data(p_x, xs);
+  op_fetch_data_idx(p_f, fs, 1, 2);
+  op_printf("fs %g\n", fs[1]);
   int at = first_big(xs, 3);
   op_printf("first big %d, then %d\n", at, 1 + first_big(xs, 2));
   op_printf("ends %d %d\n", ends[0], ends[3]);
