@@ -78,6 +78,12 @@ fn usage(program: &Program) -> Usage {
             hir::walk_stmt_exprs(stmt, &mut mark);
         }
     }
+    // `fetch` copies every element of a dat's set.
+    for fetch in program.main.iter().flat_map(|main| hir::fetches(main)) {
+        if let Some(set) = program.dats[fetch.dat.index()].set {
+            usage.sets[set.index()] = true;
+        }
+    }
     usage
 }
 

@@ -145,6 +145,23 @@ fn e701_missing_set_size() {
 }
 
 #[test]
+fn e701_missing_size_of_a_set_only_a_fetch_reads() {
+    // No par_loop runs over `nodes`, but `fetch` copies its every element.
+    let analysis = analyse(
+        "set nodes;\ndat p_u: double on nodes = 2.5;\nglobal u: double[4];\nmain {\n    fetch p_u into u;\n    print(\"%g\", u[0]);\n}\n",
+    );
+    let loaded = read(&analysis, r#"{"sets": {}}"#);
+    assert_problem(
+        &loaded,
+        Code::E701,
+        "sets.nodes",
+        "the size of set `nodes` is missing",
+    );
+    let loaded = read(&analysis, r#"{"sets": {"nodes": 4}}"#);
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+}
+
+#[test]
 fn e701_sizes_must_be_non_negative_integers() {
     let analysis = analyse(PROGRAM);
     for (value, found) in [
