@@ -622,7 +622,7 @@ fn conflict(a: &Arg, b: &Arg) -> Option<&'static str> {
 
 /// E609: a `fetch` whose global has another element type than the dat, or a
 /// length that is not a whole number of the dat's elements (the set's size
-/// is checked with the instance data).
+/// is checked with the instance data, `op2_instance`'s `check_fetches`).
 pub(crate) fn check_fetches(program: &Program, diagnostics: &mut Vec<Diagnostic>) {
     let Some(main) = program.main.as_deref() else {
         return;

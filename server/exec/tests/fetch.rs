@@ -7,6 +7,7 @@ use crate::support;
 
 use op2_analysis::value::Value;
 use op2_exec::simulate::{Options, SimulationError};
+use op2_exec::{Engine, Reference, State};
 use support::load;
 
 /// Every node adds what its edges give it, then `main` fetches the nodes'
@@ -77,22 +78,57 @@ fn fetch_copies_the_dat_element_by_element_in_both_engines() {
 }
 
 #[test]
-fn a_global_of_another_length_stops_the_run_at_the_fetch() {
+fn a_global_of_another_length_is_refused_with_the_instance_and_stops_the_run() {
+    // With the instance data, before anything runs (E609 at the fetch).
     let text = SPREAD.replace("global u: double[8];", "global u: double[6];");
-    let case = load("short.op2", &text, MESH);
-    // Both engines fail alike (compared by `run`).
-    let error = case.run().expect_err("the global is too short");
+    let analysis = op2_analysis::analyse_text(
+        std::path::Path::new("short.op2"),
+        &text,
+        &op2_analysis::Options { require_main: true },
+    );
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    let loaded = op2_instance::read(MESH, &analysis.program, &mut op2_instance::NoProgress);
+    assert!(loaded.data.is_none());
+    let problem = &loaded.problems[0];
+    assert_eq!(problem.code, op2_syntax::Code::E609, "{problem:#?}");
+    assert_eq!(
+        problem.message,
+        "`fetch p_u into u` copies 8 values (set `nodes` has 4 elements, of 2 each), but global `u` holds 6"
+    );
+    assert_eq!(
+        &text[problem.location.range.start as usize..][..17],
+        "fetch p_u into u;"
+    );
+    // A state made otherwise (a library caller's) stops at the fetch, in
+    // both engines alike.
+    let case = load("spread.op2", SPREAD, MESH);
+    let u = case
+        .analysis
+        .program
+        .globals
+        .iter()
+        .position(|g| g.name == "u")
+        .expect("u");
+    let mut results = Vec::new();
+    for engine in [Engine::Interp, Engine::Compiled] {
+        let mut state = State::new(&case.analysis.program, &case.data);
+        state.globals[u].truncate(6);
+        let mut sink = |_: &str| {};
+        let result = Reference::new(&case.analysis, state, &mut sink)
+            .with_engine(engine)
+            .run(u64::MAX);
+        results.push(result.expect_err("the global is too short").message);
+    }
+    assert_eq!(results[0], results[1]);
     assert!(
-        error
-            .message
-            .starts_with("short.op2:27:5: `fetch` copies 8 values"),
+        results[0].starts_with("spread.op2:27:5: `fetch` copies 8 values"),
         "{}",
-        error.message
+        results[0]
     );
     assert!(
-        error.message.contains("into a global of 6 (E609)"),
+        results[0].contains("into a global of 6 (E609)"),
         "{}",
-        error.message
+        results[0]
     );
 }
 

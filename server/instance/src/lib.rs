@@ -8,7 +8,8 @@
 //! E701 missing or malformed entry, E702 map target outside its set, E703
 //! wrong number of rows or components, E704 two iteration elements writing
 //! the same element through WRITE/RW arguments in one par_loop, W705 an entry
-//! the program does not declare.
+//! the program does not declare, and E609 a global that `fetch` fills whose
+//! length is not the set's size times the dat's dimension.
 //!
 //! The code generator turns validated data into a graph instance and the
 //! interpreter and simulator run over it; both sit above this crate, which

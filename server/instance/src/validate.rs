@@ -1,5 +1,6 @@
 //! Checking what was read against the program: missing entries (E701), row
-//! counts (E703), map targets (E702), WRITE/RW races (E704), values that no
+//! counts (E703), map targets (E702), WRITE/RW races (E704), the globals
+//! `fetch` fills (E609), values that no
 //! initialiser can hold; and filling in the program's values where the data
 //! gives none.
 
@@ -346,6 +347,7 @@ pub(super) fn validate(
         given,
     };
     check_races(program, &data, &map_ok, problems, progress);
+    check_fetches(program, &data, problems);
     progress.advance(ticks);
     progress.finish();
     if problems.has_errors() {
@@ -428,6 +430,49 @@ fn e704_work(program: &Program, sizes: &[u32]) -> u64 {
             groups * size
         })
         .sum()
+}
+
+/// E609: a `fetch` whose global does not hold exactly the set's size times
+/// the dat's dimension (the analysis checked the type and that the length
+/// is a multiple of the dimension), at the `fetch`, before anything runs.
+fn check_fetches(program: &Program, data: &InstanceData, problems: &mut Problems<'_>) {
+    let (Some(main), Some(at)) = (program.main.as_deref(), program.main_location) else {
+        return;
+    };
+    for fetch in hir::fetches(main) {
+        let dat = &program.dats[fetch.dat.index()];
+        let global = &program.globals[fetch.global.index()];
+        // A missing size is E701 already.
+        let Some(set) = dat.set.filter(|s| data.given.sets[s.index()]) else {
+            continue;
+        };
+        let size = u64::from(data.set_size(set));
+        let needed = size * u64::from(dat.ty.dimension);
+        let holds = u64::from(global.ty.dimension);
+        if needed == holds {
+            continue;
+        }
+        let location = op2_syntax::Location {
+            file: at.file,
+            range: fetch.range,
+        };
+        let related = vec![Related {
+            location: global.location,
+            message: format!("`{}` is declared here as `{}`", global.name, global.ty),
+        }];
+        problems.report_related(Code::E609, Section::Sets, set.0, &[], location, related, || {
+            format!(
+                "`fetch {} into {}` copies {needed} value{} (set `{}` has {size} element{}, of {} each), but global `{}` holds {holds}",
+                dat.name,
+                global.name,
+                plural(needed),
+                program.sets[set.index()].name,
+                plural(size),
+                dat.ty.dimension,
+                global.name
+            )
+        });
+    }
 }
 
 /// E704: two deliveries of one invocation's WRITE/RW arguments to the same
