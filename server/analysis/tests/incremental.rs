@@ -42,6 +42,7 @@ dat p_res: double[4] on cells;
 dat p_w: double on cells = 2.5;
 global rms: double = 0.0;
 global count: int;
+global qs: double[8];
 
 kernel flux(const double *x1, const double *x2, const double *q1, const double *q2,
             double *res1, double *res2) {
@@ -89,6 +90,8 @@ main {
         par_loop idle over cells (scale RW);
         print(\"%d %g\", iter, sqrt(rms / len(cells)));
     }
+    fetch p_q into qs;
+    print(\"%g\", qs[0]);
 }
 ";
 
@@ -289,6 +292,13 @@ const SCRIPT: &[(&str, &str)] = &[
         "map pedge: edges -> nodes[2];",
     ),
     ("dat p_x: double[3]", "dat p_x: double[2]"),
+    // What a `fetch` names, and the global's type and length (E609, E103).
+    ("global qs: double[8];", "global qs: float[8];"),
+    ("global qs: float[8];", "global qs: double[6];"),
+    ("global qs: double[6];", "global qs: double[8];"),
+    ("fetch p_q into qs;", "fetch p_w into qs;"),
+    ("fetch p_w into qs;", "fetch pedge into rms;"),
+    ("fetch pedge into rms;", "fetch p_q into qs;"),
     // Unsupported C in a kernel, in `main` and at the top level.
     ("double y = x[two + 1];", "switch (two) { case 1: break; }"),
     ("switch (two) { case 1: break; }", "double y = x[two + 1];"),

@@ -24,6 +24,8 @@ const TOKENS: &[&str] = &[
     "print",
     "printf",
     "exit",
+    "fetch",
+    "into",
     "if",
     "else",
     "for",

@@ -184,13 +184,13 @@ fn layout_of_every_construct() {
         double t[2]={a[0],a[1]};int i;\nfor(;;){break;}\nwhile(i<2){i++;continue;}\n\
         do i--;while(i>0);\ndo{--i;}while(!(i>=0)&&true);\nif(i==0){return;}else if(i<0)b[0]=t[0]?1:2;else{;}\n\
         b[1]=fmax(a[0]*2.0f,-a[1])<<1>>1|0x2A^3u&~1%2;}\n\
-        main{int k=len(s);print(\"%d\",k);par_loop k as first over s(a READ,b RW,len(s));}";
+        main{int k=len(s);print(\"%d\",k);par_loop k as first over s(a READ,b RW,len(s));fetch   d\ninto g ;}";
     let expected = "import \"lib.op2\";\nset s;\nglobal g: double = 0.0;\nkernel k(const double *a, double b[2], int *n) {\n    \
         double t[2] = {a[0], a[1]};\n    int i;\n    for (;;) {\n        break;\n    }\n    while (i < 2) {\n        i++;\n        continue;\n    }\n    \
         do\n        i--;\n    while (i > 0);\n    do {\n        --i;\n    } while (!(i >= 0) && true);\n    \
         if (i == 0) {\n        return;\n    } else if (i < 0)\n        b[0] = t[0] ? 1 : 2;\n    else {\n        ;\n    }\n    \
         b[1] = fmax(a[0] * 2.0f, -a[1]) << 1 >> 1 | 0x2A ^ 3u & ~1 % 2;\n}\n\
-        main {\n    int k = len(s);\n    print(\"%d\", k);\n    par_loop k as first over s (a READ, b RW, len(s));\n}\n";
+        main {\n    int k = len(s);\n    print(\"%d\", k);\n    par_loop k as first over s (a READ, b RW, len(s));\n    fetch d into g;\n}\n";
     assert_eq!(check_promises(input), expected);
 }
 
