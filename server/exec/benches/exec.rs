@@ -176,5 +176,60 @@ fn threads(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, exec, threads);
+/// `main` reading a dat of `n` values: `fetch p_u into u;` against what `op2
+/// import` wrote for `op_fetch_data` before the statement existed (a loop
+/// zeroing the global, then a par_loop in which every element adds its
+/// value into its own INC copy of the whole global).
+fn fetch(c: &mut Criterion) {
+    let mut group = c.benchmark_group("fetch");
+    group.sample_size(10);
+    for n in [1024usize, 4096] {
+        let declarations =
+            format!("set nodes;\n\ndat p_u: double on nodes;\n\nglobal u: double[{n}];\n\n");
+        let statement = format!("{declarations}main {{\n    fetch p_u into u;\n}}\n");
+        let par_loop = format!(
+            "{declarations}kernel copy(const double *d, const int *i, double *h) {{\n    h[i[0]] += d[0];\n}}\n\nmain {{\n    for (int k = 0; k < {n}; k++)\n        u[k] = 0.0;\n    par_loop copy over nodes (p_u READ, idx, u INC);\n}}\n"
+        );
+        let values: Vec<String> = (0..n).map(|i| format!("{}.5", i % 97)).collect();
+        let json = format!(
+            "{{\"sets\": {{\"nodes\": {n}}}, \"dats\": {{\"p_u\": [{}]}}}}",
+            values.join(", ")
+        );
+        group.throughput(Throughput::Elements(n as u64));
+        for (text, how) in [
+            (&statement, "fetch"),
+            (&par_loop, "par_loop with a global INC"),
+        ] {
+            let analysis = analyse_text(
+                Path::new("fetch.op2"),
+                text,
+                &Options { require_main: true },
+            );
+            assert!(!analysis.has_errors(), "{:?}", analysis.diagnostics);
+            let data = read(json.as_bytes(), &analysis.program, &mut NoProgress)
+                .data
+                .expect("the instance reads");
+            for (engine, engine_name) in [
+                (Engine::Interp, "interpreter"),
+                (Engine::Compiled, "compiled"),
+            ] {
+                group.bench_function(format!("{n} values, {how}, {engine_name}"), |b| {
+                    b.iter(|| {
+                        let mut sink = |_: &str| {};
+                        let state = State::new(&analysis.program, &data);
+                        black_box(
+                            Reference::new(&analysis, state, &mut sink)
+                                .with_engine(engine)
+                                .run(u64::MAX)
+                                .expect("runs"),
+                        )
+                    });
+                });
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, exec, threads, fetch);
 criterion_main!(benches);
