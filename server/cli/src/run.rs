@@ -93,8 +93,7 @@ struct Loaded {
 }
 
 /// Checks the program (refusing one with errors) and reads its instance;
-/// `for_poets` (simulate) also refuses a kernel that prints and a `fetch`
-/// (E608).
+/// `for_poets` (simulate) also refuses a kernel that prints (E608).
 fn load(common: &Common, for_poets: bool) -> Result<Option<Loaded>> {
     if let Some(path) = &common.final_state {
         crate::output::file_in_existing_directory(path)?;

@@ -1,7 +1,8 @@
 //! `exit(STATUS)` ends `op2 run` and `op2 simulate` with that status, after
 //! the output `main` wrote (`printf` of part of a line included) and
 //! nothing more on standard output; what only `op2 run` runs (a kernel's
-//! print, `fetch`) is refused by `op2 simulate` and `op2 build`.
+//! print) is refused by `op2 simulate` and `op2 build`, and a `fetch`, which
+//! the graph runs as a reduction, is simulated and built.
 
 use crate::support;
 
@@ -98,14 +99,59 @@ fn a_kernel_that_prints_runs_and_is_refused_by_simulate_and_build() {
 
 const FETCHES: &str = "set cells;\n\ndat p_n: int[2] on cells;\n\nglobal n: int[6];\n\nkernel twice(int *n) {\n    n[1] = 2 * n[0];\n}\n\nmain {\n    par_loop twice over cells (p_n RW);\n    fetch p_n into n;\n    for (int i = 0; i < 6; i++)\n        printf(\"[%d]\", n[i]);\n    print(\"\");\n}\n";
 
+/// A `fetch` runs in both engines, `op2 simulate --check` prints the same
+/// and agrees with `op2 run` on every value (negative ones included), and
+/// `op2 build` writes the reduction's invocation.
 #[test]
-fn a_fetch_runs_and_is_refused_by_simulate_and_build() {
-    runs_but_is_refused_by_simulate_and_build(
-        "fetch.op2",
-        FETCHES,
+fn a_fetch_runs_simulates_with_check_and_builds() {
+    let scratch = Scratch::new();
+    scratch.file(
+        "data.json",
         r#"{ "sets": { "cells": 3 }, "dats": { "p_n": [[4, 0], [5, 0], [-6, 0]] } }"#,
-        "[4][8][5][10][-6][-12]\n",
-        "error[E608]: `main` fetches dat `p_n`; `fetch` runs only in `op2 run`",
-        "fetch.op2:13:5",
     );
+    scratch.file("fetch.op2", FETCHES);
+    let check = scratch
+        .op2(&["check", "fetch.op2"])
+        .output()
+        .expect("op2 runs");
+    assert!(check.status.success(), "{check:?}");
+    let expected = "[4][8][5][10][-6][-12]\n";
+    for args in [
+        vec!["run", "--engine", "interp"],
+        vec!["run", "--engine", "compiled"],
+        vec!["simulate", "--check"],
+        vec!["simulate", "--check", "--fan-limit", "0"],
+    ] {
+        let mut command_args = args.clone();
+        command_args.extend(["fetch.op2", "--instance", "data.json"]);
+        let output = scratch.op2(&command_args).output().expect("op2 runs");
+        assert!(output.status.success(), "{args:?}: {output:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            expected,
+            "{args:?}"
+        );
+        if args[0] == "simulate" {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(
+                stderr.contains("check: the simulation agrees with `op2 run`"),
+                "{args:?}: {stderr}"
+            );
+        }
+    }
+    let build = scratch
+        .op2(&[
+            "build",
+            "fetch.op2",
+            "--instance",
+            "data.json",
+            "-o",
+            "out.xml",
+        ])
+        .output()
+        .expect("op2 runs");
+    assert!(build.status.success(), "{build:?}");
+    let xml = std::fs::read_to_string(scratch.path("out.xml")).expect("the graph is written");
+    assert!(xml.contains("op2_fetch_p_n_begin"), "{xml}");
+    assert!(xml.contains("op2_fetch_p_n_end"), "{xml}");
 }

@@ -71,6 +71,9 @@ pub(crate) fn build(
     fan_limit: u32,
     kernels: &mut KernelCache,
 ) -> GraphType {
+    // A `fetch` is built as its reduction (crate::fetch).
+    let lowered = crate::fetch::lowered(program);
+    let program: &Program = &lowered;
     let invocations = invocation_plans(program);
     let message_types = message_types(program, &invocations);
     let controller = controller(program);

@@ -155,9 +155,8 @@ impl Builder {
             StmtKind::Exit(status) => {
                 self.terminate_and_continue(Terminator::Exit(Some(status.clone())));
             }
-            // No device sends its values to the controller yet: every
-            // entry point refuses a program that fetches first
-            // (`limits::not_on_poets`, E608).
+            // The graph is built from the program with its `fetch`es
+            // lowered to their reductions (crate::fetch): none is left.
             StmtKind::Fetch { .. } => {}
             StmtKind::ParLoop(invocation) => {
                 let next = self.new_block();

@@ -101,7 +101,11 @@ impl Generator {
     /// Builds the graph type of an analysed program that has no errors,
     /// reusing what earlier builds made where it still holds.
     pub fn graph_type(&mut self, analysis: &Analysis, graph_id: &str) -> GraphType {
-        let program = &analysis.program;
+        // A `fetch` is built as its reduction (crate::fetch).
+        let program = &match crate::fetch::lowered(&analysis.program) {
+            std::borrow::Cow::Borrowed(_) => Arc::clone(&analysis.program),
+            std::borrow::Cow::Owned(lowered) => Arc::new(lowered),
+        };
         if let Some(last) = &mut self.last
             && last.graph_id == graph_id
             && last.graph.fan_limit == self.fan_limit

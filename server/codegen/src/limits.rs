@@ -2,8 +2,8 @@
 //! over the 56-byte payload (W801), device types with more than 32 output
 //! or 256 input pins (E802), and generated names that collide (E312); and,
 //! on instance data, pins with more edges than the fan limit (W801) or than
-//! the Orchestrator can address (E802). And a `print` in a kernel or a
-//! `fetch` in `main`, which only `op2 run` runs (E608).
+//! the Orchestrator can address (E802). And a `print` in a kernel, which
+//! only `op2 run` runs (E608).
 
 use op2_analysis::model::{ArgKind, Invocation, InvocationId, MapId, Program, SetId};
 use std::collections::hash_map::Entry;
@@ -35,35 +35,12 @@ fn main_location(program: &Program) -> Location {
 }
 
 /// E608 at the first `print`/`printf` in a kernel that a par_loop runs (a
-/// device cannot print yet), else at the first `fetch` of `main` (no
-/// device sends its values to the controller yet): `op2 build` and `op2
-/// simulate` refuse the program (`op2 run` runs it). Not part of
-/// [`check`], so that `op2 check` and `op2 run` accept the program.
+/// device cannot print yet): `op2 build` and `op2 simulate` refuse the
+/// program (`op2 run` runs it). Not part of [`check`], so that `op2 check`
+/// and `op2 run` accept the program. A `fetch` of `main` has a graph: its
+/// reduction (crate::fetch).
 pub fn not_on_poets(program: &Program) -> Option<Diagnostic> {
-    kernel_print(program).or_else(|| fetch(program))
-}
-
-/// E608 at the first `fetch` of `main`.
-fn fetch(program: &Program) -> Option<Diagnostic> {
-    let main = program.main.as_deref()?;
-    let fetch = op2_analysis::hir::fetches(main).next()?;
-    let location = Location {
-        file: main_location(program).file,
-        range: fetch.range,
-    };
-    Some(
-        Diagnostic::new(
-            Code::E608,
-            location,
-            format!(
-                "`main` fetches dat `{}`; `fetch` runs only in `op2 run`",
-                program.dats[fetch.dat.index()].name
-            ),
-        )
-        .with_label(
-            "no device sends its values to the controller yet (op2 build and op2 simulate)",
-        ),
-    )
+    kernel_print(program)
 }
 
 /// E608 at the first `print`/`printf` in a kernel that a par_loop runs.
@@ -105,6 +82,9 @@ fn kernel_print(program: &Program) -> Option<Diagnostic> {
 
 /// Diagnostics about the limits of a graph type built from `program`.
 pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
+    // The graph was built from the program with its `fetch`es lowered.
+    let lowered = crate::fetch::lowered(program);
+    let program: &Program = &lowered;
     let mut diagnostics = Vec::new();
     for message in &graph.message_types {
         let size = message.size();
@@ -580,5 +560,7 @@ pub fn check_instance(
     graph: &GraphType,
     data: &InstanceData,
 ) -> Vec<InstanceError> {
+    let lowered = crate::fetch::lowered(program);
+    let program: &Program = &lowered;
     check_fans(program, graph, &pin_fans(program, graph, data))
 }

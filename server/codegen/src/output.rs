@@ -240,8 +240,7 @@ pub enum BuildFailure {
     Unreadable(PathBuf, io::Error),
     /// Writing failed.
     Write(BuildError),
-    /// A kernel prints or `main` fetches a dat, which a device cannot
-    /// yet (E608's message).
+    /// A kernel prints, which a device cannot yet (E608's message).
     KernelPrint(String),
 }
 

@@ -381,6 +381,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_builtin_argument_types",
     "cpp_builtin_names_as_variables",
     "cpp_const_shadowed_by_local",
+    "cpp_fetch",
     "cpp_globals",
     "cpp_indices_and_info",
     "cpp_indirect_modes",
@@ -482,6 +483,11 @@ fn program_print_question_marks() {
 #[test]
 fn program_printf_and_exit() {
     check(&program("cpp_printf_and_exit"));
+}
+
+#[test]
+fn program_fetch() {
+    check(&program("cpp_fetch"));
 }
 
 #[test]

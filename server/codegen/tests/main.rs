@@ -8,6 +8,7 @@ mod graph_type_support;
 
 mod cpp_compiles;
 mod fan_limits;
+mod fetch;
 mod fix_corpus;
 mod generator;
 mod graph_type_snapshots;

@@ -1107,8 +1107,7 @@ pub fn simulate_with_progress(
     out: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(&Statistics),
 ) -> Result<(State, Statistics), SimulationError> {
-    // A device cannot print or send its values to the controller yet:
-    // refused (E608), as `op2 simulate` does.
+    // A device cannot print yet: refused (E608), as `op2 simulate` does.
     if let Some(print) = op2_codegen::limits::not_on_poets(&analysis.program) {
         let at = crate::reference::position(
             &analysis.program,
@@ -1119,6 +1118,19 @@ pub fn simulate_with_progress(
             message: format!("{at}: error[E608]: {}", print.message),
         }));
     }
+    // The graph was built with every `fetch` lowered to its reduction
+    // (op2_codegen::fetch): the simulator runs that program.
+    let lowered;
+    let analysis = match op2_codegen::fetch::lowered(&analysis.program) {
+        std::borrow::Cow::Borrowed(_) => analysis,
+        std::borrow::Cow::Owned(program) => {
+            lowered = Analysis {
+                program: Arc::new(program),
+                ..analysis.clone()
+            };
+            &lowered
+        }
+    };
     let start = Instant::now();
     let mut simulator = Simulator::new(analysis, graph, data, options, out, progress)?;
     simulator.run()?;

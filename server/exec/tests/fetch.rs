@@ -1,12 +1,14 @@
 //! `fetch DAT into GLOBAL;`: `main` gets every value of a dat, element by
 //! element, in both engines of `op2 run` (on one thread and several), bit
 //! for bit; a global of another length stops the run at the statement; and
-//! `op2 simulate` refuses the program (E608).
+//! `op2 simulate` runs the graph's reduction (compilation.md, "A `fetch` on
+//! POETS") and agrees with `op2 run`, but for the sign of a zero.
 
 use crate::support;
 
 use op2_analysis::value::Value;
-use op2_exec::simulate::{Options, SimulationError};
+use op2_exec::Tolerance;
+use op2_exec::simulate::Options;
 use op2_exec::{Engine, Reference, State};
 use support::load;
 
@@ -133,16 +135,36 @@ fn a_global_of_another_length_is_refused_with_the_instance_and_stops_the_run() {
 }
 
 #[test]
-fn simulate_refuses_a_program_that_fetches() {
+fn simulate_runs_the_reduction_and_agrees_with_run_but_for_the_sign_of_zero() {
     let case = load("spread.op2", SPREAD, MESH);
-    let Err(SimulationError::Runtime(error)) = case.simulate(Options::default()) else {
-        panic!("the simulation should be refused");
-    };
-    assert!(
-        error
-            .message
-            .starts_with("spread.op2:25:5: error[E608]: `main` fetches dat `p_u`"),
-        "{}",
-        error.message
+    for seed in [0, 1, 7, 42] {
+        // Every dat and global agrees numerically, both of the simulator's
+        // engines end alike, and each fetch is one invocation.
+        case.assert_agree(seed, Tolerance::DEFAULT);
+        let statistics = case
+            .assert_engines_simulate_alike(seed, 1_000)
+            .expect("the simulation succeeds");
+        let names: Vec<&str> = statistics
+            .invocations
+            .iter()
+            .map(|(name, _)| name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["spread", "negate", "op2_fetch_p_u", "op2_fetch_p_u_1"],
+            "seed {seed}"
+        );
+    }
+    let (state, output, _) = case.simulate(Options::default()).expect("it simulates");
+    let before = [2.5, 0.0, 0.25, -0.5, 0.0, -0.25, 0.0, -2.0];
+    assert_eq!(case.global(&state, "before"), doubles(&before));
+    // The reduction adds each value to a zero: `-0.0` comes back as `0.0`,
+    // the only difference from `op2 run`'s output.
+    let after: Vec<f64> = before.iter().map(|v| 0.0 - v).collect();
+    assert_eq!(case.global(&state, "u"), doubles(&after));
+    assert!(matches!(case.global(&state, "u")[1], Value::Double(z) if z.is_sign_positive()));
+    assert_eq!(
+        output,
+        "0: -2.5 0 (2.5 0)\n1: -0.25 0.5 (0.25 -0.5)\n2: 0 0.25 (0 -0.25)\n3: 0 2 (0 -2)\n"
     );
 }

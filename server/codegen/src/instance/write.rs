@@ -39,7 +39,8 @@ const TICK: u64 = 1 << 16;
 /// Writes the graph instance of validated [`InstanceData`] through
 /// [`crate::output::write_graph`].
 pub struct GraphInstance<'a> {
-    program: &'a Program,
+    /// The program with its `fetch`es lowered, as the graph was built.
+    program: std::borrow::Cow<'a, Program>,
     data: &'a InstanceData,
     progress: &'a mut dyn Progress,
 }
@@ -61,7 +62,7 @@ impl<'a> GraphInstance<'a> {
         progress: &'a mut dyn Progress,
     ) -> GraphInstance<'a> {
         GraphInstance {
-            program,
+            program: crate::fetch::lowered(program),
             data,
             progress,
         }
@@ -70,9 +71,9 @@ impl<'a> GraphInstance<'a> {
 
 impl InstanceWriter for GraphInstance<'_> {
     fn write(&mut self, out: &mut dyn Write, graph: &GraphType) -> Result<(u64, u64), BuildError> {
-        let edges = Edges::new(self.program, graph, self.data)?;
+        let edges = Edges::new(&self.program, graph, self.data)?;
         let counts = edges.count(&mut *self.progress);
-        let (program, data) = (self.program, self.data);
+        let (program, data) = (&*self.program, self.data);
         let (edges, counts) = (&edges, &counts);
         let progress = &mut *self.progress;
         // Text is made on a second thread while this one hands it to the
