@@ -82,7 +82,9 @@ fn kernel_print(program: &Program) -> Option<Diagnostic> {
 
 /// Diagnostics about the limits of a graph type built from `program`.
 pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
-    // The graph was built from the program with its `fetch`es lowered.
+    // The graph was built from the program with its `fetch`es lowered; the
+    // invocations past the program's own are their reductions.
+    let written = program.invocations.len();
     let lowered = crate::fetch::lowered(program);
     let program: &Program = &lowered;
     let mut diagnostics = Vec::new();
@@ -96,6 +98,9 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
                 program.dats[dat.index()].location,
                 format!("one element of dat `{}`", program.dats[dat.index()].name),
             ),
+            MessageRole::End(id) if id.index() >= written => {
+                (invocation_location(program, id), fetched(program, id))
+            }
             MessageRole::Begin(id) | MessageRole::End(id) => (
                 invocation_location(program, id),
                 format!("the globals of `{}`", program.invocations[id.index()].name),
@@ -123,6 +128,21 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
     }
     collisions(program, graph, &mut diagnostics);
     diagnostics
+}
+
+/// What the end message of a `fetch`'s reduction carries: all of the
+/// global the `fetch` fills.
+fn fetched(program: &Program, id: InvocationId) -> String {
+    let invocation = &program.invocations[id.index()];
+    let global = invocation.resolved_args().find_map(|(_, a)| match a.kind {
+        ArgKind::Global(global) => Some(&program.globals[global.index()].name),
+        _ => None,
+    });
+    format!(
+        "the whole global `{}` that `fetch` fills, which its reduction `{}` returns,",
+        global.map_or("?", String::as_str),
+        invocation.name
+    )
 }
 
 /// E802 for a device type with more than `most` pins in `direction`,

@@ -107,6 +107,10 @@ fn a_fetched_global_larger_than_a_packet_is_w801_at_the_fetch() {
         "{}",
         w801.message
     );
+    assert_eq!(
+        w801.label,
+        "the whole global `u` that `fetch` fills, which its reduction `op2_fetch_p_u` returns, does not fit one hardware message; simulators accept it, hardware does not"
+    );
     let at = w801.location.range;
     assert_eq!(
         &text[at.start as usize..at.end as usize],
