@@ -152,6 +152,27 @@ fn unclosed_heads_between_comments_end_in_time() {
     );
 }
 
+/// The counted campaign's seed 3, case 520799 (2026-11-27): `q[0lo, ` 44,000
+/// times in a call in a kernel, with a `q{0lo, ` among them (310 KB). Before
+/// the end of the text tree-sitter's error recovery asked for about 1,200
+/// bytes per byte, within the deadline; at the end, where no progress call
+/// comes, it walked every path of its merged stack and took 2.8 GB at once,
+/// and the worker (4 GB of address space) aborted. A parse now gives up when
+/// it has asked for more than 32 MiB plus 512 bytes per byte reached (E002),
+/// long before the end. Generated here at the case's size, with
+/// `op2_syntax::synth`; the campaign's binary (8e7c1a6) aborts on it.
+#[test]
+fn unclosed_subscripts_in_a_call_end_within_memory() {
+    replay_generated(
+        "subscripts",
+        &[(
+            "unclosed-subscripts-in-a-call.op2",
+            op2_syntax::synth::unclosed_subscripts_in_a_call(28_000),
+        )],
+        30,
+    );
+}
+
 /// Writes `programs` (name, text) into a temporary folder and replays them
 /// through the binary with `--slow-secs slow_secs`: every one must pass.
 fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {

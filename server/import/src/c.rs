@@ -89,7 +89,7 @@ impl Source {
                 if state.has_error() && first_error.is_none() {
                     first_error = Some(reached);
                 }
-                if clock.spent() > op2_syntax::ParseLimit::time_allowed(reached) {
+                if clock.exceeded(reached).is_some() {
                     std::ops::ControlFlow::Break(())
                 } else {
                     std::ops::ControlFlow::Continue(())

@@ -13,6 +13,7 @@ pub mod format;
 pub mod limit;
 pub mod line_index;
 pub mod literal;
+mod memory;
 mod parse;
 pub mod path;
 pub mod print;

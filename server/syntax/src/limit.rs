@@ -1,4 +1,5 @@
-//! How long one parse may take, and what is parsed when it takes longer.
+//! How long one parse may take and how much memory it may ask for, and
+//! what is parsed when it passes either.
 //!
 //! tree-sitter's error recovery is superlinear on some erroneous text (a
 //! deep chain of unbraced `if`s with a stray `[` inside, thousands of lines
@@ -22,6 +23,20 @@
 //! for which line): what comes before still gets its diagnostics, and E002
 //! says where checking stopped.
 //!
+//! The same callback bounds the parse's memory: the bytes tree-sitter has
+//! asked for on the parsing thread since the parse started (gross, counted
+//! by the allocator of [`crate::memory`]) may not pass [`MEMORY_BASE`] plus
+//! [`MEMORY_PER_BYTE`] per byte reached. Real programs ask for about 40
+//! bytes per byte; the recovery of campaign seed 3 case 520799 asked for
+//! 1,200 per byte before the end of the text, and then, at its end, where
+//! tree-sitter walks every path of its merged stack with no progress call
+//! between, for 2.8 GB at once. Stopped early by its memory, such a parse
+//! never gets there, and gives up as it does at the deadline, with a
+//! message that says why. What a single stretch without progress calls
+//! asks for is not bounded by this check: a text whose recovery asks for
+//! little before its end (the same subscripts with spaces between them)
+//! still reaches that walk (docs/reliability.md, "Limits").
+//!
 //! The same callback asks the caller whether the parse is still wanted (the
 //! language server's worker cancels the parse of a version that went by):
 //! a cancelled parse stops at once and yields no tree, and nothing is
@@ -39,6 +54,15 @@ pub const TIME_BASE: Duration = Duration::from_secs(1);
 /// of text reached. Real programs parse at 4 MB/s or more of CPU time
 /// (docs/reliability.md, "Limits"), sixteen times faster than this.
 pub const BYTES_PER_SECOND: usize = 256 * 1024;
+
+/// The memory tree-sitter may ask for in every parse, whatever the text's
+/// length (counted gross, as [`crate::memory`] says).
+pub const MEMORY_BASE: u64 = 32 << 20;
+
+/// The memory a parse may ask for grows by this many bytes per byte of
+/// text reached. Real programs ask for about 40 (docs/reliability.md,
+/// "Limits"), the error recovery that exhausted memory for 1,200.
+pub const MEMORY_PER_BYTE: u64 = 512;
 
 /// Attempts after a give-up, each from a line start nearer the first error
 /// than the one before (half as far past it, halved again while that snaps
@@ -66,6 +90,17 @@ pub(crate) struct Stopped {
     pub first_error: Option<usize>,
     /// The caller cancelled the parse: it yields no tree.
     pub cancelled: bool,
+    /// It was stopped for the memory it asked for, not its time.
+    pub memory: bool,
+}
+
+/// Which of its limits a parse passed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exceeded {
+    /// Its CPU time ([`ParseLimit::time_allowed`]).
+    Time,
+    /// The memory it asked for ([`ParseLimit::memory_allowed`]).
+    Memory,
 }
 
 /// What stops a parse.
@@ -73,12 +108,14 @@ pub(crate) struct Stopped {
 pub enum ParseLimit {
     /// A deadline of [`TIME_BASE`] plus one second per [`BYTES_PER_SECOND`]
     /// bytes of text reached, in the CPU time of the parsing thread: what
-    /// every command and the language server use.
+    /// every command and the language server use. The memory bound
+    /// ([`ParseLimit::memory_allowed`]) holds under either limit.
     #[default]
     Time,
     /// At most this many of tree-sitter's progress calls (one per hundred
-    /// parse actions). Deterministic, but it does not bound the time on the
-    /// inputs the deadline is for: it lets tests give up at a chosen place.
+    /// parse actions), in place of the deadline. Deterministic, but it does
+    /// not bound the time on the inputs the deadline is for: it lets tests
+    /// give up at a chosen place.
     Checks(u64),
 }
 
@@ -88,6 +125,13 @@ impl ParseLimit {
     /// bytes takes.
     pub fn time_allowed(len: usize) -> Duration {
         TIME_BASE + Duration::from_secs_f64(len as f64 / BYTES_PER_SECOND as f64)
+    }
+
+    /// The bytes tree-sitter may ask for (gross, see [`crate::memory`])
+    /// in a parse that has reached byte `len`, under either limit:
+    /// [`MEMORY_BASE`] plus [`MEMORY_PER_BYTE`] per byte.
+    pub fn memory_allowed(len: usize) -> u64 {
+        MEMORY_BASE.saturating_add(MEMORY_PER_BYTE.saturating_mul(len as u64))
     }
 
     /// The most CPU time a parse of `len` bytes takes under
@@ -111,14 +155,36 @@ impl ParseLimit {
 pub struct ParseClock {
     since: Instant,
     cpu_at_start: Option<Duration>,
+    requested_at_start: u64,
 }
 
 impl ParseClock {
-    /// Starts measuring on the calling thread.
+    /// Starts measuring on the calling thread (and installs the allocator
+    /// that counts tree-sitter's memory, if no parse has yet).
     pub fn start() -> ParseClock {
+        crate::memory::install();
         ParseClock {
             since: Instant::now(),
             cpu_at_start: thread_cpu_time(),
+            requested_at_start: crate::memory::requested(),
+        }
+    }
+
+    /// The bytes tree-sitter has asked for on this thread since
+    /// [`ParseClock::start`] (gross: see [`crate::memory`]).
+    pub fn requested(&self) -> u64 {
+        crate::memory::requested().saturating_sub(self.requested_at_start)
+    }
+
+    /// Which limit of a parse that has reached byte `reached` it has
+    /// passed, if any: first the memory, then the time.
+    pub fn exceeded(&self, reached: usize) -> Option<Exceeded> {
+        if self.requested() > ParseLimit::memory_allowed(reached) {
+            Some(Exceeded::Memory)
+        } else if self.spent() > ParseLimit::time_allowed(reached) {
+            Some(Exceeded::Time)
+        } else {
+            None
         }
     }
 
@@ -172,6 +238,7 @@ pub(crate) fn parse_within(
     let mut first_error = None;
     let mut checks = 0u64;
     let mut was_cancelled = false;
+    let mut memory = false;
     let mut progress = |state: &ParseState| {
         reached = reached.max(state.current_byte_offset());
         if state.has_error() && first_error.is_none() {
@@ -183,10 +250,13 @@ pub(crate) fn parse_within(
             return ControlFlow::Break(());
         }
         let over = match limit {
-            ParseLimit::Time => clock.spent() > ParseLimit::time_allowed(reached),
-            ParseLimit::Checks(most) => checks > most,
+            ParseLimit::Time => clock.exceeded(reached),
+            ParseLimit::Checks(most) if checks > most => Some(Exceeded::Time),
+            ParseLimit::Checks(_) => (clock.requested() > ParseLimit::memory_allowed(reached))
+                .then_some(Exceeded::Memory),
         };
-        if over {
+        memory = over == Some(Exceeded::Memory);
+        if over.is_some() {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
@@ -207,6 +277,7 @@ pub(crate) fn parse_within(
                 reached: reached.min(text.len()),
                 first_error: first_error.map(|at| at.min(text.len())),
                 cancelled: was_cancelled,
+                memory,
             })
         }
     }
@@ -331,6 +402,7 @@ mod tests {
             reached,
             first_error: Some(first_error),
             cancelled: false,
+            memory: false,
         }
     }
 
@@ -368,6 +440,30 @@ mod tests {
     }
 
     #[test]
+    fn error_recovery_that_asks_for_too_much_memory_stops_before_the_end_of_the_text() {
+        // Unbounded, the end of this text asks for 3.1 GB at once, where no
+        // progress call comes (`crate::synth`): the parse must stop before.
+        let text = crate::synth::unclosed_subscripts_in_a_call(8_000);
+        let stopped = crate::on_parse_stack(text.len(), || {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&crate::ast::language())
+                .expect("the bundled grammar");
+            parse_within(&mut parser, &text, None, ParseLimit::Time, &|| false)
+        })
+        .expect_err("the parse stops");
+        assert!(stopped.memory, "{stopped:?}");
+        assert!(!stopped.cancelled);
+        // It asks for about 1,200 bytes per byte, past 512 by about 49 KB.
+        assert!(
+            stopped.reached < text.len() * 3 / 4,
+            "stopped at {} of {}",
+            stopped.reached,
+            text.len()
+        );
+    }
+
+    #[test]
     fn the_time_allowed_grows_with_the_text() {
         assert_eq!(ParseLimit::time_allowed(0), TIME_BASE);
         assert_eq!(
@@ -377,6 +473,11 @@ mod tests {
         assert_eq!(
             ParseLimit::worst_case(1024 * 1024),
             (TIME_BASE + Duration::from_secs(4)) * 7
+        );
+        assert_eq!(ParseLimit::memory_allowed(0), MEMORY_BASE);
+        assert_eq!(
+            ParseLimit::memory_allowed(1024 * 1024),
+            (32 << 20) + (512 << 20)
         );
     }
 }

@@ -19,6 +19,7 @@ thread_local! {
 }
 
 fn new_parser() -> Parser {
+    crate::memory::install();
     let mut parser = Parser::new();
     parser
         .set_language(&language())
@@ -39,22 +40,34 @@ fn run_parser(
     })
 }
 
+/// Where a parse gave up, and why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GaveUp {
+    /// The start of the line from which the text is blanked.
+    at: usize,
+    /// The parse asked for more memory than its text allows, rather than
+    /// taking longer.
+    memory: bool,
+}
+
 /// After a parse was `stopped` by its limit: the tree of `text` blanked
-/// from a line before the place reached, and that line's offset.
+/// from a line before the place reached, and that line.
 fn give_up(
     text: &str,
     stopped: Stopped,
     limit: ParseLimit,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<(Tree, usize), Cancelled> {
+) -> Result<(Tree, GaveUp), Cancelled> {
     if stopped.cancelled {
         return Err(Cancelled);
     }
-    on_parse_stack(text.len(), || {
+    let (tree, at) = on_parse_stack(text.len(), || {
         PARSER
             .with(|parser| parse_prefix(&mut parser.borrow_mut(), text, stopped, limit, cancelled))
     })
-    .ok_or(Cancelled)
+    .ok_or(Cancelled)?;
+    let memory = stopped.memory;
+    Ok((tree, GaveUp { at, memory }))
 }
 
 /// Texts up to this long are parsed on the caller's thread.
@@ -113,12 +126,12 @@ fn parse_fresh(
     text: &str,
     limit: ParseLimit,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<(Tree, Option<usize>), Cancelled> {
+) -> Result<(Tree, Option<GaveUp>), Cancelled> {
     match run_parser(text, None, limit, cancelled) {
         Ok(tree) => Ok((tree, None)),
         Err(stopped) => {
-            let (tree, cut) = give_up(text, stopped, limit, cancelled)?;
-            Ok((tree, Some(cut)))
+            let (tree, gave_up) = give_up(text, stopped, limit, cancelled)?;
+            Ok((tree, Some(gave_up)))
         }
     }
 }
@@ -153,7 +166,7 @@ pub struct Parse {
     /// The tree of `text`, or of `text` blanked from `stopped` on.
     tree: Tree,
     /// Where the parser gave up: the text from here on is not in the tree.
-    stopped: Option<usize>,
+    stopped: Option<GaveUp>,
     limit: ParseLimit,
     /// [`Parse::errors`] of [`FileId::MAIN`], once asked (a command asks
     /// twice: to report them, and `fmt` to refuse the text); an edit
@@ -243,7 +256,7 @@ impl Parse {
     /// the start of the line from which the text is not in the tree, and
     /// not checked. `None` for a complete parse.
     pub fn stopped_at(&self) -> Option<usize> {
-        self.stopped
+        self.stopped.map(|stopped| stopped.at)
     }
 
     /// The source text.
@@ -283,9 +296,9 @@ impl Parse {
     /// what the blanked text made of the end of the file (the constructs
     /// left open there are reported missing at its end).
     fn with_stop(&self, mut errors: Vec<Diagnostic>, file: FileId) -> Vec<Diagnostic> {
-        if let Some(cut) = self.stopped {
-            errors.retain(|error| (error.location.range.start as usize) < cut);
-            errors.push(stop_diagnostic(&self.text, cut, file));
+        if let Some(stopped) = self.stopped {
+            errors.retain(|error| (error.location.range.start as usize) < stopped.at);
+            errors.push(stop_diagnostic(&self.text, stopped, file));
         }
         errors
     }
@@ -397,9 +410,9 @@ impl Parse {
         cancelled: &(dyn Fn() -> bool + Sync),
     ) -> Result<(), Cancelled> {
         if let Err(stopped) = outcome {
-            let (tree, cut) = give_up(&self.text, stopped, self.limit, cancelled)?;
+            let (tree, gave_up) = give_up(&self.text, stopped, self.limit, cancelled)?;
             self.tree = tree;
-            self.stopped = Some(cut);
+            self.stopped = Some(gave_up);
         }
         Ok(())
     }
@@ -772,7 +785,8 @@ pub fn unsupported_in(node: Node<'_>, text: &str, file: FileId) -> Vec<Diagnosti
 /// E002 at `cut`, the start of the line from which the parser gave up: the
 /// range is that line (without its break: `\n`, `\r\n` or `\r`), or empty
 /// at the end of the text.
-fn stop_diagnostic(text: &str, cut: usize, file: FileId) -> Diagnostic {
+fn stop_diagnostic(text: &str, stopped: GaveUp, file: FileId) -> Diagnostic {
+    let cut = stopped.at;
     let end =
         memchr::memchr2(b'\n', b'\r', &text.as_bytes()[cut..]).map_or(text.len(), |at| cut + at);
     let to_u32 = |offset: usize| u32::try_from(offset).unwrap_or(u32::MAX);
@@ -782,8 +796,13 @@ fn stop_diagnostic(text: &str, cut: usize, file: FileId) -> Diagnostic {
             file,
             range: TextRange::new(to_u32(cut), to_u32(end)),
         },
-        "the parser gave up here: recovering from the syntax errors of this file took longer \
-         than a file of its size is allowed, and nothing from this line on is checked",
+        if stopped.memory {
+            "the parser gave up here: recovering from the syntax errors of this file needed more \
+             memory than a file of its size is allowed, and nothing from this line on is checked"
+        } else {
+            "the parser gave up here: recovering from the syntax errors of this file took longer \
+             than a file of its size is allowed, and nothing from this line on is checked"
+        },
     )
     .with_label("parsing stopped here")
 }

@@ -59,9 +59,11 @@ fn assert_gave_up_well(parse: &Parse) -> usize {
 
 #[test]
 fn a_parse_that_gives_up_checks_the_lines_before_the_place_it_reached() {
+    // 120 lines: whole, their recovery asks for about 14 MB, under the
+    // 32 MiB every parse may (400 lines ask for 147 MB and give up).
     let text = format!(
         "set cells;\nmain {{ int x = 1 }}\n{}",
-        synth::broken_statement_lines(400)
+        synth::broken_statement_lines(120)
     );
     let parse = Parse::with_limit(text.as_str(), ParseLimit::Checks(20));
     let cut = assert_gave_up_well(&parse);
@@ -185,7 +187,8 @@ fn cancel_after(after: u64) -> (AtomicU64, impl Fn(&AtomicU64) -> bool) {
 
 #[test]
 fn a_cancelled_parse_stops_at_the_next_progress_call_and_yields_nothing() {
-    let broken = synth::broken_statement_lines(400);
+    // Short enough to parse whole within the memory allowed (see above).
+    let broken = synth::broken_statement_lines(120);
     // Uncancelled, this parse asks many times and is complete.
     let (asked, signal) = cancel_after(u64::MAX);
     let whole = Parse::new_cancellable(broken.as_str(), ParseLimit::Time, &|| signal(&asked))
@@ -264,10 +267,38 @@ fn deep_nesting_with_an_error_inside_gives_up_within_the_time_allowed() {
 }
 
 #[test]
+fn error_recovery_that_asks_for_too_much_memory_gives_up() {
+    // Fuzz seed 3, case 520799, at 87 KB: unbounded, its recovery asks for
+    // 3.1 GB at the end of the text (the unit test in `limit.rs` checks
+    // that the parse stops before the end).
+    let text = synth::unclosed_subscripts_in_a_call(8_000);
+    let parse = Parse::new(text.as_str());
+    let cut = assert_gave_up_well(&parse);
+    assert_eq!(cut, text.find("    *lo").expect("the statement"));
+    let errors = parse.errors(FileId::MAIN);
+    let stop = errors.iter().find(|e| e.code == Code::E002).expect("E002");
+    assert!(
+        stop.message
+            .contains("needed more memory than a file of its size is allowed"),
+        "{}",
+        stop.message
+    );
+    // A real program as long parses whole.
+    let mut lines = 1_000;
+    while synth::program(lines).len() < text.len() {
+        lines += 500;
+    }
+    let program = Parse::new(synth::program(lines));
+    assert_eq!(program.stopped_at(), None);
+    assert!(program.errors(FileId::MAIN).is_empty());
+}
+
+#[test]
 fn large_real_programs_never_meet_the_deadline() {
     // The examples concatenated to 4 MB (their names clash, which the
     // parser does not mind) and a 2 MB generated program: about 1 s and
-    // 0.5 s to parse where 65 s and 33 s are allowed.
+    // 0.5 s to parse where 65 s and 33 s are allowed, and about 40 bytes of
+    // memory asked for per byte where 512 are.
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples");
     let mut examples = String::new();
     for entry in std::fs::read_dir(&dir).expect("docs/examples") {
