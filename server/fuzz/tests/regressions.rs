@@ -158,8 +158,8 @@ fn unclosed_heads_between_comments_end_in_time() {
 /// bytes per byte, within the deadline; at the end, where no progress call
 /// comes, it walked every path of its merged stack and took 2.8 GB at once,
 /// and the worker (4 GB of address space) aborted. A parse now gives up when
-/// it has asked for more than 32 MiB plus 512 bytes per byte reached (E002),
-/// long before the end. Generated here at the case's size, with
+/// it has asked for more than 32 MiB plus the lesser of 512 bytes per byte
+/// reached and 16 KiB per progress call (E002), long before the end. Generated here at the case's size, with
 /// `op2_syntax::synth`; the campaign's binary (8e7c1a6) aborts on it.
 #[test]
 fn unclosed_subscripts_in_a_call_end_within_memory() {
@@ -167,7 +167,7 @@ fn unclosed_subscripts_in_a_call_end_within_memory() {
         "subscripts",
         &[(
             "unclosed-subscripts-in-a-call.op2",
-            op2_syntax::synth::unclosed_subscripts_in_a_call(28_000),
+            op2_syntax::synth::unclosed_subscripts_in_a_call(28_000, 0),
         )],
         30,
     );

@@ -26,22 +26,25 @@
 //! The same callback bounds the parse's memory: the bytes tree-sitter has
 //! asked for on the parsing thread since the parse started (gross, counted
 //! by the allocator of [`crate::memory`]) may not pass [`MEMORY_BASE`] plus
-//! [`MEMORY_PER_BYTE`] per byte reached. Real programs ask for about 40
-//! bytes per byte; the recovery of campaign seed 3 case 520799 asked for
-//! 1,200 per byte before the end of the text, and then, at its end, where
-//! tree-sitter walks every path of its merged stack with no progress call
-//! between, for 2.8 GB at once. Stopped early by its memory, such a parse
-//! never gets there, and gives up as it does at the deadline, with a
-//! message that says why. What a single stretch without progress calls
-//! asks for is not bounded by this check: a text whose recovery asks for
-//! little before its end (the same subscripts with spaces between them)
-//! still reaches that walk (docs/reliability.md, "Limits").
+//! the lesser of [`MEMORY_PER_BYTE`] per byte reached and
+//! [`MEMORY_PER_CHECK`] per progress call. Real programs ask for 20 to 140
+//! bytes per byte and 3.2 to 4.2 KiB per call; the recovery of campaign
+//! seed 3 case 520799 asked for 56 KiB per call (1,200 bytes per byte)
+//! before the end of the text, and then, at its end, where tree-sitter
+//! walks every path of its merged stack with no progress call between, for
+//! 2.8 GB at once. Stopped early by its memory, such a parse never gets
+//! there, and gives up as it does at the deadline, with a message that says
+//! why. The rate per call does not change with spaces between the tokens,
+//! which dilute the rate per byte. What one stretch without progress calls
+//! asks for is still not bounded by this check (docs/reliability.md,
+//! "Limits").
 //!
 //! The same callback asks the caller whether the parse is still wanted (the
 //! language server's worker cancels the parse of a version that went by):
 //! a cancelled parse stops at once and yields no tree, and nothing is
 //! parsed again.
 
+use std::cell::Cell;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
@@ -60,9 +63,18 @@ pub const BYTES_PER_SECOND: usize = 256 * 1024;
 pub const MEMORY_BASE: u64 = 32 << 20;
 
 /// The memory a parse may ask for grows by this many bytes per byte of
-/// text reached. Real programs ask for about 40 (docs/reliability.md,
-/// "Limits"), the error recovery that exhausted memory for 1,200.
+/// text reached (or [`MEMORY_PER_CHECK`] per progress call, when that is
+/// less). Real programs ask for 20 to 45, a flat chain `x+x+…` of
+/// one-byte terms 140 (docs/reliability.md, "Limits"); the error recovery
+/// that exhausted memory 1,200.
 pub const MEMORY_PER_BYTE: u64 = 512;
+
+/// The memory a parse may ask for grows by at most this many bytes per progress call
+/// (a hundred parse actions; whitespace between tokens makes none). Real
+/// programs and C++ ask for 3.2 to 4.2 KiB per call over a whole parse; the
+/// error recovery that exhausted memory 40 to 50 KiB, with or without
+/// spaces between its tokens.
+pub const MEMORY_PER_CHECK: u64 = 16 << 10;
 
 /// Attempts after a give-up, each from a line start nearer the first error
 /// than the one before (half as far past it, halved again while that snaps
@@ -108,14 +120,15 @@ pub enum Exceeded {
 pub enum ParseLimit {
     /// A deadline of [`TIME_BASE`] plus one second per [`BYTES_PER_SECOND`]
     /// bytes of text reached, in the CPU time of the parsing thread: what
-    /// every command and the language server use. The memory bound
-    /// ([`ParseLimit::memory_allowed`]) holds under either limit.
+    /// every command and the language server use; and the memory bound,
+    /// [`ParseLimit::memory_allowed`].
     #[default]
     Time,
     /// At most this many of tree-sitter's progress calls (one per hundred
-    /// parse actions), in place of the deadline. Deterministic, but it does
-    /// not bound the time on the inputs the deadline is for: it lets tests
-    /// give up at a chosen place.
+    /// parse actions), in place of the deadline and the memory bound.
+    /// Deterministic, but it does not bound the time or the memory on the
+    /// inputs they are for: it lets tests give up at a chosen place, or
+    /// (with `u64::MAX`) parse what the bounds would stop.
     Checks(u64),
 }
 
@@ -128,10 +141,13 @@ impl ParseLimit {
     }
 
     /// The bytes tree-sitter may ask for (gross, see [`crate::memory`])
-    /// in a parse that has reached byte `len`, under either limit:
-    /// [`MEMORY_BASE`] plus [`MEMORY_PER_BYTE`] per byte.
-    pub fn memory_allowed(len: usize) -> u64 {
-        MEMORY_BASE.saturating_add(MEMORY_PER_BYTE.saturating_mul(len as u64))
+    /// in a parse that has reached byte `len` in `checks` progress calls,
+    /// under either limit: [`MEMORY_BASE`] plus the lesser of
+    /// [`MEMORY_PER_BYTE`] per byte and [`MEMORY_PER_CHECK`] per call.
+    pub fn memory_allowed(len: usize, checks: u64) -> u64 {
+        let by_text = MEMORY_PER_BYTE.saturating_mul(len as u64);
+        let by_work = MEMORY_PER_CHECK.saturating_mul(checks);
+        MEMORY_BASE.saturating_add(by_text.min(by_work))
     }
 
     /// The most CPU time a parse of `len` bytes takes under
@@ -156,6 +172,8 @@ pub struct ParseClock {
     since: Instant,
     cpu_at_start: Option<Duration>,
     requested_at_start: u64,
+    /// Calls of [`ParseClock::over_memory`]: the parse's progress calls.
+    checks: Cell<u64>,
 }
 
 impl ParseClock {
@@ -167,6 +185,7 @@ impl ParseClock {
             since: Instant::now(),
             cpu_at_start: thread_cpu_time(),
             requested_at_start: crate::memory::requested(),
+            checks: Cell::new(0),
         }
     }
 
@@ -176,10 +195,21 @@ impl ParseClock {
         crate::memory::requested().saturating_sub(self.requested_at_start)
     }
 
+    /// Whether the parse, at a progress call that finds it at byte
+    /// `reached`, has asked for more memory than
+    /// [`ParseLimit::memory_allowed`]; to be called once at each progress
+    /// call (it counts them).
+    pub fn over_memory(&self, reached: usize) -> bool {
+        let checks = self.checks.get() + 1;
+        self.checks.set(checks);
+        self.requested() > ParseLimit::memory_allowed(reached, checks)
+    }
+
     /// Which limit of a parse that has reached byte `reached` it has
-    /// passed, if any: first the memory, then the time.
+    /// passed, if any: first the memory ([`ParseClock::over_memory`]),
+    /// then the time. To be called once at each progress call.
     pub fn exceeded(&self, reached: usize) -> Option<Exceeded> {
-        if self.requested() > ParseLimit::memory_allowed(reached) {
+        if self.over_memory(reached) {
             Some(Exceeded::Memory)
         } else if self.spent() > ParseLimit::time_allowed(reached) {
             Some(Exceeded::Time)
@@ -251,9 +281,7 @@ pub(crate) fn parse_within(
         }
         let over = match limit {
             ParseLimit::Time => clock.exceeded(reached),
-            ParseLimit::Checks(most) if checks > most => Some(Exceeded::Time),
-            ParseLimit::Checks(_) => (clock.requested() > ParseLimit::memory_allowed(reached))
-                .then_some(Exceeded::Memory),
+            ParseLimit::Checks(most) => (checks > most).then_some(Exceeded::Time),
         };
         memory = over == Some(Exceeded::Memory);
         if over.is_some() {
@@ -443,24 +471,29 @@ mod tests {
     fn error_recovery_that_asks_for_too_much_memory_stops_before_the_end_of_the_text() {
         // Unbounded, the end of this text asks for 3.1 GB at once, where no
         // progress call comes (`crate::synth`): the parse must stop before.
-        let text = crate::synth::unclosed_subscripts_in_a_call(8_000);
-        let stopped = crate::on_parse_stack(text.len(), || {
-            let mut parser = Parser::new();
-            parser
-                .set_language(&crate::ast::language())
-                .expect("the bundled grammar");
-            parse_within(&mut parser, &text, None, ParseLimit::Time, &|| false)
-        })
-        .expect_err("the parse stops");
-        assert!(stopped.memory, "{stopped:?}");
-        assert!(!stopped.cancelled);
-        // It asks for about 1,200 bytes per byte, past 512 by about 49 KB.
-        assert!(
-            stopped.reached < text.len() * 3 / 4,
-            "stopped at {} of {}",
-            stopped.reached,
-            text.len()
-        );
+        // With 60 spaces after each unit it asks for 127 bytes per byte,
+        // under `MEMORY_PER_BYTE`, and as much per progress call as without.
+        for spaces in [0, 60] {
+            let text = crate::synth::unclosed_subscripts_in_a_call(8_000, spaces);
+            let stopped = crate::on_parse_stack(text.len(), || {
+                let mut parser = Parser::new();
+                parser
+                    .set_language(&crate::ast::language())
+                    .expect("the bundled grammar");
+                parse_within(&mut parser, &text, None, ParseLimit::Time, &|| false)
+            })
+            .expect_err("the parse stops");
+            assert!(stopped.memory, "{spaces} spaces: {stopped:?}");
+            assert!(!stopped.cancelled);
+            // 56 KiB per call from the start: past the allowance near call
+            // 840, a little under half way through the units.
+            assert!(
+                stopped.reached < text.len() * 3 / 4,
+                "{spaces} spaces: stopped at {} of {}",
+                stopped.reached,
+                text.len()
+            );
+        }
     }
 
     #[test]
@@ -474,10 +507,15 @@ mod tests {
             ParseLimit::worst_case(1024 * 1024),
             (TIME_BASE + Duration::from_secs(4)) * 7
         );
-        assert_eq!(ParseLimit::memory_allowed(0), MEMORY_BASE);
+        assert_eq!(ParseLimit::memory_allowed(0, 0), MEMORY_BASE);
+        // By the text reached, or by the work done when that is less.
         assert_eq!(
-            ParseLimit::memory_allowed(1024 * 1024),
+            ParseLimit::memory_allowed(1024 * 1024, u64::MAX),
             (32 << 20) + (512 << 20)
+        );
+        assert_eq!(
+            ParseLimit::memory_allowed(1024 * 1024, 1000),
+            (32 << 20) + 1000 * (16 << 10)
         );
     }
 }

@@ -94,14 +94,16 @@ pub fn broken_statement_lines(n: usize) -> String {
 
 /// Fuzz campaign seed 3, case 520799: in a kernel, a call whose argument
 /// opens `q[0lo, ` `n` times, then once without its `, `, `3n/8` times
-/// more, then `q{0lo, ` and `3n/16` more. tree-sitter's error recovery asks
-/// for about 1,200 bytes of memory per byte of it, and at the end of the
-/// text, where no progress call comes, walks every path of its merged
-/// stack: at `n` = 8,000 (87 KB) that took 3.1 GB (gross) and 4.6 s of CPU
-/// in one call; the case itself (310 KB) took 2.8 GB at once, and 39 GB
-/// gross. So a parse of it gives up (E002) on its memory, before the end.
-pub fn unclosed_subscripts_in_a_call(n: usize) -> String {
-    let unit = "q[0lo, ";
+/// more, then `q{0lo, ` and `3n/16` more; each followed by `spaces` spaces.
+/// tree-sitter's error recovery asks for about 1,200 bytes of memory per
+/// byte of it without spaces (40 KiB per progress call, with or without
+/// them), and at the end of the text, where no progress call comes, walks
+/// every path of its merged stack: at `n` = 8,000 (87 KB) that took 3.1 GB
+/// (gross) and 4.6 s of CPU in one step; the case itself (310 KB) took 2.8
+/// GB at once, and 39 GB gross. So a parse of it gives up (E002) on its
+/// memory, before the end.
+pub fn unclosed_subscripts_in_a_call(n: usize, spaces: usize) -> String {
+    let unit = format!("q[0lo, {}", " ".repeat(spaces));
     let mut out = String::with_capacity(200 + 2 * unit.len() * n);
     out.push_str("kernel stats(const double *q, const double *s1, double *lo, double *sum) {\n");
     out.push_str("    *lo = fmin(*lo, ");

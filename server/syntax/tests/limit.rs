@@ -271,7 +271,7 @@ fn error_recovery_that_asks_for_too_much_memory_gives_up() {
     // Fuzz seed 3, case 520799, at 87 KB: unbounded, its recovery asks for
     // 3.1 GB at the end of the text (the unit test in `limit.rs` checks
     // that the parse stops before the end).
-    let text = synth::unclosed_subscripts_in_a_call(8_000);
+    let text = synth::unclosed_subscripts_in_a_call(8_000, 0);
     let parse = Parse::new(text.as_str());
     let cut = assert_gave_up_well(&parse);
     assert_eq!(cut, text.find("    *lo").expect("the statement"));
