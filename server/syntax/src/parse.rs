@@ -4,6 +4,7 @@ use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
 
@@ -89,22 +90,84 @@ const PARSE_STACK_BASE: usize = 16 << 20;
 /// used as the recursion reaches them.
 const PARSE_STACK_PER_BYTE: usize = 64;
 
+/// Texts up to this long (and over [`INLINE_PARSE`]) are parsed on the
+/// threads of [`parse_pool`], whose stacks are sized for it (80 MiB each).
+const POOL_TEXT: usize = 1 << 20;
+
+/// The threads of [`parse_pool`]: so many parses of long texts run at once
+/// there; another one meanwhile gets a thread of its own, so that no parse
+/// waits for another (a slow one takes seconds: see [`crate::limit`]).
+const POOL_THREADS: usize = 4;
+
+/// The stack a parse of `len` bytes is given.
+fn parse_stack(len: usize) -> usize {
+    PARSE_STACK_BASE.saturating_add(len.saturating_mul(PARSE_STACK_PER_BYTE))
+}
+
+/// The threads kept for parsing long texts, made at the first such parse:
+/// a thread made for each parse cost about 60 µs of a 260 µs keystroke in
+/// the language server, and more on a busy machine (docs/benchmarks.md).
+/// `None` where they cannot be made.
+fn parse_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(POOL_THREADS)
+            .stack_size(parse_stack(POOL_TEXT))
+            .thread_name(|index| format!("op2 parse {index}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+/// Parses running on [`parse_pool`]'s threads, or about to.
+static POOL_BUSY: AtomicUsize = AtomicUsize::new(0);
+
+/// A place taken on [`parse_pool`], given back when dropped (a panic
+/// included).
+struct PoolPlace;
+
+impl PoolPlace {
+    /// A place, if one of the pool's threads is free for the parse.
+    fn take() -> Option<PoolPlace> {
+        if POOL_BUSY.fetch_add(1, Ordering::AcqRel) < POOL_THREADS {
+            Some(PoolPlace)
+        } else {
+            POOL_BUSY.fetch_sub(1, Ordering::AcqRel);
+            None
+        }
+    }
+}
+
+impl Drop for PoolPlace {
+    fn drop(&mut self) {
+        POOL_BUSY.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// Runs `parse` (of a text of `len` bytes) where the stack is deep enough
-/// for it: on the caller's thread for a short text, else on a thread of its
-/// own with [`PARSE_STACK_BASE`] and [`PARSE_STACK_PER_BYTE`]. A panic in
-/// the parse goes on in the caller; where no thread can be made, the parse
-/// runs on the caller's thread.
+/// for it: on the caller's thread for a short text; for a text up to
+/// [`POOL_TEXT`], on a free thread of [`parse_pool`]; else, or when none
+/// is free, on a thread of its own with [`PARSE_STACK_BASE`] and
+/// [`PARSE_STACK_PER_BYTE`]. A panic in the parse goes on in the caller;
+/// where no thread can be made, the parse runs on the caller's thread.
 pub fn on_parse_stack<T: Send>(len: usize, parse: impl FnOnce() -> T + Send) -> T {
     if len <= INLINE_PARSE {
         return parse();
     }
-    let size = PARSE_STACK_BASE.saturating_add(len.saturating_mul(PARSE_STACK_PER_BYTE));
+    if len <= POOL_TEXT
+        && let Some(pool) = parse_pool()
+        && let Some(_place) = PoolPlace::take()
+    {
+        return pool.install(parse);
+    }
     let mut job = Some(parse);
     let joined = std::thread::scope(|scope| {
         let job = &mut job;
         std::thread::Builder::new()
             .name("op2 parse".into())
-            .stack_size(size)
+            .stack_size(parse_stack(len))
             .spawn_scoped(scope, move || job.take().map(|parse| parse()))
             .ok()
             .map(std::thread::ScopedJoinHandle::join)

@@ -30,3 +30,55 @@ fn error_recovery_that_chains_the_parse_stack_does_not_overflow_a_small_stack() 
         .expect("the parse ends without overflowing the stack");
     assert_eq!(outcome, (true, length), "parsed whole, with its errors");
 }
+
+/// Texts over 32 KiB are parsed on threads kept for it, four at a time; a
+/// parse that comes while all four are busy gets a thread of its own rather
+/// than waiting for one of them. Six parses here each wait, at their first
+/// progress call, until all six have got that far (10 s at most): if any
+/// waited for a thread, the first four would give up waiting.
+#[test]
+fn parses_of_long_texts_at_once_do_not_wait_for_each_other() {
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    const PARSES: usize = 6;
+    let text = op2_syntax::synth::program(1_500);
+    assert!(text.len() > 32 << 10, "{} bytes", text.len());
+    let arrived = Mutex::new(0usize);
+    let all_there = Condvar::new();
+    let met = std::thread::scope(|scope| {
+        let parses: Vec<_> = (0..PARSES)
+            .map(|_| {
+                scope.spawn(|| {
+                    // Whether all the parses were there at this one's first
+                    // progress call.
+                    let met: Mutex<Option<bool>> = Mutex::new(None);
+                    let meet = || {
+                        let mut met = met.lock().expect("this parse's lock");
+                        if met.is_none() {
+                            let mut count = arrived.lock().expect("the count");
+                            *count += 1;
+                            all_there.notify_all();
+                            let (count, _) = all_there
+                                .wait_timeout_while(count, Duration::from_secs(10), |count| {
+                                    *count < PARSES
+                                })
+                                .expect("the count");
+                            *met = Some(*count >= PARSES);
+                        }
+                        false
+                    };
+                    let parse = Parse::new_cancellable(text.as_str(), ParseLimit::Time, &meet)
+                        .expect("never cancelled");
+                    assert_eq!(parse.stopped_at(), None);
+                    met.into_inner().expect("this parse's lock") == Some(true)
+                })
+            })
+            .collect();
+        parses
+            .into_iter()
+            .map(|parse| parse.join().expect("the parse's thread"))
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(met, vec![true; PARSES], "every parse ran with the others");
+}
