@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod interp;
 mod native;
+mod printer;
 pub mod printf;
 pub mod reference;
 pub mod simulate;

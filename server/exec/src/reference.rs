@@ -16,6 +16,7 @@ use op2_syntax::{Encoding, LineIndex, TextRange};
 
 use crate::interp::{Compiled, Fault, Frame, Host};
 use crate::native::Native;
+use crate::printer::{Printer, Printing};
 use crate::state::State;
 
 /// How `op2 run` executes par_loops.
@@ -367,9 +368,12 @@ impl<'a> Reference<'a> {
                 }
             }
             let mut no_globals: [Vec<Value>; 0] = [];
-            let mut printer = KernelPrinter {
+            // A kernel that prints is never compiled, so it runs here on one
+            // thread and its text comes out element by element in order.
+            let mut printer = Printer {
                 out: &mut *self.out,
                 unfinished_line: &mut self.unfinished_line,
+                of: Printing::Kernel,
             };
             let mut frame = Frame {
                 slots: &mut slots,
@@ -490,42 +494,6 @@ pub(crate) fn combine(target: &mut [Value], values: &[Value], mode: AccessMode) 
         if value::binary(op, *v, *t).is_ok_and(Value::is_true) {
             *t = v.convert(t.ty());
         }
-    }
-}
-
-/// Where a kernel's `print`/`printf` writes: `main`'s output, element by
-/// element in order (a kernel that prints is never compiled, so it runs
-/// here on one thread).
-struct KernelPrinter<'b> {
-    out: &'b mut dyn FnMut(&str),
-    unfinished_line: &'b mut usize,
-}
-
-impl Host for KernelPrinter<'_> {
-    fn print(&mut self, text: &str) {
-        (self.out)(text);
-    }
-
-    fn unfinished_line(&mut self) -> &mut usize {
-        self.unfinished_line
-    }
-
-    fn runs_main(&self) -> bool {
-        false
-    }
-
-    fn par_loop(&mut self, _: InvocationId, _: &mut [Vec<Value>]) -> Result<(), Fault> {
-        // The analysis refuses a par_loop in a kernel (E601).
-        Err(Fault::Host(
-            "internal error: a par_loop inside a kernel".into(),
-        ))
-    }
-
-    fn dat_values(&mut self, _: DatId) -> Result<Vec<Value>, Fault> {
-        // The analysis refuses a fetch in a kernel (E601).
-        Err(Fault::Host(
-            "internal error: a fetch inside a kernel".into(),
-        ))
     }
 }
 

@@ -26,10 +26,11 @@ use op2_syntax::TextRange;
 use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::FxHashMap;
 
-use crate::interp::{Compiled, CompiledExpr, Fault, Frame, Host};
+use crate::interp::{Compiled, CompiledExpr, Fault, Frame};
 use crate::native::KernelCalls;
 use crate::native::compile::{HandlerArg, RowBack, RowSource, RowStart};
 use crate::native::flat::{from_slot, to_slot};
+use crate::printer::{Printer, Printing};
 use store::{Column, Payloads, add_slots, combine_slots, copy_slots};
 
 mod store;
@@ -3001,7 +3002,8 @@ impl<'a> Simulator<'a> {
             };
             let mut printer = Printer {
                 out: &mut *self.out,
-                unfinished: &mut self.controller.unfinished_line,
+                unfinished_line: &mut self.controller.unfinished_line,
+                of: Printing::Controller,
             };
             let mut exit_status = None;
             let result = {
@@ -3133,38 +3135,6 @@ fn loop_marks(blocks: &[op2_codegen::model::Block]) -> Vec<LoopMarks> {
         }
     }
     marks
-}
-
-/// Passes `print` output to the simulation's writer.
-struct Printer<'o> {
-    out: &'o mut dyn FnMut(&str),
-    unfinished: &'o mut usize,
-}
-
-impl Host for Printer<'_> {
-    fn print(&mut self, text: &str) {
-        (self.out)(text);
-    }
-
-    fn unfinished_line(&mut self) -> &mut usize {
-        self.unfinished
-    }
-
-    fn par_loop(
-        &mut self,
-        _invocation: InvocationId,
-        _globals: &mut [Vec<Value>],
-    ) -> Result<(), Fault> {
-        // Blocks never contain par_loops: they end blocks.
-        Ok(())
-    }
-
-    fn dat_values(&mut self, _dat: DatId) -> Result<Vec<Value>, Fault> {
-        // A program that fetches is refused before it is simulated (E608).
-        Err(Fault::Host(
-            "internal error: a fetch in a simulated program".into(),
-        ))
-    }
 }
 
 /// Compiles the controller's blocks. Each block is compiled as a body over
