@@ -2708,16 +2708,11 @@ impl<'a> Simulator<'a> {
         let device = message.device as usize;
         self.charge_receive(device, message.arrival);
         if device == 0 || device >= self.first_aggregator {
-            // No handler of a delivery sends, so the pool can be set aside
-            // meanwhile.
-            let payloads = std::mem::take(&mut self.payloads);
-            let payload = payloads.get(message.payload);
             let result = if device == 0 {
-                self.controller_receive(message, payload)
+                self.controller_receive(message)
             } else {
-                self.aggregator_receive(message, payload)
+                self.aggregator_receive(message)
             };
-            self.payloads = payloads;
             self.payloads.release(message.payload);
             result?;
             self.update_ready(device);
@@ -2815,11 +2810,9 @@ impl<'a> Simulator<'a> {
 
     /// An aggregator's inputs: input 0 takes the begin from its parent,
     /// input 1 an end from a child (`op2_codegen::build::tree_device`).
-    fn aggregator_receive(
-        &mut self,
-        message: InFlight,
-        payload: &[u64],
-    ) -> Result<(), SimulationError> {
+    /// The payload is read where the pool holds it, which the caller
+    /// releases.
+    fn aggregator_receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
         let device = message.device as usize;
         let a = &self.aggregators[device - self.first_aggregator];
         if message.plan as usize != a.plan {
@@ -2831,6 +2824,7 @@ impl<'a> Simulator<'a> {
         let layout = &self.layouts[a.plan];
         if message.pin == 0 {
             let a = &mut self.aggregators[device - self.first_aggregator];
+            let payload = self.payloads.get(message.payload);
             payload_values(&layout.begin, payload, &mut a.begin);
             let mut offset = 0;
             for (global, mode) in &plan.end_globals {
@@ -2848,6 +2842,7 @@ impl<'a> Simulator<'a> {
             return Ok(());
         }
         let mut partials = std::mem::take(&mut self.values);
+        let payload = self.payloads.get(message.payload);
         payload_values(&layout.end, payload, &mut partials);
         let a = &mut self.aggregators[device - self.first_aggregator];
         // Before the MIN or MAX partial it follows takes this child's.
@@ -2911,11 +2906,9 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
-    fn controller_receive(
-        &mut self,
-        message: InFlight,
-        payload: &[u64],
-    ) -> Result<(), SimulationError> {
+    /// An end message: the payload is read where the pool holds it, which
+    /// the caller releases.
+    fn controller_receive(&mut self, message: InFlight) -> Result<(), SimulationError> {
         let plan_index = message.pin as usize;
         if plan_index != message.plan as usize {
             return Err(
@@ -2925,6 +2918,7 @@ impl<'a> Simulator<'a> {
         let plan = &self.graph.invocations[plan_index];
         let layout = &self.layouts[plan_index];
         let mut partials = std::mem::take(&mut self.values);
+        let payload = self.payloads.get(message.payload);
         payload_values(&layout.end, payload, &mut partials);
         // Before the MIN or MAX global it follows takes this partial.
         for (i, (info, slot)) in plan.infos.iter().zip(&layout.infos).enumerate() {
