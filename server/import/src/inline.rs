@@ -58,7 +58,7 @@ const OP2_MACROS: &[(&str, &[&str], &str)] = &[
 /// ([`Helpers::objects`], [`Helpers::expand_call`], templates) keep the
 /// marks; the translation removes them with [`unpaint`] where its text is
 /// done.
-const PAINTED: char = '\u{2}';
+pub(crate) const PAINTED: char = '\u{2}';
 
 /// `text` without the marks of names kept unexpanded (see [`PAINTED`]).
 pub fn unpaint(text: &str) -> String {

@@ -276,6 +276,13 @@ pub fn translate(
         }
         true
     });
+    // The same is done in the expansions of the macros the kernel names
+    // (`#define V(i) x[i][0]`), by the `.op2` names their text has.
+    let flat_columns: BTreeMap<String, u64> = flat
+        .iter()
+        .map(|(n, (_, _, columns))| (op2_name(n), *columns))
+        .collect();
+    let mut objects_flattened: BTreeMap<&str, Result<String, String>> = BTreeMap::new();
     let floats = float_names(source, body, &param_names);
     let mut flat_uses = Vec::new();
     let mut inlined = Vec::new();
@@ -331,22 +338,9 @@ pub fn translate(
                     vector_inc_misuse = Some(node);
                 }
                 if let Some((declared, rows, columns)) = flat.get(ident) {
-                    let inner = c::ancestor(ancestors, 0)
-                        .filter(|p| p.kind() == "subscript_expression")
-                        .filter(|p| p.child_by_field_name("argument") == Some(node));
-                    let outer = c::ancestor(ancestors, 1)
-                        .filter(|p| p.kind() == "subscript_expression")
-                        .filter(|p| p.child_by_field_name("argument") == inner);
-                    // `*x[i]`, which is `x[i][0]`.
-                    let deref = c::ancestor(ancestors, 1)
-                        .filter(|p| p.kind() == "pointer_expression")
-                        .filter(|p| {
-                            p.child_by_field_name("operator")
-                                .is_some_and(|o| source.text(o) == "*")
-                        })
-                        .filter(|p| p.child_by_field_name("argument") == inner);
+                    let (inner, outer, whole) = two_dimensional_use(source, node, ancestors);
                     let in_declaration = c::ancestor(ancestors, 1) == Some(*declared);
-                    match (inner, outer.or(deref)) {
+                    match (inner, whole) {
                         (Some(inner), Some(whole)) => {
                             flat_uses.push((whole, inner, outer, *columns));
                         }
@@ -381,10 +375,25 @@ pub fn translate(
                     }
                 }
                 if !locals.contains(ident)
-                    && let Some(read) =
-                        inline::expand_object(&helpers.objects, source, node, &mut edits)
+                    && let Some(body) = helpers.objects.get(ident)
                 {
-                    free_names.extend(read);
+                    let flattened = objects_flattened
+                        .entry(ident)
+                        .or_insert_with(|| flatten_expansion(body.clone(), &flat_columns));
+                    match flattened.clone() {
+                        Ok(body) => {
+                            free_names.extend(
+                                inline::free_words(&body, &[])
+                                    .into_iter()
+                                    .filter(|n| !locals.contains(n)),
+                            );
+                            edits.replace(node, body);
+                        }
+                        Err(why) => {
+                            faithful = false;
+                            fail(report, node, why, None);
+                        }
+                    }
                     return false;
                 }
                 let renamed = op2_name(ident);
@@ -516,7 +525,14 @@ pub fn translate(
                         );
                         return false;
                     }
-                    free_names.extend(helpers.macro_free_names(callee));
+                    // A macro's names are the kernel's where it is used
+                    // (`#define V(i) x[i][0]` reads the parameter `x`).
+                    free_names.extend(
+                        helpers
+                            .macro_free_names(callee)
+                            .into_iter()
+                            .filter(|n| !locals.contains(n)),
+                    );
                     inlined.push(Inlined::Macro(node, callee.to_owned()));
                 } else if let Some(helper) = helpers.functions.get(callee) {
                     let problem = match helper {
@@ -652,29 +668,7 @@ pub fn translate(
     // by editing the punctuation only, so that the edits inside the
     // indices (macros, helpers, other flattened arrays) stay.
     for (whole, inner, outer, columns) in flat_uses {
-        let Some((open, close)) = brackets(inner) else {
-            continue;
-        };
-        edits.replace(open, "[(");
-        match outer {
-            Some(outer) => {
-                let Some((outer_open, outer_close)) = brackets(outer) else {
-                    continue;
-                };
-                edits.replace_range(
-                    close.start_byte(),
-                    outer_open.end_byte(),
-                    format!(") * {columns} + ("),
-                );
-                edits.replace(outer_close, ")]");
-            }
-            None => {
-                if let Some(star) = whole.child_by_field_name("operator") {
-                    edits.replace(star, "");
-                }
-                edits.replace(close, format!(") * {columns} + (0)]"));
-            }
-        }
+        flatten(whole, inner, outer, columns, &mut edits);
     }
     let mut increments_read = BTreeSet::new();
     for (&k, _) in inc.iter().filter(|(_, (_, direct))| *direct) {
@@ -740,6 +734,7 @@ pub fn translate(
                 let args = argument_texts(source, *node, &edits);
                 match helpers
                     .expand_call(callee, &args)
+                    .and_then(|text| flatten_expansion(text, &flat_columns))
                     .and_then(|text| within_budget(&mut expanded_bytes, text))
                 {
                     Ok(text) => (*node, text),
@@ -815,6 +810,105 @@ pub fn translate(
         location,
         increments_read,
     }
+}
+
+/// Around the identifier `node` (with its `ancestors`): the subscript
+/// `x[i]` it is the array of, and the `x[i][j]` around that, and the
+/// `x[i][j]` or `*x[i]` (which is `x[i][0]`) that is the whole use.
+type TwoDimensional<'t> = (Option<Node<'t>>, Option<Node<'t>>, Option<Node<'t>>);
+
+fn two_dimensional_use<'t>(
+    source: &Source,
+    node: Node<'t>,
+    ancestors: &[Node<'t>],
+) -> TwoDimensional<'t> {
+    let inner = c::ancestor(ancestors, 0)
+        .filter(|p| p.kind() == "subscript_expression")
+        .filter(|p| p.child_by_field_name("argument") == Some(node));
+    let outer = c::ancestor(ancestors, 1)
+        .filter(|p| p.kind() == "subscript_expression")
+        .filter(|p| p.child_by_field_name("argument") == inner);
+    let deref = c::ancestor(ancestors, 1)
+        .filter(|p| p.kind() == "pointer_expression")
+        .filter(|p| {
+            p.child_by_field_name("operator")
+                .is_some_and(|o| source.text(o) == "*")
+        })
+        .filter(|p| p.child_by_field_name("argument") == inner);
+    (inner, outer, outer.or(deref))
+}
+
+/// `x[i][j]` → `x[(i) * C + (j)]` and `*x[i]` → `x[(i) * C + (0)]` (`whole`
+/// the use, `inner` its `x[i]`, `outer` its `x[i][j]` if it is one), by
+/// editing the punctuation only, so that the edits inside the indices
+/// (macros, helpers, other flattened arrays) stay.
+fn flatten(
+    whole: Node<'_>,
+    inner: Node<'_>,
+    outer: Option<Node<'_>>,
+    columns: u64,
+    edits: &mut Edits,
+) {
+    let Some((open, close)) = brackets(inner) else {
+        return;
+    };
+    match outer {
+        Some(outer) => {
+            let Some((outer_open, outer_close)) = brackets(outer) else {
+                return;
+            };
+            edits.replace(open, "[(");
+            edits.replace_range(
+                close.start_byte(),
+                outer_open.end_byte(),
+                format!(") * {columns} + ("),
+            );
+            edits.replace(outer_close, ")]");
+        }
+        None => {
+            edits.replace(open, "[(");
+            if let Some(star) = whole.child_by_field_name("operator") {
+                edits.replace(star, "");
+            }
+            edits.replace(close, format!(") * {columns} + (0)]"));
+        }
+    }
+}
+
+/// A macro's expansion `text` with its two-dimensional uses of the
+/// flattened arrays `flat` (by `.op2` name, with their columns) flattened as
+/// [`flatten`] does in the kernel's own text (`#define V(i) x[i][0]`); the
+/// uses the kernel's text flattened before (in the arguments) are already
+/// one-dimensional. A text that does not parse is kept: the `.op2` analysis
+/// of the result reports it.
+fn flatten_expansion(text: String, flat: &BTreeMap<String, u64>) -> Result<String, String> {
+    let mut named = false;
+    c::map_words(&text, |word| {
+        named |= flat.contains_key(word);
+        None
+    });
+    if !named {
+        return Ok(text);
+    }
+    // The names kept unexpanded are marked (`inline::unpaint`) with a
+    // byte the C parser does not take: parsed as a space, which has its
+    // length, so the edits apply to the marked text.
+    const BEFORE: &str = "void op2_import_expansion() {\n";
+    let parsed = format!("{BEFORE}{}\n;}}", text.replace(inline::PAINTED, " "));
+    let range = BEFORE.len()..BEFORE.len() + text.len();
+    let source = Source::parse(std::path::Path::new(""), String::new(), parsed)?;
+    let mut edits = Edits::default();
+    walk(source.tree.root_node(), |node, ancestors| {
+        if node.kind() == "identifier"
+            && let Some(columns) = flat.get(source.text(node))
+            && let (Some(inner), outer, Some(whole)) = two_dimensional_use(&source, node, ancestors)
+        {
+            flatten(whole, inner, outer, *columns, &mut edits);
+        }
+        true
+    });
+    let marked = format!("{BEFORE}{text}\n;}}");
+    Ok(edits.apply(&marked, range))
 }
 
 /// The `[` and `]` of a subscript expression's indices.
@@ -1473,6 +1567,32 @@ mod tests {
             kernel.free_names.contains("scale"),
             "{:?}",
             kernel.free_names
+        );
+    }
+
+    #[test]
+    fn macros_whose_expansions_index_a_vector_parameter_twice_are_flattened() {
+        // The kernel's own `x[i][j]` was flattened, but a macro's
+        // expansion was put in its place as the macro wrote it: `x[m][0]`
+        // of the `double x[8]` copy, which the `.op2` analysis refused.
+        let bindings = vector_bindings(4, 2, "READ");
+        let (kernel, report) = translate_one(
+            "#define V(i) x[i][0]\n#define W(i, j) (x[i][j] + a[j][i])\n#define NEXT(m) (((m) + 1) % 4)\n#define X11 x[1][1]\n#define TWICE(v) (2 * (v))\n\
+             inline void k(const double **x, double *s) {\n\
+               double a[2][4];\n\
+               for (int m = 0; m < 4; m++) { a[0][m] = 1.0; a[1][m] = 2.0; }\n\
+               for (int m = 0; m < 4; m++)\n\
+                 *s += V(m) * V(NEXT(m)) + TWICE(V(x[3][1] > 0.0 ? 1 : 2)) + W(m % 2, 1) + *x[2] + X11;\n\
+             }\n",
+            &bindings,
+        );
+        assert!(report.faithful(), "{report}");
+        assert!(
+            kernel.text.contains(
+                "*s += x[(m) * 2 + (0)] * x[((((m) + 1) % 4)) * 2 + (0)] + (2 * (x[(x[(3) * 2 + (1)] > 0.0 ? 1 : 2) * 2 + (0)])) + (x[(m % 2) * 2 + (1)] + a[(1) * 4 + (m % 2)]) + x[(2) * 2 + (0)] + x[(1) * 2 + (1)];"
+            ),
+            "{}",
+            kernel.text
         );
     }
 

@@ -712,6 +712,9 @@ fn vector_map_arguments_print_what_the_native_build_prints() {
         // whole `x[i][j]` was replaced by text made before they were
         // expanded, which kept `NEXT(m)` and `idx[m % 2][1]`.
         "b += x[((((m) + 1) % 4)) * 2 + (0)] * x[(idx[(m % 2) * 2 + (1)]) * 2 + (1)];",
+        // A macro whose expansion is `x[i][0]` was put in as it was
+        // written, which the `.op2` analysis refused.
+        "c += x[(k) * 2 + (0)] * x[(idx[(k) * 2 + (1)]) * 2 + (0)] - x[((((k + 1) + 1) % 4)) * 2 + (0)] * x[(idx[(k) * 2 + (0)]) * 2 + (0)];",
         "double r[4] = {0.0, 0.0, 0.0, 0.0};",
         "r_0[0] += r[0];",
         "p_x[pcell[3]] READ,",

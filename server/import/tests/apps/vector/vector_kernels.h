@@ -4,8 +4,10 @@
 
 // READ (two vector arguments, one declared `const double *u[1]` as OP2's
 // airfoil_vector declares them), a direct WRITE, and INC.
-// An index may call a macro or index another two-dimensional array.
+// An index may call a macro or index another two-dimensional array, and a
+// macro may index a vector parameter itself.
 #define NEXT(m) (((m) + 1) % 4)
+#define V(i) x[i][0]
 
 inline void measure(const double **x, const double *u[1], double *area, double **r) {
   double a = 0.0;
@@ -19,7 +21,10 @@ inline void measure(const double **x, const double *u[1], double *area, double *
   double b = 0.0;
   for (int m = 0; m < 4; m++)
     b += x[NEXT(m)][0] * x[idx[m % 2][1]][1];
-  *area = 0.5 * a + 0.001 * b;
+  double c = 0.0;
+  for (int k = 0; k < 2; k++)
+    c += V(k) * x[idx[k][1]][0] - V(NEXT(k + 1)) * V(idx[k][0]);
+  *area = 0.5 * a + 0.001 * b + 0.0001 * c;
   for (int m = 0; m < 4; m++)
     r[m][0] += 0.25 * (*area) * u[m][0];
 }
