@@ -132,6 +132,9 @@ pub struct Host {
     /// Temporary dats (`op_decl_dat_temp`) the statements declare, each
     /// zeroed there by a par_loop of the kernel `op2_zero_NAME`.
     pub temporaries: BTreeSet<String>,
+    /// Bytes of the `d[m[e]] MODE` arguments that vector-map arguments
+    /// have become so far (see [`VECTOR_TEXT_LIMIT`]).
+    vector_text: usize,
 }
 
 /// How a par_loop passes one argument to its kernel.
@@ -152,6 +155,13 @@ pub struct ArgUse {
 /// carry: the kernel works on a local copy of them all, copied in and out
 /// one by one.
 pub const MAX_VECTOR_VALUES: usize = 1024;
+
+/// The text all the vector-map arguments of an import's par_loops may
+/// become together: each `d[m[e]] MODE` of one of up to 1024 entries, so
+/// that an argument of about fifty bytes of C becomes about twenty
+/// kilobytes, and a thousand par_loops of a hundred such arguments would
+/// be gigabytes. As the kernels' staging (`inline::EXPANSION_LIMIT`).
+pub const VECTOR_TEXT_LIMIT: usize = 1 << 20;
 
 /// Whether a vector-map argument of `entries` map entries of a dat of
 /// dimension `dim` copies at most [`MAX_VECTOR_VALUES`] values: the entries
@@ -1486,10 +1496,26 @@ fn par_loop(
                             );
                         }
                         let map_name = op2_name(map_text);
-                        (0..n)
+                        let text = (0..n)
                             .map(|e| format!("{dat}[{map_name}[{e}]] {mode}"))
                             .collect::<Vec<_>>()
-                            .join(", ")
+                            .join(", ");
+                        let total = host.vector_text.saturating_add(text.len());
+                        if total > VECTOR_TEXT_LIMIT {
+                            return fail(
+                                report,
+                                *arg,
+                                format!(
+                                    "vector-map argument (index {k}) of `{kernel_name}` would make the arguments that the par_loops' vector-map arguments become longer than {} KiB together, which op2 import does not write",
+                                    VECTOR_TEXT_LIMIT >> 10
+                                ),
+                                Some(
+                                    "pass fewer map entries in each argument, or fewer such arguments",
+                                ),
+                            );
+                        }
+                        host.vector_text = total;
+                        text
                     }
                     _ => {
                         return fail(

@@ -1656,6 +1656,56 @@ mod tests {
     }
 
     #[test]
+    fn the_arguments_vector_map_arguments_become_are_bounded_in_total() {
+        // Each argument of 1024 entries becomes 1024 `p_x[pcell[e]] READ`,
+        // about 22 KB from 60 bytes of C, and no limit held the sum: a
+        // thousand par_loops of a hundred of them would be gigabytes.
+        let loops = 60;
+        let mut app = "#include \"op_seq.h\"\nvoid k1(const double **x) { }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set nodes = op_decl_set(2, \"nodes\");\n  op_set cells = op_decl_set(1, \"cells\");\n  op_map pcell = op_decl_map(cells, nodes, 1024, 0, \"pcell\");\n  op_dat p_x = op_decl_dat(nodes, 1, \"double\", 0, \"p_x\");\n".to_owned();
+        for _ in 0..loops {
+            app.push_str("  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, -1024, pcell, 1, \"double\", OP_READ));\n");
+        }
+        app.push_str("}\n");
+        let entries: Vec<String> = (0..1024).map(|e| (e % 2).to_string()).collect();
+        let capture = format!(
+            "set 0 2\nhandle nodes set 0\nset 1 1\nhandle cells set 1\nmap 0 1 0 1024\n{}\nhandle pcell map 0\ndat 0 0 1 double\n1 2\nhandle p_x dat 0\nstop\n",
+            entries.join(" ")
+        );
+        let translation = translated(&app, &capture).expect("a translation");
+        // The par_loops whose arguments fit are written; the first that
+        // does not is reported at its argument (line 9 is the first loop's).
+        let one = (0..1024)
+            .map(|e| format!("p_x[pcell[{e}]] READ"))
+            .collect::<Vec<_>>()
+            .join(", ")
+            .len();
+        let fitting = host::VECTOR_TEXT_LIMIT / one;
+        assert!(fitting < loops);
+        let (entry, location) = reported(&translation, "together, which op2 import does not write");
+        assert_eq!(
+            entry.message,
+            "vector-map argument (index -1024) of `k1` would make the arguments that the par_loops' vector-map arguments become longer than 1024 KiB together, which op2 import does not write"
+        );
+        assert_eq!(entry.kind, Kind::NotTranslated);
+        assert_eq!(
+            location.as_deref(),
+            Some(format!("app/app.cpp:{}:32", 9 + fitting).as_str())
+        );
+        let refused = translation
+            .report
+            .entries
+            .iter()
+            .filter(|e| e.message == entry.message)
+            .count();
+        assert_eq!(refused, loops - fitting);
+        assert_eq!(
+            translation.program.matches("p_x[pcell[1023]] READ").count(),
+            fitting
+        );
+        assert!(translation.program.len() < 2 * host::VECTOR_TEXT_LIMIT);
+    }
+
+    #[test]
     fn a_dat_of_dimension_0_is_written_without_rows() {
         // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
         // panicked in `chunks`.
