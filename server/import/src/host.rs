@@ -1300,6 +1300,61 @@ fn integer_or_macro(source: &Source, node: Node<'_>, context: &Context<'_>) -> O
     })
 }
 
+/// Why the map index `idx` (whose value is `index`, when an integer
+/// literal or a macro of one) and the map `map` of an `op_arg_dat` are not
+/// one of the pairs a par_loop argument has: where to report it, what to
+/// say and a help.
+fn map_index_problem<'t>(
+    source: &Source,
+    idx: Node<'t>,
+    map: Node<'t>,
+    index: Option<i64>,
+    context: &Context<'_>,
+) -> (Node<'t>, String, &'static str) {
+    let (idx_text, map_text) = (source.text(idx), source.text(map));
+    let literal = "write the index as an integer literal, or `#define` it as one";
+    match index {
+        None if idx.kind() == "identifier" && context.objects.contains_key(idx_text) => (
+            idx,
+            format!(
+                "`op_arg_dat` whose map index `{idx_text}` is a macro that does not expand to an integer literal"
+            ),
+            literal,
+        ),
+        None if idx.kind() == "identifier" => (
+            idx,
+            format!(
+                "`op_arg_dat` whose map index `{idx_text}` is a variable, not an integer literal: the par_loop's arguments are fixed when it is translated"
+            ),
+            literal,
+        ),
+        None => (
+            idx,
+            format!("`op_arg_dat` whose map index `{idx_text}` is not an integer literal"),
+            literal,
+        ),
+        Some(-1) => (
+            map,
+            format!(
+                "`op_arg_dat` with map index -1 and the map `{map_text}`: the index -1 passes the dat directly, with the map `OP_ID`"
+            ),
+            "pass the dat directly with `-1, OP_ID`, or through the map with an index from 0",
+        ),
+        Some(_) if map_text == "OP_ID" => (
+            idx,
+            format!(
+                "`op_arg_dat` with map index {idx_text} and the map `OP_ID`, which only the index -1 goes with"
+            ),
+            "pass the dat directly with `-1, OP_ID`, or name the map that an index from 0 reads",
+        ),
+        Some(_) => (
+            map,
+            format!("`op_arg_dat` whose map `{map_text}` is not a plain name"),
+            "name the map with a variable of its own (`op_map m = …;`)",
+        ),
+    }
+}
+
 /// The variable an argument names: `x` or `&x`.
 fn variable<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     match node.kind() {
@@ -1468,12 +1523,12 @@ fn par_loop(
                     // As OP2 does, an unused optional argument is direct.
                     _ if unused => format!("{dat} {mode}"),
                     Some(-1) if map_text == "OP_ID" => format!("{dat} {mode}"),
-                    Some(k) if k >= 0 && map.kind() == "identifier" => {
+                    Some(k) if k >= 0 && map.kind() == "identifier" && map_text != "OP_ID" => {
                         format!("{dat}[{}[{k}]] {mode}", op2_name(map_text))
                     }
                     // A vector-map argument: the kernel gets the first N
                     // entries of the map, one argument each.
-                    Some(k) if k < -1 && map.kind() == "identifier" => {
+                    Some(k) if k < -1 && map.kind() == "identifier" && map_text != "OP_ID" => {
                         let n = entries.unwrap_or(0);
                         if dim_value == Some(0) {
                             return fail(
@@ -1518,12 +1573,9 @@ fn par_loop(
                         text
                     }
                     _ => {
-                        return fail(
-                            report,
-                            *arg,
-                            "`op_arg_dat` with a map index that is not an integer literal".into(),
-                            None,
-                        );
+                        let (at, message, help) =
+                            map_index_problem(source, *idx, *map, index, context);
+                        return fail(report, at, message, Some(help));
                     }
                 }
             }

@@ -1706,6 +1706,69 @@ mod tests {
     }
 
     #[test]
+    fn an_op_arg_dat_map_index_or_map_that_cannot_be_translated_is_reported_with_its_cause() {
+        // Each was "`op_arg_dat` with a map index that is not an integer
+        // literal", at the whole argument, whatever the cause.
+        let app = "#include \"op_seq.h\"\n#define TWO (1 + 1)\n#define ONE 1\nvoid k1(const double *x) { }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set nodes = op_decl_set(2, \"nodes\");\n  op_set cells = op_decl_set(1, \"cells\");\n  op_map pcell = op_decl_map(cells, nodes, 2, 0, \"pcell\");\n  op_map maps[1] = {pcell};\n  op_dat p_x = op_decl_dat(nodes, 1, \"double\", 0, \"p_x\");\n  int j = 1;\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, TWO, pcell, 1, \"double\", OP_READ));\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, j, pcell, 1, \"double\", OP_READ));\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, j - 1, pcell, 1, \"double\", OP_READ));\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, ONE, maps[0], 1, \"double\", OP_READ));\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, -1, pcell, 1, \"double\", OP_READ));\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, 0, OP_ID, 1, \"double\", OP_READ));\n\
+  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_x, ONE, pcell, 1, \"double\", OP_READ));\n}\n";
+        let capture = "set 0 2\nhandle nodes set 0\nset 1 1\nhandle cells set 1\nmap 0 1 0 2\n0 1\nhandle pcell map 0\ndat 0 0 1 double\n1 2\nhandle p_x dat 0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        for (message, at) in [
+            (
+                "`op_arg_dat` whose map index `TWO` is a macro that does not expand to an integer literal",
+                "app/app.cpp:13:46",
+            ),
+            (
+                "`op_arg_dat` whose map index `j` is a variable, not an integer literal: the par_loop's arguments are fixed when it is translated",
+                "app/app.cpp:14:46",
+            ),
+            (
+                "`op_arg_dat` whose map index `j - 1` is not an integer literal",
+                "app/app.cpp:15:46",
+            ),
+            (
+                "`op_arg_dat` whose map `maps[0]` is not a plain name",
+                "app/app.cpp:16:51",
+            ),
+            (
+                "`op_arg_dat` with map index -1 and the map `pcell`: the index -1 passes the dat directly, with the map `OP_ID`",
+                "app/app.cpp:17:50",
+            ),
+            (
+                "`op_arg_dat` with map index 0 and the map `OP_ID`, which only the index -1 goes with",
+                "app/app.cpp:18:46",
+            ),
+        ] {
+            let (entry, location) = reported(&translation, message);
+            assert_eq!(entry.message, message);
+            assert_eq!(entry.kind, Kind::NotTranslated);
+            assert_eq!(location.as_deref(), Some(at), "{message}");
+        }
+        // A macro of an integer literal is one.
+        assert!(
+            translation.program.contains("p_x[pcell[1]] READ"),
+            "{}",
+            translation.program
+        );
+        assert!(
+            !translation
+                .report
+                .entries
+                .iter()
+                .any(|e| e.message.contains("not an integer literal")
+                    && e.location.as_ref().is_some_and(|l| l.line == 19)),
+            "{}",
+            translation.report
+        );
+    }
+
+    #[test]
     fn a_dat_of_dimension_0_is_written_without_rows() {
         // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
         // panicked in `chunks`.
