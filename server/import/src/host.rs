@@ -570,7 +570,7 @@ pub fn translate(
             }
             if items.len() < size {
                 assignments.push(format!(
-                    "for (int op2_k = {}; op2_k < {size}; op2_k++) {name}[op2_k] = 0;",
+                    "for (int {COUNTER} = {}; {COUNTER} < {size}; {COUNTER}++) {name}[{COUNTER}] = 0;",
                     items.len()
                 ));
             }
@@ -597,6 +597,11 @@ pub fn translate(
         edits.replace(call.statement, text);
     }
     host.text = edits.apply(&source.text, first.start_byte()..last.end_byte());
+    if host.text.contains(COUNTER) {
+        host.text = host
+            .text
+            .replace(COUNTER, &counter(&[&host.text, &source.text]));
+    }
     host
 }
 
@@ -1353,6 +1358,32 @@ fn map_index_problem<'t>(
             "name the map with a variable of its own (`op_map m = …;`)",
         ),
     }
+}
+
+/// Stands for the counter of the loops that zero the values a hoisted
+/// array's initialiser does not give, until the statements' text is done
+/// and a name that nothing uses can be chosen for it (see [`counter`]).
+const COUNTER: &str = "\u{3}";
+
+/// The counter of the loops that zero the rest of a hoisted array:
+/// `op2_k`, with `_` appended while one of `texts` uses it as a word, so
+/// that it can neither be the array (`double op2_k[4] = {1.0};` made
+/// `op2_k[op2_k] = 0`) nor hide a name of `main` or of the program.
+fn counter(texts: &[&str]) -> String {
+    let mut used = BTreeSet::new();
+    for text in texts {
+        c::map_words(text, |word| {
+            if word.starts_with("op2_k") {
+                used.insert(word.to_owned());
+            }
+            None
+        });
+    }
+    let mut name = "op2_k".to_owned();
+    while used.contains(&name) {
+        name.push('_');
+    }
+    name
 }
 
 /// The variable an argument names: `x` or `&x`.

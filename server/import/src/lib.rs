@@ -1769,6 +1769,35 @@ mod tests {
     }
 
     #[test]
+    fn the_counter_that_zeroes_a_hoisted_array_takes_no_name_in_use() {
+        // The counter was always `op2_k`: an array of that name became
+        // `op2_k[op2_k] = 0`, indexing the counter.
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  for (int r = 0; r < 2; r++) {\n    double op2_k[3] = {1.0};\n    double op2_k_[2] = {2.0};\n    op_par_loop(k1, \"k1\", cells, op_arg_gbl(op2_k, 3, \"double\", OP_INC));\n    op_par_loop(k1, \"k1\", cells, op_arg_gbl(op2_k_, 2, \"double\", OP_INC));\n    op_printf(\"%g %g\\n\", op2_k[2], op2_k_[1]);\n  }\n}\n";
+        let capture = "set 0 1\nhandle cells set 0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        for expected in [
+            "for (int op2_k__ = 1; op2_k__ < 3; op2_k__++)\n            op2_k[op2_k__] = 0;",
+            "for (int op2_k__ = 1; op2_k__ < 2; op2_k__++)\n            op2_k_[op2_k__] = 0;",
+        ] {
+            assert!(
+                translation.program.contains(expected),
+                "{expected}\n{}",
+                translation.program
+            );
+        }
+        // With no such names it is `op2_k`.
+        let plain = app.replace("op2_k_", "b").replace("op2_k", "a");
+        let translation = translated(&plain, capture).expect("a translation");
+        assert!(
+            translation
+                .program
+                .contains("for (int op2_k = 1; op2_k < 3; op2_k++)\n            a[op2_k] = 0;"),
+            "{}",
+            translation.program
+        );
+    }
+
+    #[test]
     fn a_dat_of_dimension_0_is_written_without_rows() {
         // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
         // panicked in `chunks`.
