@@ -107,9 +107,8 @@ pub struct Host {
     pub text: String,
     /// Names the statements read or write that they do not declare.
     pub referenced: BTreeSet<String>,
-    /// Of those named as variables, where the first use is and how many
-    /// uses there are.
-    pub uses: BTreeMap<String, (Location, usize)>,
+    /// Of those named as variables, where they are used.
+    pub uses: BTreeMap<String, Uses>,
     /// Of those, the ones they assign.
     pub assigned: BTreeSet<String>,
     /// Names declared inside the statements.
@@ -135,6 +134,37 @@ pub struct Host {
     /// Bytes of the `d[m[e]] MODE` arguments that vector-map arguments
     /// have become so far (see [`VECTOR_TEXT_LIMIT`]).
     vector_text: usize,
+}
+
+/// Where the host code uses a variable.
+#[derive(Debug, Clone)]
+pub struct Uses {
+    /// The first use the program makes: in `main`'s order, a call's
+    /// arguments before the body of the function it inlines.
+    pub first: Location,
+    /// Every place in the sources that uses it, each once however many
+    /// times the function it is in is inlined.
+    pub places: BTreeSet<Location>,
+}
+
+impl Host {
+    /// Records a use of `name` at `at`.
+    fn note_use(&mut self, name: &str, at: Location) {
+        match self.uses.get_mut(name) {
+            Some(uses) => {
+                uses.places.insert(at);
+            }
+            None => {
+                self.uses.insert(
+                    name.to_owned(),
+                    Uses {
+                        first: at.clone(),
+                        places: BTreeSet::from([at]),
+                    },
+                );
+            }
+        }
+    }
 }
 
 /// How a par_loop passes one argument to its kernel.
@@ -495,10 +525,7 @@ pub fn translate(
                     }
                     if !host.locals.contains(name) {
                         host.referenced.insert(name.to_owned());
-                        host.uses
-                            .entry(name.to_owned())
-                            .or_insert_with(|| (source.location(node), 0))
-                            .1 += 1;
+                        host.note_use(name, source.location(node));
                         let assigned = c::ancestor(ancestors, 0).is_some_and(|p| {
                             (p.kind() == "assignment_expression"
                                 && p.child_by_field_name("left") == Some(node))
@@ -1022,8 +1049,28 @@ fn inline<'t>(
         );
     }
     host.referenced.extend(translated.referenced);
-    for (name, (at, count)) in translated.uses {
-        host.uses.entry(name).or_insert((at, 0)).1 += count;
+    // The arguments are evaluated before the body runs: their uses come
+    // first (the walk of the caller reaches them after this call).
+    for arg in &args {
+        walk(*arg, |node, ancestors| {
+            let name = source.text(node);
+            if node.kind() == "identifier"
+                && !c::is_callee(node, ancestors)
+                && !context.renames.contains_key(name)
+                && !context.handles.contains(name)
+                && !context.objects.contains_key(name)
+                && !host.locals.contains(name)
+            {
+                host.note_use(name, source.location(node));
+            }
+            true
+        });
+    }
+    for (name, uses) in translated.uses {
+        host.note_use(&name, uses.first);
+        if let Some(known) = host.uses.get_mut(&name) {
+            known.places.extend(uses.places);
+        }
     }
     host.assigned.extend(translated.assigned);
     host.fetched.extend(translated.fetched);

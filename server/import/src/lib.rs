@@ -586,13 +586,14 @@ pub fn translate(
             }
             Some(d) if d.pointer => match scan.uses.get(name) {
                 // At the first use, which is what needs rewriting.
-                Some((at, count)) => report.add(
+                Some(uses) => report.add(
                     Kind::NotTranslated,
-                    Some(at.clone()),
+                    Some(uses.first.clone()),
                     format!(
-                        "`{name}` is a pointer (declared at {}), which `.op2` has no place for; the host code after the first par_loop uses it {count} {}, first here",
+                        "`{name}` is a pointer (declared at {}), which `.op2` has no place for; the host code after the first par_loop uses it {} {}, first here",
                         d.location,
-                        if *count == 1 { "time" } else { "times" }
+                        uses.places.len(),
+                        if uses.places.len() == 1 { "time" } else { "times" }
                     ),
                     Some("reach the data it points at through a par_loop"),
                 ),
@@ -1795,6 +1796,24 @@ mod tests {
             "{}",
             translation.program
         );
+    }
+
+    #[test]
+    fn a_pointers_report_counts_places_and_starts_at_the_first_the_program_reaches() {
+        // Uses inside an inlined function counted once per inlining (`gp`
+        // of `show`, inlined twice), and the first use was the one inside
+        // `peek`'s body rather than the argument its call passes, which the
+        // program evaluates first.
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\ndouble *gp = 0;\nvoid show(int i) {\n  op_printf(\"%g\\n\", gp[i]);\n}\nvoid peek(double v) {\n  op_printf(\"%g %g\\n\", v, gp[4]);\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  for (int r = 0; r < 2; r++) {\n    op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n    peek(gp[3]);\n    show(0);\n    show(1);\n    op_printf(\"%g\\n\", gp[2]);\n  }\n}\n";
+        let capture = "set 0 1\nhandle cells set 0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        let (entry, location) = reported(&translation, "`gp` is a pointer");
+        // `peek(gp[3])`, `peek`'s `gp[4]`, `show`'s `gp[i]` and `gp[2]`.
+        assert_eq!(
+            entry.message,
+            "`gp` is a pointer (declared at app/app.cpp:3:9), which `.op2` has no place for; the host code after the first par_loop uses it 4 times, first here"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:16:10"));
     }
 
     #[test]
