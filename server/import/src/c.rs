@@ -399,6 +399,13 @@ pub fn blank_words(text: &str, words: &[String]) -> String {
     out
 }
 
+/// Whether a word that follows `before` is part of a number (the `e5` of
+/// `1e5`, the `f` of `1.5f`) rather than a name: the rule every scan of C
+/// words follows.
+pub fn in_number(before: &str) -> bool {
+    before.ends_with(|c: char| c.is_ascii_digit() || c == '.')
+}
+
 /// `text` with each C word (an identifier, not a part of a number such as
 /// the `e5` of `1e5`) that `replace` gives a replacement for replaced.
 pub fn map_words(text: &str, replace: impl FnMut(&str) -> Option<String>) -> String {
@@ -422,7 +429,7 @@ pub fn map_words_within(
             .unwrap_or(word_on.len());
         let word = &word_on[..end];
         out.push_str(before);
-        let in_number = before.ends_with(|c: char| c.is_ascii_digit() || c == '.');
+        let in_number = in_number(before);
         match if in_number { None } else { replace(word) } {
             Some(with) => out.push_str(&with),
             None => out.push_str(word),

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use tree_sitter::Node;
 
 use crate::c::{self, Edits, Source, op2_name, scalar_type, walk};
+use crate::kernel::Outside;
 
 /// A function-like macro.
 #[derive(Debug, Clone)]
@@ -368,7 +369,7 @@ impl Helpers {
             let end = word_on
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .unwrap_or(word_on.len());
-            let in_number = rest[..start].ends_with(|c: char| c.is_ascii_digit() || c == '.');
+            let in_number = c::in_number(&rest[..start]);
             if !in_number && word_on[end..].trim_start().starts_with('(') {
                 calls.insert(word_on[..end].to_owned());
             }
@@ -416,7 +417,7 @@ impl Helpers {
                 .unwrap_or(word_on.len());
             let word = &word_on[..len];
             at += start + len;
-            let in_number = rest[..start].ends_with(|c: char| c.is_ascii_digit() || c == '.');
+            let in_number = c::in_number(&rest[..start]);
             if in_number || rest[..start].ends_with(PAINTED) {
                 out.push_str(word);
             } else if disabled.iter().any(|d| d == word) {
@@ -562,6 +563,11 @@ fn translate_body(
         tree,
         defines: Vec::new(),
     };
+    // A body that unbalances the function it is put in (`}`) leaves its
+    // error outside the body's text.
+    if source.tree.root_node().has_error() {
+        return Err("its body is not a C expression or statement".to_owned());
+    }
     let mut edits = Edits::default();
     let mut problem = None;
     let mut locals = BTreeSet::new();
@@ -584,11 +590,21 @@ fn translate_body(
         if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
             return false;
         }
-        if !crate::kernel::KERNEL_KINDS.contains(&kind) {
-            problem = Some(format!(
-                "its body holds a {}, which is not in the kernel subset",
-                kind.replace('_', " ")
-            ));
+        if let Some((_, outside)) = crate::kernel::outside_subset(&source, node, ancestors) {
+            problem = Some(match outside {
+                Outside::Kind(what) => {
+                    format!("its body holds a {what}, which is not in the kernel subset")
+                }
+                Outside::Address => "its body takes an address".to_owned(),
+                Outside::LocalPointer => {
+                    "its body declares a local pointer, which is not in the kernel subset"
+                        .to_owned()
+                }
+                Outside::Qualifier(word) => {
+                    format!("its body declares a `{word}` local, which is not in the kernel subset")
+                }
+                Outside::Literal(why) => format!("in its body, {why}"),
+            });
             return false;
         }
         match kind {
@@ -619,18 +635,6 @@ fn translate_body(
                 if let Some(ty) = scalar_type(source.text(node)) {
                     edits.replace(node, ty);
                 }
-            }
-            "number_literal" => {
-                if let Some(why) = crate::kernel::literal_problem(source.text(node)) {
-                    problem = Some(format!("its body has a {why}"));
-                }
-            }
-            "pointer_expression"
-                if node
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| source.text(o) == "&") =>
-            {
-                problem = Some("its body takes an address".to_owned());
             }
             "call_expression" => match c::called_name(&source, node) {
                 Some(callee) if c::builtin_call(node, callee, &mut edits) => {}
@@ -732,7 +736,8 @@ fn template(
         // The kernel's C subset, without what changes a variable (the
         // parameters are the helper's copies; inlined they would be the
         // caller's).
-        if !crate::kernel::KERNEL_KINDS.contains(&kind)
+        let outside = crate::kernel::outside_subset(source, node, ancestors);
+        if matches!(outside, Some((_, Outside::Kind(_))))
             || matches!(kind, "assignment_expression" | "update_expression")
             || kind.ends_with("_statement")
             || kind == "declaration"
@@ -742,6 +747,17 @@ fn template(
                 format!("its expression holds a {}", kind.replace('_', " ")),
             ));
             return false;
+        }
+        match outside {
+            Some((at, Outside::Address)) => {
+                problem = Some((at, "its expression takes an address".to_owned()));
+                return false;
+            }
+            Some((at, Outside::Literal(why))) => {
+                problem = Some((at, format!("in its expression, {why}")));
+                return false;
+            }
+            _ => {}
         }
         match kind {
             "identifier" if !c::is_callee(node, ancestors) => {
@@ -762,13 +778,6 @@ fn template(
                 if let Some(ty) = scalar_type(source.text(node)) {
                     edits.replace(node, ty);
                 }
-            }
-            "pointer_expression"
-                if node
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| source.text(o) == "&") =>
-            {
-                problem = Some((node, "its expression takes an address".to_owned()));
             }
             "call_expression" => match c::called_name(source, node) {
                 Some(callee) if c::builtin_call(node, callee, &mut edits) => {
@@ -959,6 +968,26 @@ pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
         None
     });
     names
+}
+
+/// Calls `f` with the source of a file `file` of the text `text`, its
+/// functions and the helpers they and its macros make (for tests).
+#[cfg(test)]
+pub(crate) fn with_helpers<R>(
+    file: &str,
+    text: &str,
+    f: impl FnOnce(&Source, &[(&Source, Node<'_>)], &Helpers) -> R,
+) -> R {
+    let path = std::path::Path::new(file);
+    let mut source = Source::parse(path, file.to_owned(), text.to_owned()).unwrap();
+    source.defines = c::defines(&source);
+    let functions: Vec<(&Source, Node<'_>)> = c::named_children(source.tree.root_node())
+        .into_iter()
+        .filter(|n| n.kind() == "function_definition")
+        .map(|n| (&source, n))
+        .collect();
+    let helpers = Helpers::new(&source.defines, &[&source], &functions);
+    f(&source, &functions, &helpers)
 }
 
 #[cfg(test)]
@@ -1215,6 +1244,42 @@ mod tests {
             "{} bytes spent",
             helpers.spent.get()
         );
+    }
+
+    #[test]
+    fn macro_bodies_and_helpers_are_held_to_the_kernel_subset_as_kernels_are() {
+        // A macro's body took local pointers, `static` locals and a `}`
+        // that closed the function it was checked in, and a helper's
+        // expression took literals `.op2` does not have: each failed later,
+        // in the `.op2` analysis, or not at all.
+        let text = "#define P(v) { double *p; v = 1.0; }\n#define S(v) { static double t = 0.0; t += v; v = t; }\n#define CLOSE(v) }\n#define FINE(v) { double t = v; v = t * 2.0; }\ninline double twice(double a) { return a * 2L; }\ninline double half(double a) { return a * 0.5; }\n// uses: P S CLOSE FINE\n";
+        with_helpers("t.h", text, |_, _, helpers| subset_checked(helpers));
+    }
+
+    fn subset_checked(helpers: &Helpers) {
+        let body = |name: &str| helpers.macros[name].body.clone();
+        assert_eq!(
+            body("P"),
+            Err("its body declares a local pointer, which is not in the kernel subset".to_owned())
+        );
+        assert_eq!(
+            body("S"),
+            Err("its body declares a `static` local, which is not in the kernel subset".to_owned())
+        );
+        assert_eq!(
+            body("CLOSE"),
+            Err("its body is not a C expression or statement".to_owned())
+        );
+        assert!(body("FINE").is_ok(), "{:?}", body("FINE"));
+        let why = match &helpers.functions["twice"] {
+            Err((at, why)) => format!("{at}: {why}"),
+            Ok(t) => panic!("inlined: {t:?}"),
+        };
+        assert_eq!(
+            why,
+            "t.h:5:44: in its expression, literal `2L` has a suffix `.op2` does not have"
+        );
+        assert!(helpers.functions["half"].is_ok());
     }
 
     #[test]

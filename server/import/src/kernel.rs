@@ -312,16 +312,33 @@ pub fn translate(
             edits.replace(node, format!("\"{value}\""));
             return false;
         }
-        if !KERNEL_KINDS.contains(&kind) {
+        if let Some((at, outside)) = outside_subset(source, node, ancestors) {
             faithful = false;
-            let what = kind.replace('_', " ");
-            fail(
-                report,
-                node,
-                format!("{what} is not in the kernel subset of `.op2` (in kernel `{name}`)"),
-                Some("rewrite it with the C subset of language.md §5"),
-            );
-            return false;
+            let (message, help) = match &outside {
+                Outside::Kind(what) => (
+                    format!("{what} is not in the kernel subset of `.op2` (in kernel `{name}`)"),
+                    Some("rewrite it with the C subset of language.md §5"),
+                ),
+                Outside::Address => (
+                    format!("`&` is not in the kernel subset of `.op2` (in kernel `{name}`)"),
+                    Some("index the parameter instead of taking an address"),
+                ),
+                Outside::LocalPointer => (
+                    format!(
+                        "a local pointer is not in the kernel subset of `.op2` (in kernel `{name}`)"
+                    ),
+                    Some("use an array or index the parameter"),
+                ),
+                Outside::Qualifier(word) => (
+                    format!("`{word}` locals are not in the kernel subset"),
+                    None,
+                ),
+                Outside::Literal(why) => (why.clone(), None),
+            };
+            fail(report, at, message, help);
+            if outside.stops() {
+                return false;
+            }
         }
         match kind {
             "identifier" => {
@@ -423,35 +440,6 @@ pub fn translate(
                     );
                 }
             },
-            "pointer_expression"
-                if node
-                    .child_by_field_name("operator")
-                    .is_some_and(|o| source.text(o) == "&") =>
-            {
-                faithful = false;
-                fail(
-                    report,
-                    node,
-                    format!("`&` is not in the kernel subset of `.op2` (in kernel `{name}`)"),
-                    Some("index the parameter instead of taking an address"),
-                );
-                return false;
-            }
-            "pointer_declarator"
-                if c::ancestor(ancestors, 0)
-                    .is_some_and(|p| p.kind() != "parameter_declaration") =>
-            {
-                faithful = false;
-                fail(
-                    report,
-                    node,
-                    format!(
-                        "a local pointer is not in the kernel subset of `.op2` (in kernel `{name}`)"
-                    ),
-                    Some("use an array or index the parameter"),
-                );
-                return false;
-            }
             "call_expression" => {
                 let callee = c::called_name(source, node).unwrap_or_else(|| {
                     node.child_by_field_name("function")
@@ -635,30 +623,6 @@ pub fn translate(
                     format!("`return` with a value in kernel `{name}`"),
                     Some("a kernel returns nothing"),
                 );
-            }
-            "number_literal" => {
-                if let Some(message) = literal_problem(source.text(node)) {
-                    faithful = false;
-                    fail(report, node, message, None);
-                }
-            }
-            "declaration" => {
-                for child in c::named_children(node) {
-                    if matches!(child.kind(), "storage_class_specifier" | "type_qualifier")
-                        && source.text(child) != "const"
-                    {
-                        faithful = false;
-                        fail(
-                            report,
-                            child,
-                            format!(
-                                "`{}` locals are not in the kernel subset",
-                                source.text(child)
-                            ),
-                            None,
-                        );
-                    }
-                }
             }
             _ => {}
         }
@@ -909,6 +873,77 @@ fn flatten_expansion(text: String, flat: &BTreeMap<String, u64>) -> Result<Strin
     });
     let marked = format!("{BEFORE}{text}\n;}}");
     Ok(edits.apply(&marked, range))
+}
+
+/// A construct of C outside the kernel subset of `.op2` (language.md §5),
+/// found alike by the three walkers of kernel C: a kernel's body, a macro's
+/// body ([`inline`]'s `translate_body`) and a helper's expression
+/// ([`inline`]'s `template`). Each says it in its own words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outside {
+    /// A node of a kind the subset does not have (`switch statement`, …),
+    /// its kind in words; not descended into.
+    Kind(String),
+    /// `&x`; not descended into.
+    Address,
+    /// A local declared as a pointer; not descended into.
+    LocalPointer,
+    /// A local declared `static` (or `volatile`, …): the word.
+    Qualifier(String),
+    /// A literal `.op2` does not have (an octal, a suffix): why.
+    Literal(String),
+}
+
+impl Outside {
+    /// Whether the walk must not look inside the node.
+    pub(crate) fn stops(&self) -> bool {
+        matches!(
+            self,
+            Outside::Kind(_) | Outside::Address | Outside::LocalPointer
+        )
+    }
+}
+
+/// What of the named node `node` (with its `ancestors`) is outside the
+/// kernel subset, and where: the node itself, or a word of a declaration.
+/// A callee written `std::sqrt` is the call's to check.
+pub(crate) fn outside_subset<'t>(
+    source: &Source,
+    node: Node<'t>,
+    ancestors: &[Node<'t>],
+) -> Option<(Node<'t>, Outside)> {
+    let kind = node.kind();
+    if kind == "qualified_identifier" && c::is_callee(node, ancestors) {
+        return None;
+    }
+    if !KERNEL_KINDS.contains(&kind) {
+        return Some((node, Outside::Kind(kind.replace('_', " "))));
+    }
+    match kind {
+        "pointer_expression"
+            if node
+                .child_by_field_name("operator")
+                .is_some_and(|o| source.text(o) == "&") =>
+        {
+            Some((node, Outside::Address))
+        }
+        "pointer_declarator"
+            if c::ancestor(ancestors, 0).is_some_and(|p| p.kind() != "parameter_declaration") =>
+        {
+            Some((node, Outside::LocalPointer))
+        }
+        "number_literal" => {
+            literal_problem(source.text(node)).map(|why| (node, Outside::Literal(why)))
+        }
+        "declaration" => c::named_children(node)
+            .into_iter()
+            .find(|child| {
+                matches!(child.kind(), "storage_class_specifier" | "type_qualifier")
+                    && source.text(*child) != "const"
+            })
+            .map(|child| (child, Outside::Qualifier(source.text(child).to_owned()))),
+        _ => None,
+    }
 }
 
 /// The `[` and `]` of a subscript expression's indices.
@@ -1689,23 +1724,24 @@ mod tests {
         // `float` argument: the helper's `exp` was computed in `double`
         // silently, and its `sqrt` was not rounded to `float` first.
         let text = "#include <math.h>\n#define EXPM(v) exp(v)\ninline float fexp(float a) { return exp(a); }\ninline double root(float a) { return sqrt(a); }\ninline void k(float *f, double *d) { d[0] = root(*f); d[1] = EXPM(*d); }\ninline void j(float *f) { *f = fexp(*f); }\ninline void m(float *f) { *f = EXPM(*f); }\n";
-        let path = std::path::Path::new("k.h");
-        let mut source = Source::parse(path, "k.h".to_owned(), text.to_owned()).unwrap();
-        source.defines = c::defines(&source);
-        let functions: Vec<(&Source, Node<'_>)> = c::named_children(source.tree.root_node())
-            .into_iter()
-            .filter(|n| n.kind() == "function_definition")
-            .map(|n| (&source, n))
-            .collect();
-        let helpers = Helpers::new(&source.defines, &[&source], &functions);
+        inline::with_helpers("k.h", text, |source, functions, helpers| {
+            float_overloads_checked(source, functions, helpers);
+        });
+    }
+
+    fn float_overloads_checked(
+        source: &Source,
+        functions: &[(&Source, Node<'_>)],
+        helpers: &Helpers,
+    ) {
         let kernel = |kernel: &str| {
             let node = functions
                 .iter()
-                .find(|(_, n)| inline::function_name(&source, *n) == Some(kernel))
+                .find(|(_, n)| inline::function_name(source, *n) == Some(kernel))
                 .unwrap()
                 .1;
             let mut report = Report::default();
-            let translated = translate(&source, node, &helpers, &Bindings::default(), &mut report);
+            let translated = translate(source, node, helpers, &Bindings::default(), &mut report);
             (translated, report)
         };
         // The exact one is the `float` overload, and `EXPM` of a `double`
