@@ -956,8 +956,6 @@ fn brackets(subscript: Node<'_>) -> Option<(Node<'_>, Node<'_>)> {
     Some((open, close))
 }
 
-/// The array declarator of `x[R][C]` (the outer one) and its sizes, when
-/// both are integer literals.
 /// The math built-ins whose C++ `float` overload (`std::sqrt(float)`, which
 /// `<cmath>` and C++'s `<math.h>` declare) gives the `double` version's result
 /// rounded to `float`, as these are exact or correctly rounded.
@@ -1128,6 +1126,8 @@ fn is_float(source: &Source, node: Node<'_>, floats: &BTreeSet<String>) -> bool 
     true
 }
 
+/// The array declarator of `x[R][C]` (the outer one) and its sizes, when
+/// both are integer literals.
 fn two_dimensions<'t>(source: &Source, declarator: Node<'t>) -> Option<(Node<'t>, u64, u64)> {
     let outer = if declarator.kind() == "init_declarator" {
         if declarator.child_by_field_name("value").is_some() {
