@@ -81,6 +81,7 @@ impl Source {
         // versions recursively.
         let mut first_error = None;
         let mut reached = 0;
+        let mut stopped = None;
         let bytes = text.as_bytes();
         let tree = op2_syntax::on_parse_stack(text.len(), || {
             let clock = op2_syntax::limit::ParseClock::start();
@@ -89,7 +90,8 @@ impl Source {
                 if state.has_error() && first_error.is_none() {
                     first_error = Some(reached);
                 }
-                if clock.exceeded(reached).is_some() {
+                stopped = clock.exceeded(reached);
+                if stopped.is_some() {
                     std::ops::ControlFlow::Break(())
                 } else {
                     std::ops::ControlFlow::Continue(())
@@ -110,9 +112,17 @@ impl Source {
             let before = &text[..at];
             let line = before.matches('\n').count() + 1;
             let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
+            let why = match stopped {
+                Some(op2_syntax::limit::Exceeded::Memory) => format!(
+                    "recovering from the syntax errors from about here on: it needed more memory than the {reached} bytes it had reached allow"
+                ),
+                _ => format!(
+                    "after {:.1} s of CPU time recovering from the syntax errors from about here on (1 s plus 1 s per 256 KiB of the {reached} bytes it had reached)",
+                    allowed.as_secs_f64()
+                ),
+            };
             return Err(format!(
-                "{display}:{line}:{column}: the C++ parser gave up after {:.1} s of CPU time recovering from the syntax errors from about here on (1 s plus 1 s per 256 KiB of the {reached} bytes it had reached)\n  help: the application must compile: fix the syntax error here",
-                allowed.as_secs_f64(),
+                "{display}:{line}:{column}: the C++ parser gave up {why}\n  help: the application must compile: fix the syntax error here",
             ));
         };
         Ok(Source {
@@ -785,6 +795,10 @@ mod tests {
             panic!("the parse gives up")
         };
         assert!(why.starts_with("a.cpp:3:"), "{why}");
-        assert!(why.contains("the C++ parser gave up after"), "{why}");
+        // Since the memory bound (86dc034) it stops on memory, after 667
+        // bytes, and says so rather than naming a time it did not take.
+        assert!(why.contains("the C++ parser gave up recovering"), "{why}");
+        assert!(why.contains("needed more memory than the"), "{why}");
+        assert!(!why.contains("CPU time"), "{why}");
     }
 }
