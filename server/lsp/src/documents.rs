@@ -249,26 +249,11 @@ impl Clone for OpenDocument {
     }
 }
 
-/// The lengths of the longest common prefix of `old` and `new`, and of the
-/// longest common suffix of what follows it in each.
-pub(crate) fn common_ends<T: PartialEq>(old: &[T], new: &[T]) -> (usize, usize) {
-    let prefix = old.iter().zip(new).take_while(|(a, b)| a == b).count();
-    let rest = old.len().min(new.len()) - prefix;
-    let suffix = old
-        .iter()
-        .rev()
-        .zip(new.iter().rev())
-        .take(rest)
-        .take_while(|(a, b)| a == b)
-        .count();
-    (prefix, suffix)
-}
-
 /// One edit that turns `old` into `new`: what lies between their common
 /// prefix and their common suffix, both on character boundaries.
 fn difference(old: &str, new: &str) -> (Bytes<usize>, String) {
     let (a, b) = (old.as_bytes(), new.as_bytes());
-    let (mut start, mut suffix) = common_ends(a, b);
+    let (mut start, mut suffix) = crate::slices::common_ends(a, b);
     while !(old.is_char_boundary(start) && new.is_char_boundary(start)) {
         start -= 1;
     }

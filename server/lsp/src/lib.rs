@@ -25,6 +25,7 @@ pub mod documents;
 pub mod handlers;
 pub mod ide;
 mod server;
+mod slices;
 pub mod transport;
 pub mod world;
 

@@ -427,7 +427,7 @@ pub fn delta(context: &Context<'_>, previous: &str) -> Option<SemanticTokensFull
 /// One edit turning `old` into `new`: what lies between their common prefix
 /// and common suffix. Positions count integers (five per token).
 pub fn diff(old: &[SemanticToken], new: &[SemanticToken]) -> Vec<SemanticTokensEdit> {
-    let (prefix, suffix) = crate::documents::common_ends(old, new);
+    let (prefix, suffix) = crate::slices::common_ends(old, new);
     if prefix == old.len() && prefix == new.len() {
         return Vec::new();
     }
