@@ -208,10 +208,13 @@ pub struct OpenDocument {
     /// The edits after `parsed` (and after `whole_at`), each with the number
     /// of its change, each range against the text left by the one before.
     pending: Vec<(u64, Bytes<usize>, String)>,
-    /// The change at which the pending edits were last folded into one
-    /// (see [`MOST_PENDING`]): that edit is against `parsed`'s text, and
-    /// is made again against a parse put back of an earlier change.
-    compacted_at: Option<u64>,
+    /// The change at which the pending edits were last dropped, past
+    /// [`MOST_PENDING`], while `parsed` was a base: the edits from
+    /// `parsed`'s text to the current one are then not kept, and a job
+    /// finds them as one edit, off the lock ([`Catchup::Folded`]).
+    /// `pending` holds the edits of the changes after it, which lead from
+    /// a parse put back of this change or a later one.
+    folded_at: Option<u64>,
 }
 
 /// Byte-range edits, each against the text the one before left.
@@ -219,7 +222,8 @@ type Edits = Vec<(Bytes<usize>, String)>;
 
 /// Past this many edits waiting for a parse, they are folded into one edit
 /// (the bytes between the common prefix and the common suffix of the parsed
-/// text and the current one, found in one pass): each replayed edit moves
+/// text and the current one, found in one pass by the job, off the lock of
+/// the document store: [`Catchup::Folded`]): each replayed edit moves
 /// the text's bytes (and counts its line breaks), so replaying every edit
 /// since the last parse that finished, at every keystroke of a burst whose
 /// parses are all cancelled, would cost the burst's length squared times
@@ -244,8 +248,20 @@ impl Clone for OpenDocument {
             parsed_changes: self.parsed_changes,
             whole_at: self.whole_at,
             pending: self.pending.clone(),
-            compacted_at: self.compacted_at,
+            folded_at: self.folded_at,
         }
+    }
+}
+
+/// The edits that turn `old` into `new`: none when they are equal (a
+/// fold that leaves nothing to replay reparses nothing), otherwise one,
+/// [`difference`].
+fn folded(old: &str, new: &str) -> Edits {
+    let (range, text) = difference(old, new);
+    if range.is_empty() && text.is_empty() {
+        Vec::new()
+    } else {
+        vec![(range, text)]
     }
 }
 
@@ -284,13 +300,24 @@ pub enum Snapshot {
     Job(Box<ParseJob>),
 }
 
+/// What leads from a [`ParseJob`]'s base to its text.
+#[derive(Debug)]
+enum Catchup {
+    /// These edits, each against the text the one before left.
+    Edits(Edits),
+    /// The edits were folded (past [`MOST_PENDING`]): the job finds the one
+    /// edit between the two texts itself ([`folded`]), linear in the text,
+    /// so that no lock is held for it.
+    Folded,
+}
+
 /// A parse to run without a lock: of the text of an [`OpenDocument`] at one
 /// moment, incremental from its latest parse when it can be.
 #[derive(Debug)]
 pub struct ParseJob {
-    /// The latest parse, with the edits that lead to the text; `None`:
-    /// parse the text afresh.
-    base: Option<(Document, Edits)>,
+    /// The latest parse, with what leads from its text to this one;
+    /// `None`: parse the text afresh.
+    base: Option<(Document, Catchup)>,
     rope: Rope,
     /// The limit of a parse afresh (a base keeps its own).
     limit: ParseLimit,
@@ -332,7 +359,7 @@ impl OpenDocument {
             parsed_changes: 0,
             whole_at: Some(1),
             pending: Vec::new(),
-            compacted_at: None,
+            folded_at: None,
         }
     }
 
@@ -381,7 +408,7 @@ impl OpenDocument {
         let (whole, edits) = edit_rope(&mut self.rope, changes, encoding);
         if whole.is_some() {
             self.pending.clear();
-            self.compacted_at = None;
+            self.folded_at = None;
             self.whole_at = Some(change);
         }
         self.pending
@@ -392,25 +419,19 @@ impl OpenDocument {
         self.version = version;
     }
 
-    /// Folds the pending edits into one against the parse put back, when
-    /// that parse is a base for the next (it did not give up, and no whole
-    /// text came after it); otherwise the next parse starts afresh, and the
-    /// edits are dropped.
+    /// Folds the pending edits: drops them, and the next jobs find the one
+    /// edit from the parse put back to their text ([`Catchup::Folded`]),
+    /// when that parse is a base for the next (it did not give up, and no
+    /// whole text came after it); otherwise the next parse starts afresh.
+    /// Constant time: this runs under the lock of the document store.
     fn compact(&mut self, change: u64) {
+        self.pending.clear();
         match (&self.parsed, self.whole_at) {
             (Some(document), None) if document.parse.stopped_at().is_none() => {
-                let (range, text) = difference(document.text(), &self.rope.to_string());
-                // The text went back to the parsed one: nothing to replay.
-                self.pending = if range.is_empty() && text.is_empty() {
-                    Vec::new()
-                } else {
-                    vec![(change, range, text)]
-                };
-                self.compacted_at = Some(change);
+                self.folded_at = Some(change);
             }
             _ => {
-                self.pending.clear();
-                self.compacted_at = None;
+                self.folded_at = None;
                 self.whole_at = Some(change);
             }
         }
@@ -428,13 +449,18 @@ impl OpenDocument {
                     // blanked text, and the edited text is parsed afresh
                     // (`Parse::edit_many`), so replaying the edits on it
                     // would be work for nothing.
-                    (Some(document), None) if document.parse.stopped_at().is_none() => Some((
-                        document.clone(),
-                        self.pending
-                            .iter()
-                            .map(|(_, range, text)| (range.clone(), text.clone()))
-                            .collect(),
-                    )),
+                    (Some(document), None) if document.parse.stopped_at().is_none() => {
+                        let catchup = match self.folded_at {
+                            Some(_) => Catchup::Folded,
+                            None => Catchup::Edits(
+                                self.pending
+                                    .iter()
+                                    .map(|(_, range, text)| (range.clone(), text.clone()))
+                                    .collect(),
+                            ),
+                        };
+                        Some((document.clone(), catchup))
+                    }
                     _ => None,
                 };
                 Snapshot::Job(Box::new(ParseJob {
@@ -466,11 +492,11 @@ impl OpenDocument {
         if self.whole_at.is_some_and(|at| at <= parsed.to) {
             self.whole_at = None;
         }
-        match self.compacted_at {
-            // The folded edit is against an older text than this parse's:
-            // fold the edits since this parse again.
-            Some(at) if at > parsed.to => self.compact(self.changes()),
-            _ => self.compacted_at = None,
+        // A parse of the change the edits were folded at, or of a later one:
+        // the edits kept since lead from its text. One of an earlier
+        // change: the edits from it were dropped, and jobs still fold.
+        if self.folded_at.is_some_and(|at| at <= parsed.to) {
+            self.folded_at = None;
         }
         self.parsed_changes == self.changes()
     }
@@ -515,7 +541,11 @@ impl ParseJob {
     /// to analyse, publish or start the next parse from).
     pub fn run(self, cancelled: &(dyn Fn() -> bool + Sync)) -> Option<Parsed> {
         let parse = match self.base {
-            Some((document, edits)) => {
+            Some((document, catchup)) => {
+                let edits = match catchup {
+                    Catchup::Edits(edits) => edits,
+                    Catchup::Folded => folded(document.text(), &self.rope.to_string()),
+                };
                 // Offsets come from the rope, on character boundaries, in
                 // range, each against the text as the edit before left it:
                 // the edits cannot fail.
@@ -779,18 +809,37 @@ mod tests {
         assert!(job.run(&superseded).is_none());
     }
 
+    /// What a job does before its parse.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Replay {
+        /// It has no base and parses the text afresh.
+        Fresh,
+        /// It replays this many edits on its base.
+        Edits(usize),
+        /// It finds the one edit from its base's text itself.
+        Folded,
+    }
+
+    fn replay(job: &ParseJob) -> Replay {
+        match &job.base {
+            None => Replay::Fresh,
+            Some((_, Catchup::Edits(edits))) => Replay::Edits(edits.len()),
+            Some((_, Catchup::Folded)) => Replay::Folded,
+        }
+    }
+
     /// Types `keystrokes` characters into `open`, one `didChange` each,
     /// taking the worker's parse job after each: the next keystroke comes
     /// before any parse finishes. With `run`, each job runs and is
     /// cancelled at its first progress call; without, it is dropped (a
     /// job's edits are replayed before its parse asks anything). Returns,
-    /// for each job, the edits it replays on its base (`None`: it has no
-    /// base and parses the text afresh), and how many parses they started.
+    /// for each job, what it does before its parse, and how many parses
+    /// they started.
     fn type_with_every_parse_cancelled(
         open: &mut OpenDocument,
         keystrokes: usize,
         run: bool,
-    ) -> (Vec<Option<usize>>, usize) {
+    ) -> (Vec<Replay>, usize) {
         let (mut replays, parses) = (Vec::new(), std::sync::atomic::AtomicUsize::new(0));
         for keystroke in 0..keystrokes {
             let version = i32::try_from(keystroke).expect("few keystrokes") + 2;
@@ -802,7 +851,7 @@ mod tests {
             let Snapshot::Job(job) = open.parse_job() else {
                 panic!("version {version} is not parsed yet")
             };
-            replays.push(job.base.as_ref().map(|(_, edits)| edits.len()));
+            replays.push(replay(&job));
             if run {
                 let parsed = job.run(&|| {
                     parses.fetch_add(1, Ordering::Relaxed);
@@ -827,7 +876,7 @@ mod tests {
         let (replays, parses) = type_with_every_parse_cancelled(&mut open, keystrokes, true);
         assert_eq!(
             replays,
-            vec![None; keystrokes],
+            vec![Replay::Fresh; keystrokes],
             "no base, nothing replayed, on a parse that gave up"
         );
         assert_eq!(parses, keystrokes, "one parse started per keystroke");
@@ -843,15 +892,22 @@ mod tests {
             fresh.tree().root_node().to_sexp()
         );
 
-        // A parse that did not give up stays the base: past `MOST_PENDING`
-        // the edits since are folded into one, so the n-th keystroke's job
-        // replays n edits up to `MOST_PENDING`, then 1, 2, ... again.
+        // A parse that did not give up stays the base: the n-th
+        // keystroke's job replays n edits up to `MOST_PENDING`; past it the
+        // edits since are dropped (under the lock, in constant time), and
+        // every job finds the one edit from the base itself (off the lock).
         let text = op2_syntax::synth::program(400);
         let mut open = OpenDocument::new(&text, 1);
         assert!(open.parsed().parse().stopped_at().is_none());
         let (replays, _) = type_with_every_parse_cancelled(&mut open, keystrokes, false);
-        let expected: Vec<Option<usize>> = (1..=keystrokes)
-            .map(|n| Some((n - 1) % MOST_PENDING + 1))
+        let expected: Vec<Replay> = (1..=keystrokes)
+            .map(|n| {
+                if n <= MOST_PENDING {
+                    Replay::Edits(n)
+                } else {
+                    Replay::Folded
+                }
+            })
             .collect();
         assert_eq!(replays, expected);
         // The incremental parse from the folded edit is the fresh parse.
@@ -868,6 +924,10 @@ mod tests {
             document.parse().errors(op2_syntax::FileId::MAIN),
             fresh.errors(op2_syntax::FileId::MAIN)
         );
+        // Once a parse of the current text is put back, the edits after it
+        // are replayed again.
+        let (replays, _) = type_with_every_parse_cancelled(&mut open, 2, false);
+        assert_eq!(replays, vec![Replay::Edits(1), Replay::Edits(2)]);
     }
 
     #[test]
@@ -894,8 +954,11 @@ mod tests {
         let Snapshot::Job(job) = open.parse_job() else {
             panic!("not parsed yet")
         };
-        let edits = job.base.as_ref().map(|(_, edits)| edits.len());
-        assert_eq!(edits, Some(1), "the edits since, folded again");
+        assert_eq!(
+            replay(&job),
+            Replay::Folded,
+            "the edits since the parse put back were dropped: the job folds them"
+        );
         let document = open.parsed();
         let mut typed = text.clone();
         typed.insert_str(typed.find('\n').unwrap() + 1, &"x".repeat(MOST_PENDING + 8));
@@ -923,7 +986,13 @@ mod tests {
             ("a\r\nb", "a\r\r\nb", 2..2, "\r"),
         ] {
             let edit = difference(old, new);
-            assert_eq!(edit, (range, text.to_owned()), "{old:?} to {new:?}");
+            assert_eq!(edit, (range.clone(), text.to_owned()), "{old:?} to {new:?}");
+            let expected = if old == new {
+                Vec::new()
+            } else {
+                vec![(range, text.to_owned())]
+            };
+            assert_eq!(folded(old, new), expected, "{old:?} to {new:?}");
             let mut edited = old.to_owned();
             edited.replace_range(edit.0, &edit.1);
             assert_eq!(edited, new, "{old:?} to {new:?}");
@@ -965,12 +1034,8 @@ mod tests {
         let Snapshot::Job(job) = open.parse_job() else {
             panic!("the version is not parsed yet")
         };
-        let replays = job.base.as_ref().map(|(_, edits)| edits.len());
-        assert_eq!(
-            replays,
-            Some(0),
-            "the parse is the base, with nothing to replay"
-        );
+        assert_eq!(replay(&job), Replay::Folded, "the parse is the base");
+        assert_eq!(folded(&text, &open.text()), Vec::new(), "nothing to replay");
         assert!(open.install(job.run(&|| false).expect("not cancelled")));
         let document = open.parsed();
         assert_eq!(document.version, 2 * half + 2);
@@ -1016,8 +1081,10 @@ mod tests {
         /// cleanly, and the incremental parse must equal the fresh one),
         /// with parse jobs taken at random and put back out of order: after
         /// every step, at most `MOST_PENDING` edits wait, and they turn the
-        /// text of the parse put back into the current text; every parse
-        /// put back is the fresh parse of its text, and so is the last.
+        /// text of the parse put back into the current text (unless they
+        /// were folded: then they are the edits since the fold, and the job
+        /// finds the edit from the parse's text); every parse put back is
+        /// the fresh parse of its text, and so is the last.
         #[test]
         fn folds_replays_and_installs_keep_the_text_and_tree(
             steps in proptest::collection::vec(step(), 1..400)
@@ -1067,7 +1134,11 @@ mod tests {
                     Step::Run { .. } => {}
                 }
                 proptest::prop_assert!(open.pending.len() <= MOST_PENDING);
-                if let (Some(parsed), None) = (&open.parsed, open.whole_at) {
+                if let Some(at) = open.folded_at {
+                    // The edits kept are those since the fold.
+                    proptest::prop_assert!(open.pending.iter().all(|(change, _, _)| *change > at));
+                    proptest::prop_assert!(open.whole_at.is_none());
+                } else if let (Some(parsed), None) = (&open.parsed, open.whole_at) {
                     let mut replayed = parsed.text().to_owned();
                     for (_, range, text) in &open.pending {
                         replayed.replace_range(range.clone(), text);
