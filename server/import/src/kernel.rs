@@ -276,6 +276,10 @@ pub fn translate(
         }
         true
     });
+    // The kernel's parameters and locals by their `.op2` names: a helper
+    // inlined into the kernel must not read one of them for a name of its
+    // own scope (a global, say).
+    let kernel_names: BTreeSet<String> = locals.iter().map(|l| op2_name(l)).collect();
     // The same is done in the expansions of the macros the kernel names
     // (`#define V(i) x[i][0]`), by the `.op2` names their text has.
     let flat_columns: BTreeMap<String, u64> = flat
@@ -535,7 +539,7 @@ pub fn translate(
                             ),
                             None,
                         )),
-                        Ok(_) => c::call_arguments(node)
+                        Ok(t) => c::call_arguments(node)
                             .into_iter()
                             .find(|a| has_side_effect(source, *a, helpers))
                             .map(|a| {
@@ -546,6 +550,20 @@ pub fn translate(
                                     ),
                                     Some("compute the argument into a local first"),
                                 )
+                            })
+                            .or_else(|| {
+                                // Inlined, the helper's text would read the
+                                // kernel's variable of that name instead.
+                                let captured = t
+                                    .free_names
+                                    .iter()
+                                    .find(|n| kernel_names.contains(&op2_name(n)))?;
+                                Some((
+                                    format!(
+                                        "`{callee}` reads `{captured}` from outside it, and kernel `{name}` has a local or parameter of that name: inlined, `{callee}` would read the kernel's `{captured}` instead"
+                                    ),
+                                    Some("rename the kernel's variable, or pass the value to the helper as an argument"),
+                                ))
                             }),
                         Err((at, why)) => Some((
                             format!(
@@ -654,8 +672,14 @@ pub fn translate(
         .filter(|(_, (_, direct))| !*direct)
         .map(|(&k, &(dim, _))| (k, dim))
         .collect();
-    let (mut staged_locals, staged) =
-        stage_increments(&staged_inc, &param_names, &locals, &inc_uses, &mut edits);
+    let (mut staged_locals, staged) = stage_increments(
+        &staged_inc,
+        &param_names,
+        &locals,
+        &taken,
+        &inc_uses,
+        &mut edits,
+    );
     for (parameter, param_name, vector) in &vector_params {
         report.add(
             Kind::Translated,
@@ -1199,12 +1223,15 @@ fn increment_use<'t>(
 /// target afterwards, and `.op2` defines INC the same way but allows only
 /// `+=`, `-=`, `++` and `--` on the parameter. So the body works on a local
 /// `NAME_inc[DIM]` that starts at zero and is added to the parameter where
-/// the kernel ends ([`stage`]). Returns the locals, and where each staged
+/// the kernel ends ([`stage`]), named so that it takes no name in `locals`
+/// or `taken` (the names the macros and helpers the kernel names read).
+/// Returns the locals, and where each staged
 /// parameter is first used in a way `.op2` forbids.
 fn stage_increments<'t>(
     inc: &BTreeMap<usize, usize>,
     params: &[(String, &'static str)],
     locals: &BTreeSet<String>,
+    taken: &BTreeSet<String>,
     uses: &[(usize, Node<'t>, Option<Node<'t>>, bool)],
     edits: &mut Edits,
 ) -> (Vec<Staged>, Vec<Node<'t>>) {
@@ -1217,7 +1244,10 @@ fn stage_increments<'t>(
         first_misuse.push(misuse.1);
         let (name, ty) = &params[k];
         let mut local = format!("{name}_inc");
-        while locals.contains(&local) || params.iter().any(|(p, _)| *p == local) {
+        while locals.contains(&local)
+            || taken.contains(&local)
+            || params.iter().any(|(p, _)| *p == local)
+        {
             local.push('_');
         }
         for (_, ident, deref, _) in uses.iter().filter(|u| u.0 == k) {
@@ -1535,16 +1565,19 @@ mod tests {
         }
     }
 
-    /// Translates the one function of `text`, with `bindings`.
+    /// Translates the last function of `text`, with `bindings`; the
+    /// functions before it are helpers it may call.
     fn translate_one(text: &str, bindings: &Bindings) -> (Kernel, Report) {
         let path = std::path::Path::new("k.h");
         let mut source = Source::parse(path, "k.h".to_owned(), text.to_owned()).unwrap();
         source.defines = c::defines(&source);
-        let helpers = Helpers::new(&source.defines, &[&source], &[]);
-        let function = c::named_children(source.tree.root_node())
+        let mut functions: Vec<_> = c::named_children(source.tree.root_node())
             .into_iter()
-            .find(|n| n.kind() == "function_definition")
-            .unwrap();
+            .filter(|n| n.kind() == "function_definition")
+            .map(|n| (&source, n))
+            .collect();
+        let (_, function) = functions.pop().unwrap();
+        let helpers = Helpers::new(&source.defines, &[&source], &functions);
         let mut report = Report::default();
         let kernel = translate(&source, function, &helpers, bindings, &mut report);
         (kernel, report)
@@ -1827,5 +1860,53 @@ mod tests {
             &bindings,
         );
         assert!(report.faithful(), "{report}");
+    }
+
+    #[test]
+    fn a_helpers_names_are_not_captured_by_the_kernels_locals() {
+        // `scaled` reads the global `c1`; inlined into a kernel with a local
+        // `c1`, its text `v * c1` would read the local (2.0, not 10.0): the
+        // import wrote `*s += ((double) (((double) (*x)) * c1)) + c1;`, and
+        // `op2 run` printed 18 where the native build prints 66.
+        let helper = "double c1 = 10.0;\ninline double scaled(double v) { return v * c1; }\n";
+        for kernel in [
+            "inline void k(const double *x, double *s) { double c1 = 2.0; *s += scaled(*x) + c1; }",
+            "inline void k(const double *c1, double *s) { *s += scaled(*c1); }",
+        ] {
+            let (_, report) = translate_one(&format!("{helper}{kernel}\n"), &Bindings::default());
+            assert!(!report.faithful(), "{report}");
+            assert!(
+                report.to_string().contains(
+                    "`scaled` reads `c1` from outside it, and kernel `k` has a local or parameter of that name: inlined, `scaled` would read the kernel's `c1` instead"
+                ),
+                "{report}"
+            );
+        }
+        // Without the clash it is inlined, reading the global.
+        let (kernel, report) = translate_one(
+            &format!(
+                "{helper}inline void k(const double *x, double *s) {{ double c2 = 2.0; *s += scaled(*x) + c2; }}\n"
+            ),
+            &Bindings::default(),
+        );
+        assert!(report.faithful(), "{report}");
+        assert!(kernel.free_names.contains("c1"), "{:?}", kernel.free_names);
+        // The local an INC parameter is staged through (`s_inc`) takes no
+        // name a helper reads either.
+        let bindings = Bindings {
+            inc: BTreeMap::from([(1, (1, false))]),
+            ..Bindings::default()
+        };
+        let (kernel, report) = translate_one(
+            "double s_inc = 1.0;\ninline double bump(double v) { return v + s_inc; }\ninline void k(const double *x, double *s) { *s = bump(*x) * *s; }\n",
+            &bindings,
+        );
+        assert!(report.faithful(), "{report}");
+        assert!(
+            kernel.text.contains("s_inc_[0] = ((double)"),
+            "{}",
+            kernel.text
+        );
+        assert!(!kernel.text.contains("s_inc[0]"), "{}", kernel.text);
     }
 }
