@@ -1048,6 +1048,19 @@ fn inline<'t>(
             ),
         );
     }
+    // A name of the function's own scope (a global) that the caller also
+    // declares would read the caller's variable once inlined.
+    if let Some(captured) = translated.referenced.iter().find(|n| {
+        !inner.renames.values().any(|r| r == *n)
+            && host.locals.iter().any(|l| op2_name(l) == op2_name(n))
+    }) {
+        return fail(
+            report,
+            format!(
+                "it reads `{captured}` from outside it, and the caller declares a `{captured}` of its own, which the inlined body would read instead"
+            ),
+        );
+    }
     host.referenced.extend(translated.referenced);
     // The arguments are evaluated before the body runs: their uses come
     // first (the walk of the caller reaches them after this call).

@@ -1817,6 +1817,38 @@ mod tests {
     }
 
     #[test]
+    fn a_host_functions_global_is_not_read_as_the_callers_local_of_that_name() {
+        // `show` reads the global `c1`; inlined into `main`, which declares
+        // a `c1` of its own, its text read `main`'s: the import exited 0 and
+        // `op2 run` printed `s*c1 = 12` where the native build prints 60.
+        let app = |local: &str| {
+            format!(
+                "#include \"op_seq.h\"\nvoid k1(double *g) {{ g[0] += 1.0; }}\ndouble c1 = 10.0;\nvoid show(double s) {{\n  op_printf(\"s*c1 = %g\\n\", s * c1);\n}}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  double {local} = 2.0;\n  show(s);\n}}\n"
+            )
+        };
+        let capture = "set 0 1\nhandle cells set 0\nstop\n";
+        let translation = translated(&app("c1"), capture).expect("a translation");
+        assert!(!translation.report.faithful());
+        let (entry, location) = reported(&translation, "`c1`");
+        assert_eq!(
+            entry.message,
+            "call to `show`, which op2 import cannot inline: it reads `c1` from outside it, and the caller declares a `c1` of its own, which the inlined body would read instead"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:13:3"));
+        // Another name: inlined.
+        let translation = translated(&app("c2"), capture).expect("a translation");
+        reported(&translation, "call to `show`, inlined");
+        assert!(
+            !translation
+                .report
+                .to_string()
+                .contains("which op2 import cannot inline"),
+            "{}",
+            translation.report
+        );
+    }
+
+    #[test]
     fn a_dat_of_dimension_0_is_written_without_rows() {
         // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
         // panicked in `chunks`.
