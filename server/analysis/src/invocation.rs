@@ -194,6 +194,7 @@ impl Resolver<'_, '_> {
             kernel,
             set,
             args,
+            zeroes_inc_globals: false,
         };
         (invocation, positions)
     }

@@ -17,6 +17,7 @@ mod checks;
 pub mod consts;
 pub mod deps;
 pub mod explain;
+pub mod fetch;
 pub mod format;
 pub mod hir;
 mod invocation;
@@ -30,7 +31,7 @@ mod suggest;
 pub mod value;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use op2_syntax::{Code, Diagnostic, FileId, Parse, Tag};
 use rustc_hash::FxHashSet;
@@ -76,9 +77,19 @@ pub struct Analysis {
     pub dependencies: Arc<Dependencies>,
     /// Every diagnostic, sorted by file and position.
     pub diagnostics: Vec<Diagnostic>,
+    /// [`Analysis::lowered`], made at its first use.
+    lowered: OnceLock<fetch::Lowered>,
 }
 
 impl Analysis {
+    /// The program a graph is built from: [`Analysis::program`] with its
+    /// `fetch`es lowered ([`fetch`]). Lowered once per analysis, at the
+    /// first call; the same [`Arc`] as `program` when `main` fetches
+    /// nothing.
+    pub fn lowered(&self) -> &fetch::Lowered {
+        self.lowered.get_or_init(|| fetch::lower(&self.program))
+    }
+
     /// True when any diagnostic is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics
@@ -158,6 +169,7 @@ impl Analyser {
             const_values: built.const_values,
             dependencies: Arc::new(dependencies),
             diagnostics,
+            lowered: OnceLock::new(),
         })
     }
 

@@ -172,10 +172,10 @@ fn synth(c: &mut Criterion) {
     let graph = op2_codegen::graph_type(&versions.kernel_edited, "synth");
     let name = "synth 5000 lines limits check";
     percentiles(name, 200, || {
-        op2_codegen::limits::check(&versions.kernel_edited.program, &graph)
+        op2_codegen::limits::check(versions.kernel_edited.lowered(), &graph)
     });
     c.bench_function(name, |b| {
-        b.iter(|| op2_codegen::limits::check(&versions.kernel_edited.program, &graph));
+        b.iter(|| op2_codegen::limits::check(versions.kernel_edited.lowered(), &graph));
     });
 }
 

@@ -64,7 +64,7 @@ fn build(
     let data = loaded.data.expect("the generated instance is valid");
     let mut out = Counting::default();
     op2_codegen::xml::write_graph_type(&mut out, graph).expect("a sink accepts everything");
-    let mut writer = GraphInstance::new(&analysis.program, &data, progress);
+    let mut writer = GraphInstance::new(analysis.lowered(), &data, progress);
     let (devices, edges) = writer
         .write(&mut out, graph)
         .expect("the instance is written");
@@ -126,7 +126,7 @@ fn instance(c: &mut Criterion) {
     group.bench_function(format!("airfoil {side}x{side} fan check"), |b| {
         b.iter(|| {
             black_box(op2_codegen::limits::check_instance(
-                &analysis.program,
+                analysis.lowered(),
                 &graph,
                 black_box(&data),
             ))

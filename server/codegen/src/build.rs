@@ -7,6 +7,7 @@ use std::fmt::Write;
 use std::hash::BuildHasher;
 
 use op2_analysis::Analysis;
+use op2_analysis::fetch::Lowered;
 use op2_analysis::format::MAX_LINE;
 use op2_analysis::hir::{Body, Stmt, StmtKind, Var};
 use op2_analysis::model::{
@@ -56,7 +57,7 @@ pub fn graph_type(analysis: &Analysis, graph_id: &str) -> GraphType {
 /// controller of §6.
 pub fn graph_type_with_fan_limit(analysis: &Analysis, graph_id: &str, fan_limit: u32) -> GraphType {
     build(
-        &analysis.program,
+        analysis.lowered(),
         graph_id,
         fan_limit,
         &mut KernelCache::default(),
@@ -66,14 +67,13 @@ pub fn graph_type_with_fan_limit(analysis: &Analysis, graph_id: &str, fan_limit:
 /// Builds the graph type of `program` from scratch but for the kernel
 /// functions that `kernels` holds.
 pub(crate) fn build(
-    program: &Program,
+    program: &Lowered,
     graph_id: &str,
     fan_limit: u32,
     kernels: &mut KernelCache,
 ) -> GraphType {
-    // A `fetch` is built as its reduction (crate::fetch).
-    let lowered = crate::fetch::lowered(program);
-    let program: &Program = &lowered;
+    // A `fetch` is built as its reduction (op2_analysis::fetch).
+    let program: &Program = program;
     let invocations = invocation_plans(program);
     let message_types = message_types(program, &invocations);
     let controller = controller(program);
@@ -259,6 +259,15 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
             }
         }
         involved[1..].sort();
+        let zeroed_globals = if invocation.zeroes_inc_globals {
+            end_globals
+                .iter()
+                .filter(|(_, mode)| *mode == AccessMode::Inc)
+                .map(|(global, _)| *global)
+                .collect()
+        } else {
+            Vec::new()
+        };
         plans.push(InvocationPlan {
             id: InvocationId(u32::try_from(index).unwrap_or(u32::MAX)),
             name: invocation.name.clone(),
@@ -268,6 +277,7 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
             begin_globals,
             end_globals,
             infos,
+            zeroed_globals,
         });
     }
     plans
@@ -1273,6 +1283,13 @@ fn controller_device(
                     "message->{0}[{c}] = deviceState->{0}[{c}];",
                     member.name
                 );
+            });
+        }
+        // A `fetch`'s reduction adds into a global that starts from zero.
+        for global in &plan.zeroed_globals {
+            let member = global_member(program, *global);
+            copy_loop(&mut begin, member.components(), |out, c| {
+                let _ = write!(out, "deviceState->{}[{c}] = 0;", member.name);
             });
         }
         reset_info_elements(&mut begin, program, plan);

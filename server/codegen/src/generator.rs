@@ -101,11 +101,10 @@ impl Generator {
     /// Builds the graph type of an analysed program that has no errors,
     /// reusing what earlier builds made where it still holds.
     pub fn graph_type(&mut self, analysis: &Analysis, graph_id: &str) -> GraphType {
-        // A `fetch` is built as its reduction (crate::fetch).
-        let program = &match crate::fetch::lowered(&analysis.program) {
-            std::borrow::Cow::Borrowed(_) => Arc::clone(&analysis.program),
-            std::borrow::Cow::Owned(lowered) => Arc::new(lowered),
-        };
+        // A `fetch` is built as its reduction (op2_analysis::fetch), lowered
+        // once per analysis: the same analysis gives the same `Arc`.
+        let lowered = analysis.lowered();
+        let program = lowered.program();
         if let Some(last) = &mut self.last
             && last.graph_id == graph_id
             && last.graph.fan_limit == self.fan_limit
@@ -121,7 +120,7 @@ impl Generator {
                 build::shared_code(program, &last.graph.invocations, &mut self.kernels);
             return with_parts(&last.graph, shared_code, controller);
         }
-        let graph = build::build(program, graph_id, self.fan_limit, &mut self.kernels);
+        let graph = build::build(lowered, graph_id, self.fan_limit, &mut self.kernels);
         self.graphs_built += 1;
         self.last = Some(LastBuild {
             program: Arc::clone(program),

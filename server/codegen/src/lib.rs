@@ -15,7 +15,6 @@
 pub mod build;
 mod controller;
 mod cpp;
-pub mod fetch;
 pub mod files;
 mod generator;
 pub mod instance;
@@ -44,7 +43,7 @@ pub fn diagnostics(analysis: &Analysis, graph_id: &str) -> Vec<Diagnostic> {
         return Vec::new();
     }
     let graph = graph_type(analysis, graph_id);
-    limits::check(&analysis.program, &graph)
+    limits::check(analysis.lowered(), &graph)
 }
 
 /// The graph id of a program file: its stem as a C identifier

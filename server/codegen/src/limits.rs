@@ -5,6 +5,7 @@
 //! the Orchestrator can address (E802). And a `print` in a kernel, which
 //! only `op2 run` runs (E608).
 
+use op2_analysis::fetch::Lowered;
 use op2_analysis::model::{ArgKind, Invocation, InvocationId, MapId, Program, SetId};
 use std::collections::hash_map::Entry;
 
@@ -38,7 +39,7 @@ fn main_location(program: &Program) -> Location {
 /// device cannot print yet): `op2 build` and `op2 simulate` refuse the
 /// program (`op2 run` runs it). Not part of [`check`], so that `op2 check`
 /// and `op2 run` accept the program. A `fetch` of `main` has a graph: its
-/// reduction (crate::fetch).
+/// reduction (op2_analysis::fetch).
 pub fn not_on_poets(program: &Program) -> Option<Diagnostic> {
     kernel_print(program)
 }
@@ -81,12 +82,11 @@ fn kernel_print(program: &Program) -> Option<Diagnostic> {
 }
 
 /// Diagnostics about the limits of a graph type built from `program`.
-pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
+pub fn check(program: &Lowered, graph: &GraphType) -> Vec<Diagnostic> {
     // The graph was built from the program with its `fetch`es lowered; the
     // invocations past the program's own are their reductions.
-    let written = program.invocations.len();
-    let lowered = crate::fetch::lowered(program);
-    let program: &Program = &lowered;
+    let written = program.own_invocations();
+    let program: &Program = program;
     let mut diagnostics = Vec::new();
     for message in &graph.message_types {
         let size = message.size();
@@ -96,14 +96,20 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
         let (location, what) = match message.role {
             MessageRole::Dat(dat) => (
                 program.dats[dat.index()].location,
-                format!("one element of dat `{}`", program.dats[dat.index()].name),
+                format!(
+                    "one element of dat `{}` does",
+                    program.dats[dat.index()].name
+                ),
             ),
             MessageRole::End(id) if id.index() >= written => {
                 (invocation_location(program, id), fetched(program, id))
             }
             MessageRole::Begin(id) | MessageRole::End(id) => (
                 invocation_location(program, id),
-                format!("the globals of `{}`", program.invocations[id.index()].name),
+                format!(
+                    "the globals of `{}` do",
+                    program.invocations[id.index()].name
+                ),
             ),
             MessageRole::Empty => continue,
         };
@@ -113,7 +119,7 @@ pub fn check(program: &Program, graph: &GraphType) -> Vec<Diagnostic> {
                 location,
                 format!("message `{}` carries {size} bytes, more than the {MAX_MESSAGE_BYTES}-byte POETS payload", message.id),
             )
-            .with_label(format!("{what} does not fit one hardware message; simulators accept it, hardware does not")),
+            .with_label(format!("{what} not fit one hardware message; simulators accept it, hardware does not")),
         );
     }
     for device in &graph.device_types {
@@ -139,7 +145,7 @@ fn fetched(program: &Program, id: InvocationId) -> String {
         _ => None,
     });
     format!(
-        "the whole global `{}` that `fetch` fills, which its reduction `{}` returns,",
+        "the whole global `{}` that `fetch` fills, which its reduction `{}` returns, does",
         global.map_or("?", String::as_str),
         invocation.name
     )
@@ -576,11 +582,9 @@ fn fan_source(invocation: &Invocation, role: PinRole) -> Option<MapId> {
 
 /// [`pin_fans`] and [`check_fans`] in one.
 pub fn check_instance(
-    program: &Program,
+    program: &Lowered,
     graph: &GraphType,
     data: &InstanceData,
 ) -> Vec<InstanceError> {
-    let lowered = crate::fetch::lowered(program);
-    let program: &Program = &lowered;
     check_fans(program, graph, &pin_fans(program, graph, data))
 }

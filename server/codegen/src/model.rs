@@ -290,6 +290,11 @@ pub struct InvocationPlan {
     /// The `INFO` globals, returned in `{inv}_end` after the end globals
     /// with the element that set them.
     pub infos: Vec<InfoPlan>,
+    /// Globals the controller sets to zero as it sends `{inv}_begin`: the
+    /// `INC` globals of an invocation that
+    /// [zeroes them](op2_analysis::model::Invocation::zeroes_inc_globals),
+    /// the reduction of a `fetch`. Empty for every par_loop.
+    pub zeroed_globals: Vec<GlobalId>,
 }
 
 /// An `INFO` global of an invocation (`G INFO(R)`): sent in `{inv}_begin`

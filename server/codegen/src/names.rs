@@ -227,19 +227,6 @@ pub fn main_local(name: &str, id: u32, shared_name: bool) -> String {
     }
 }
 
-/// The generated kernel of a `fetch` of dat `D` (compilation.md, "A
-/// `fetch` on POETS"): `op2_fetch_D`, and its invocations `op2_fetch_D`,
-/// `op2_fetch_D_1`, … as the language names par_loops; a name in use takes
-/// the next suffix.
-pub fn fetch_kernel(dat: &str) -> String {
-    format!("op2_fetch_{dat}")
-}
-
-/// The local of `main` that counts the components of a fetched global as
-/// they are zeroed before the reduction (its state member is
-/// [`main_local`]'s).
-pub const FETCH_COUNTER: &str = "op2_fetch_k";
-
 /// The kernel parameter that carries a const the kernel reads by name:
 /// `op2_const_{C}`, which no program name can shadow.
 pub fn const_parameter(name: &str) -> String {

@@ -309,7 +309,7 @@ pub fn build_with_fan_limit(
         .filter(|d| d.severity == op2_syntax::Severity::Error)
         .count();
     let graph = crate::graph_type_with_fan_limit(analysis, graph_id, fan_limit);
-    errors += crate::limits::check(&analysis.program, &graph)
+    errors += crate::limits::check(analysis.lowered(), &graph)
         .iter()
         .filter(|d| d.severity == op2_syntax::Severity::Error)
         .count();
@@ -333,7 +333,7 @@ pub fn build_with_fan_limit(
             // anything is written.
             let mut problems = loaded.problems;
             problems.extend(crate::limits::check_instance(
-                &analysis.program,
+                analysis.lowered(),
                 &graph,
                 &data,
             ));
@@ -341,7 +341,7 @@ pub fn build_with_fan_limit(
                 return Err(BuildFailure::InstanceErrors(problems));
             }
             let mut writer =
-                crate::instance::GraphInstance::new(&analysis.program, &data, progress);
+                crate::instance::GraphInstance::new(analysis.lowered(), &data, progress);
             let summary = write_graph(path, &graph, Some(&mut writer as &mut dyn InstanceWriter))
                 .map_err(BuildFailure::Write)?;
             Ok((summary, problems))

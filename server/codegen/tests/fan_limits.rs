@@ -223,7 +223,7 @@ fn flat_controller_exceeds_the_fan_limit_and_default_trees_do_not() {
         );
         // The cells gather the residual of their (at most four) edges.
         assert_eq!(widest(&fans, "res_calc_dat_p_res_write_recv"), 4);
-        let problems = limits::check_instance(&analysis.program, &trees, &data);
+        let problems = limits::check_instance(analysis.lowered(), &trees, &data);
         if k == op2_codegen::DEFAULT_FAN_LIMIT {
             assert!(problems.is_empty(), "{problems:#?}");
         } else {
@@ -276,7 +276,7 @@ fn a_mesh_wider_than_the_fan_limit_is_warned_on_its_map() {
             index: 0
         }
     );
-    let problems = limits::check_instance(&analysis.program, &graph, &data);
+    let problems = limits::check_instance(analysis.lowered(), &graph, &data);
     assert_eq!(problems.len(), 1, "{problems:#?}");
     let problem = &problems[0];
     assert_eq!(problem.code, Code::W801);

@@ -1,8 +1,8 @@
 //! `fetch DAT into GLOBAL;` on POETS (compilation.md, "A `fetch` on POETS"):
-//! the controller zeroes the global and runs the generated reduction
-//! `op2_fetch_DAT` over the dat's set, `(DAT READ, idx, GLOBAL INC)`, whose
-//! kernel adds each element's values at `idx * DIM + j`; its end message
-//! carries the whole global (W801 beyond a packet).
+//! the controller runs the generated reduction `op2_fetch_DAT` over the
+//! dat's set, `(DAT READ, idx, GLOBAL INC)`, zeroing the global as it starts
+//! it; the kernel adds each element's values at `idx * DIM + j`; its end
+//! message carries the whole global (W801 beyond a packet).
 
 use crate::graph_type_support;
 
@@ -24,21 +24,30 @@ fn program(length: u32, extra: &str, fetches: &str) -> String {
 fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
     let text = program(6, "", "    fetch p_u into u;\n");
     let (analysis, graph, xml) = graph_of_source("fetch", &text);
-    let lowered = op2_codegen::fetch::lowered(&analysis.program);
+    let lowered = analysis.lowered();
     // The program as written keeps its `fetch` (what `op2 run` runs); the
-    // one the graph is built from has none left, and a par_loop instead.
+    // one the graph is built from has none left, and a par_loop instead,
+    // with no statement or local more.
     assert_eq!(
         hir::fetches(analysis.program.main.as_deref().unwrap()).count(),
         1
     );
     let main = lowered.main.as_deref().expect("main");
     assert_eq!(hir::fetches(main).count(), 0);
+    let written = analysis.program.main.as_deref().unwrap();
+    assert_eq!(main.locals.len(), written.locals.len());
+    assert_eq!(
+        hir::statements(main).count(),
+        hir::statements(written).count()
+    );
     assert_eq!(lowered.invocations.len(), 1);
+    assert_eq!(lowered.own_invocations(), 0);
     assert!(
         hir::statements(main).any(|s| matches!(s.kind, StmtKind::ParLoop(id) if id.index() == 0))
     );
     let invocation = &lowered.invocations[0];
     assert_eq!(invocation.name, "op2_fetch_p_u");
+    assert!(invocation.zeroes_inc_globals);
     assert_eq!(invocation.set, analysis.program.dats[0].set);
     let args: Vec<(ArgKind, AccessMode)> = invocation
         .resolved_args()
@@ -61,17 +70,27 @@ fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
     assert!(plan.begin_globals.is_empty());
     assert_eq!(plan.end_globals.len(), 1);
     assert_eq!(plan.end_globals[0].1, AccessMode::Inc);
+    assert_eq!(plan.zeroed_globals, [plan.end_globals[0].0]);
     let controller = graph
         .device_types
         .iter()
         .find(|d| d.kind == DeviceKind::Controller)
         .expect("a controller");
+    let begin = controller
+        .outputs
+        .iter()
+        .find(|p| p.role == PinRole::ControllerBegin(plan.id))
+        .expect("a begin pin");
+    // The controller zeroes `u` as it sends the begin message: no loop of
+    // `main`, no generated local.
     assert!(
-        controller
-            .outputs
-            .iter()
-            .any(|p| p.role == PinRole::ControllerBegin(plan.id))
+        begin
+            .handler
+            .contains("for (uint32_t c = 0; c < 6; c++) deviceState->global_u[c] = 0;\n"),
+        "{}",
+        begin.handler
     );
+    assert!(!xml.contains("op2_fetch_k"), "{xml}");
     // The kernel adds both components of each element at `idx * 2 + j`.
     assert!(
         xml.contains(
@@ -79,13 +98,9 @@ fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
         ),
         "{xml}"
     );
-    // The end message carries all of `u`; the controller zeroes `u` first.
+    // The end message carries all of `u`.
     assert!(
         xml.contains("<MessageType id=\"op2_fetch_p_u_end\">\n        <Message><![CDATA[\ndouble global_u[6];\n]]>"),
-        "{xml}"
-    );
-    assert!(
-        xml.contains("(deviceState->global_u[deviceState->local_op2_fetch_k] = 0.0);"),
         "{xml}"
     );
     // 48 bytes fit a packet.
@@ -126,7 +141,7 @@ fn the_generated_names_skip_names_in_use_as_par_loop_names_do() {
     let fetches = "    par_loop op2_fetch_p_u over nodes (p_u RW);\n    fetch p_u into u;\n    if (u[0] > 0.0)\n        fetch p_u into w;\n";
     let text = program(6, extra, fetches);
     let (analysis, graph, xml) = graph_of_source("fetch", &text);
-    let lowered = op2_codegen::fetch::lowered(&analysis.program);
+    let lowered = analysis.lowered();
     let kernels: Vec<&str> = lowered.kernels.iter().map(|k| k.name.as_str()).collect();
     assert_eq!(kernels, ["op2_fetch_p_u", "op2_fetch_p_u_1"]);
     let names: Vec<&str> = graph.invocations.iter().map(|i| i.name.as_str()).collect();
@@ -135,19 +150,28 @@ fn the_generated_names_skip_names_in_use_as_par_loop_names_do() {
         ["op2_fetch_p_u", "op2_fetch_p_u_1", "op2_fetch_p_u_1_1"]
     );
     assert!(xml.contains("<MessageType id=\"op2_fetch_p_u_1_1_end\">"));
-    // Each zeroing loop has a counter of its own.
-    let main = lowered.main.as_deref().expect("main");
-    let counters = main
-        .locals
+    // Both reductions zero their global; the program's par_loop does not.
+    let zeroes: Vec<bool> = lowered
+        .invocations
         .iter()
-        .filter(|l| l.name == op2_codegen::names::FETCH_COUNTER)
-        .count();
-    assert_eq!(counters, 2);
-    // Lowering again changes nothing: no `fetch` is left.
-    assert!(matches!(
-        op2_codegen::fetch::lowered(&lowered),
-        std::borrow::Cow::Borrowed(_)
+        .map(|i| i.zeroes_inc_globals)
+        .collect();
+    assert_eq!(zeroes, [false, true, true]);
+    assert_eq!(lowered.own_invocations(), 1);
+    // The analysis lowers once; lowering again changes nothing, as no
+    // `fetch` is left, and shares the program.
+    assert!(std::sync::Arc::ptr_eq(
+        analysis.lowered().program(),
+        lowered.program()
     ));
+    let again = op2_analysis::fetch::lower(lowered.program());
+    assert!(std::sync::Arc::ptr_eq(again.program(), lowered.program()));
+    // Lowering is deterministic: a second analysis' ids and names agree.
+    let (other, _, _) = graph_of_source("fetch", &text);
+    let names = |l: &op2_analysis::fetch::Lowered| -> Vec<String> {
+        l.invocations.iter().map(|i| i.name.clone()).collect()
+    };
+    assert_eq!(names(other.lowered()), names(lowered));
 }
 
 #[test]

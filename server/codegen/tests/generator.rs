@@ -346,8 +346,8 @@ impl Session {
             "{step}: the warm generator's graph type differs from a fresh build"
         );
         assert_eq!(
-            op2_codegen::limits::check(&analysis.program, &warm),
-            op2_codegen::limits::check(&analysis.program, &fresh),
+            op2_codegen::limits::check(analysis.lowered(), &warm),
+            op2_codegen::limits::check(analysis.lowered(), &fresh),
             "{step}"
         );
         let after = self.generator.stats();

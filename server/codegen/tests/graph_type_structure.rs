@@ -889,8 +889,7 @@ fn test_programs() {
         // A `fetch` is built as its reduction, an ordinary invocation
         // (`fetch::` checks that reduction itself): the names are derived
         // from the program with it.
-        let program = op2_codegen::fetch::lowered(&analysis.program);
-        let found = problems(&program, &graph, &xml(&graph));
+        let found = problems(analysis.lowered(), &graph, &xml(&graph));
         if !found.is_empty() {
             failures.push(format!("{stem}:\n{}", found.join("\n")));
         }
@@ -977,6 +976,10 @@ main {
     assert!(d.message.contains("64"), "{}", d.message);
     assert!(d.message.contains("56"), "{}", d.message);
     assert_eq!(text_at(&analysis, d.location), "p_big");
+    assert_eq!(
+        d.label,
+        "one element of dat `p_big` does not fit one hardware message; simulators accept it, hardware does not"
+    );
     assert!(
         diagnostics.iter().all(|d| d.code == Code::W801),
         "{diagnostics:#?}"
@@ -1023,6 +1026,13 @@ main {
             .any(|m| m.contains("`low_end`") && m.contains("64")),
         "{diagnostics:#?}"
     );
+    // The label's verb agrees with its plural subject.
+    for d in diagnostics.iter().filter(|d| d.code == Code::W801) {
+        assert_eq!(
+            d.label,
+            "the globals of `low` do not fit one hardware message; simulators accept it, hardware does not"
+        );
+    }
 }
 
 /// `count` par_loops over one set, each with one direct argument.

@@ -477,7 +477,7 @@ fn build_and_check_with(program: &Path, json_path: &Path, fan_limit: u32) {
     let directory = tempfile::tempdir().unwrap();
     let out = directory.path().join("graph.xml");
     let mut progress = NoProgress;
-    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    let mut writer = GraphInstance::new(analysis.lowered(), &data, &mut progress);
     let summary = write_graph(&out, &graph, Some(&mut writer)).unwrap();
     let xml = std::fs::read_to_string(&out).unwrap();
     assert!(xml.is_ascii());
@@ -611,7 +611,7 @@ fn empty_sets_give_an_instance_without_set_devices() {
     op2_codegen::xml::write_graph_type(&mut out, &graph).unwrap();
     let mut progress = NoProgress;
     let (devices, edges) = op2_codegen::output::InstanceWriter::write(
-        &mut GraphInstance::new(&analysis.program, &data, &mut progress),
+        &mut GraphInstance::new(analysis.lowered(), &data, &mut progress),
         &mut out,
         &graph,
     )
@@ -667,7 +667,7 @@ fn progress_reports_every_phase() {
         .unwrap();
     let mut out = Vec::new();
     let (devices, edges) = op2_codegen::output::InstanceWriter::write(
-        &mut GraphInstance::new(&analysis.program, &data, &mut recording),
+        &mut GraphInstance::new(analysis.lowered(), &data, &mut recording),
         &mut out,
         &graph,
     )
@@ -754,7 +754,7 @@ fn a_failing_output_stops_the_writer() {
         .unwrap();
     for limit in [0, 3 << 20] {
         let mut progress = NoProgress;
-        let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+        let mut writer = GraphInstance::new(analysis.lowered(), &data, &mut progress);
         let mut out = Failing { limit, taken: 0 };
         let error = writer.write(&mut out, &graph).unwrap_err();
         let BuildError::Instance(message) = error else {
@@ -802,7 +802,7 @@ fn written_edges_are_the_topology_the_simulator_runs() {
         let mut out = Vec::new();
         let mut progress = NoProgress;
         op2_codegen::output::InstanceWriter::write(
-            &mut GraphInstance::new(program, &data, &mut progress),
+            &mut GraphInstance::new(analysis.lowered(), &data, &mut progress),
             &mut out,
             &graph,
         )
@@ -877,7 +877,7 @@ main { par_loop sum over cells (p_flux READ, g_total INC); }
         .unwrap();
     data.dats[0] = DatValues::Given(Column::Double(vec![1.0, f64::NAN, 3.0]));
     let mut progress = NoProgress;
-    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    let mut writer = GraphInstance::new(analysis.lowered(), &data, &mut progress);
     let error = writer.write(&mut Vec::new(), &graph).unwrap_err();
     let BuildError::Instance(message) = error else {
         panic!("{error:?}");

@@ -1120,20 +1120,10 @@ pub fn simulate_with_progress(
         }));
     }
     // The graph was built with every `fetch` lowered to its reduction
-    // (op2_codegen::fetch): the simulator runs that program.
-    let lowered;
-    let analysis = match op2_codegen::fetch::lowered(&analysis.program) {
-        std::borrow::Cow::Borrowed(_) => analysis,
-        std::borrow::Cow::Owned(program) => {
-            lowered = Analysis {
-                program: Arc::new(program),
-                ..analysis.clone()
-            };
-            &lowered
-        }
-    };
+    // (op2_analysis::fetch): the simulator runs that program.
+    let program = analysis.lowered().program();
     let start = Instant::now();
-    let mut simulator = Simulator::new(analysis, graph, data, options, out, progress)?;
+    let mut simulator = Simulator::new(program, graph, data, options, out, progress)?;
     simulator.run()?;
     simulator.statistics.elapsed = start.elapsed();
     simulator.statistics.cost = simulator.cost();
@@ -1178,14 +1168,14 @@ fn pin_index(device: &DeviceType, role: PinRole, output: bool) -> usize {
 
 impl<'a> Simulator<'a> {
     fn new(
-        analysis: &Analysis,
+        program: &Arc<Program>,
         graph: &'a GraphType,
         data: &InstanceData,
         options: Options,
         out: &'a mut dyn FnMut(&str),
         progress: &'a mut dyn FnMut(&Statistics),
     ) -> Result<Simulator<'a>, SimulationError> {
-        let program = Arc::clone(&analysis.program);
+        let program = Arc::clone(program);
         let mut state = State::new(&program, data);
         let dats: Vec<Column> = program
             .dats
@@ -2889,6 +2879,11 @@ impl<'a> Simulator<'a> {
         self.controller
             .info_elements
             .resize(self.graph.invocations[plan_index].infos.len(), NO_ELEMENT);
+        // A `fetch`'s reduction adds into a global that starts from zero.
+        for global in &self.graph.invocations[plan_index].zeroed_globals {
+            let ty = self.program.globals[global.index()].ty.scalar;
+            self.state.globals[global.index()].fill(Value::zero(ty));
+        }
         let types = PayloadTypes::Begin(plan_index);
         self.deliver_with(0, pin, plan_index, types, |this, payload| {
             for global in &this.graph.invocations[plan_index].begin_globals {
@@ -3338,7 +3333,7 @@ mod tests {
         let mut out = |_: &str| {};
         let mut progress = |_: &Statistics| {};
         let simulator = Simulator::new(
-            &analysis,
+            analysis.lowered().program(),
             &graph,
             &data,
             Options::default(),

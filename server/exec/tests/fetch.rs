@@ -168,3 +168,72 @@ fn simulate_runs_the_reduction_and_agrees_with_run_but_for_the_sign_of_zero() {
         "0: -2.5 0 (2.5 0)\n1: -0.25 0.5 (0.25 -0.5)\n2: 0 0.25 (0 -0.25)\n3: 0 2 (0 -2)\n"
     );
 }
+
+/// Fuzz case 523280 (campaign of 804b51b, seed 4), made small: a `fetch` in
+/// a loop of `main`. The graph's reduction starts from a zeroed global (the
+/// second and third fetch do not add to the first), and the zeroing is no
+/// loop of `main`: `op2 simulate` counts the same loop iterations against
+/// `--max-iterations` as `op2 run`, ending where `run` ends and stopping
+/// where `run` stops. It used to zero the global in a loop of `main`, which
+/// stopped the simulation after 3 of the 8 + 1 iterations it then counted.
+#[test]
+fn a_fetch_in_a_loop_counts_the_iterations_of_run_and_starts_from_zero() {
+    const BUMP: &str = r#"
+set nodes;
+
+dat p_u: double[2] on nodes;
+
+global u: double[8];
+
+kernel bump(double *u) {
+    u[0] += 1.0;
+    u[1] -= 0.5;
+}
+
+main {
+    for (int step = 0; step < 3; step++) {
+        par_loop bump over nodes (p_u RW);
+        fetch p_u into u;
+    }
+    print("%g %g", u[0], u[7]);
+}
+"#;
+    const NODES: &[u8] =
+        br#"{"sets": {"nodes": 4}, "dats": {"p_u": [[0, 0], [1, 1], [2, 2], [3, 3]]}}"#;
+    let case = load("bump.op2", BUMP, NODES);
+    let expected = doubles(&[3.0, -1.5, 4.0, -0.5, 5.0, 0.5, 6.0, 1.5]);
+    let limited = |max_iterations| Options {
+        max_iterations,
+        ..Options::default()
+    };
+    // The loop's three iterations are all `run` counts.
+    let (state, output) = case.run_limited(3).expect("three iterations are allowed");
+    assert_eq!(case.global(&state, "u"), expected);
+    assert_eq!(output, "3 1.5\n");
+    let stopped = case.run_limited(2).expect_err("two are not");
+    assert!(
+        stopped
+            .message
+            .contains("`main` stopped after 2 loop iterations"),
+        "{}",
+        stopped.message
+    );
+    // `simulate` ends and stops alike, and fetches the dat, not the sum of
+    // three fetches.
+    for seed in [0, 5] {
+        let (state, output, _) = case
+            .simulate(Options { seed, ..limited(3) })
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(case.global(&state, "u"), expected, "seed {seed}");
+        assert_eq!(output, "3 1.5\n", "seed {seed}");
+    }
+    let stopped = case
+        .simulate(limited(2))
+        .expect_err("two iterations are not enough for simulate either");
+    assert!(
+        stopped
+            .to_string()
+            .contains("`main` stopped after 2 loop iterations"),
+        "{stopped}"
+    );
+}

@@ -172,7 +172,7 @@ pub fn check(
     }
     crate::enter("build");
     let graph = op2_codegen::graph_type(&analysis, &op2_codegen::graph_id(root));
-    if op2_codegen::limits::check(&analysis.program, &graph)
+    if op2_codegen::limits::check(analysis.lowered(), &graph)
         .iter()
         .any(|d| d.severity == Severity::Error)
     {
@@ -197,7 +197,7 @@ pub fn check(
         return Ok(reached);
     }
     let mut progress = NoProgress;
-    let mut writer = GraphInstance::new(&analysis.program, &data, &mut progress);
+    let mut writer = GraphInstance::new(analysis.lowered(), &data, &mut progress);
     if let Err(error) = writer.write(&mut sink, &graph) {
         // An instance the limits refuse is an answer, not a failure.
         let _ = error;

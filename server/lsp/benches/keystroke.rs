@@ -360,7 +360,7 @@ fn breakdown(_: &mut Criterion) {
         let graph = generator.graph_type(&analysis, "program");
         parts[2].1.push(start.elapsed());
         let start = Instant::now();
-        black_box(op2_codegen::limits::check(&analysis.program, &graph));
+        black_box(op2_codegen::limits::check(analysis.lowered(), &graph));
         parts[3].1.push(start.elapsed());
         let analysed = analyse(
             document,

@@ -281,7 +281,7 @@ pub fn analyse_cancellable(
     drop(engine);
     let mut diagnostics = analysis.diagnostics.clone();
     if let Some(graph) = &graph {
-        diagnostics.extend(op2_codegen::limits::check(&analysis.program, graph));
+        diagnostics.extend(op2_codegen::limits::check(analysis.lowered(), graph));
     }
     Some(Analysed {
         version: document.version,

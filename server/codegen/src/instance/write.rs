@@ -16,6 +16,7 @@
 use std::io::{self, Write};
 use std::sync::mpsc;
 
+use op2_analysis::fetch::Lowered;
 use op2_analysis::model::{ArgKind, Program, SetId};
 use op2_analysis::value::Value;
 
@@ -40,7 +41,7 @@ const TICK: u64 = 1 << 16;
 /// [`crate::output::write_graph`].
 pub struct GraphInstance<'a> {
     /// The program with its `fetch`es lowered, as the graph was built.
-    program: std::borrow::Cow<'a, Program>,
+    program: &'a Program,
     data: &'a InstanceData,
     progress: &'a mut dyn Progress,
 }
@@ -57,12 +58,12 @@ impl<'a> GraphInstance<'a> {
     /// A writer for `data`, read for `program` (the program the graph type
     /// was built from).
     pub fn new(
-        program: &'a Program,
+        program: &'a Lowered,
         data: &'a InstanceData,
         progress: &'a mut dyn Progress,
     ) -> GraphInstance<'a> {
         GraphInstance {
-            program: crate::fetch::lowered(program),
+            program,
             data,
             progress,
         }
@@ -71,9 +72,9 @@ impl<'a> GraphInstance<'a> {
 
 impl InstanceWriter for GraphInstance<'_> {
     fn write(&mut self, out: &mut dyn Write, graph: &GraphType) -> Result<(u64, u64), BuildError> {
-        let edges = Edges::new(&self.program, graph, self.data)?;
+        let edges = Edges::new(self.program, graph, self.data)?;
         let counts = edges.count(&mut *self.progress);
-        let (program, data) = (&*self.program, self.data);
+        let (program, data) = (self.program, self.data);
         let (edges, counts) = (&edges, &counts);
         let progress = &mut *self.progress;
         // Text is made on a second thread while this one hands it to the

@@ -1,39 +1,89 @@
 //! The graph of `fetch DAT into GLOBAL;` (compilation.md, "A `fetch` on
 //! POETS"): a reduction. The statement becomes, in the program the graph is
-//! built from, a loop of `main` that zeroes the global and a par_loop of a
-//! generated kernel `op2_fetch_DAT` over the dat's set, with the arguments
-//! `(DAT READ, idx, GLOBAL INC)`, whose body adds the element's values into
-//! `GLOBAL[idx * DIM + j]`. Everything downstream (the controller's state
-//! machine, the pins, the simulator) sees an ordinary invocation.
+//! built from, a par_loop of a generated kernel `op2_fetch_DAT` over the
+//! dat's set, with the arguments `(DAT READ, idx, GLOBAL INC)`, whose body
+//! adds the element's values into `GLOBAL[idx * DIM + j]`. The invocation
+//! [zeroes its `INC` globals](Invocation::zeroes_inc_globals): the
+//! controller sets `GLOBAL` to zero when it starts it, so `main` gains no
+//! statement, no local and no loop. Everything downstream (the controller's
+//! state machine, the pins, the simulator) sees an invocation.
 //!
-//! `op2 run` keeps its linear copy: only the graph is built from
-//! [`lowered`]. The lowering is deterministic, so every function that takes
-//! a program with a graph type lowers the program it is given, and the
-//! synthetic invocations' ids agree with the graph's.
+//! `op2 run` keeps its linear copy: only the graph is built from the
+//! [`Lowered`] program, which [`crate::Analysis::lowered`] makes once per
+//! analysis and every consumer of a graph takes.
 
 use std::borrow::Cow;
+use std::ops::Deref;
 use std::sync::Arc;
 
-use op2_analysis::consts::ConstValues;
-use op2_analysis::hir::{
-    self, Body, Expr, ExprKind, Local, LocalId, LocalInit, Place, Stmt, StmtKind, Var,
-};
-use op2_analysis::model::{
+use crate::consts::ConstValues;
+use crate::hir::{self, Body, Expr, ExprKind, Place, Stmt, StmtKind, Var};
+use crate::model::{
     Arg, ArgKind, DatId, ElementType, GlobalId, Invocation, InvocationId, Kernel, KernelId, Param,
     Program,
 };
-use op2_analysis::value::Value;
+use crate::value::Value;
 use op2_syntax::ast::{AccessMode, AssignOp, BinaryOp, ScalarType};
 use op2_syntax::{Location, TextRange};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::names;
+/// The generated kernel of a `fetch` of dat `D`: `op2_fetch_D`, and its
+/// invocations `op2_fetch_D`, `op2_fetch_D_1`, … as the language names
+/// par_loops; a name in use takes the next suffix.
+pub fn kernel_name(dat: &str) -> String {
+    format!("op2_fetch_{dat}")
+}
+
+/// A program with every `fetch` of `main` replaced by its reduction: what a
+/// graph is built from. Only [`lower`] makes one, so a function that takes a
+/// `&Lowered` cannot be given a program whose `fetch`es are still there.
+#[derive(Clone, Debug)]
+pub struct Lowered {
+    program: Arc<Program>,
+    own_invocations: usize,
+}
+
+impl Lowered {
+    /// The lowered program, shared: the program itself when `main` fetches
+    /// nothing.
+    pub fn program(&self) -> &Arc<Program> {
+        &self.program
+    }
+
+    /// How many invocations the program had before the lowering: the
+    /// reductions' ids come after.
+    pub fn own_invocations(&self) -> usize {
+        self.own_invocations
+    }
+}
+
+impl Deref for Lowered {
+    type Target = Program;
+
+    fn deref(&self) -> &Program {
+        &self.program
+    }
+}
+
+/// `program` lowered: shared, not copied, when `main` fetches nothing.
+/// Deterministic, so two lowerings of one program agree on every id.
+pub fn lower(program: &Arc<Program>) -> Lowered {
+    let own_invocations = program.invocations.len();
+    let program = match lowered(program) {
+        Cow::Borrowed(_) => Arc::clone(program),
+        Cow::Owned(lowered) => Arc::new(lowered),
+    };
+    Lowered {
+        program,
+        own_invocations,
+    }
+}
 
 /// `program` with every `fetch` of `main` replaced by its reduction; the
 /// program itself when `main` fetches nothing. The synthetic kernels and
 /// invocations come after the program's own, so every id of `program`
 /// keeps its meaning.
-pub fn lowered(program: &Program) -> Cow<'_, Program> {
+fn lowered(program: &Program) -> Cow<'_, Program> {
     let Some(main) = program.main.as_deref() else {
         return Cow::Borrowed(program);
     };
@@ -51,7 +101,7 @@ pub fn lowered(program: &Program) -> Cow<'_, Program> {
         .chain(program.invocations.iter().map(|i| i.name.clone()))
         .collect();
     let mut kernels: FxHashMap<DatId, (KernelId, u32)> = FxHashMap::default();
-    let mut replacements: FxHashMap<TextRange, Replacement> = FxHashMap::default();
+    let mut replacements: FxHashMap<TextRange, InvocationId> = FxHashMap::default();
     for fetch in fetches {
         let location = Location {
             file,
@@ -60,7 +110,7 @@ pub fn lowered(program: &Program) -> Cow<'_, Program> {
         let (kernel, uses) = *kernels.entry(fetch.dat).or_insert_with(|| {
             let name = unique(
                 &mut taken,
-                &names::fetch_kernel(&program.dats[fetch.dat.index()].name),
+                &kernel_name(&program.dats[fetch.dat.index()].name),
                 0,
             );
             let kernel = fetch_kernel(program, fetch.dat, fetch.global, name, location);
@@ -68,49 +118,25 @@ pub fn lowered(program: &Program) -> Cow<'_, Program> {
             (KernelId(index_u32(lowered.kernels.len() - 1)), 0)
         });
         kernels.insert(fetch.dat, (kernel, uses + 1));
-        let kernel_name = lowered.kernels[kernel.index()].name.clone();
+        let base = lowered.kernels[kernel.index()].name.clone();
         // As the language names par_loops: the kernel's name, then
         // `K_1`, `K_2`, … skipping any name in use.
         let name = if uses == 0 {
-            kernel_name
+            base
         } else {
-            unique(&mut taken, &kernel_name, uses)
+            unique(&mut taken, &base, uses)
         };
         lowered
             .invocations
             .push(fetch_invocation(program, fetch, kernel, name, location));
-        let counter = LocalId(index_u32(main.locals.len()));
-        main.locals.push(Local {
-            name: names::FETCH_COUNTER.to_owned(),
-            ty: ScalarType::Int,
-            dimension: None,
-            range: fetch.range,
-            is_const: false,
-        });
         replacements.insert(
             fetch.range,
-            Replacement {
-                invocation: InvocationId(index_u32(lowered.invocations.len() - 1)),
-                counter,
-                global: fetch.global,
-                length: program.globals[fetch.global.index()].ty.dimension,
-                scalar: program.globals[fetch.global.index()].ty.scalar,
-            },
+            InvocationId(index_u32(lowered.invocations.len() - 1)),
         );
     }
     replace_all(&mut main.statements, &replacements);
     lowered.main = Some(Arc::new(main));
     Cow::Owned(lowered)
-}
-
-/// What one `fetch` statement becomes.
-#[derive(Clone, Copy)]
-struct Replacement {
-    invocation: InvocationId,
-    counter: LocalId,
-    global: GlobalId,
-    length: u32,
-    scalar: ScalarType,
 }
 
 fn index_u32(index: usize) -> u32 {
@@ -136,18 +162,18 @@ fn unique(taken: &mut FxHashSet<String>, base: &str, from: u32) -> String {
 
 /// Replaces the `fetch` statements of `stmts`, nested ones included. The
 /// recursion is bounded by the nesting depth the lowering of `main`
-/// accepts (`op2_analysis`'s limit of 200 levels).
-fn replace_all(stmts: &mut [Stmt], replacements: &FxHashMap<TextRange, Replacement>) {
+/// accepts (this crate's limit of 200 levels).
+fn replace_all(stmts: &mut [Stmt], replacements: &FxHashMap<TextRange, InvocationId>) {
     for stmt in stmts {
         replace(stmt, replacements);
     }
 }
 
-fn replace(stmt: &mut Stmt, replacements: &FxHashMap<TextRange, Replacement>) {
+fn replace(stmt: &mut Stmt, replacements: &FxHashMap<TextRange, InvocationId>) {
     match &mut stmt.kind {
         StmtKind::Fetch { .. } => {
-            if let Some(replacement) = replacements.get(&stmt.range) {
-                stmt.kind = StmtKind::Block(reduction(*replacement, stmt.range));
+            if let Some(invocation) = replacements.get(&stmt.range) {
+                stmt.kind = StmtKind::ParLoop(*invocation);
             }
         }
         StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => replace_all(stmts, replacements),
@@ -200,71 +226,6 @@ fn binary(op: BinaryOp, left: Expr, right: Expr, ty: ScalarType, range: TextRang
         ty,
         range,
     }
-}
-
-/// `for (int k = 0; k < LENGTH; k++) GLOBAL[k] = 0; par_loop op2_fetch_D …`
-fn reduction(r: Replacement, range: TextRange) -> Vec<Stmt> {
-    let counter = |range| load(Var::Local(r.counter), None, ScalarType::Int, range);
-    let zero = Expr {
-        kind: ExprKind::Literal(Value::zero(r.scalar)),
-        ty: r.scalar,
-        range,
-    };
-    let zeroing = Stmt {
-        range,
-        kind: StmtKind::For {
-            init: Some(Box::new(Stmt {
-                range,
-                kind: StmtKind::Local {
-                    local: r.counter,
-                    init: Some(LocalInit::Expr(int(0, range))),
-                },
-            })),
-            condition: Some(binary(
-                BinaryOp::Lt,
-                counter(range),
-                int(r.length, range),
-                ScalarType::Int,
-                range,
-            )),
-            step: Some(Expr {
-                kind: ExprKind::Update {
-                    place: Place {
-                        var: Var::Local(r.counter),
-                        index: None,
-                        range,
-                    },
-                    increment: true,
-                    prefix: false,
-                },
-                ty: ScalarType::Int,
-                range,
-            }),
-            body: Box::new(Stmt {
-                range,
-                kind: StmtKind::Expr(Expr {
-                    kind: ExprKind::Assign {
-                        place: Place {
-                            var: Var::Global(r.global),
-                            index: Some(Box::new(counter(range))),
-                            range,
-                        },
-                        op: AssignOp::Assign,
-                        value: Box::new(zero),
-                    },
-                    ty: r.scalar,
-                    range,
-                }),
-            }),
-        },
-    };
-    vec![
-        zeroing,
-        Stmt {
-            range,
-            kind: StmtKind::ParLoop(r.invocation),
-        },
-    ]
 }
 
 /// `kernel op2_fetch_D(const T *d, const int *i, T *g)` whose body is
@@ -324,7 +285,7 @@ fn fetch_kernel(
         locals: Vec::new(),
         statements,
     };
-    let summary = op2_analysis::kernel::summarise(&body, params.len(), &ConstValues::default());
+    let summary = crate::kernel::summarise(&body, params.len(), &ConstValues::default());
     Kernel {
         name,
         location,
@@ -335,7 +296,8 @@ fn fetch_kernel(
     }
 }
 
-/// `par_loop op2_fetch_D over S (D READ, idx, G INC)`.
+/// `par_loop op2_fetch_D over S (D READ, idx, G INC)`, which starts with
+/// `G` set to zero.
 fn fetch_invocation(
     program: &Program,
     fetch: hir::Fetch,
@@ -376,5 +338,6 @@ fn fetch_invocation(
                 program.globals[fetch.global.index()].ty,
             ),
         ],
+        zeroes_inc_globals: true,
     }
 }
