@@ -9,7 +9,10 @@
 //! - keystroke to diagnostics computed: applying it, then what the server
 //!   does before publishing (snapshot of the document and the overlay of
 //!   open files, `world::analyse` with the warm analyser, conversion to LSP
-//!   diagnostics): p95 < 20 ms.
+//!   diagnostics): p95 < 20 ms;
+//! - `parse_job` alone, what the server takes under its lock for each
+//!   analysis (no budget of its own; docs/benchmarks.md, "The document's
+//!   text under the lock").
 //!
 //! Each comes in two kinds: a keystroke that keeps the program valid
 //! (typing a digit into `1.0e3` and deleting it again), and one that leaves
@@ -382,9 +385,39 @@ fn breakdown(_: &mut Criterion) {
     }
 }
 
+/// What the server takes under the world's lock for the analysis of a
+/// keystroke (`OpenDocument::parse_job`: the job's base, that is the last
+/// parse and the edits since, and the rope), and a request's snapshot of a
+/// document that is parsed already; on the whole 5,000-line text.
+fn parse_job(c: &mut Criterion) {
+    let program = program();
+    let mut server = Server::new(&program.text);
+    let entry = server.entry();
+    let mut parsed = entry.document.clone();
+    assert!(matches!(parsed.parse_job(), Snapshot::Parsed(_)));
+    let range = Range {
+        start: entry.document.position(program.valid_at, ENCODING),
+        end: entry.document.position(program.valid_at, ENCODING),
+    };
+    let mut typed = entry.document.clone();
+    typed.apply_changes(change_at(range, "1"), 2, ENCODING);
+    assert!(matches!(typed.parse_job(), Snapshot::Job(_)));
+    println!("parse_job: a text of {} bytes", program.text.len());
+    let name = "lsp parse_job 5000 lines, after a keystroke";
+    percentiles(name, 2_000, || (), |()| typed.parse_job());
+    c.bench_function(name, |b| b.iter(|| typed.parse_job()));
+    let name = "lsp parse_job 5000 lines, parsed";
+    let parsed = {
+        parsed.parsed();
+        parsed
+    };
+    percentiles(name, 2_000, || (), |()| parsed.parse_job());
+    c.bench_function(name, |b| b.iter(|| parsed.parse_job()));
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20);
-    targets = keystroke, keystroke_to_diagnostics, breakdown
+    targets = keystroke, keystroke_to_diagnostics, breakdown, parse_job
 }
 criterion_main!(benches);

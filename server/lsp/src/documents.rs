@@ -43,7 +43,9 @@ pub struct Document {
     /// The version the client gave with the last change.
     pub version: i32,
     rope: Rope,
-    parse: Parse,
+    /// Shared, so that a copy of the document (a parse job's base, taken
+    /// under the server's lock; a request's snapshot) copies no text.
+    parse: Arc<Parse>,
 }
 
 impl Document {
@@ -52,7 +54,7 @@ impl Document {
         Document {
             version,
             rope: Rope::from_str(text),
-            parse: Parse::new(text),
+            parse: Arc::new(Parse::new(text)),
         }
     }
 
@@ -552,8 +554,9 @@ impl ParseJob {
                 let edits = edits
                     .iter()
                     .map(|(range, text)| (range.clone(), text.as_str()));
-                document
-                    .parse
+                // The open document still holds the base: its text is
+                // copied here, off the server's lock, and edited in place.
+                Arc::unwrap_or_clone(document.parse)
                     .edit_many_cancellable(edits, cancelled)
                     .ok()?
                     .0
@@ -565,7 +568,7 @@ impl ParseJob {
             document: Document {
                 version: self.version,
                 rope: self.rope,
-                parse,
+                parse: Arc::new(parse),
             },
             id: self.id,
             to: self.to,
