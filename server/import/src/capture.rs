@@ -471,9 +471,10 @@ pub fn parse(text: &str) -> Result<Capture, String> {
             let values: Vec<String> = data.split_whitespace().map(str::to_owned).collect();
             if values.len() != expected {
                 return Err(format!(
-                    "line {}: {} values where {expected} were declared",
+                    "line {}: {} where {} declared",
                     n + 2,
-                    values.len()
+                    crate::report::count(values.len(), "value", "values"),
+                    crate::report::count(expected, "was", "were")
                 ));
             }
             Ok(Some(values))

@@ -930,8 +930,8 @@ fn inline<'t>(
         return fail(
             report,
             format!(
-                "it takes {} arguments and is given {}",
-                params.len(),
+                "it takes {} and is given {}",
+                crate::inline::arguments(params.len()),
                 args.len()
             ),
         );

@@ -916,11 +916,7 @@ impl Macro {
 
 /// `n argument(s)`.
 pub fn arguments(n: usize) -> String {
-    if n == 1 {
-        "1 argument".to_owned()
-    } else {
-        format!("{n} arguments")
-    }
+    crate::report::count(n, "argument", "arguments")
 }
 
 /// `WHAT takes TAKES but N argument(s) was/were supplied`, as rustc says it.

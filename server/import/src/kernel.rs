@@ -685,9 +685,9 @@ pub fn translate(
             Kind::Translated,
             Some(source.location(*parameter)),
             format!(
-                "kernel `{name}`: parameter `{param_name}`, bound to a vector-map argument of {} entries, becomes {} parameters `{}`; the body works on a local copy `{}[{}]`{}",
-                vector.entries,
-                vector.entries,
+                "kernel `{name}`: parameter `{param_name}`, bound to a vector-map argument of {}, becomes {} `{}`; the body works on a local copy `{}[{}]`{}",
+                crate::report::count(vector.entries, "entry", "entries"),
+                crate::report::count(vector.entries, "parameter", "parameters"),
                 vector.params.join("`, `"),
                 vector.staged.local,
                 vector.entries * vector.staged.dim,
@@ -1351,8 +1351,8 @@ fn stage<'t>(
         .saturating_add(declarations.len());
     if written > inline::EXPANSION_LIMIT {
         return Err(format!(
-            "the locals it works on and what goes back to its parameters where it ends, at its {} `return`s and its end, are longer than {} KiB",
-            returns.len(),
+            "the locals it works on and what goes back to its parameters where it ends, at its {} and its end, are longer than {} KiB",
+            crate::report::count(returns.len(), "`return`", "`return`s"),
             inline::EXPANSION_LIMIT >> 10
         ));
     }
@@ -1407,7 +1407,8 @@ fn parameter_text(source: &Source, parameter: Node<'_>) -> Result<(String, Strin
     }
     if levels != 1 {
         return Err(format!(
-            "parameter `{name}` has {levels} levels of indirection; a kernel parameter is `T *{name}` or `T {name}[DIM]`"
+            "parameter `{name}` has {} of indirection; a kernel parameter is `T *{name}` or `T {name}[DIM]`",
+            crate::report::count(levels, "level", "levels")
         ));
     }
     let declarator = parameter

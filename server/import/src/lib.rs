@@ -590,10 +590,9 @@ pub fn translate(
                     Kind::NotTranslated,
                     Some(uses.first.clone()),
                     format!(
-                        "`{name}` is a pointer (declared at {}), which `.op2` has no place for; the host code after the first par_loop uses it {} {}, first here",
+                        "`{name}` is a pointer (declared at {}), which `.op2` has no place for; the host code after the first par_loop uses it {}, first here",
                         d.location,
-                        uses.places.len(),
-                        if uses.places.len() == 1 { "time" } else { "times" }
+                        report::count(uses.places.len(), "time", "times")
                     ),
                     Some("reach the data it points at through a par_loop"),
                 ),
@@ -1176,9 +1175,9 @@ fn program_text(
         let name = names.set(i);
         let _ = write!(
             out,
-            "{}set {name}; // {} elements when captured\n\n",
+            "{}set {name}; // {} when captured\n\n",
             from(decl_sites.get(&name)),
-            set.size
+            report::count(set.size, "element", "elements")
         );
     }
     for (i, map) in capture.maps.iter().enumerate() {
@@ -1233,9 +1232,9 @@ fn program_text(
                 Kind::NotTranslated,
                 declared.get(name).map(|d| d.location.clone()),
                 format!(
-                    "`{name}`, the values of dat `{}` that the host code reads, holds {} values; a global of `.op2` holds at most {}",
+                    "`{name}`, the values of dat `{}` that the host code reads, holds {}; a global of `.op2` holds at most {}",
                     buffer.dat,
-                    buffer.len,
+                    report::count(buffer.len, "value", "values"),
                     op2_analysis::MAX_DIMENSION
                 ),
                 Some("read the dat's values through a par_loop"),
@@ -1321,8 +1320,13 @@ fn check_program(path: &Path, text: &str, report: &mut Report) -> Option<op2_ana
             Kind::NotTranslated,
             None,
             format!(
-                "the translated program has {} errors, which follow from the constructs above",
-                errors.len()
+                "the translated program has {}, which {} from the constructs above",
+                report::count(errors.len(), "error", "errors"),
+                if errors.len() == 1 {
+                    "follows"
+                } else {
+                    "follow"
+                }
             ),
             Some(&format!("`op2 check {}` lists them", path.display())),
         );
@@ -1411,7 +1415,10 @@ fn instance_json(capture: &Capture, names: &Names, report: &mut Report) -> Strin
             report.add(
                 Kind::NotTranslated,
                 None,
-                format!("dat `{name}` holds {bad} values that are not finite numbers; the instance has 0 in their place"),
+                format!(
+                    "dat `{name}` holds {} not finite numbers; the instance has 0 in their place",
+                    report::count(bad, "value that is", "values that are")
+                ),
                 None,
             );
         }
@@ -1795,6 +1802,50 @@ mod tests {
                 .contains("for (int op2_k = 1; op2_k < 3; op2_k++)\n            a[op2_k] = 0;"),
             "{}",
             translation.program
+        );
+    }
+
+    #[test]
+    fn the_reports_counts_of_one_are_singular() {
+        // "the translated program has 1 errors", "uses it 1 times", "// 1
+        // elements when captured": every count now goes through
+        // `report::count`.
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\ndouble *gp = 0;\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  op_printf(\"%g\\n\", gp[2]);\n}\n";
+        let capture = "set 0 1\nhandle cells set 0\nvalue s double 1\n0.0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        let (entry, _) = reported(&translation, "`gp` is a pointer");
+        assert!(
+            entry.message.ends_with("uses it 1 time, first here"),
+            "{}",
+            entry.message
+        );
+        assert!(
+            translation
+                .program
+                .contains("set cells; // 1 element when captured"),
+            "{}",
+            translation.program
+        );
+        // One error of the translated program, which the pointer causes.
+        let (entry, _) = reported(&translation, "the translated program has");
+        assert_eq!(
+            entry.message,
+            "the translated program has 1 error, which follows from the constructs above"
+        );
+        // A capture whose line of values is short.
+        let short = capture::parse("set 0 1\ndat 0 0 2 double\n1.0\n").unwrap_err();
+        assert_eq!(short, "line 3: 1 value where 2 were declared");
+        // A host function given more arguments than it takes.
+        let app = app.replace(
+            "  op_printf(\"%g\\n\", gp[2]);\n}\n",
+            "  show(s, s);\n}\nvoid show(double v) { op_printf(\"%g\\n\", v); }\n",
+        );
+        let translation = translated(&app, capture).expect("a translation");
+        let (entry, _) = reported(&translation, "is given");
+        assert!(
+            entry.message.contains("it takes 1 argument and is given 2"),
+            "{}",
+            entry.message
         );
     }
 

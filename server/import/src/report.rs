@@ -86,6 +86,12 @@ impl Report {
     }
 }
 
+/// `n` and the noun that goes with it: `1 error`, `2 errors` (`one` and
+/// `many` its singular and plural), as every count of the report is written.
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 impl fmt::Display for Report {
     /// Grouped by kind: translated and captured as one line each, dropped
     /// and not translated item by item.
@@ -112,5 +118,17 @@ impl fmt::Display for Report {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_take_the_singular_for_one() {
+        assert_eq!(count(0, "error", "errors"), "0 errors");
+        assert_eq!(count(1, "error", "errors"), "1 error");
+        assert_eq!(count(2, "entry", "entries"), "2 entries");
     }
 }
