@@ -428,6 +428,17 @@ pub fn map_words(text: &str, replace: impl FnMut(&str) -> Option<String>) -> Str
 pub fn map_words_within(
     text: &str,
     limit: usize,
+    replace: impl FnMut(&str) -> Option<String>,
+) -> Option<String> {
+    map_unmarked_words(text, limit, None, replace)
+}
+
+/// [`map_words_within`], keeping as they are the words right after
+/// `mark` (a name or type word the translation has settled).
+pub fn map_unmarked_words(
+    text: &str,
+    limit: usize,
+    mark: Option<char>,
     mut replace: impl FnMut(&str) -> Option<String>,
 ) -> Option<String> {
     let mut out = String::with_capacity(text.len().min(limit));
@@ -439,8 +450,8 @@ pub fn map_words_within(
             .unwrap_or(word_on.len());
         let word = &word_on[..end];
         out.push_str(before);
-        let in_number = in_number(before);
-        match if in_number { None } else { replace(word) } {
+        let kept = in_number(before) || mark.is_some_and(|m| before.ends_with(m));
+        match if kept { None } else { replace(word) } {
             Some(with) => out.push_str(&with),
             None => out.push_str(word),
         }

@@ -107,6 +107,36 @@ pub struct Helpers {
     /// Bytes of text that macro expansions of this import have made so
     /// far, nested rescans included (see [`EXPANSION_WORK_LIMIT`]).
     spent: std::cell::Cell<usize>,
+    /// Every name of the sources and every word of the bodies of the
+    /// macros they use: a name the translation makes up must be none of
+    /// them ([`crate::scope::Fresh`]).
+    pub words: BTreeSet<String>,
+}
+
+/// What a kernel's variables are called where a macro is expanded into it:
+/// the `.op2` name of a word of a macro's body that is not a macro
+/// (`Some` where it differs: a kernel's renamed local, or `exit_` for a
+/// free `exit`). The names a macro's body reads mean what they mean where
+/// it is used, as in C.
+pub type Rename<'r> = &'r dyn Fn(&str) -> Option<String>;
+
+/// `.op2`'s spelling of every name of `text` (a macro's body or expansion
+/// as the preprocessor writes it): [`op2_name`], where no kernel's variables
+/// are in scope (the host code, a helper function's body).
+pub fn op2_names(text: &str) -> String {
+    rename_words(text, op2_spelling)
+}
+
+/// `text` (a macro's body or expansion) with its words renamed by `rename`,
+/// except those marked [`PAINTED`] (type words, names kept unexpanded).
+pub fn rename_words(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
+    c::map_unmarked_words(text, usize::MAX, Some(PAINTED), rename).unwrap_or_default()
+}
+
+/// [`op2_name`] where it differs from `word`, as a [`Rename`].
+pub fn op2_spelling(word: &str) -> Option<String> {
+    let renamed = op2_name(word);
+    (renamed != word).then_some(renamed)
 }
 
 /// The text all macro expansions of one import may make together, nested
@@ -160,6 +190,16 @@ impl Helpers {
                 words.starts_with("#include<math.h>") || words.starts_with("usingnamespacestd;")
             });
             written.extend(code_words(&source.text));
+            // Its names (not the words of its comments and strings).
+            walk(source.tree.root_node(), |node, _| {
+                if node.kind().ends_with("identifier") {
+                    let name = source.text(node);
+                    if !helpers.words.contains(name) {
+                        helpers.words.insert(name.to_owned());
+                    }
+                }
+                true
+            });
         }
         let by_name: BTreeMap<&str, &c::Define> =
             table.iter().map(|d| (d.name.as_str(), d)).collect();
@@ -174,6 +214,9 @@ impl Helpers {
                 continue;
             }
             c::map_words(&by_name[name].body, |word| {
+                if !helpers.words.contains(word) {
+                    helpers.words.insert(word.to_owned());
+                }
                 if let Some((k, _)) = by_name.get_key_value(word)
                     && !used.contains(k)
                 {
@@ -281,14 +324,20 @@ impl Helpers {
         let bodies = helpers.object_bodies.clone();
         for (name, body) in bodies.iter().filter(|(name, _)| written.contains(*name)) {
             let expanded = helpers
-                .rescan(body, &mut vec![name.clone()], 1)
+                .rescan(body, &mut vec![name.clone()], 1, &|_| None)
                 .unwrap_or_else(|_| body.clone());
             helpers.objects.insert(name.clone(), expanded);
         }
+        // A function's names mean what they mean where it is defined.
+        let spelled: BTreeMap<String, String> = helpers
+            .objects
+            .iter()
+            .map(|(name, body)| (name.clone(), op2_names(body)))
+            .collect();
         for (source, function) in functions {
             if let Some(name) = function_name(source, *function) {
                 helpers.functions.entry(name.to_owned()).or_insert_with(|| {
-                    template(source, *function, &helpers.objects, helpers.float_overloads)
+                    template(source, *function, &spelled, helpers.float_overloads)
                 });
             }
         }
@@ -300,14 +349,34 @@ impl Helpers {
     /// kernel expands the calls inside an argument first), rescanned as the
     /// preprocessor does; or why it cannot be expanded. Names kept
     /// unexpanded are marked, in the arguments too (see [`unpaint`]).
-    pub fn expand_call(&self, name: &str, args: &[String]) -> Result<String, String> {
+    ///
+    /// The names of the bodies that are not macros are given `rename`'s
+    /// names (the arguments' texts are final already).
+    pub fn expand_call(
+        &self,
+        name: &str,
+        args: &[String],
+        rename: Rename<'_>,
+    ) -> Result<String, String> {
         let m = self
             .macros
             .get(name)
             .ok_or_else(|| format!("`{name}` is not a macro"))?;
-        let text = m.substitute(name, args)?;
+        let text = m.substitute(name, args, &self.not_macros(rename))?;
         self.spend(text.len())?;
-        self.rescan(&text, &mut vec![name.to_owned()], 1)
+        self.rescan(&text, &mut vec![name.to_owned()], 1, rename)
+    }
+
+    /// `rename` for the words that are not macros (which a rescan expands
+    /// or paints).
+    fn not_macros<'r>(&'r self, rename: Rename<'r>) -> impl Fn(&str) -> Option<String> + 'r {
+        move |word: &str| {
+            if self.macros.contains_key(word) || self.object_bodies.contains_key(word) {
+                None
+            } else {
+                rename(word)
+            }
+        }
     }
 
     /// The expansion of the macro `name` with its parameters as the
@@ -319,7 +388,9 @@ impl Helpers {
         if m.variadic {
             params.push(VA_ARGS.to_owned());
         }
-        let body = self.expand_call(name, &params).unwrap_or_default();
+        let body = self
+            .expand_call(name, &params, &|_| None)
+            .unwrap_or_default();
         Some((body, params))
     }
 
@@ -386,11 +457,15 @@ impl Helpers {
     /// `depth` counts every level of this recursion (a macro's body, a
     /// call's expansion and each argument expanded before substitution),
     /// so input cannot nest it deeper than [`MAX_NESTING`].
+    ///
+    /// The words of the bodies it puts in that are not macros get
+    /// `rename`'s names; `text`'s own are final.
     fn rescan(
         &self,
         text: &str,
         disabled: &mut Vec<String>,
         depth: usize,
+        rename: Rename<'_>,
     ) -> Result<String, String> {
         if depth > MAX_NESTING {
             return Err(format!(
@@ -426,7 +501,8 @@ impl Helpers {
                 out.push_str(word);
             } else if let Some(body) = self.object_bodies.get(word) {
                 disabled.push(word.to_owned());
-                let expanded = self.rescan(body, disabled, depth + 1);
+                let body = rename_words(body, self.not_macros(rename));
+                let expanded = self.rescan(&body, disabled, depth + 1, rename);
                 disabled.pop();
                 out.push_str(&expanded?);
             } else if let Some(m) = self.macros.get(word)
@@ -435,12 +511,12 @@ impl Helpers {
             {
                 let args = args
                     .iter()
-                    .map(|a| self.rescan(a, disabled, depth + 1))
+                    .map(|a| self.rescan(a, disabled, depth + 1, rename))
                     .collect::<Result<Vec<_>, _>>()?;
-                let substituted = m.substitute(word, &args)?;
+                let substituted = m.substitute(word, &args, &self.not_macros(rename))?;
                 self.spend(substituted.len())?;
                 disabled.push(word.to_owned());
-                let expanded = self.rescan(&substituted, disabled, depth + 1);
+                let expanded = self.rescan(&substituted, disabled, depth + 1, rename);
                 disabled.pop();
                 out.push_str(&expanded?);
                 at = end;
@@ -534,9 +610,10 @@ fn macro_arguments(
 }
 
 /// A macro's body translated as kernel C: `.op2`'s spelling of the math
-/// built-ins (`fabsf(x)` → `(float) fabs((float) (x))`, `std::min` → `min`),
-/// of sized types, and of names `.op2` reserves; parameters (`params`) and
-/// calls of other macros (`macros`) left for the expansion. `Err` says what
+/// built-ins (`fabsf(x)` → `(float) fabs((float) (x))`, `std::min` → `min`)
+/// and of sized types; names as C spells them (where the macro is used
+/// decides what they are, and their `.op2` names), parameters (`params`)
+/// and calls of other macros (`macros`) left for the expansion. `Err` says what
 /// is outside the kernel subset.
 fn translate_body(
     parser: &mut tree_sitter::Parser,
@@ -607,18 +684,13 @@ fn translate_body(
             });
             return false;
         }
+        // Its names are left as C spells them: they mean what they mean
+        // where the macro is used ([`Rename`]).
         match kind {
-            "identifier" if !c::is_callee(node, ancestors) => {
-                let ident = source.text(node);
-                let renamed = op2_name(ident);
-                if !params.iter().any(|p| p == ident) && renamed != ident {
-                    edits.replace(node, renamed);
-                }
-            }
             "declaration" => {
                 for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
                     if let Some((ident, _, _)) = c::declared_name(declarator) {
-                        locals.insert(op2_name(source.text(ident)));
+                        locals.insert(source.text(ident).to_owned());
                     }
                 }
             }
@@ -633,7 +705,7 @@ fn translate_body(
             }
             "sized_type_specifier" => {
                 if let Some(ty) = scalar_type(source.text(node)) {
-                    edits.replace(node, ty);
+                    edits.replace(node, format!("{PAINTED}{ty}"));
                 }
             }
             "call_expression" => match c::called_name(&source, node) {
@@ -785,7 +857,7 @@ fn template(
                         source,
                         node,
                         callee,
-                        &floats,
+                        &|n| floats.contains(source.text(n)),
                         float_overloads,
                         &mut edits,
                     ) {
@@ -884,7 +956,14 @@ impl Macro {
     /// Its translated body with each parameter replaced by the argument's
     /// text (and `__VA_ARGS__` by the arguments past the named ones), not
     /// yet rescanned; or why it cannot be expanded (named `name`).
-    fn substitute(&self, name: &str, args: &[String]) -> Result<String, String> {
+    ///
+    /// Its other words get `rename`'s names.
+    fn substitute(
+        &self,
+        name: &str,
+        args: &[String],
+        rename: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, String> {
         let at = self
             .location
             .as_ref()
@@ -903,11 +982,11 @@ impl Macro {
             args
         };
         let rest = args.get(self.params.len()..).unwrap_or_default().join(", ");
-        c::map_words_within(body, EXPANSION_LIMIT, |word| {
+        c::map_unmarked_words(body, EXPANSION_LIMIT, Some(PAINTED), |word| {
             match self.params.iter().position(|p| p == word) {
                 Some(i) => args.get(i).cloned(),
                 None if self.variadic && word == VA_ARGS => Some(rest.clone()),
-                None => None,
+                None => rename(word),
             }
         })
         .ok_or_else(too_long)
@@ -954,10 +1033,14 @@ const C_WORDS: &[&str] = &[
 pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     c::map_words(text, |word| {
+        // The `.op2` type words a body's sized types became (marked).
+        let type_word =
+            matches!(word, "uint" | "ll" | "ull") && text.contains(&format!("{PAINTED}{word}"));
         if !params.iter().any(|p| p == word)
             && !c::is_builtin(word)
             && scalar_type(word).is_none()
             && !C_WORDS.contains(&word)
+            && !type_word
         {
             names.insert(word.to_owned());
         }
@@ -1015,7 +1098,7 @@ mod tests {
         let mut text = "x".to_owned();
         let mut levels = 0;
         let why = loop {
-            match helpers.expand_call("MAX", &[text.clone(), "y".to_owned()]) {
+            match helpers.expand_call("MAX", &[text.clone(), "y".to_owned()], &op2_spelling) {
                 Ok(expanded) => {
                     assert!(expanded.len() <= EXPANSION_LIMIT);
                     text = expanded;
@@ -1035,7 +1118,9 @@ mod tests {
             "#define SQR(x) ((x) * (x))\n#define NORM2(a, b) (SQR(a) + SQR(b))\n#define UNIT NORM2(0.6, SQR(0.5))\n",
         );
         assert_eq!(
-            helpers.expand_call("NORM2", &args(&["p[0]", "q"])).unwrap(),
+            helpers
+                .expand_call("NORM2", &args(&["p[0]", "q"]), &op2_spelling)
+                .unwrap(),
             "(((p[0]) * (p[0])) + ((q) * (q)))"
         );
         // In an object-like macro's body too, and in an argument.
@@ -1052,21 +1137,38 @@ mod tests {
             "#define ABS(x) fabsf(x)\n#define LOW(x) std::min(x, len)\n#define WIDE(x) ((long long) (x))\n",
         );
         assert_eq!(
-            helpers.expand_call("ABS", &args(&["*f - 1.5f"])).unwrap(),
+            helpers
+                .expand_call("ABS", &args(&["*f - 1.5f"]), &op2_spelling)
+                .unwrap(),
             "(float) fabs((float) (*f - 1.5f))"
         );
-        // `len` is reserved in `.op2`; the const it names is renamed.
+        // `len` is reserved in `.op2`; the const it names is renamed where
+        // the macro is used (here by `op2_spelling`, as the host code does;
+        // a kernel may have a local `len` of its own). Its free names are
+        // C's.
         assert_eq!(
-            helpers.expand_call("LOW", &args(&["a"])).unwrap(),
+            helpers
+                .expand_call("LOW", &args(&["a"]), &op2_spelling)
+                .unwrap(),
             "min(a, len_)"
         );
         assert_eq!(
-            helpers.macro_free_names("LOW"),
-            BTreeSet::from(["len_".to_owned()])
+            helpers
+                .expand_call("LOW", &args(&["a"]), &|w| (w == "len")
+                    .then(|| "len_2".to_owned()))
+                .unwrap(),
+            "min(a, len_2)"
         );
         assert_eq!(
-            helpers.expand_call("WIDE", &args(&["k"])).unwrap(),
-            "((ll) (k))"
+            helpers.macro_free_names("LOW"),
+            BTreeSet::from(["len".to_owned()])
+        );
+        // The type word is marked, so that no renaming takes it for a name.
+        assert_eq!(
+            helpers
+                .expand_call("WIDE", &args(&["k"]), &op2_spelling)
+                .unwrap(),
+            format!("(({PAINTED}ll) (k))")
         );
     }
 
@@ -1075,7 +1177,11 @@ mod tests {
         let helpers = helpers(
             "#define ADDR(x) &x\n#define CALL(x) foo(x)\n#define SHOW(x) printf(\"%g\", x)\n#define LIST(x) (x, 1)\n",
         );
-        let why = |name: &str| helpers.expand_call(name, &args(&["v"])).unwrap_err();
+        let why = |name: &str| {
+            helpers
+                .expand_call(name, &args(&["v"]), &op2_spelling)
+                .unwrap_err()
+        };
         assert_eq!(
             why("ADDR"),
             "macro `ADDR` (at t.h:1:1): its body takes an address"
@@ -1101,23 +1207,27 @@ mod tests {
         );
         assert_eq!(
             helpers
-                .expand_call("SUM", &args(&["1", "x[2]", "f(3, 4)"]))
+                .expand_call("SUM", &args(&["1", "x[2]", "f(3, 4)"]), &op2_spelling)
                 .unwrap(),
             "((1) + ((x[2]) + (f(3, 4))))"
         );
         assert_eq!(
-            helpers.expand_call("ALL", &args(&["a", "b"])).unwrap(),
+            helpers
+                .expand_call("ALL", &args(&["a", "b"]), &op2_spelling)
+                .unwrap(),
             "((a) + (b))"
         );
         let m = &helpers.macros["SUM"];
         assert!(m.accepts(1) && m.accepts(4) && !m.accepts(0));
         assert_eq!(
-            helpers.expand_call("SUM", &[]).unwrap_err(),
+            helpers.expand_call("SUM", &[], &op2_spelling).unwrap_err(),
             "macro `SUM` (at t.h:1:1) takes at least 1 argument but 0 arguments were supplied"
         );
         // The inner macro given the wrong number is named, with its place.
         assert_eq!(
-            helpers.expand_call("SUM", &args(&["1", "2"])).unwrap_err(),
+            helpers
+                .expand_call("SUM", &args(&["1", "2"]), &op2_spelling)
+                .unwrap_err(),
             "macro `PAIR` (at t.h:2:1) takes 2 arguments but 1 argument was supplied"
         );
     }
@@ -1129,13 +1239,20 @@ mod tests {
         // arguments".
         let helpers = helpers("#define ONE(x) ( x + 1)\n#define TWO(a, b) (a + b)\n");
         assert!(helpers.macros["ONE"].accepts(0));
-        assert_eq!(helpers.expand_call("ONE", &[]).unwrap(), "(  + 1)");
         assert_eq!(
-            helpers.expand_call("TWO", &args(&["1"])).unwrap_err(),
+            helpers.expand_call("ONE", &[], &op2_spelling).unwrap(),
+            "(  + 1)"
+        );
+        assert_eq!(
+            helpers
+                .expand_call("TWO", &args(&["1"]), &op2_spelling)
+                .unwrap_err(),
             "macro `TWO` (at t.h:2:1) takes 2 arguments but 1 argument was supplied"
         );
         assert_eq!(
-            helpers.expand_call("ONE", &args(&["1", "2"])).unwrap_err(),
+            helpers
+                .expand_call("ONE", &args(&["1", "2"]), &op2_spelling)
+                .unwrap_err(),
             "macro `ONE` (at t.h:1:1) takes 1 argument but 2 arguments were supplied"
         );
     }
@@ -1179,11 +1296,17 @@ mod tests {
             helpers(&text)
         };
         let shallow = chain(MAX_NESTING - 1);
-        assert_eq!(shallow.expand_call("F0", &args(&["y"])).unwrap(), "(y)");
+        assert_eq!(
+            shallow
+                .expand_call("F0", &args(&["y"]), &op2_spelling)
+                .unwrap(),
+            "(y)"
+        );
         assert_eq!(shallow.objects["O0"], "1");
         let deep = chain(MAX_NESTING + 1);
         assert_eq!(
-            deep.expand_call("F0", &args(&["y"])).unwrap_err(),
+            deep.expand_call("F0", &args(&["y"]), &op2_spelling)
+                .unwrap_err(),
             "its expansion nests macros more than 64 deep"
         );
         // An object-like macro whose expansion stops keeps its body.
@@ -1208,7 +1331,9 @@ mod tests {
         assert_eq!(helpers.objects["D399"], "(D398 + D398)");
         // And from then on every expansion is refused, with why.
         assert_eq!(
-            helpers.expand_call("F", &args(&["y"])).unwrap_err(),
+            helpers
+                .expand_call("F", &args(&["y"]), &op2_spelling)
+                .unwrap_err(),
             "the import's macro expansions together made more than 64 MiB of text"
         );
     }
@@ -1312,12 +1437,17 @@ mod tests {
         ));
         assert!(helpers.objects["O"] == body, "`O` expanded");
         assert_eq!(
-            helpers.expand_call("G", &[deep(100_000)]).err().as_deref(),
+            helpers
+                .expand_call("G", &[deep(100_000)], &op2_spelling)
+                .err()
+                .as_deref(),
             Some("its expansion nests macros more than 64 deep")
         );
         // Shallow enough, it is expanded.
         assert_eq!(
-            helpers.expand_call("G", &[deep(10)]).unwrap(),
+            helpers
+                .expand_call("G", &[deep(10)], &op2_spelling)
+                .unwrap(),
             format!("({}1{})", "(".repeat(10), ")".repeat(10))
         );
     }

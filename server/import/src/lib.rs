@@ -25,6 +25,7 @@ pub mod host;
 pub mod inline;
 pub mod kernel;
 pub mod report;
+pub mod scope;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -507,7 +508,7 @@ pub fn translate(
         objects: helpers
             .objects
             .iter()
-            .map(|(name, body)| (name.clone(), inline::unpaint(body)))
+            .map(|(name, body)| (name.clone(), inline::unpaint(&inline::op2_names(body))))
             .collect(),
         increments_read: BTreeMap::new(),
         buffers: BTreeMap::new(),

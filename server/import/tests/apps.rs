@@ -780,3 +780,36 @@ fn macros_the_preprocessor_decides_print_what_the_native_build_prints() {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
 }
+
+#[test]
+fn kernels_whose_names_hide_others_print_what_the_native_build_prints() {
+    if compiler("scopes").is_none() {
+        return;
+    }
+    let (imported, _work) = same_numbers("scopes", "scopes", "scopes.cpp");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        // The helper reads the const `c1`; the kernel's `c1` is renamed,
+        // and the macro, which reads the kernel's, reads the new name.
+        "double c1_1 = 2.0;\n    *s += ((double) (((double) (*x)) * c1)) + c1_1 + (2.0 * c1_1);",
+        "kernel hidden_by_parameter(const double *c1_1, double *s) {\n    *s += ((double) (((double) (*c1_1)) * c1)) + *c1_1;",
+        // `exit` would be `exit_`, the const the kernel reads; both of the
+        // kernel's `exit`s are renamed alike, as the blocks keep them apart.
+        "double exit_1 = *x + 1.0;\n    double t = exit_1 * exit_;",
+        "double exit_1 = 0.5;\n        t += exit_1;",
+        // Block by block: the const `g` after the block that hides it,
+        // C++'s `float` `sqrt` of the `float` `v`, and each `m` as declared.
+        "t += g * *x;",
+        "t += (float) sqrt(v) * 0.001;",
+        "double m[4];",
+        "m[(i) * 2 + (j)] = *x * (i + 1) + j;",
+        "double m[3] = {1.0, 2.0, *x};\n        t += m[2] * m[1];",
+        // The inner `acc` is not the INC parameter: nothing is staged.
+        "double acc = *x * 2.0;\n        acc = acc + 1.0;",
+        "const g: double = 0.25;",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    assert!(!program.contains("acc_inc"), "{program}");
+}

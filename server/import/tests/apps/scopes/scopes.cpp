@@ -1,0 +1,59 @@
+// A ring of nodes whose kernels declare names that hide others: the import
+// renames the kernels' variables where `.op2` would read another one, and
+// resolves names block by block, as C does.
+#include <cstdio>
+
+double c1, exit_, g;
+
+#include "op_seq.h"
+
+#include "scopes_kernels.h"
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  const int n = 5;
+  double xs[n];
+  double zero[n];
+  int ring[2 * n];
+  for (int i = 0; i < n; i++) {
+    xs[i] = 0.3 * i + 0.1;
+    zero[i] = 0.0;
+    ring[2 * i] = i;
+    ring[2 * i + 1] = (i + 1) % n;
+  }
+  c1 = 10.0;
+  exit_ = 5.0;
+  g = 0.25;
+  op_set nodes = op_decl_set(n, "nodes");
+  op_set edges = op_decl_set(n, "edges");
+  op_map pedge = op_decl_map(edges, nodes, 2, ring, "pedge");
+  op_dat p_x = op_decl_dat(nodes, 1, "double", xs, "p_x");
+  op_dat p_acc = op_decl_dat(nodes, 1, "double", zero, "p_acc");
+  op_decl_const(1, "double", &c1);
+  op_decl_const(1, "double", &exit_);
+  op_decl_const(1, "double", &g);
+  double s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, total = 0.0;
+  op_par_loop(hidden_by_local, "hidden_by_local", nodes,
+              op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_gbl(&s1, 1, "double", OP_INC));
+  op_par_loop(hidden_by_parameter, "hidden_by_parameter", nodes,
+              op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_gbl(&s2, 1, "double", OP_INC));
+  op_par_loop(reserved, "reserved", nodes,
+              op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_gbl(&s3, 1, "double", OP_INC));
+  op_par_loop(blocks, "blocks", nodes,
+              op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_gbl(&s4, 1, "double", OP_INC));
+  op_par_loop(shadowed_increment, "shadowed_increment", edges,
+              op_arg_dat(p_x, 0, pedge, 1, "double", OP_READ),
+              op_arg_dat(p_acc, 1, pedge, 1, "double", OP_INC),
+              op_arg_gbl(&s5, 1, "double", OP_INC));
+  op_par_loop(hidden_by_parameter, "hidden_by_parameter", nodes,
+              op_arg_dat(p_acc, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_gbl(&total, 1, "double", OP_INC));
+  printf("local %.17g parameter %.17g reserved %.17g\n", s1, s2, s3);
+  printf("blocks %.17g increment %.17g total %.17g\n", s4, s5, total);
+  op_exit();
+  return 0;
+}
