@@ -428,18 +428,18 @@ pub fn map_words(text: &str, replace: impl FnMut(&str) -> Option<String>) -> Str
 pub fn map_words_within(
     text: &str,
     limit: usize,
-    replace: impl FnMut(&str) -> Option<String>,
+    mut replace: impl FnMut(&str) -> Option<String>,
 ) -> Option<String> {
-    map_unmarked_words(text, limit, None, replace)
+    map_marked_words(text, limit, None, |word, _| replace(word))
 }
 
-/// [`map_words_within`], keeping as they are the words right after
-/// `mark` (a name or type word the translation has settled).
-pub fn map_unmarked_words(
+/// [`map_words_within`], telling `replace` whether the word comes right
+/// after `mark` (a word the translation has marked).
+pub fn map_marked_words(
     text: &str,
     limit: usize,
     mark: Option<char>,
-    mut replace: impl FnMut(&str) -> Option<String>,
+    mut replace: impl FnMut(&str, bool) -> Option<String>,
 ) -> Option<String> {
     let mut out = String::with_capacity(text.len().min(limit));
     let mut rest = text;
@@ -450,8 +450,12 @@ pub fn map_unmarked_words(
             .unwrap_or(word_on.len());
         let word = &word_on[..end];
         out.push_str(before);
-        let kept = in_number(before) || mark.is_some_and(|m| before.ends_with(m));
-        match if kept { None } else { replace(word) } {
+        let marked = mark.is_some_and(|m| before.ends_with(m));
+        match if in_number(before) {
+            None
+        } else {
+            replace(word, marked)
+        } {
             Some(with) => out.push_str(&with),
             None => out.push_str(word),
         }

@@ -124,13 +124,26 @@ pub type Rename<'r> = &'r dyn Fn(&str) -> Option<String>;
 /// as the preprocessor writes it): [`op2_name`], where no kernel's variables
 /// are in scope (the host code, a helper function's body).
 pub fn op2_names(text: &str) -> String {
-    rename_words(text, op2_spelling)
+    rename_words(text, false, op2_spelling)
 }
 
-/// `text` (a macro's body or expansion) with its words renamed by `rename`,
-/// except those marked [`PAINTED`] (type words, names kept unexpanded).
-pub fn rename_words(text: &str, rename: impl Fn(&str) -> Option<String>) -> String {
-    c::map_unmarked_words(text, usize::MAX, Some(PAINTED), rename).unwrap_or_default()
+/// `text` (a macro's body or expansion) with its names renamed by
+/// `rename`: all of them, or (`painted_only`) those marked [`PAINTED`]
+/// (kept unexpanded by a rescan, which renames only the others). The type
+/// words that bodies' sized types become are marked too, and never renamed.
+pub fn rename_words(
+    text: &str,
+    painted_only: bool,
+    rename: impl Fn(&str) -> Option<String>,
+) -> String {
+    c::map_marked_words(text, usize::MAX, Some(PAINTED), |word, painted| {
+        if painted && matches!(word, "uint" | "ll" | "ull") || painted_only && !painted {
+            None
+        } else {
+            rename(word)
+        }
+    })
+    .unwrap_or_default()
 }
 
 /// [`op2_name`] where it differs from `word`, as a [`Rename`].
@@ -501,7 +514,7 @@ impl Helpers {
                 out.push_str(word);
             } else if let Some(body) = self.object_bodies.get(word) {
                 disabled.push(word.to_owned());
-                let body = rename_words(body, self.not_macros(rename));
+                let body = rename_words(body, false, self.not_macros(rename));
                 let expanded = self.rescan(&body, disabled, depth + 1, rename);
                 disabled.pop();
                 out.push_str(&expanded?);
@@ -982,13 +995,17 @@ impl Macro {
             args
         };
         let rest = args.get(self.params.len()..).unwrap_or_default().join(", ");
-        c::map_unmarked_words(body, EXPANSION_LIMIT, Some(PAINTED), |word| {
-            match self.params.iter().position(|p| p == word) {
+        c::map_marked_words(
+            body,
+            EXPANSION_LIMIT,
+            Some(PAINTED),
+            |word, marked| match self.params.iter().position(|p| p == word) {
+                _ if marked => None,
                 Some(i) => args.get(i).cloned(),
                 None if self.variadic && word == VA_ARGS => Some(rest.clone()),
                 None => rename(word),
-            }
-        })
+            },
+        )
         .ok_or_else(too_long)
     }
 }

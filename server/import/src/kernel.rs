@@ -371,7 +371,7 @@ pub fn translate(
                         let expansion =
                             within_budget(&mut expanded_bytes, body.len()).and_then(|()| {
                                 flatten_expansion(
-                                    inline::rename_words(body, |w| name_at(w, at)),
+                                    inline::rename_words(body, false, |w| name_at(w, at)),
                                     &flat_at(at),
                                 )
                             });
@@ -726,8 +726,11 @@ pub fn translate(
             Inlined::Macro(node, callee) => {
                 let args = argument_texts(source, *node, &edits);
                 let at = node.start_byte();
+                // The rescan renames the words it puts in, but not those it
+                // keeps unexpanded (`#define scale (scale * 2.0)`).
                 match helpers
                     .expand_call(callee, &args, &|w| name_at(w, at))
+                    .map(|text| inline::rename_words(&text, true, |w| name_at(w, at)))
                     .and_then(|text| flatten_expansion(text, &flat_at(at)))
                     .and_then(|text| within_budget(&mut expanded_bytes, text.len()).map(|()| text))
                 {
@@ -1940,5 +1943,56 @@ mod tests {
             kernel.text
         );
         assert!(!kernel.text.contains("s_inc[0]"), "{}", kernel.text);
+    }
+
+    #[test]
+    fn renamed_variables_are_renamed_everywhere_they_travel() {
+        // A helper reads the global `exit` (`.op2`'s `exit_`): the
+        // kernel's local `exit`, `exit_` by default, is `exit_1`; a
+        // self-referential macro's kept name (`len`, a global) is `.op2`'s
+        // `len_`; a macro names the renamed local; a parameter renamed
+        // because a helper reads its name is staged as `c1_1_inc`; and a
+        // vector-map parameter renamed alike gives `c1_1_0`, ….
+        let text = "double exit, len, c1;\n#define len (len * 2.0)\n#define EXIT2 (exit + exit)\ninline double ex(double v) { return v * exit; }\ninline double sc(double v) { return v * c1; }\ninline void k(const double *x, double *c1) {\n  double exit = *x;\n  *c1 = ex(exit) + EXIT2 + len + sc(1.0);\n}\n";
+        let bindings = Bindings {
+            inc: BTreeMap::from([(1, (1, false))]),
+            ..Bindings::default()
+        };
+        let (kernel, report) = translate_one(text, &bindings);
+        assert!(report.faithful(), "{report}");
+        for expected in [
+            "kernel k(const double *x, double *c1_1) {",
+            "double c1_1_inc[1] = {0.0};",
+            "double exit_1 = *x;",
+            "c1_1_inc[0] = ((double)(((double)(exit_1)) * exit_)) + (exit_1 + exit_1) + (len_ * 2.0) + ((double)(((double)(1.0)) * c1));",
+            "c1_1[0] += c1_1_inc[0];",
+        ] {
+            assert!(
+                kernel.text.contains(expected),
+                "{expected}\n{}",
+                kernel.text
+            );
+        }
+        assert_eq!(
+            kernel.free_names,
+            ["c1", "exit", "len"]
+                .iter()
+                .map(|n| (*n).to_owned())
+                .collect()
+        );
+        let text = "double c1;\ninline double sc(double v) { return v * c1; }\ninline void k(double **c1, double *s) {\n  *s += sc(c1[1][0]);\n}\n";
+        let (kernel, report) = translate_one(text, &vector_bindings(2, 1, "READ"));
+        assert!(report.faithful(), "{report}");
+        for expected in [
+            "kernel k(double *c1_1_0, double *c1_1_1, double *s) {",
+            "double c1_1[2] = {c1_1_0[0], c1_1_1[0]};",
+            "*s += ((double)(((double)(c1_1[(1) * 1 + (0)])) * c1));",
+        ] {
+            assert!(
+                kernel.text.contains(expected),
+                "{expected}\n{}",
+                kernel.text
+            );
+        }
     }
 }
