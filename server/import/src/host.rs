@@ -22,7 +22,7 @@ use crate::report::{Kind, Report};
 pub const MAX_INLINED_CALLS: usize = 10_000;
 
 /// What the translation knows from the declarations and the capture.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Context<'a> {
     /// Names declared with `op_decl_const`.
     pub consts: BTreeSet<String>,
@@ -58,6 +58,13 @@ pub struct Context<'a> {
     /// How many calls have been inlined in all, shared by every level: the
     /// depth limit alone would let ten calls of ten calls … make 10^8 bodies.
     pub inlined: Rc<Cell<usize>>,
+    /// Every name of the application's sources and of the macros they use
+    /// ([`crate::inline::Helpers::words`]): a name made up must be none.
+    pub words: Rc<BTreeSet<String>>,
+    /// Locals of these statements renamed (by [`translate`]) because a
+    /// function inlined here would otherwise read them for a name of its
+    /// own scope, or hide them.
+    pub local_renames: BTreeMap<String, String>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -134,6 +141,13 @@ pub struct Host {
     /// Bytes of the `d[m[e]] MODE` arguments that vector-map arguments
     /// have become so far (see [`VECTOR_TEXT_LIMIT`]).
     vector_text: usize,
+    /// Locals of the statements that a function inlined into them would
+    /// read for a name of its own scope (a global), or would hide with a
+    /// local of its own: [`translate`] renames them.
+    hidden: BTreeSet<String>,
+    /// Those locals, with their new names: the names the functions inlined
+    /// read are the globals of the same names, not these locals.
+    pub renamed: BTreeMap<String, String>,
 }
 
 /// Where the host code uses a variable.
@@ -229,8 +243,42 @@ const FILE_OUTPUT: &[&str] = &[
 const FETCHES: &[&str] = &["op_fetch_data", "op_fetch_data_idx", "free", "op_free"];
 
 /// Translates `statements` (the host code from the first par_loop to the
-/// end of `main`).
+/// end of `main`, or the body of a function inlined into it).
+///
+/// Where a function inlined into them reads a name of its own scope (a
+/// global `c1`) that they also declare as a local (`double c1 = 2.0;` in
+/// `main`), or declares a local that would hide their variable it must
+/// reach, that local of theirs is renamed (`c1_1`, a name no source uses)
+/// and they are translated again, so that the inlined body reads what it
+/// reads in C. (Names are not scoped more finely than the function: the
+/// local is renamed wherever the function names it.)
 pub fn translate(
+    source: &Source,
+    statements: &[Node<'_>],
+    context: &Context<'_>,
+    report: &mut Report,
+) -> Host {
+    let entries = report.entries.len();
+    let inlined = context.inlined.get();
+    let host = translate_once(source, statements, context, report);
+    if host.hidden.is_empty() {
+        return host;
+    }
+    let taken = host.referenced.iter().map(|n| op2_name(n)).collect();
+    let mut fresh = crate::scope::Fresh::new(&context.words, taken);
+    let mut again = context.clone();
+    for name in &host.hidden {
+        again.local_renames.insert(name.clone(), fresh.rename(name));
+    }
+    report.entries.truncate(entries);
+    context.inlined.set(inlined);
+    let mut host = translate_once(source, statements, &again, report);
+    host.renamed = again.local_renames;
+    host
+}
+
+/// [`translate`] with the locals' renames of `context`.
+fn translate_once(
     source: &Source,
     statements: &[Node<'_>],
     context: &Context<'_>,
@@ -519,7 +567,10 @@ pub fn translate(
                         );
                         return false;
                     }
-                    let renamed = op2_name(name);
+                    let renamed = match context.local_renames.get(name) {
+                        Some(local) if host.locals.contains(name) => local.clone(),
+                        _ => op2_name(name),
+                    };
                     if renamed != name {
                         edits.replace(node, renamed);
                     }
@@ -984,12 +1035,7 @@ fn inline<'t>(
                     format!("pointer parameter `{pname}` is not given a variable"),
                 );
             };
-            let buffer = context
-                .renames
-                .get(buffer)
-                .cloned()
-                .unwrap_or_else(|| buffer.to_owned());
-            renames.insert(pname, buffer);
+            renames.insert(pname, caller_name(context, host, buffer));
             continue;
         }
         let Some(ty) = param
@@ -1008,14 +1054,7 @@ fn inline<'t>(
     let Some(body) = function.child_by_field_name("body") else {
         return fail(report, "it has no body".to_owned());
     };
-    let result = target.map(|t| {
-        let text = source.text(t);
-        context
-            .renames
-            .get(text)
-            .cloned()
-            .unwrap_or_else(|| op2_name(text))
-    });
+    let result = target.map(|t| op2_name(&caller_name(context, host, source.text(t))));
     let inner = Context {
         consts: context.consts.clone(),
         handles: context.handles.clone(),
@@ -1031,35 +1070,54 @@ fn inline<'t>(
         result,
         depth: context.depth + 1,
         inlined: Rc::clone(&context.inlined),
+        words: Rc::clone(&context.words),
+        local_renames: BTreeMap::new(),
     };
     let translated = translate(fsource, &[body], &inner, report);
     // A local of the function would hide the caller's variable that its
-    // result or a pointer parameter names.
-    if let Some(hidden) = inner
+    // result or a pointer parameter names: the caller's local is renamed
+    // (by `translate`), any other is reported.
+    let renamable = |n: &str| host.locals.contains(n) && !context.hoisted.contains_key(n);
+    for hidden in inner
         .result
         .iter()
         .chain(inner.renames.values())
-        .find(|n| translated.locals.contains(*n))
+        .filter(|n| translated.locals.contains(*n))
     {
-        return fail(
-            report,
-            format!(
-                "it declares a local `{hidden}`, which would hide the caller's `{hidden}` it must reach"
-            ),
-        );
+        if !renamable(hidden) {
+            return fail(
+                report,
+                format!(
+                    "it declares a local `{hidden}`, which would hide the caller's `{hidden}` it must reach"
+                ),
+            );
+        }
+        host.hidden.insert(hidden.clone());
     }
     // A name of the function's own scope (a global) that the caller also
-    // declares would read the caller's variable once inlined.
-    if let Some(captured) = translated.referenced.iter().find(|n| {
-        !inner.renames.values().any(|r| r == *n)
-            && host.locals.iter().any(|l| op2_name(l) == op2_name(n))
-    }) {
-        return fail(
-            report,
-            format!(
-                "it reads `{captured}` from outside it, and the caller declares a `{captured}` of its own, which the inlined body would read instead"
-            ),
-        );
+    // declares would read the caller's variable once inlined: the same.
+    for captured in translated
+        .referenced
+        .iter()
+        .filter(|n| !inner.renames.values().any(|r| r == *n))
+    {
+        let spelled = op2_name(captured);
+        let Some(local) = host
+            .locals
+            .iter()
+            .find(|l| op2_name(&caller_name(context, host, l)) == spelled)
+        else {
+            continue;
+        };
+        if !renamable(local) {
+            return fail(
+                report,
+                format!(
+                    "it reads `{captured}` from outside it, and the caller declares a `{captured}` of its own, which the inlined body would read instead"
+                ),
+            );
+        }
+        host.hidden.insert(local.clone());
     }
     host.referenced.extend(translated.referenced);
     // The arguments are evaluated before the body runs: their uses come
@@ -1112,6 +1170,20 @@ fn inline<'t>(
         None,
     );
     true
+}
+
+/// What the caller's variable `name` (in the statements of `host`,
+/// translated with `context`) is called: a parameter of the function being
+/// inlined stands for its argument, a renamed local for its new name, any
+/// other as C names it (`.op2` spells it with [`op2_name`]).
+fn caller_name(context: &Context<'_>, host: &Host, name: &str) -> String {
+    match context.renames.get(name) {
+        Some(renamed) => renamed.clone(),
+        None => match context.local_renames.get(name) {
+            Some(local) if host.locals.contains(name) => local.clone(),
+            _ => name.to_owned(),
+        },
+    }
 }
 
 /// Checks that every `return` inside `node` ends the function: it is the

@@ -516,6 +516,7 @@ pub fn translate(
             .iter()
             .flat_map(|source| host_functions(source))
             .collect(),
+        words: std::rc::Rc::new(helpers.words.clone()),
         ..Context::default()
     };
 
@@ -568,7 +569,9 @@ pub fn translate(
         .iter()
         .chain(&kernel_reads)
         .chain(consts.keys())
-        .filter(|n| !scan.locals.contains(*n) && !handles.contains(*n))
+        .filter(|n| {
+            (!scan.locals.contains(*n) || scan.renamed.contains_key(*n)) && !handles.contains(*n)
+        })
         .cloned()
         .collect();
     let in_scope = |d: &Declared| d.end <= stop_node.start_byte();
@@ -1873,31 +1876,28 @@ mod tests {
         // `show` reads the global `c1`; inlined into `main`, which declares
         // a `c1` of its own, its text read `main`'s: the import exited 0 and
         // `op2 run` printed `s*c1 = 12` where the native build prints 60.
-        let app = |local: &str| {
-            format!(
-                "#include \"op_seq.h\"\nvoid k1(double *g) {{ g[0] += 1.0; }}\ndouble c1 = 10.0;\nvoid show(double s) {{\n  op_printf(\"s*c1 = %g\\n\", s * c1);\n}}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  double {local} = 2.0;\n  show(s);\n}}\n"
-            )
-        };
-        let capture = "set 0 1\nhandle cells set 0\nstop\n";
-        let translation = translated(&app("c1"), capture).expect("a translation");
-        assert!(!translation.report.faithful());
-        let (entry, location) = reported(&translation, "`c1`");
-        assert_eq!(
-            entry.message,
-            "call to `show`, which op2 import cannot inline: it reads `c1` from outside it, and the caller declares a `c1` of its own, which the inlined body would read instead"
-        );
-        assert_eq!(location.as_deref(), Some("app/app.cpp:13:3"));
-        // Another name: inlined.
-        let translation = translated(&app("c2"), capture).expect("a translation");
-        reported(&translation, "call to `show`, inlined");
-        assert!(
-            !translation
-                .report
-                .to_string()
-                .contains("which op2 import cannot inline"),
-            "{}",
-            translation.report
-        );
+        // Then the call was reported; now `main`'s `c1` is renamed, and the
+        // inlined body reads the global, captured as the const `c1`. A
+        // function whose local would hide the caller's variable it returns
+        // into (`t` of `twice`) makes the caller's `t` renamed alike.
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\ndouble c1 = 10.0;\nvoid show(double s) {\n  op_printf(\"s*c1 = %g\\n\", s * c1);\n}\ndouble twice(double v) {\n  double t = 2.0 * v;\n  return t;\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  double c1 = 2.0;\n  double t = c1;\n  t = twice(s);\n  show(t + c1);\n}\n";
+        let capture =
+            "set 0 1\nhandle cells set 0\nvalue c1 double 1\n10.0\nvalue s double 1\n0.0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        assert!(translation.report.faithful(), "{}", translation.report);
+        for expected in [
+            "const c1: double = 10.0;",
+            "double c1_1 = 2.0;\n    double t_1 = c1_1;",
+            "double t = 2.0 * v_twice1;\n            t_1 = t;",
+            "double s_show1 = t_1 + c1_1;",
+            "print(\"s*c1 = %g\\n\", s_show1 * c1);",
+        ] {
+            assert!(
+                translation.program.contains(expected),
+                "{expected}\n{}",
+                translation.program
+            );
+        }
     }
 
     #[test]

@@ -808,6 +808,9 @@ fn kernels_whose_names_hide_others_print_what_the_native_build_prints() {
         // The inner `acc` is not the INC parameter: nothing is staged.
         "double acc = *x * 2.0;\n        acc = acc + 1.0;",
         "const g: double = 0.25;",
+        // `main`'s `c1` and `t`, renamed for the functions inlined there.
+        "double c1_1 = 2.0;\n    double t_1 = c1_1;",
+        "print(\"scaled %.17g\\n\", v_report1 * c1);",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }

@@ -9,6 +9,16 @@ double c1, exit_, g;
 
 #include "scopes_kernels.h"
 
+// Host functions inlined into `main`: one reads the global `c1`, which
+// `main` declares too; the other's local `t` would hide `main`'s `t` that
+// its result goes to. `main`'s are renamed.
+void report(double v) { printf("scaled %.17g\n", v * c1); }
+
+double twice(double v) {
+  double t = 2.0 * v;
+  return t;
+}
+
 int main(int argc, char **argv) {
   op_init(argc, argv, 2);
   const int n = 5;
@@ -52,6 +62,10 @@ int main(int argc, char **argv) {
   op_par_loop(hidden_by_parameter, "hidden_by_parameter", nodes,
               op_arg_dat(p_acc, -1, OP_ID, 1, "double", OP_READ),
               op_arg_gbl(&total, 1, "double", OP_INC));
+  double c1 = 2.0;
+  double t = c1;
+  t = twice(s1 + t);
+  report(t + c1);
   printf("local %.17g parameter %.17g reserved %.17g\n", s1, s2, s3);
   printf("blocks %.17g increment %.17g total %.17g\n", s4, s5, total);
   op_exit();
