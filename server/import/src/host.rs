@@ -260,7 +260,18 @@ pub fn translate(
 ) -> Host {
     let entries = report.entries.len();
     let inlined = context.inlined.get();
-    let host = translate_once(source, statements, context, report);
+    let mut host = translate_once(source, statements, context, report);
+    // A local spelled in `.op2` as a name they read from outside (the
+    // local `exit`, `exit_` in `.op2`, and a global `exit_`) is renamed
+    // too.
+    let read: BTreeSet<String> = host.referenced.iter().map(|n| op2_name(n)).collect();
+    let spelled_alike: Vec<String> = host
+        .locals
+        .iter()
+        .filter(|l| !context.hoisted.contains_key(*l) && read.contains(&op2_name(l)))
+        .cloned()
+        .collect();
+    host.hidden.extend(spelled_alike);
     if host.hidden.is_empty() {
         return host;
     }

@@ -1901,6 +1901,26 @@ mod tests {
     }
 
     #[test]
+    fn a_local_of_main_spelled_in_op2_as_a_name_main_reads_is_renamed() {
+        // `exit` is `exit_` in `.op2`, which is the global `main` reads.
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\ndouble exit_ = 5.0;\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  double exit = 2.0;\n  op_printf(\"%g\\n\", exit * exit_);\n}\n";
+        let capture =
+            "set 0 1\nhandle cells set 0\nvalue exit_ double 1\n5.0\nvalue s double 1\n0.0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        assert!(translation.report.faithful(), "{}", translation.report);
+        for expected in [
+            "const exit_: double = 5.0;",
+            "double exit_1 = 2.0;\n    print(\"%g\\n\", exit_1 * exit_);",
+        ] {
+            assert!(
+                translation.program.contains(expected),
+                "{expected}\n{}",
+                translation.program
+            );
+        }
+    }
+
+    #[test]
     fn a_dat_of_dimension_0_is_written_without_rows() {
         // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
         // panicked in `chunks`.
