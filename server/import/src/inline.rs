@@ -341,16 +341,10 @@ impl Helpers {
                 .unwrap_or_else(|_| body.clone());
             helpers.objects.insert(name.clone(), expanded);
         }
-        // A function's names mean what they mean where it is defined.
-        let spelled: BTreeMap<String, String> = helpers
-            .objects
-            .iter()
-            .map(|(name, body)| (name.clone(), op2_names(body)))
-            .collect();
         for (source, function) in functions {
             if let Some(name) = function_name(source, *function) {
                 helpers.functions.entry(name.to_owned()).or_insert_with(|| {
-                    template(source, *function, &spelled, helpers.float_overloads)
+                    template(source, *function, &helpers.objects, helpers.float_overloads)
                 });
             }
         }
@@ -849,8 +843,11 @@ fn template(
                 let ident = source.text(node);
                 if let Some(i) = names.iter().position(|n| n == ident) {
                     edits.replace(node, format!("{PARAM}{i}{PARAM}"));
-                } else if let Some(read) = expand_object(objects, source, node, &mut edits) {
-                    free_names.extend(read);
+                } else if let Some(body) = objects.get(ident) {
+                    // Its names mean what they mean where the function is
+                    // defined: `.op2`'s spelling of them.
+                    edits.replace(node, op2_names(body));
+                    free_names.extend(free_words(body, &[]));
                 } else {
                     free_names.insert(ident.to_owned());
                     let renamed = op2_name(ident);

@@ -821,10 +821,11 @@ fn read_from_outside(
     helpers: &Helpers,
 ) -> BTreeSet<String> {
     let mut read = BTreeSet::new();
-    let free_at = |read: &mut BTreeSet<String>, names: BTreeSet<String>, at: usize| {
+    let mut macro_names: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let free_at = |read: &mut BTreeSet<String>, names: &BTreeSet<String>, at: usize| {
         for name in names {
-            if scopes.resolve_at(&name, at).is_none() {
-                read.insert(op2_name(&name));
+            if scopes.resolve_at(name, at).is_none() {
+                read.insert(op2_name(name));
             }
         }
     };
@@ -836,16 +837,16 @@ fn read_from_outside(
                     Some(body) => inline::free_words(body, &[]),
                     None => BTreeSet::from([ident.to_owned()]),
                 };
-                free_at(&mut read, names, node.start_byte());
+                free_at(&mut read, &names, node.start_byte());
             }
             "call_expression" => match c::called_name(source, node) {
                 Some(callee) if c::is_builtin(callee) => {}
                 Some(callee) if helpers.macros.contains_key(callee) => {
-                    free_at(
-                        &mut read,
-                        helpers.macro_free_names(callee),
-                        node.start_byte(),
-                    );
+                    // Expanded once per macro, whatever its calls.
+                    let names = macro_names
+                        .entry(callee)
+                        .or_insert_with(|| helpers.macro_free_names(callee));
+                    free_at(&mut read, names, node.start_byte());
                 }
                 Some(callee) => {
                     if let Some(Ok(helper)) = helpers.functions.get(callee) {
@@ -1994,5 +1995,16 @@ mod tests {
                 kernel.text
             );
         }
+    }
+
+    #[test]
+    fn a_helpers_object_macro_reads_the_c_name_it_names() {
+        // The names a helper's object-like macro reads are C's (`len`, the
+        // variable the capture reads), written as `.op2` spells them.
+        let text = "double len;\n#define SCALE (len * 2.0)\ninline double sc(double v) { return v * SCALE; }\ninline void k(double *s) { *s += sc(1.0); }\n";
+        let (kernel, report) = translate_one(text, &Bindings::default());
+        assert!(report.faithful(), "{report}");
+        assert!(kernel.text.contains("* (len_ * 2.0)"), "{}", kernel.text);
+        assert_eq!(kernel.free_names, BTreeSet::from(["len".to_owned()]));
     }
 }
