@@ -416,6 +416,9 @@ pub fn translate(
     let mut decl_sites: BTreeMap<String, Location> = BTreeMap::new();
     // Host buffer → the dat variable declared with it.
     let mut dat_buffers: BTreeMap<String, String> = BTreeMap::new();
+    // Host array → the map variable declared with it (for the report of a
+    // host loop that still reads it).
+    let mut map_buffers: BTreeMap<String, String> = BTreeMap::new();
     for statement in &statements[..stop] {
         walk(*statement, |node, ancestors| {
             let Some(name) = c::called_name(&main_source, node) else {
@@ -447,6 +450,11 @@ pub fn translate(
                         && let Some(buffer) = args.get(3).filter(|b| b.kind() == "identifier")
                     {
                         dat_buffers.insert(main_source.text(*buffer).to_owned(), var.clone());
+                    }
+                    if name == "op_decl_map"
+                        && let Some(buffer) = args.get(3).filter(|b| b.kind() == "identifier")
+                    {
+                        map_buffers.insert(main_source.text(*buffer).to_owned(), var.clone());
                     }
                     decl_sites.insert(var, main_source.location(node));
                 }
@@ -589,17 +597,30 @@ pub fn translate(
                 let _ = write!(insertion, "op2_import_value(\"{name}\", {name}); ");
             }
             Some(d) if d.pointer => match scan.uses.get(name) {
-                // At the first use, which is what needs rewriting.
-                Some(uses) => report.add(
-                    Kind::NotTranslated,
-                    Some(uses.first.clone()),
-                    format!(
-                        "`{name}` is a pointer (declared at {}), which `.op2` has no place for; the host code after the first par_loop uses it {}, first here",
-                        d.location,
-                        report::count(uses.places.len(), "time", "times")
-                    ),
-                    Some("reach the data it points at through a par_loop"),
-                ),
+                // At the first use, which is what needs rewriting; a map's
+                // data (a host loop over the mesh not yet made a par_loop,
+                // as in OP2's tutorial) says which map.
+                Some(uses) => {
+                    let map = map_buffers.get(name);
+                    let help = map.map(|map| {
+                        format!(
+                            "write the loop that reads it as a par_loop whose `op_arg_dat`s take `{map}`: the kernel is handed the elements the map names"
+                        )
+                    });
+                    report.add(
+                        Kind::NotTranslated,
+                        Some(uses.first.clone()),
+                        format!(
+                            "`{name}` is a pointer (declared at {}{}), which `.op2` has no place for; the host code after the first par_loop uses it {}, first here",
+                            d.location,
+                            map.map_or(String::new(), |map| format!(
+                                ", the data of map `{map}`"
+                            )),
+                            report::count(uses.places.len(), "time", "times")
+                        ),
+                        Some(help.as_deref().unwrap_or("reach the data it points at through a par_loop")),
+                    );
+                }
                 None => report.add(
                     Kind::NotTranslated,
                     Some(d.location.clone()),
@@ -1918,6 +1939,27 @@ mod tests {
                 translation.program
             );
         }
+    }
+
+    #[test]
+    fn a_host_loop_reading_a_maps_data_is_reported_with_the_map() {
+        // OP2's tutorial (airfoil step3, step4) keeps host loops over the
+        // mesh that read the arrays the set-up declared maps with.
+        let app = "#include \"op_seq.h\"\n#include <stdlib.h>\nvoid k1(double *g) { g[0] += 1.0; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  int *edge = (int *)malloc(4 * sizeof(int));\n  op_set nodes = op_decl_set(3, \"nodes\");\n  op_set edges = op_decl_set(2, \"edges\");\n  op_map pedge = op_decl_map(edges, nodes, 2, edge, \"pedge\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", edges, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  for (int e = 0; e < 2; e++)\n    s += edge[2 * e];\n}\n";
+        let capture = "set 0 3\nset 1 2\nmap 0 1 0 2\n0 1 1 2\nhandle nodes set 0\nhandle edges set 1\nhandle pedge map 0\nvalue s double 1\n0.0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        let (entry, location) = reported(&translation, "`edge` is a pointer");
+        assert_eq!(
+            entry.message,
+            "`edge` is a pointer (declared at app/app.cpp:6:8, the data of map `pedge`), which `.op2` has no place for; the host code after the first par_loop uses it 1 time, first here"
+        );
+        assert_eq!(
+            entry.suggestion.as_deref(),
+            Some(
+                "write the loop that reads it as a par_loop whose `op_arg_dat`s take `pedge`: the kernel is handed the elements the map names"
+            )
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:13:10"));
     }
 
     #[test]
