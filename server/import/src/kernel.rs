@@ -117,6 +117,11 @@ pub struct Bindings {
 /// the par_loops pass as `N` indirect arguments, and the body works on a
 /// local `x[N * DIM]`, `x[i][j]` becoming `x[(i) * DIM + (j)]` (see
 /// [`stage`]).
+///
+/// Names are resolved block by block, as C resolves them ([`Scopes`]). A
+/// variable whose name `.op2` reserves, or that would hide a name the
+/// kernel reads from outside it (a global a helper function reads), gets a
+/// fresh name ([`Fresh`]) wherever it is used, macros' expansions included.
 pub fn translate(
     source: &Source,
     function: Node<'_>,

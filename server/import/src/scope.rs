@@ -298,6 +298,23 @@ mod tests {
     }
 
     #[test]
+    fn deeply_nested_blocks_resolve_without_recursion() {
+        // Each of 20,000 nested blocks declares `x` again; the use after
+        // them all is the parameter.
+        let depth = 20_000;
+        let text = format!(
+            "void k(double *x) {{\n{}{}\n  *x += 1.0;\n}}\n",
+            "{ double x = 1.0; ".repeat(depth),
+            "x += 1.0; }".repeat(depth)
+        );
+        let found = resolved(&text);
+        assert_eq!(found.len(), 2 * depth + 1);
+        assert_eq!(found.last(), Some(&("x".to_owned(), Some(0))));
+        // The innermost `x += 1.0` is the innermost `x`.
+        assert_eq!(found[depth], ("x".to_owned(), Some(depth)));
+    }
+
+    #[test]
     fn fresh_names_avoid_every_word_and_each_other() {
         let words: BTreeSet<String> = ["c1", "c1_1", "exit", "len", "len_"]
             .iter()

@@ -811,6 +811,7 @@ fn kernels_whose_names_hide_others_print_what_the_native_build_prints() {
         // `main`'s `c1` and `t`, renamed for the functions inlined there.
         "double c1_1 = 2.0;\n    double t_1 = c1_1;",
         "print(\"scaled %.17g\\n\", v_report1 * c1);",
+        "double exit_1 = 2.0;\n    print(\"exit %.17g\\n\", exit_1 * exit_);",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }

@@ -66,6 +66,9 @@ int main(int argc, char **argv) {
   double t = c1;
   t = twice(s1 + t);
   report(t + c1);
+  // `exit` is `exit_` in `.op2`, the global `main` reads: renamed.
+  double exit = 2.0;
+  printf("exit %.17g\n", exit * exit_);
   printf("local %.17g parameter %.17g reserved %.17g\n", s1, s2, s3);
   printf("blocks %.17g increment %.17g total %.17g\n", s4, s5, total);
   op_exit();
