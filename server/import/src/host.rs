@@ -65,6 +65,9 @@ pub struct Context<'a> {
     /// function inlined here would otherwise read them for a name of its
     /// own scope, or hide them.
     pub local_renames: BTreeMap<String, String>,
+    /// Globals that `main` declares again before its first par_loop, whose
+    /// values the capture cannot read (it reads `main`'s).
+    pub shadowed: BTreeSet<String>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -1083,8 +1086,23 @@ fn inline<'t>(
         inlined: Rc::clone(&context.inlined),
         words: Rc::clone(&context.words),
         local_renames: BTreeMap::new(),
+        shadowed: context.shadowed.clone(),
     };
     let translated = translate(fsource, &[body], &inner, report);
+    // A global it reads that `main` declares again before the first
+    // par_loop: the capture has `main`'s value for the name.
+    if let Some(global) = translated
+        .referenced
+        .iter()
+        .find(|n| context.shadowed.contains(*n) && !inner.renames.values().any(|r| r == *n))
+    {
+        return fail(
+            report,
+            format!(
+                "it reads the global `{global}`, and `main` declares a `{global}` of its own before its first par_loop, whose value the capture, made in `main`, would take instead"
+            ),
+        );
+    }
     // A local of the function would hide the caller's variable that its
     // result or a pointer parameter names: the caller's local is renamed
     // (by `translate`), any other is reported.

@@ -396,6 +396,10 @@ pub fn translate(
             declarations(source, node, 0, &mut declared);
         }
     }
+    let file_scope: BTreeMap<String, Location> = declared
+        .iter()
+        .map(|(name, d)| (name.clone(), d.location.clone()))
+        .collect();
     if let Some(parameters) = main_fn
         .child_by_field_name("declarator")
         .and_then(|d| d.child_by_field_name("parameters"))
@@ -412,6 +416,17 @@ pub fn translate(
             &mut declared,
         );
     }
+    // Globals that `main` declares again before its first par_loop: there
+    // the name is `main`'s variable, and the capture, made there, reads
+    // that one, not the global a kernel or a function reads.
+    let shadowed: BTreeMap<String, (Location, Location)> = declared
+        .iter()
+        .filter(|(_, d)| d.end > 0)
+        .filter_map(|(name, d)| {
+            let global = file_scope.get(name)?;
+            Some((name.clone(), (global.clone(), d.location.clone())))
+        })
+        .collect();
     let mut consts = BTreeMap::new();
     let mut decl_sites: BTreeMap<String, Location> = BTreeMap::new();
     // Host buffer → the dat variable declared with it.
@@ -525,6 +540,7 @@ pub fn translate(
             .flat_map(|source| host_functions(source))
             .collect(),
         words: std::rc::Rc::new(helpers.words.clone()),
+        shadowed: shadowed.keys().cloned().collect(),
         ..Context::default()
     };
 
@@ -556,6 +572,20 @@ pub fn translate(
                 };
                 let translated =
                     kernel::translate(sources[*index], *node, &helpers, &bindings, &mut report);
+                for (global, (at, local)) in translated
+                    .free_names
+                    .iter()
+                    .filter_map(|n| Some((n, shadowed.get(n)?)))
+                {
+                    report.add(
+                        Kind::NotTranslated,
+                        Some(translated.location.clone()),
+                        format!(
+                            "kernel `{name}` reads the global `{global}` (declared at {at}), and `main` declares a `{global}` of its own (at {local}) before its first par_loop, whose value the capture, made in `main`, would take instead"
+                        ),
+                        Some("rename `main`'s variable"),
+                    );
+                }
                 kernel_reads.extend(translated.free_names.iter().cloned());
                 context
                     .increments_read
@@ -1960,6 +1990,34 @@ mod tests {
             )
         );
         assert_eq!(location.as_deref(), Some("app/app.cpp:13:10"));
+    }
+
+    #[test]
+    fn a_global_that_main_declares_again_before_its_first_par_loop_is_reported() {
+        // `k1` and `show` read the global `c1`; `main` declares a `c1` of
+        // its own in the set-up, which is the one the capture, inserted
+        // there, reads: the kernel and the inlined function got 2.0.
+        let app = "#include \"op_seq.h\"\ndouble c1 = 10.0;\nvoid k1(double *g) { g[0] += c1; }\nvoid show(double s) {\n  op_printf(\"%g\\n\", s * c1);\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double c1 = 2.0;\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = c1;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  show(s);\n}\n";
+        let capture =
+            "set 0 1\nhandle cells set 0\nvalue c1 double 1\n2.0\nvalue s double 1\n2.0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        assert!(!translation.report.faithful());
+        let (entry, location) = reported(&translation, "kernel `k1` reads the global");
+        assert_eq!(
+            entry.message,
+            "kernel `k1` reads the global `c1` (declared at app/app.cpp:2:8), and `main` declares a `c1` of its own (at app/app.cpp:9:10) before its first par_loop, whose value the capture, made in `main`, would take instead"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:3:1"));
+        let (entry, location) = reported(&translation, "call to `show`");
+        assert_eq!(
+            entry.message,
+            "call to `show`, which op2 import cannot inline: it reads the global `c1`, and `main` declares a `c1` of its own before its first par_loop, whose value the capture, made in `main`, would take instead"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:13:3"));
+        // Without `main`'s own `c1`, neither.
+        let app = app.replace("  double c1 = 2.0;\n", "");
+        let translation = translated(&app, capture).expect("a translation");
+        assert!(translation.report.faithful(), "{}", translation.report);
     }
 
     #[test]
