@@ -1061,7 +1061,16 @@ fn inline<'t>(
                 format!("parameter `{pname}` is not of a scalar type"),
             );
         };
-        let local = format!("{pname}_{name}{}", context.depth + 1);
+        // `s_show1`, with `_` appended while a source uses the name.
+        let local = crate::scope::Fresh::new(&context.words, BTreeSet::new())
+            .claim(|attempt| {
+                vec![format!(
+                    "{pname}_{name}{}{}",
+                    context.depth + 1,
+                    "_".repeat(attempt)
+                )]
+            })
+            .remove(0);
         renames.insert(pname, local.clone());
         locals.push((local, ty, *arg));
     }

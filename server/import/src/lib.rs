@@ -2021,6 +2021,23 @@ mod tests {
     }
 
     #[test]
+    fn the_local_a_host_functions_parameter_becomes_takes_no_name_in_use() {
+        // `s_show1` is `show`'s parameter `s` at depth 1; `main` has a
+        // variable of that name, which the block's local would hide.
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\nvoid show(double s) {\n  op_printf(\"%g\\n\", s);\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = 0.0;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  double s_show1 = 3.0;\n  show(s + s_show1);\n}\n";
+        let capture = "set 0 1\nhandle cells set 0\nvalue s double 1\n0.0\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        assert!(translation.report.faithful(), "{}", translation.report);
+        assert!(
+            translation
+                .program
+                .contains("double s_show1_ = s + s_show1;"),
+            "{}",
+            translation.program
+        );
+    }
+
+    #[test]
     fn a_dat_of_dimension_0_is_written_without_rows() {
         // Found by `op2-fuzz --import` (seed 2, case 393): rows of 0 values
         // panicked in `chunks`.
