@@ -31,8 +31,10 @@ use crate::native::KernelCalls;
 use crate::native::compile::{HandlerArg, RowBack, RowSource, RowStart};
 use crate::native::flat::{from_slot, to_slot};
 use crate::printer::{Printer, Printing};
+use order::{Bits, Wheel};
 use store::{Column, Payloads, add_slots, combine_slots, copy_slots};
 
+mod order;
 mod store;
 use crate::reference::{Engine, RuntimeError, add_into, combine, describe, prepare};
 use crate::state::State;
@@ -171,6 +173,9 @@ pub struct Statistics {
     pub edges: usize,
     /// Handlers run (sends and receives).
     pub steps: u64,
+    /// Epochs of the seeded order (docs/compilation.md, "The delivery
+    /// order").
+    pub epochs: u64,
     /// Wall-clock time (so far, in the progress callback).
     pub elapsed: Duration,
     /// Kernel evaluations.
@@ -214,10 +219,11 @@ impl fmt::Display for Statistics {
         )?;
         write!(
             f,
-            "  {} devices, {} edges, {} steps, {} kernel evaluations, {:.2?}, {:.0} deliveries/s",
+            "  {} devices, {} edges, {} steps in {} epochs, {} kernel evaluations, {:.2?}, {:.0} deliveries/s",
             self.devices,
             self.edges,
             self.steps,
+            self.epochs,
             self.evaluations,
             self.elapsed,
             self.messages_per_second()
@@ -299,34 +305,6 @@ impl fmt::Display for SimulationError {
 }
 
 impl std::error::Error for SimulationError {}
-
-/// A small, fast, seedable generator (SplitMix64): the delivery order must
-/// be reproducible from the seed alone.
-#[derive(Clone, Debug)]
-struct Random(u64);
-
-impl Random {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number below `n` from the next 64 random bits, by a multiply and
-    /// a shift (Lemire's reduction: the high word of `next * n`) rather
-    /// than a 64-bit remainder (2 ns a pick against 5-6 ns on the
-    /// development machine, docs/benchmarks.md). The bias is
-    /// at most n / 2^64, as the remainder's; the choices differ from the
-    /// remainder's, so the order is not the one recorded before
-    /// 2026-11-27 (`tests/fixtures/simulate_order.txt` says when).
-    #[allow(clippy::cast_possible_truncation)]
-    #[inline]
-    fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next()) * n as u128) >> 64) as usize
-    }
-}
 
 /// The part of a set device type an invocation uses, with pin indices.
 struct PlanInfo {
@@ -1042,9 +1020,14 @@ struct Simulator<'a> {
     calls: Option<KernelCalls>,
     /// Reused staging slots of a compiled kernel call.
     staged: Vec<u64>,
-    in_flight: Vec<InFlight>,
-    ready: Vec<u32>,
-    ready_position: Vec<u32>,
+    /// The messages in flight, each waiting for the epoch it is due in.
+    wheel: Wheel<InFlight>,
+    /// The current epoch.
+    epoch: u64,
+    /// The ready devices, each waiting for the epoch it sends in
+    /// (`listed` per device).
+    ready: Wheel<u32>,
+    listed: Vec<bool>,
     /// Ready output pins per device, as of its last handler: `words` words
     /// per device (pin `64w + b` is bit `b` of word `w`), wide enough for
     /// the device type with the most output pins.
@@ -1061,7 +1044,8 @@ struct Simulator<'a> {
     info_starts: Vec<u64>,
     /// The index arguments' values of a compiled kernel call, reused.
     index_slots: Vec<u64>,
-    random: Random,
+    /// The seeded random bits of the order.
+    bits: Bits,
     statistics: Statistics,
     out: &'a mut dyn FnMut(&str),
     /// Loop iterations of `main` left, of `max_iterations`.
@@ -1074,8 +1058,6 @@ struct Simulator<'a> {
     floating_sent: u64,
     perturb: Option<u64>,
 }
-
-const NOT_READY: u32 = u32::MAX;
 
 /// The bit of the controller's ready mask that stands for its pending
 /// begin's pin (`Controller::begin_pending`, one of 1 + the number of
@@ -1750,9 +1732,10 @@ impl<'a> Simulator<'a> {
             kernels,
             calls,
             staged: Vec::new(),
-            in_flight: Vec::new(),
-            ready: Vec::new(),
-            ready_position: vec![NOT_READY; device_count],
+            wheel: Wheel::new(),
+            epoch: 0,
+            ready: Wheel::new(),
+            listed: vec![false; device_count],
             ready_masks: vec![0; device_count * words],
             words,
             mask_scratch: vec![0; words],
@@ -1760,7 +1743,7 @@ impl<'a> Simulator<'a> {
             scratch: Vec::new(),
             info_starts: Vec::new(),
             index_slots: Vec::new(),
-            random: Random(options.seed),
+            bits: Bits::new(options.seed),
             statistics,
             out,
             budget: options.max_iterations,
@@ -1927,73 +1910,49 @@ impl<'a> Simulator<'a> {
         self.set_ready(device);
     }
 
-    /// Records whether `device`, whose ready pins are in `ready_masks`, is
-    /// among the ready.
+    /// Whether `device` has a ready pin in `ready_masks`.
     #[inline(always)]
-    fn set_ready(&mut self, device: usize) {
+    fn is_ready(&self, device: usize) -> bool {
         let words = self.words;
-        let ready = if words == 1 {
+        if words == 1 {
             self.ready_masks[device] != 0
         } else {
             self.ready_masks[device * words..(device + 1) * words]
                 .iter()
                 .any(|&w| w != 0)
-        };
-        let position = self.ready_position[device];
-        match (ready, position == NOT_READY) {
-            (true, true) => {
-                // Fewer devices than `u32::MAX`: their indices are u32.
-                self.ready_position[device] = u32::try_from(self.ready.len()).unwrap_or(NOT_READY);
-                self.ready.push(u32::try_from(device).unwrap_or(u32::MAX));
-            }
-            (false, false) => {
-                let position = position as usize;
-                let last = self.ready.len() - 1;
-                self.ready.swap(position, last);
-                self.ready_position[self.ready[position] as usize] =
-                    u32::try_from(position).unwrap_or(NOT_READY);
-                self.ready.pop();
-                self.ready_position[device] = NOT_READY;
-            }
-            _ => {}
         }
     }
 
+    /// Lists `device`, whose ready pins are in `ready_masks`, if it is
+    /// ready and not listed yet: it sends in this epoch's send phase or
+    /// waits d more, d geometric (P(d ≥ j) = 2^-j), as if it deferred
+    /// with probability ½ in each. A device leaves the list only in a
+    /// send phase (`Simulator::send_phase`).
+    #[inline(always)]
+    fn set_ready(&mut self, device: usize) {
+        if !self.listed[device] && self.is_ready(device) {
+            self.listed[device] = true;
+            self.ready.expect(1);
+            // Fewer devices than `u32::MAX`: their indices are u32.
+            let device = u32::try_from(device).unwrap_or(u32::MAX);
+            self.ready.put(self.epoch, self.bits.geometric(), device);
+        }
+    }
+
+    /// Runs epochs until `main` ends: in each, the messages due are
+    /// received, in the order they were sent, then the ready devices due
+    /// send, each on one of its ready pins chosen uniformly
+    /// (docs/compilation.md, "The delivery order").
     fn run(&mut self) -> Result<(), SimulationError> {
         while !self.controller.finished {
-            let choices = self.ready.len() + self.in_flight.len();
-            if choices == 0 {
+            if self.ready.waiting() == 0 && self.wheel.waiting() == 0 {
                 return Err(SimulationError::Deadlock(self.stuck_report()));
             }
-            let choice = self.random.below(choices);
-            self.statistics.steps += 1;
-            if self.statistics.steps.is_multiple_of(PROGRESS_STEPS) {
-                self.statistics.elapsed = self.started.elapsed();
-                (self.progress)(&self.statistics);
-            }
-            if choice < self.ready.len() {
-                let device = self.ready[choice] as usize;
-                let words = self.words;
-                // A random ready pin: the k-th set bit.
-                let mut pin = if words == 1 {
-                    let mask = self.ready_masks[device];
-                    let k = self.random.below(mask.count_ones() as usize) as u32;
-                    kth_bit_of_word(mask, k)
-                } else {
-                    let mask = &self.ready_masks[device * words..(device + 1) * words];
-                    let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
-                    let k = self.random.below(count as usize) as u32;
-                    kth_set_bit(mask, k)
-                };
-                if device == 0 && pin == CONTROLLER_BEGIN {
-                    pin = self.controller.begin_pending;
-                }
-                self.send(device, pin)?;
-            } else {
-                let message = self.in_flight.swap_remove(choice - self.ready.len());
-                self.receive(message)?;
-            }
+            self.receive_phase()?;
+            self.send_phase()?;
+            self.epoch += 1;
         }
+        self.statistics.epochs = self.epoch + 1;
         // The program ended: nothing may be left half done.
         let pending: Vec<String> = (1..self.first_aggregator)
             .filter(|&d| self.in_progress(d))
@@ -2005,14 +1964,95 @@ impl<'a> Simulator<'a> {
             .iter()
             .filter(|a| a.begin_pending || a.end_count != 0)
             .count();
-        if !pending.is_empty() || !self.in_flight.is_empty() || aggregators_pending > 0 {
+        if !pending.is_empty() || self.wheel.waiting() != 0 || aggregators_pending > 0 {
             return Err(SimulationError::Deadlock(format!(
                 "`main` ended with {} message(s) in flight, {aggregators_pending} aggregator(s) and these devices still inside an invocation:\n{}",
-                self.in_flight.len(),
+                self.wheel.waiting(),
                 pending.join("\n")
             )));
         }
         Ok(())
+    }
+
+    /// Counts a handler run (a send or a receive), calling the progress
+    /// callback every [`PROGRESS_STEPS`].
+    #[inline(always)]
+    fn count_step(&mut self) {
+        self.statistics.steps += 1;
+        if self.statistics.steps.is_multiple_of(PROGRESS_STEPS) {
+            self.statistics.elapsed = self.started.elapsed();
+            (self.progress)(&self.statistics);
+        }
+    }
+
+    /// Receives the messages due in this epoch, in the order they were
+    /// sent; a device that becomes ready is listed for the send phase.
+    fn receive_phase(&mut self) -> Result<(), SimulationError> {
+        let mut due = self.wheel.take(self.epoch);
+        let mut result = Ok(());
+        for &message in &due {
+            self.count_step();
+            result = self.receive(message);
+            if result.is_err() {
+                break;
+            }
+        }
+        due.clear();
+        self.wheel.give_back(self.epoch, due);
+        result
+    }
+
+    /// The ready devices due in this epoch send, each on one of its ready
+    /// pins chosen uniformly; one still ready waits again, from the next
+    /// epoch on, as [`Simulator::set_ready`] says. Sends only change their
+    /// sender's pins, and their messages are due in a later epoch, so the
+    /// order within the phase is not observable.
+    fn send_phase(&mut self) -> Result<(), SimulationError> {
+        let mut due = self.ready.take(self.epoch);
+        let mut result = Ok(());
+        for &device in &due {
+            let device = device as usize;
+            if !self.is_ready(device) {
+                self.listed[device] = false;
+                continue;
+            }
+            let words = self.words;
+            // A random ready pin: the k-th set bit.
+            let mut pin = if words == 1 {
+                let mask = self.ready_masks[device];
+                let count = mask.count_ones();
+                if count == 1 {
+                    (mask.trailing_zeros() % 64) as usize
+                } else {
+                    let k = self.bits.random().below(count as usize) as u32;
+                    kth_bit_of_word(mask, k)
+                }
+            } else {
+                let mask = &self.ready_masks[device * words..(device + 1) * words];
+                let count: u32 = mask.iter().map(|w| w.count_ones()).sum();
+                let k = self.bits.random().below(count as usize) as u32;
+                kth_set_bit(mask, k)
+            };
+            if device == 0 && pin == CONTROLLER_BEGIN {
+                pin = self.controller.begin_pending;
+            }
+            self.count_step();
+            result = self.send(device, pin);
+            if self.is_ready(device) {
+                self.ready.expect(1);
+                let delay = 1 + self.bits.geometric();
+                self.ready
+                    .put(self.epoch, delay, u32::try_from(device).unwrap_or(u32::MAX));
+            } else {
+                self.listed[device] = false;
+            }
+            if result.is_err() || self.controller.finished {
+                break;
+            }
+        }
+        due.clear();
+        self.ready.give_back(self.epoch, due);
+        result
     }
 
     /// The cost model's summary of the run.
@@ -2276,19 +2316,19 @@ impl<'a> Simulator<'a> {
         self.statistics.total.delivered += delivered;
         self.statistics.invocations[plan].1.delivered += delivered;
         let plan = u32::try_from(plan).unwrap_or(u32::MAX);
-        self.in_flight
-            .extend(
-                self.edges[start..end]
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &(destination, input))| InFlight {
-                        arrival: sent_at + i as u64 + 1,
-                        device: destination,
-                        pin: input,
-                        plan,
-                        payload: id,
-                    }),
-            );
+        // Each delivery due after its own random delay.
+        self.wheel.expect(end - start);
+        for (i, &(destination, input)) in self.edges[start..end].iter().enumerate() {
+            let message = InFlight {
+                arrival: sent_at + i as u64 + 1,
+                device: destination,
+                pin: input,
+                plan,
+                payload: id,
+            };
+            self.wheel
+                .put(self.epoch, 1 + self.bits.geometric(), message);
+        }
         Ok(())
     }
 

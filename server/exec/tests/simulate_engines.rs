@@ -281,3 +281,73 @@ fn an_invocation_with_more_sends_than_the_simulator_keeps_is_refused() {
         Err(other) => panic!("not the error of too many sends: {other}"),
     }
 }
+
+/// The seeded order's guarantee (docs/compilation.md, "The delivery
+/// order"): every order of a device's receives has a positive probability.
+/// Four cells increment one node by values whose floating sum depends on
+/// the order the node adds them in (7 different sums over the 24 orders,
+/// worked out here); the first seeds reach every one of them, under both
+/// engines alike.
+#[test]
+fn the_first_seeds_reach_every_order_of_a_devices_receives() {
+    let values = [1e16, -9_007_199_254_740_992.0, 0.7, 1.0 / 3.0];
+    let text = "set cells;\nset nodes;\nmap c2n: cells -> nodes[1];\ndat y: double on nodes;\n\
+                dat q: double on cells;\nkernel add(const double *q, double *y) {\n    *y += q[0];\n}\n\
+                main {\n    par_loop add over cells (q READ, y[c2n[0]] INC);\n}\n";
+    let json = format!(
+        "{{\"sets\": {{\"cells\": 4, \"nodes\": 1}}, \"maps\": {{\"c2n\": [[0], [0], [0], [0]]}}, \
+         \"dats\": {{\"q\": [{:?}, {:?}, {:?}, {:?}]}}}}",
+        values[0], values[1], values[2], values[3]
+    );
+    // The node adds each cell's value to 0 in the order they arrive.
+    let mut possible = std::collections::BTreeSet::new();
+    let mut order = [0, 1, 2, 3];
+    permutations(&mut order, 0, &mut |o| {
+        let sum = o.iter().fold(0.0f64, |sum, &i| sum + values[i]);
+        possible.insert(sum.to_bits());
+    });
+    assert_eq!(possible.len(), 7, "the values tell 7 orders apart");
+    for fan_limit in [0, 2] {
+        let case = load("orders", text, json.as_bytes()).with_fan_limit(fan_limit);
+        let mut reached = std::collections::BTreeSet::new();
+        for seed in 0..SEEDS_FOR_EVERY_ORDER {
+            let (state, _, _) = case
+                .simulate(op2_exec::simulate::Options {
+                    seed,
+                    ..Default::default()
+                })
+                .expect("simulates");
+            let y = state.dats[0][0];
+            let op2_analysis::value::Value::Double(y) = y else {
+                panic!("y is {y:?}");
+            };
+            assert!(possible.contains(&y.to_bits()), "{y} is no order's sum");
+            reached.insert(y.to_bits());
+            case.assert_engines_simulate_alike(seed, 10);
+        }
+        assert_eq!(
+            reached.len(),
+            possible.len(),
+            "fan limit {fan_limit}: {} of the {} sums in {SEEDS_FOR_EVERY_ORDER} seeds",
+            reached.len(),
+            possible.len()
+        );
+    }
+}
+
+/// Seeds tried for every order.
+const SEEDS_FOR_EVERY_ORDER: u64 = 200;
+
+/// Calls `each` with every permutation of `items[from..]` after
+/// `items[..from]`.
+fn permutations(items: &mut [usize; 4], from: usize, each: &mut dyn FnMut(&[usize; 4])) {
+    if from == items.len() {
+        each(items);
+        return;
+    }
+    for i in from..items.len() {
+        items.swap(from, i);
+        permutations(items, from + 1, each);
+        items.swap(from, i);
+    }
+}

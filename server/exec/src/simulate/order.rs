@@ -1,0 +1,248 @@
+//! The simulator's seeded order (docs/compilation.md, "The delivery
+//! order"): time goes in epochs; a message sent in epoch k is due in
+//! epoch k + 1 + d, d geometric and unbounded (P(d ≥ j) = 2^-j), and
+//! waits for it in a timing wheel; a device that becomes ready in epoch k
+//! sends in epoch k + d, as if it deferred with probability ½ in each
+//! epoch, and waits again after each send while it stays ready. All
+//! randomness comes from one SplitMix64 stream, so the seed alone fixes
+//! the order.
+
+/// A small, fast, seedable generator (SplitMix64): the delivery order must
+/// be reproducible from the seed alone.
+#[derive(Clone, Debug)]
+pub(super) struct Random(u64);
+
+impl Random {
+    pub fn new(seed: u64) -> Random {
+        Random(seed)
+    }
+
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number below `n` from the next 64 random bits, by a multiply and
+    /// a shift (Lemire's reduction: the high word of `next * n`); the bias
+    /// is at most n / 2^64.
+    #[allow(clippy::cast_possible_truncation)]
+    #[inline]
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next()) * n as u128) >> 64) as usize
+    }
+}
+
+/// Random bits handed out a few at a time: a geometric delay takes its
+/// value plus one, on average two, so one 64-bit draw serves many
+/// messages.
+#[derive(Clone, Debug)]
+pub(super) struct Bits {
+    random: Random,
+    /// The bits not yet used, from bit 0 up; the bits above `left` are 0.
+    word: u64,
+    left: u32,
+}
+
+impl Bits {
+    pub fn new(seed: u64) -> Bits {
+        Bits {
+            random: Random::new(seed),
+            word: 0,
+            left: 0,
+        }
+    }
+
+    /// The generator itself, for a uniform choice.
+    #[inline]
+    pub fn random(&mut self) -> &mut Random {
+        &mut self.random
+    }
+
+    /// A delay d with P(d ≥ j) = 2^-j for every j, unbounded: the number
+    /// of zero bits before the next one bit of the stream.
+    #[inline]
+    pub fn geometric(&mut self) -> u64 {
+        let mut delay = 0u64;
+        loop {
+            if self.word == 0 {
+                // The bits left are all zeros: count them and draw anew.
+                delay += u64::from(self.left);
+                self.word = self.random.next();
+                self.left = 64;
+                continue;
+            }
+            let zeros = self.word.trailing_zeros();
+            // The bits above `left` are zeros, so the one bit is among
+            // those left: `zeros < left`.
+            self.word = (self.word >> zeros) >> 1;
+            self.left -= zeros + 1;
+            return delay + u64::from(zeros);
+        }
+    }
+}
+
+/// Epochs a message can wait in the wheel; a longer delay goes to
+/// `Wheel::later`.
+pub(super) const SPOKES: usize = 64;
+
+/// Messages waiting for their epoch: a bucket per epoch of the next
+/// [`SPOKES`] (epoch k in bucket k mod `SPOKES`), and those due later.
+pub(super) struct Wheel<T> {
+    buckets: Vec<Vec<T>>,
+    /// Messages due `SPOKES` or more epochs after they were sent, with
+    /// their epoch.
+    later: Vec<(u64, T)>,
+    /// The messages in the wheel.
+    waiting: usize,
+}
+
+impl<T> Wheel<T> {
+    pub fn new() -> Wheel<T> {
+        Wheel {
+            buckets: (0..SPOKES).map(|_| Vec::new()).collect(),
+            later: Vec::new(),
+            waiting: 0,
+        }
+    }
+
+    /// The messages waiting.
+    #[inline]
+    pub fn waiting(&self) -> usize {
+        self.waiting
+    }
+
+    /// Counts `n` messages about to be put in with [`Wheel::put`].
+    #[inline]
+    pub fn expect(&mut self, n: usize) {
+        self.waiting += n;
+    }
+
+    /// Puts `message` in the wheel, due `delay` epochs after epoch `now`
+    /// (counted already by [`Wheel::expect`]); a delay of 0 only before
+    /// epoch `now`'s messages are taken.
+    #[inline]
+    pub fn put(&mut self, now: u64, delay: u64, message: T) {
+        let due = now.wrapping_add(delay);
+        if delay < SPOKES as u64 {
+            #[allow(clippy::cast_possible_truncation)]
+            let bucket = &mut self.buckets[(due % SPOKES as u64) as usize];
+            bucket.push(message);
+        } else {
+            self.later.push((due, message));
+        }
+    }
+
+    /// Takes the messages due in epoch `now` (in the order they were
+    /// put), leaving an empty bucket; give it back with
+    /// [`Wheel::give_back`] to keep its memory.
+    #[inline]
+    pub fn take(&mut self, now: u64) -> Vec<T> {
+        #[allow(clippy::cast_possible_truncation)]
+        let slot = (now % SPOKES as u64) as usize;
+        if !self.later.is_empty() {
+            let bucket = &mut self.buckets[slot];
+            let mut i = 0;
+            while i < self.later.len() {
+                if self.later[i].0 == now {
+                    bucket.push(self.later.remove(i).1);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        let bucket = std::mem::take(&mut self.buckets[slot]);
+        self.waiting -= bucket.len();
+        bucket
+    }
+
+    /// Returns an emptied bucket taken from epoch `now`.
+    #[inline]
+    pub fn give_back(&mut self, now: u64, mut bucket: Vec<T>) {
+        bucket.clear();
+        #[allow(clippy::cast_possible_truncation)]
+        let slot = (now % SPOKES as u64) as usize;
+        if self.buckets[slot].is_empty() {
+            self.buckets[slot] = bucket;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The geometric delays have the distribution they claim: counted
+    /// over a million draws, within a few standard deviations.
+    #[test]
+    fn delays_are_geometric() {
+        let mut bits = Bits::new(12345);
+        let draws = 1_000_000u32;
+        let mut at_least = [0u32; 8];
+        for _ in 0..draws {
+            let d = bits.geometric();
+            for (j, count) in at_least.iter_mut().enumerate() {
+                if d >= j as u64 {
+                    *count += 1;
+                }
+            }
+        }
+        for (j, &count) in at_least.iter().enumerate() {
+            let expected = f64::from(draws) / f64::from(1u32 << j);
+            let sd = (expected * (1.0 - expected / f64::from(draws))).sqrt();
+            assert!(
+                (f64::from(count) - expected).abs() < 5.0 * sd + 1.0,
+                "P(d >= {j}): {count} of {draws}"
+            );
+        }
+    }
+
+    /// A run of zero bits longer than one draw goes on into the next draw:
+    /// the delay is unbounded.
+    #[test]
+    fn a_delay_can_span_draws() {
+        let mut bits = Bits::new(0);
+        bits.word = 0;
+        bits.left = 10;
+        let mut next = bits.random.clone();
+        let first = next.next();
+        let expected = 10 + u64::from(first.trailing_zeros());
+        assert_eq!(bits.geometric(), expected);
+    }
+
+    /// Messages come out of the wheel in the epoch they are due, in the
+    /// order they went in, those due after the wheel's span included.
+    #[test]
+    fn the_wheel_hands_out_each_message_in_its_epoch() {
+        let mut wheel = Wheel::new();
+        let delays = [1u64, 6, 1, 63, 64, 201, 6];
+        wheel.expect(delays.len());
+        for (i, &d) in delays.iter().enumerate() {
+            wheel.put(10, d, i);
+        }
+        let mut seen = Vec::new();
+        for now in 11..300 {
+            let bucket = wheel.take(now);
+            for &i in &bucket {
+                seen.push((now, i));
+            }
+            wheel.give_back(now, bucket);
+        }
+        assert_eq!(
+            seen,
+            vec![
+                (11, 0),
+                (11, 2),
+                (16, 1),
+                (16, 6),
+                (73, 3),
+                (74, 4),
+                (211, 5)
+            ]
+        );
+        assert_eq!(wheel.waiting(), 0);
+    }
+}
