@@ -89,6 +89,9 @@ impl Bits {
 /// `Wheel::later`.
 pub(super) const SPOKES: usize = 64;
 
+/// The room for messages a bucket keeps for its next epoch.
+const KEPT: usize = 1 << 14;
+
 /// Messages waiting for their epoch: a bucket per epoch of the next
 /// [`SPOKES`] (epoch k in bucket k mod `SPOKES`), and those due later.
 pub(super) struct Wheel<T> {
@@ -159,10 +162,17 @@ impl<T> Wheel<T> {
         bucket
     }
 
-    /// Returns an emptied bucket taken from epoch `now`.
+    /// Returns an emptied bucket taken from epoch `now`, keeping at most
+    /// [`KEPT`] messages' room: on a large graph a wave of sends fills
+    /// every bucket in turn, and 64 buckets each keeping the room of its
+    /// fullest epoch would hold many times the messages ever in flight
+    /// (docs/benchmarks.md).
     #[inline]
     pub fn give_back(&mut self, now: u64, mut bucket: Vec<T>) {
         bucket.clear();
+        if bucket.capacity() > KEPT {
+            bucket.shrink_to(KEPT);
+        }
         #[allow(clippy::cast_possible_truncation)]
         let slot = (now % SPOKES as u64) as usize;
         if self.buckets[slot].is_empty() {
