@@ -18,7 +18,6 @@ const LATER_STAGES: &[Code] = &[
     Code::W705,
     Code::W801,
     Code::E802,
-    Code::E608,
 ];
 
 fn codes_of(program: &str) -> Vec<(Code, String)> {

@@ -57,11 +57,6 @@ fn build(
     let mut analyser = Analyser::new();
     let options = Options { require_main: true };
     let (analysis, mut report) = check_file_with(&mut analyser, file, &options, loader)?;
-    if !analysis.has_errors() {
-        report
-            .diagnostics
-            .extend(op2_codegen::limits::not_on_poets(&analysis.program));
-    }
     lints.apply(&mut report.diagnostics);
     render(std::slice::from_ref(&report), MessageFormat::Human, color)?;
     if report
@@ -115,12 +110,6 @@ fn build(
                 "error: nothing written: `{}` has errors",
                 file.display()
             )?;
-            return Ok(Outcome::Errors);
-        }
-        Err(failure @ BuildFailure::KernelPrint(_)) => {
-            // Reported above with the program's diagnostics; kept for the
-            // editor's build, which has no report.
-            writeln!(io::stderr().lock(), "error: nothing written: {failure}")?;
             return Ok(Outcome::Errors);
         }
         Err(BuildFailure::Write(error)) => return Err(error.into()),

@@ -92,21 +92,14 @@ struct Loaded {
     data: InstanceData,
 }
 
-/// Checks the program (refusing one with errors) and reads its instance;
-/// `for_poets` (simulate) also refuses a kernel that prints (E608).
-fn load(common: &Common, for_poets: bool) -> Result<Option<Loaded>> {
+/// Checks the program (refusing one with errors) and reads its instance.
+fn load(common: &Common) -> Result<Option<Loaded>> {
     if let Some(path) = &common.final_state {
         crate::output::file_in_existing_directory(path)?;
     }
     let mut analyser = Analyser::new();
     let (analysis, report) =
         check_file(&mut analyser, &common.file, &Options { require_main: true })?;
-    let mut report = report;
-    if for_poets && !analysis.has_errors() {
-        report
-            .diagnostics
-            .extend(op2_codegen::limits::not_on_poets(&analysis.program));
-    }
     let has_errors = report
         .diagnostics
         .iter()
@@ -224,7 +217,7 @@ fn spinner() -> Option<indicatif::ProgressBar> {
 }
 
 pub fn run(common: &Common, options: &RunOptions) -> Result<Outcome> {
-    let Some(loaded) = load(common, false)? else {
+    let Some(loaded) = load(common)? else {
         return Ok(Outcome::Errors);
     };
     let stdout = io::stdout();
@@ -263,7 +256,7 @@ pub fn run(common: &Common, options: &RunOptions) -> Result<Outcome> {
 }
 
 pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
-    let Some(loaded) = load(common, true)? else {
+    let Some(loaded) = load(common)? else {
         return Ok(Outcome::Errors);
     };
     let graph = op2_codegen::graph_type_with_fan_limit(

@@ -11,7 +11,7 @@ use op2_analysis::fetch::Lowered;
 use op2_analysis::format::MAX_LINE;
 use op2_analysis::hir::{Body, Stmt, StmtKind, Var};
 use op2_analysis::model::{
-    ArgKind, DatId, GlobalId, Invocation, InvocationId, KernelId, Program, SetId,
+    ArgKind, DatId, GlobalId, Invocation, InvocationId, Kernel, KernelId, Program, SetId,
 };
 use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
@@ -42,6 +42,57 @@ template <typename T> inline bool op2_bool_post(T &x, int delta) {
 inline int32_t op2_isnan(double x) { return x != x; }
 inline int32_t op2_isinf(double x) { return x == x && (x - x) != (x - x); }
 ";
+
+/// Shared code of a graph one of whose kernels prints (compilation.md,
+/// "Printing from a kernel"): the kernel formats into a line buffer on the
+/// stack of the handler that runs it, and logs each line it completes
+/// through the handler's `op2_log`; the handler logs the line the kernel
+/// left unfinished. `op2 run` and `op2 simulate` stop before a statement
+/// whose line would not fit (`op2_exec::printf::continue_line`), so
+/// `snprintf` never truncates in a program that ran there.
+// The buffer's sizes below are MAX_LINE's.
+const _: () = assert!(MAX_LINE == 4096);
+const PRINT_HELPERS: &str = "#include <cstdio>
+
+// One line a kernel evaluation prints: at most 4096 bytes and a NUL.
+struct op2_print_t {
+    char line[4097];
+    uint32_t length;
+};
+
+// After snprintf appended `written` bytes: logs each line they completed
+// (without its newline) and moves the unfinished rest to the front.
+template <typename L> inline void op2_print_written(op2_print_t &p, int written, L &log) {
+    uint32_t end = p.length + (written > 0 ? (uint32_t)written : 0);
+    if (end > 4096) end = 4096;
+    uint32_t start = 0;
+    for (uint32_t i = p.length; i < end; i++) {
+        if (p.line[i] == '\\n') {
+            p.line[i] = 0;
+            log((const char *)p.line + start);
+            start = i + 1;
+        }
+    }
+    for (uint32_t i = start; i < end; i++) p.line[i - start] = p.line[i];
+    p.length = end - start;
+    p.line[p.length] = 0;
+}
+
+// At the end of a kernel evaluation: logs the line it left unfinished.
+template <typename L> inline void op2_print_flush(op2_print_t &p, L &log) {
+    if (p.length > 0) {
+        p.line[p.length] = 0;
+        log((const char *)p.line);
+        p.length = 0;
+    }
+}
+";
+
+/// Whether `kernel` has a `print` or `printf`: its function then takes the
+/// line buffer and the log of the handler that runs it ([`PRINT_HELPERS`]).
+pub(crate) fn kernel_prints(kernel: &Kernel) -> bool {
+    op2_analysis::hir::first_print(&kernel.body).is_some()
+}
 
 /// Builds the graph type of an analysed program that has no errors.
 ///
@@ -175,6 +226,13 @@ pub(crate) fn shared_code(
         .collect();
     let mut out = String::with_capacity(SHARED_HELPERS.len() + 1536 * kernels.len());
     out.push_str(SHARED_HELPERS);
+    if kernels
+        .iter()
+        .any(|(id, _)| kernel_prints(&program.kernels[id.index()]))
+    {
+        out.push('\n');
+        out.push_str(PRINT_HELPERS);
+    }
     cache.print(program, &kernels, &mut out);
     out
 }
@@ -913,6 +971,15 @@ fn buffer(buffers: &[Option<String>], arg: usize) -> &str {
     buffers[arg].as_deref().unwrap_or_default()
 }
 
+/// Before the call of a kernel that prints: its line buffer on the
+/// handler's stack, and its log, which logs a line at level 1 as `main`'s
+/// prints do (a lambda, because `handler_log` is the handler's own in GS and
+/// a macro on the Orchestrator).
+const KERNEL_LOG: &str = "op2_print_t op2_print;
+op2_print.length = 0;
+auto op2_log = [&](const char *op2_text) { handler_log(1, \"%s\", op2_text); };
+";
+
 /// The body of the execute handler on the iteration set's devices: zero the
 /// INC accumulators, copy the consts and lengths passed as arguments, call
 /// the kernel function, and add the INC temporaries into their targets.
@@ -1004,6 +1071,10 @@ fn execute_kernel(
         );
     }
     let kernel = &program.kernels[plan.kernel.index()];
+    let prints = kernel_prints(kernel);
+    if prints {
+        handler.push_str(KERNEL_LOG);
+    }
     handler.push_str(&names::cpp_identifier(&kernel.name));
     handler.push('(');
     let mut first = true;
@@ -1043,7 +1114,14 @@ fn execute_kernel(
             names::const_property(&program.consts[id.index()].name)
         );
     }
-    handler.push_str(");\n");
+    if prints {
+        if !first {
+            handler.push_str(", ");
+        }
+        handler.push_str("op2_print, op2_log);\nop2_print_flush(op2_print, op2_log);\n");
+    } else {
+        handler.push_str(");\n");
+    }
     for info in &plan.infos {
         let r = global_member(program, info.of).name;
         let element = names::info_element(&program.globals[info.global.index()].name);

@@ -361,11 +361,25 @@ impl Printer<'_> {
             StmtKind::Break => self.line("break;"),
             StmtKind::Continue => self.line("continue;"),
             StmtKind::Return => self.line("return;"),
+            StmtKind::Print {
+                ends_line,
+                pieces,
+                args,
+                ..
+            } => {
+                // Into the evaluation's line buffer, whose completed lines
+                // go to the handler's log (build.rs, PRINT_HELPERS).
+                let (format, args) = self.typed_print(pieces, args);
+                self.buffered_print(
+                    ("op2_print.line", "op2_print.length"),
+                    *ends_line,
+                    format,
+                    &args,
+                    "op2_print_written(op2_print, op2_written, op2_log);",
+                );
+            }
             // Not in kernels (the analysis rejects them there).
-            StmtKind::ParLoop(_)
-            | StmtKind::Print { .. }
-            | StmtKind::Exit(_)
-            | StmtKind::Fetch { .. } => {}
+            StmtKind::ParLoop(_) | StmtKind::Exit(_) | StmtKind::Fetch { .. } => {}
         }
     }
 
@@ -468,6 +482,40 @@ impl Printer<'_> {
         (text, printed)
     }
 
+    /// A print into a line buffer of [`MAX_LINE`] bytes and a NUL, `line`
+    /// with `length` bytes used: `snprintf` appends the text (with the
+    /// newline `print` ends its line with), then `written` handles the
+    /// `op2_written` bytes it wrote.
+    fn buffered_print(
+        &mut self,
+        (line, length): (&str, &str),
+        ends_line: bool,
+        mut format: String,
+        args: &[String],
+        written: &str,
+    ) {
+        if ends_line && !format.ends_with('\n') {
+            format.push('\n');
+        }
+        let mut call = format!(
+            "int op2_written = snprintf({line} + {length}, {} - {length}, {}",
+            MAX_LINE + 1,
+            string_literal(&format),
+        );
+        for arg in args {
+            let _ = write!(call, ", {arg}");
+        }
+        call.push_str(");");
+        self.line("{");
+        self.indent += 1;
+        self.line(&call);
+        for line in written.lines() {
+            self.line(line);
+        }
+        self.indent -= 1;
+        self.line("}");
+    }
+
     /// Prints a statement of a controller block: locals live in the
     /// device's state. With `line_buffer` (the program has a `printf`),
     /// every `print` and `printf` formats into the controller's line buffer
@@ -514,7 +562,7 @@ impl Printer<'_> {
                 args,
                 ..
             } => {
-                let (mut format, args) = self.typed_print(pieces, args);
+                let (format, args) = self.typed_print(pieces, args);
                 if !line_buffer {
                     let mut call = format!("handler_log(1, {}", string_literal(&format));
                     for arg in args {
@@ -524,28 +572,9 @@ impl Printer<'_> {
                     self.line(&call);
                     return;
                 }
-                if *ends_line && !format.ends_with('\n') {
-                    format.push('\n');
-                }
-                let mut call = format!(
-                    "int op2_written = snprintf((char *)deviceState->{line} + deviceState->{length}, {size} - deviceState->{length}, {}",
-                    string_literal(&format),
-                    line = names::LINE,
-                    length = names::LINE_LENGTH,
-                    size = MAX_LINE + 1,
-                );
-                for arg in args {
-                    let _ = write!(call, ", {arg}");
-                }
-                call.push_str(");");
-                self.line("{");
-                self.indent += 1;
-                self.line(&call);
-                for line in line_written().lines() {
-                    self.line(line);
-                }
-                self.indent -= 1;
-                self.line("}");
+                let line = format!("(char *)deviceState->{}", names::LINE);
+                let length = format!("deviceState->{}", names::LINE_LENGTH);
+                self.buffered_print((&line, &length), *ends_line, format, &args, &line_written());
             }
             // Control flow has been compiled into blocks.
             _ => {}

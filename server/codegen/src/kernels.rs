@@ -176,10 +176,17 @@ impl KernelCache {
 
 fn print_kernel(program: &Program, kernel: &Kernel, constness: &[bool]) -> Entry {
     let mut text = String::with_capacity(1024);
+    let prints = crate::build::kernel_prints(kernel);
     let _ = write!(
         text,
-        "\n// kernel {}\ninline void {}(",
+        "\n// kernel {}\n{}inline void {}(",
         kernel.name,
+        // The log of the handler that runs it (build.rs, PRINT_HELPERS).
+        if prints {
+            "template <typename OP2Log>\n"
+        } else {
+            ""
+        },
         names::cpp_identifier(&kernel.name)
     );
     let mut first = true;
@@ -207,6 +214,10 @@ fn print_kernel(program: &Program, kernel: &Kernel, constness: &[bool]) -> Entry
             scalar_type_decl(c.ty.scalar),
             names::const_parameter(&c.name)
         );
+    }
+    if prints {
+        separator(&mut text);
+        text.push_str("op2_print_t &op2_print, OP2Log &op2_log");
     }
     text.push_str(") {\n");
     let spelling = KernelSpelling {

@@ -2,8 +2,7 @@
 //! over the 56-byte payload (W801), device types with more than 32 output
 //! or 256 input pins (E802), and generated names that collide (E312); and,
 //! on instance data, pins with more edges than the fan limit (W801) or than
-//! the Orchestrator can address (E802). And a `print` in a kernel, which
-//! only `op2 run` runs (E608).
+//! the Orchestrator can address (E802).
 
 use op2_analysis::fetch::Lowered;
 use op2_analysis::model::{ArgKind, Invocation, InvocationId, MapId, Program, SetId};
@@ -33,52 +32,6 @@ fn invocation_location(program: &Program, id: InvocationId) -> Location {
 
 fn main_location(program: &Program) -> Location {
     program.main_location.unwrap_or_default()
-}
-
-/// E608 at the first `print`/`printf` in a kernel that a par_loop runs (a
-/// device cannot print yet): `op2 build` and `op2 simulate` refuse the
-/// program (`op2 run` runs it). Not part of [`check`], so that `op2 check`
-/// and `op2 run` accept the program. A `fetch` of `main` has a graph: its
-/// reduction (op2_analysis::fetch).
-pub fn not_on_poets(program: &Program) -> Option<Diagnostic> {
-    kernel_print(program)
-}
-
-/// E608 at the first `print`/`printf` in a kernel that a par_loop runs.
-fn kernel_print(program: &Program) -> Option<Diagnostic> {
-    use op2_analysis::hir::StmtKind;
-    let mut seen = vec![false; program.kernels.len()];
-    for invocation in &program.invocations {
-        let Some(id) = invocation.kernel else {
-            continue;
-        };
-        if std::mem::replace(&mut seen[id.index()], true) {
-            continue;
-        }
-        let kernel = &program.kernels[id.index()];
-        if let Some(stmt) = op2_analysis::hir::first_print(&kernel.body) {
-            let StmtKind::Print { ends_line, .. } = &stmt.kind else {
-                continue;
-            };
-            let word = if *ends_line { "print" } else { "printf" };
-            let location = Location {
-                file: kernel.location.file,
-                range: stmt.range,
-            };
-            return Some(
-                Diagnostic::new(
-                    Code::E608,
-                    location,
-                    format!(
-                        "kernel `{}` prints; `{word}` in a kernel runs only in `op2 run`",
-                        kernel.name
-                    ),
-                )
-                .with_label("a device cannot print yet (op2 build and op2 simulate)"),
-            );
-        }
-    }
-    None
 }
 
 /// Diagnostics about the limits of a graph type built from `program`.

@@ -240,8 +240,6 @@ pub enum BuildFailure {
     Unreadable(PathBuf, io::Error),
     /// Writing failed.
     Write(BuildError),
-    /// A kernel prints, which a device cannot yet (E608's message).
-    KernelPrint(String),
 }
 
 impl fmt::Display for BuildFailure {
@@ -264,7 +262,6 @@ impl fmt::Display for BuildFailure {
                 write!(f, "cannot read `{}`: {error}", path.display())
             }
             BuildFailure::Write(error) => write!(f, "{error}"),
-            BuildFailure::KernelPrint(message) => write!(f, "error[E608]: {message}"),
         }
     }
 }
@@ -315,9 +312,6 @@ pub fn build_with_fan_limit(
         .count();
     if errors > 0 || analysis.program.main.is_none() {
         return Err(BuildFailure::ProgramErrors(errors.max(1)));
-    }
-    if let Some(print) = crate::limits::not_on_poets(&analysis.program) {
-        return Err(BuildFailure::KernelPrint(print.message));
     }
     match instance {
         None => write_graph(path, &graph, None)

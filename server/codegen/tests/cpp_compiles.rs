@@ -386,6 +386,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_indices_and_info",
     "cpp_indirect_modes",
     "cpp_kernel_ops",
+    "cpp_kernel_prints",
     "cpp_main_control",
     "cpp_names_of_c_macros",
     "cpp_param_bound_to_const_and_rw",
@@ -443,6 +444,11 @@ fn program_indirect_modes() {
 #[test]
 fn program_kernel_ops() {
     check(&program("cpp_kernel_ops"));
+}
+
+#[test]
+fn program_kernel_prints() {
+    check(&program("cpp_kernel_prints"));
 }
 
 #[test]

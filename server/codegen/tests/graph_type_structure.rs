@@ -1247,3 +1247,74 @@ fn printf_gives_the_controller_a_line_buffer_and_exit_its_status() {
             .contains("handler_log(1, \"%lld\"")
     );
 }
+
+/// A kernel that prints gets the line buffer and the log of the execute
+/// handler that runs it, which logs what the evaluation left unfinished
+/// (compilation.md, "Printing from a kernel"); no device's state grows, and
+/// a graph whose kernels do not print has none of it.
+#[test]
+fn a_printing_kernel_logs_through_its_execute_handler() {
+    let text = "set edges;\n\ndat p_w: int on edges;\ndat p_x: double on edges;\n\nkernel show(const int *w) {\n    printf(\"edge %d\", w[0]);\n    print(\" of %d\", 3);\n}\n\nkernel twice(double *x) {\n    x[0] = 2.0 * x[0];\n}\n\nmain {\n    par_loop show over edges (p_w READ);\n    par_loop twice over edges (p_x RW);\n}\n";
+    let (_, graph, _) = check_source("prints", text);
+    let shared = &graph.shared_code;
+    assert_eq!(
+        shared.matches("struct op2_print_t {").count(),
+        1,
+        "{shared}"
+    );
+    assert!(
+        shared.contains(
+            "template <typename OP2Log>\ninline void show(const int32_t *w, op2_print_t &op2_print, OP2Log &op2_log) {"
+        ),
+        "{shared}"
+    );
+    assert!(
+        shared.contains(
+            "int op2_written = snprintf(op2_print.line + op2_print.length, 4097 - op2_print.length, \"edge %lld\", (long long)(w[0]));\n        op2_print_written(op2_print, op2_written, op2_log);"
+        ),
+        "{shared}"
+    );
+    // `print` ends its line.
+    assert!(
+        shared.contains("\" of %lld\\n\", (long long)(3));"),
+        "{shared}"
+    );
+    assert!(
+        shared.contains("\ninline void twice(double *x) {"),
+        "{shared}"
+    );
+    let edges = graph
+        .device_types
+        .iter()
+        .find(|d| d.id == "set_edges")
+        .expect("the edges' device type");
+    let handler = |pin: &str| {
+        &edges
+            .outputs
+            .iter()
+            .find(|p| p.name == pin)
+            .unwrap_or_else(|| panic!("pin {pin}"))
+            .handler
+    };
+    let show = handler("show_execute");
+    let call = show.find(
+        "show(deviceState->dat_p_w, op2_print, op2_log);\nop2_print_flush(op2_print, op2_log);",
+    );
+    let log = show.find(
+        "op2_print_t op2_print;\nop2_print.length = 0;\nauto op2_log = [&](const char *op2_text) { handler_log(1, \"%s\", op2_text); };",
+    );
+    assert!(log.is_some() && call.is_some() && log < call, "{show}");
+    assert!(!handler("twice_execute").contains("op2_print"));
+    assert!(
+        graph
+            .device_types
+            .iter()
+            .all(|d| d.state.iter().all(|m| !m.name.contains("print"))),
+        "no state member for printing"
+    );
+    let quiet = text
+        .replace("    printf(\"edge %d\", w[0]);\n", "")
+        .replace("    print(\" of %d\", 3);\n", "    int k = w[0];\n");
+    let (_, graph, _) = check_source("quiet", &quiet);
+    assert!(!graph.shared_code.contains("op2_print"));
+}

@@ -28,8 +28,9 @@ struct Spec {
 /// Counts `text`, what one `print` or `printf` writes, into the line the
 /// output is on: `unfinished` is the length of the part of a line that
 /// earlier statements left without a newline, and becomes the part `text`
-/// leaves. An error when the two together are longer than [`MAX_LINE`], the
-/// POETS controller's line buffer.
+/// leaves. An error when the two together are longer than [`MAX_LINE`], a
+/// POETS line buffer (the controller's for `main`, the device's for a
+/// kernel evaluation).
 pub fn continue_line(unfinished: &mut usize, text: &str) -> Result<(), String> {
     let total = unfinished.saturating_add(text.len());
     if total > MAX_LINE {
@@ -39,7 +40,7 @@ pub fn continue_line(unfinished: &mut usize, text: &str) -> Result<(), String> {
         };
         let plural = if text.len() == 1 { "" } else { "s" };
         return Err(format!(
-            "this writes {} byte{plural}{after}, more than the {MAX_LINE} of a POETS controller's line buffer",
+            "this writes {} byte{plural}{after}, more than the {MAX_LINE} of a POETS line buffer",
             text.len()
         ));
     }

@@ -131,7 +131,8 @@ pub struct Reference<'a> {
     state: State,
     prepared: Vec<Option<PreparedInvocation>>,
     out: &'a mut dyn FnMut(&str),
-    /// The length of the line `out` is on, for the line limit.
+    /// The length of the line `main`'s text is on (a kernel's text does
+    /// not count), for the line limit.
     unfinished_line: usize,
     /// Kernel evaluations so far.
     pub evaluations: u64,
@@ -370,9 +371,13 @@ impl<'a> Reference<'a> {
             let mut no_globals: [Vec<Value>; 0] = [];
             // A kernel that prints is never compiled, so it runs here on one
             // thread and its text comes out element by element in order.
+            // The line limit counts the evaluation's own text, as the line
+            // buffer of the device that runs it on POETS holds it; `main`'s
+            // line is the controller's and does not count it.
+            let mut line = 0;
             let mut printer = Printer {
                 out: &mut *self.out,
-                unfinished_line: &mut self.unfinished_line,
+                unfinished_line: &mut line,
                 of: Printing::Kernel,
             };
             let mut frame = Frame {

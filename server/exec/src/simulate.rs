@@ -956,6 +956,11 @@ struct Controller {
     /// The length of the line `main`'s output is on, for the line limit
     /// (`crate::printf::continue_line`).
     unfinished_line: usize,
+    /// When a kernel prints: the line `main` has not finished, held back
+    /// as the generated controller holds it in its line buffer, so that a
+    /// device's lines never land in the middle of it (compilation.md,
+    /// "Printing from a kernel").
+    held: Option<String>,
     /// Per `INFO` global of the running invocation: the element of the
     /// best partial so far (the generated `element_G`).
     info_elements: Vec<u32>,
@@ -1090,23 +1095,14 @@ pub fn simulate_with_progress(
     out: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(&Statistics),
 ) -> Result<(State, Statistics), SimulationError> {
-    // A device cannot print yet: refused (E608), as `op2 simulate` does.
-    if let Some(print) = op2_codegen::limits::not_on_poets(&analysis.program) {
-        let at = crate::reference::position(
-            &analysis.program,
-            print.location.file,
-            print.location.range,
-        );
-        return Err(SimulationError::Runtime(RuntimeError {
-            message: format!("{at}: error[E608]: {}", print.message),
-        }));
-    }
     // The graph was built with every `fetch` lowered to its reduction
     // (op2_analysis::fetch): the simulator runs that program.
     let program = analysis.lowered().program();
     let start = Instant::now();
     let mut simulator = Simulator::new(program, graph, data, options, out, progress)?;
-    simulator.run()?;
+    let result = simulator.run();
+    simulator.flush_main_line();
+    result?;
     simulator.statistics.elapsed = start.elapsed();
     simulator.statistics.cost = simulator.cost();
     let mut state = simulator.state;
@@ -1664,6 +1660,12 @@ impl<'a> Simulator<'a> {
             end_count: 0,
             finished: false,
             unfinished_line: 0,
+            held: program
+                .invocations
+                .iter()
+                .filter_map(|i| i.kernel)
+                .any(|k| op2_analysis::hir::first_print(&program.kernels[k.index()].body).is_some())
+                .then(String::new),
             info_elements: Vec::new(),
         };
         let statistics = Statistics {
@@ -2654,15 +2656,33 @@ impl<'a> Simulator<'a> {
             }
         }
         let mut no_globals: [Vec<Value>; 0] = [];
+        // What the kernel prints is this evaluation's, line by line, as the
+        // execute handler logs it: its own line buffer, and a line left
+        // unfinished ended with the evaluation (compilation.md, "Printing
+        // from a kernel").
+        let mut text = String::new();
+        let mut line = 0;
+        let mut into_text = |printed: &str| text.push_str(printed);
+        let mut printer = Printer {
+            out: &mut into_text,
+            unfinished_line: &mut line,
+            of: Printing::Kernel,
+        };
         let mut frame = Frame {
             slots: &mut slots,
             consts: &self.state.consts,
             lengths: &self.lengths,
             globals: &mut no_globals,
-            host: None,
+            host: Some(&mut printer),
             budget: crate::interp::MAX_KERNEL_ITERATIONS,
         };
         let result = prepared.compiled.run(&mut frame);
+        if !text.is_empty() {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            (self.out)(&text);
+        }
         for (position, (_, arg)) in invocation.resolved_args().enumerate() {
             let (base, length) = layout.params[position];
             let target = &mut staged[offsets[position]..offsets[position] + length];
@@ -2722,6 +2742,15 @@ impl<'a> Simulator<'a> {
         }
         self.staged = buffer;
         Ok(())
+    }
+
+    /// Passes on the line `main` left unfinished and held back, when the
+    /// program ends (or stops on an error), as the controller logs it.
+    fn flush_main_line(&mut self) {
+        if let Some(held) = self.controller.held.as_mut().filter(|h| !h.is_empty()) {
+            (self.out)(held);
+            held.clear();
+        }
     }
 
     fn assertion(&self, device: usize, message: &str) -> SimulationError {
@@ -3029,8 +3058,13 @@ impl<'a> Simulator<'a> {
                 self.controller.running = false;
                 return Ok(());
             };
+            let (out, held) = (&mut *self.out, &mut self.controller.held);
+            let mut main_out = |text: &str| match held {
+                Some(held) => hold_unfinished_line(held, out, text),
+                None => out(text),
+            };
             let mut printer = Printer {
-                out: &mut *self.out,
+                out: &mut main_out,
                 unfinished_line: &mut self.controller.unfinished_line,
                 of: Printing::Controller,
             };
@@ -3096,6 +3130,20 @@ impl<'a> Simulator<'a> {
                 }
             }
         }
+    }
+}
+
+/// Passes on `text`, what `main` prints, up to its last newline, and keeps
+/// the rest in `held` (the generated controller's line buffer).
+fn hold_unfinished_line(held: &mut String, out: &mut dyn FnMut(&str), text: &str) {
+    match text.rfind('\n') {
+        Some(at) => {
+            held.push_str(&text[..=at]);
+            out(held);
+            held.clear();
+            held.push_str(&text[at + 1..]);
+        }
+        None => held.push_str(text),
     }
 }
 

@@ -1,7 +1,8 @@
 //! What `main` writes and how it ends: `printf` writes exactly the bytes C's
 //! `printf` writes (no newline added), `print` ends its line, and
 //! `exit(status)` ends the program with that status, alike in both engines
-//! of `op2 run` and in `op2 simulate`.
+//! of `op2 run` and in `op2 simulate`; a kernel's `print` writes its lines
+//! element by element in `op2 run`, device by device in `op2 simulate`.
 
 use crate::support;
 
@@ -226,17 +227,121 @@ fn a_kernel_that_prints_stops_both_engines_alike_at_a_fault() {
     assert_eq!(compiled_error.expect_err("division by zero"), error);
 }
 
+/// `KERNEL_PRINTS` with `main`'s lines whole, and a compiled kernel after
+/// the printing one (the compiled engine declines the printing kernel half
+/// way through building it, and must build the next one from scratch).
+fn kernel_prints_whole_lines() -> String {
+    let text = KERNEL_PRINTS
+        .replace("printf(\"before \");", "print(\"before\");")
+        .replace(
+            "main {\n",
+            "kernel twice(double *x) {\n    x[0] = 2.0 * x[0];\n}\n\nmain {\n",
+        )
+        .replace(
+            "    print(\"sum",
+            "    par_loop twice over nodes (p_x RW);\n    print(\"sum",
+        );
+    assert!(text.contains("print(\"before\");") && text.contains("par_loop twice"));
+    text
+}
+
+/// The lines of `text`, sorted: its lines as a multiset.
+fn sorted_lines(text: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_unstable();
+    lines
+}
+
 #[test]
-fn the_simulator_refuses_a_kernel_that_prints() {
-    let case = load("edges.op2", KERNEL_PRINTS, EDGES);
-    match case.simulate(Options::default()) {
-        Err(SimulationError::Runtime(e)) => {
-            let message = e.to_string();
-            assert!(
-                message.starts_with("edges.op2:14:5: error[E608]: kernel `show` prints"),
-                "{message}"
+fn the_simulator_prints_a_kernels_lines_in_the_delivery_order() {
+    let case = load("edges.op2", &kernel_prints_whole_lines(), EDGES);
+    let (output, state, _) = run_engine(&case, op2_exec::Engine::Interp, 1);
+    let state = state.expect("the program runs");
+    assert_eq!(output.lines().count(), 5, "{output}");
+    let mut orders = std::collections::BTreeSet::new();
+    for engine in [op2_exec::Engine::Compiled, op2_exec::Engine::Interp] {
+        for seed in 0..32 {
+            let (simulated, sim_output, statistics) = case
+                .simulate(Options {
+                    seed,
+                    engine,
+                    ..Options::default()
+                })
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            // The same lines, `main`'s in their place around the loop's.
+            assert_eq!(
+                sorted_lines(&sim_output),
+                sorted_lines(&output),
+                "seed {seed}, {engine:?}"
             );
+            let lines: Vec<&str> = sim_output.lines().collect();
+            assert_eq!(lines[0], "before");
+            assert!(lines[4].starts_with("sum "), "{sim_output}");
+            assert_eq!(simulated.globals, state.globals, "seed {seed}");
+            assert_eq!(statistics.evaluations, 6);
+            orders.insert(sim_output);
         }
-        other => panic!("expected E608, got {:?}", other.map(|(_, out, _)| out)),
     }
+    // The edges print in the order their devices ran, which the seed
+    // decides, not in element order.
+    assert!(orders.len() > 1, "one order for every seed: {orders:?}");
+}
+
+#[test]
+fn in_the_simulator_each_evaluation_ends_its_line_and_mains_waits_for_its_own_end() {
+    // Every edge leaves its line unfinished, as `main` does before the loop.
+    let text = "set edges;\n\ndat p_w: int on edges;\n\nkernel show(const int *w) {\n    printf(\"edge %d\", w[0]);\n}\n\nmain {\n    printf(\"before \");\n    par_loop show over edges (p_w READ);\n    print(\"after\");\n}\n";
+    let case = load(
+        "parts.op2",
+        text,
+        br#"{"sets": {"edges": 3}, "dats": {"p_w": [7, 8, 9]}}"#,
+    );
+    let (output, state, _) = run_engine(&case, op2_exec::Engine::Interp, 1);
+    state.expect("the program runs");
+    // `op2 run` writes one stream, as OP2's sequential build does.
+    assert_eq!(output, "before edge 7edge 8edge 9after\n");
+    for seed in 0..8 {
+        let (_, sim_output, _) = case
+            .simulate(Options {
+                seed,
+                ..Options::default()
+            })
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        // Each device logs its own line; the controller logs its line when
+        // `main` ends it.
+        let lines: Vec<&str> = sim_output.lines().collect();
+        assert_eq!(lines.len(), 4, "{sim_output}");
+        assert_eq!(lines[3], "before after");
+        let mut edges = lines[..3].to_vec();
+        edges.sort_unstable();
+        assert_eq!(edges, ["edge 7", "edge 8", "edge 9"], "seed {seed}");
+    }
+}
+
+#[test]
+fn a_kernels_line_limit_counts_its_own_evaluation_alike_in_run_and_simulate() {
+    // 40 edges of 200 bytes each: 8000 bytes in one line of `op2 run`'s
+    // stream, but no line buffer holds more than one edge's 200, and the
+    // controller's holds `main`'s 4008.
+    let text = "set edges;\n\ndat p_w: int on edges;\n\nkernel show(const int *w) {\n    for (int i = 0; i < 2; i++) printf(\"%100d\", w[0]);\n}\n\nmain {\n    printf(\"before \");\n    par_loop show over edges (p_w READ);\n    for (int i = 0; i < 4; i++) printf(\"%1000d\", i);\n    printf(\"\\n\");\n}\n";
+    let case = load("many.op2", text, br#"{"sets": {"edges": 40}}"#);
+    let (output, state, _) = run_engine(&case, op2_exec::Engine::Interp, 1);
+    state.expect("no line buffer overflows");
+    assert_eq!(output.len(), 7 + 40 * 200 + 4001);
+    let (_, sim_output, _) = case.simulate(Options::default()).expect("it simulates");
+    assert_eq!(sim_output.len(), output.len() + 40);
+    // One evaluation that prints more than a line buffer holds stops both
+    // at the same statement.
+    let text = text.replace("i < 2", "i < 41");
+    let case = load("long.op2", &text, br#"{"sets": {"edges": 1}}"#);
+    let (_, result, _) = run_engine(&case, op2_exec::Engine::Interp, 1);
+    let error = result.expect_err("one line of 4100 bytes");
+    assert!(
+        error.contains("long.op2:6:34")
+            && error.contains(
+                "this writes 100 bytes after the 4000 bytes of an unfinished line, more than the 4096 of a POETS line buffer"
+            ),
+        "{error}"
+    );
+    simulation_fails_alike(&case, &error);
 }

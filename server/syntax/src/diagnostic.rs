@@ -116,7 +116,7 @@ codes! {
     H605 = Hint, "par_loop whose results are never read";
     E606 = Error, "print format does not fit its arguments";
     E607 = Error, "exit status that is not an integer from 0 to 255";
-    E608 = Error, "print in a kernel, which simulate and POETS cannot run yet";
+    E608 = Error, "print in a kernel (retired, no longer reported)";
     E609 = Error, "fetch into a global whose type or length does not fit the dat";
     E701 = Error, "instance data: missing or malformed entry";
     E702 = Error, "instance data: map target outside the target set";

@@ -2015,7 +2015,7 @@ impl Gen<'_, '_> {
             StmtKind::Print { .. } => {
                 // The simplest honest choice: a kernel that prints runs
                 // interpreted, element by element in order, on one thread.
-                return Err("its kernel prints (`print` and `printf` in a kernel run only in the interpreter, in element order)".into());
+                return Err("its kernel prints (a kernel's `print` and `printf` run only in the interpreter)".into());
             }
             StmtKind::ParLoop(_) | StmtKind::Exit(_) | StmtKind::Fetch { .. } => {
                 return Err("a par_loop, exit or fetch inside a kernel".into());

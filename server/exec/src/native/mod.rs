@@ -449,11 +449,18 @@ impl Functions {
                     };
                     module_ref.declare_func_in_func(id, func)
                 };
-            build(
+            let built = build(
                 &mut declare_math,
                 &mut context.func,
                 &mut self.builder_context,
-            )?
+            );
+            if built.is_err() {
+                // A build declined half way (a kernel that prints) leaves
+                // the builder's context holding its blocks: the next
+                // function must start from an empty one.
+                self.builder_context = FunctionBuilderContext::new();
+            }
+            built?
         };
         let id = module
             .declare_function(name, Linkage::Local, &self.signature)

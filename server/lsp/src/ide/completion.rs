@@ -657,7 +657,7 @@ pub fn completions(parse: &Parse, program: &Program, offset: usize) -> Vec<Compl
             items.extend(consts(program, 1));
             items.extend(builtins(2));
             if at_statement_start(statement) {
-                // A kernel prints too (`op2 run` only; language.md §5).
+                // A kernel prints too (language.md §5, "Printing from a kernel").
                 items.extend(print_snippets());
             }
             items.extend(body_keywords(3));
