@@ -1,6 +1,8 @@
 //! C/C++ sources parsed with tree-sitter's C++ grammar, and the walks and
 //! edits the translation makes over them.
 
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -547,7 +549,7 @@ pub struct Edits {
     /// that both apply: the declarations a kernel's body starts with, and
     /// an edit of its first statement right after `{`), then outermost
     /// first; a later edit of the same range replaces an earlier one.
-    edits: std::collections::BTreeMap<EditKey, String>,
+    edits: BTreeMap<EditKey, String>,
 }
 
 /// Where an edit is: its start, whether it is wider than an insertion, and
@@ -636,14 +638,114 @@ const OP2_RESERVED: &[&str] = &[
     "ll", "ull",
 ];
 
-/// The `.op2` name of a C name: itself, or with `_` appended where `.op2`
-/// reserves the word.
-pub fn op2_name(name: &str) -> String {
-    if OP2_RESERVED.contains(&name) {
-        format!("{name}_")
-    } else {
-        name.to_owned()
+/// Whether `.op2` reserves `name`, which a C program may use as a name.
+pub fn is_reserved(name: &str) -> bool {
+    OP2_RESERVED.contains(&name)
+}
+
+/// The `.op2` names of one import's program: a name `.op2` reserves gets
+/// the first of `NAME_`, `NAME_1`, `NAME_2`, … that no source, macro or
+/// other spelling uses (so that a global `exit` and a global `exit_` stay
+/// two names), and a name the translation generates (`op2_zero_d`,
+/// `set_0`) the first free of itself, `NAME_`, `NAME_1`, …
+#[derive(Debug, Default)]
+struct Spellings {
+    /// C name → its `.op2` name, for the reserved names the sources use.
+    names: BTreeMap<String, String>,
+    /// Generated name → the name it is given.
+    generated: BTreeMap<String, String>,
+    /// Every name of the sources and macros, and every name given.
+    taken: BTreeSet<String>,
+}
+
+thread_local! {
+    /// The spellings of the import under way on this thread (see
+    /// [`ProgramNames`]); none outside one, where [`op2_name`] appends `_`.
+    static SPELLINGS: RefCell<Option<Spellings>> = const { RefCell::new(None) };
+}
+
+/// While it lives, [`op2_name`] and [`generated_name`] give the names of
+/// one import's program, made unique against `words` (every name of the
+/// sources and every word of the macros they use), so that every place
+/// that spells a program-level name (declarations, par_loop arguments,
+/// kernels' and helpers' reads, `main`, the instance's keys) spells it the
+/// same. Dropping it restores what was in effect before.
+#[derive(Debug)]
+pub struct ProgramNames {
+    previous: Option<Spellings>,
+}
+
+impl ProgramNames {
+    /// The spellings of the program whose names and macro words are
+    /// `words`.
+    pub fn install(words: &BTreeSet<String>) -> ProgramNames {
+        let mut spellings = Spellings {
+            taken: words.clone(),
+            ..Spellings::default()
+        };
+        for name in words.iter().filter(|w| is_reserved(w)) {
+            let given = spellings.claim(name, false);
+            spellings.names.insert(name.clone(), given);
+        }
+        let previous = SPELLINGS.with(|s| s.replace(Some(spellings)));
+        ProgramNames { previous }
     }
+}
+
+impl Drop for ProgramNames {
+    fn drop(&mut self) {
+        let previous = self.previous.take();
+        SPELLINGS.with(|s| *s.borrow_mut() = previous);
+    }
+}
+
+impl Spellings {
+    /// The first free of `name` (when `as_is`), `name_`, `name_1`, …,
+    /// which it takes.
+    fn claim(&mut self, name: &str, as_is: bool) -> String {
+        let mut attempt = usize::from(!as_is);
+        loop {
+            let candidate = match attempt {
+                0 => name.to_owned(),
+                1 => format!("{name}_"),
+                n => format!("{name}_{}", n - 1),
+            };
+            if self.taken.insert(candidate.clone()) {
+                return candidate;
+            }
+            attempt += 1;
+        }
+    }
+}
+
+/// The `.op2` name of a C name: itself, or, where `.op2` reserves the
+/// word, the name the import under way gives it ([`ProgramNames`]), else
+/// the word with `_` appended.
+pub fn op2_name(name: &str) -> String {
+    if !is_reserved(name) {
+        return name.to_owned();
+    }
+    SPELLINGS
+        .with(|s| s.borrow().as_ref().and_then(|s| s.names.get(name).cloned()))
+        .unwrap_or_else(|| format!("{name}_"))
+}
+
+/// The name of the program's item that the translation generates as
+/// `name` (`op2_zero_d`, `set_0`): the same at every call of one import,
+/// and no name of a source, a macro or another item of the program.
+pub fn generated_name(name: &str) -> String {
+    SPELLINGS.with(|s| {
+        let mut s = s.borrow_mut();
+        let Some(s) = s.as_mut() else {
+            return name.to_owned();
+        };
+        if let Some(given) = s.generated.get(name) {
+            return given.clone();
+        }
+        let given = s.claim(name, true);
+        s.generated.insert(name.to_owned(), given.clone());
+        given
+    })
 }
 
 /// C's `float` versions of math built-ins whose result on a `float` is the
@@ -707,6 +809,45 @@ pub const BUILTINS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn program_names_are_unique_and_the_same_at_every_use() {
+        let words: BTreeSet<String> = [
+            "exit",
+            "exit_",
+            "len",
+            "len_",
+            "len_1",
+            "set",
+            "op2_zero_d",
+            "set_0",
+            "x",
+        ]
+        .iter()
+        .map(|w| (*w).to_owned())
+        .collect();
+        assert_eq!(op2_name("exit"), "exit_");
+        {
+            let _names = ProgramNames::install(&words);
+            // The first free of `NAME_`, `NAME_1`, …
+            assert_eq!(op2_name("exit"), "exit_1");
+            assert_eq!(op2_name("len"), "len_2");
+            assert_eq!(op2_name("set"), "set_");
+            // Names `.op2` does not reserve are themselves.
+            assert_eq!(op2_name("exit_"), "exit_");
+            assert_eq!(op2_name("x"), "x");
+            // Generated names: themselves when free, the same every time,
+            // and none of the others.
+            assert_eq!(generated_name("op2_zero_d"), "op2_zero_d_");
+            assert_eq!(generated_name("op2_zero_d"), "op2_zero_d_");
+            assert_eq!(generated_name("set_0"), "set_0_");
+            assert_eq!(generated_name("set_1"), "set_1");
+            assert_eq!(generated_name("exit_1"), "exit_1_");
+        }
+        // Dropped: what was in effect before.
+        assert_eq!(op2_name("len"), "len_");
+        assert_eq!(generated_name("op2_zero_d"), "op2_zero_d");
+    }
 
     #[test]
     fn an_insertion_and_a_wider_edit_at_the_same_place_both_apply() {

@@ -1369,7 +1369,8 @@ fn temporary_dat(
             edits.replace(
                 node,
                 format!(
-                    "par_loop op2_zero_{name} over {} ({name} WRITE);",
+                    "par_loop {} over {} ({name} WRITE);",
+                    c::generated_name(&format!("op2_zero_{name}")),
                     op2_name(source.text(set))
                 ),
             );

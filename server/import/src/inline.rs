@@ -111,6 +111,9 @@ pub struct Helpers {
     /// macros they use: a name the translation makes up must be none of
     /// them ([`crate::scope::Fresh`]).
     pub words: BTreeSet<String>,
+    /// The program-level names of this import, made unique against
+    /// [`Helpers::words`] while the helpers live ([`c::ProgramNames`]).
+    program_names: Option<c::ProgramNames>,
 }
 
 /// What a kernel's variables are called where a macro is expanded into it:
@@ -238,6 +241,9 @@ impl Helpers {
                 None
             });
         }
+        // Every name is known: the program's names can be made unique
+        // before any body is translated.
+        helpers.program_names = Some(c::ProgramNames::install(&helpers.words));
         // Where each is defined: a definition of the same name, parameters
         // and body (spaces aside) in a source; none for one from `-D` or a
         // system header.
@@ -844,10 +850,18 @@ fn template(
                 if let Some(i) = names.iter().position(|n| n == ident) {
                     edits.replace(node, format!("{PARAM}{i}{PARAM}"));
                 } else if let Some(body) = objects.get(ident) {
-                    // Its names mean what they mean where the function is
-                    // defined: `.op2`'s spelling of them.
-                    edits.replace(node, op2_names(body));
-                    free_names.extend(free_words(body, &[]));
+                    // It expands here, in the function's scope, as C
+                    // expands it: a name of a parameter is the parameter,
+                    // the others mean what they mean where the function is
+                    // defined (`.op2`'s spelling of them).
+                    let expanded = rename_words(body, false, |word| {
+                        match names.iter().position(|n| n == word) {
+                            Some(i) => Some(format!("{PARAM}{i}{PARAM}")),
+                            None => op2_spelling(word),
+                        }
+                    });
+                    edits.replace(node, expanded);
+                    free_names.extend(free_words(body, &names));
                 } else {
                     free_names.insert(ident.to_owned());
                     let renamed = op2_name(ident);

@@ -2012,4 +2012,20 @@ mod tests {
         assert!(kernel.text.contains("* (len_ * 2.0)"), "{}", kernel.text);
         assert_eq!(kernel.free_names, BTreeSet::from(["len".to_owned()]));
     }
+
+    #[test]
+    fn a_helpers_object_macro_reads_the_helpers_parameter_it_names() {
+        // C expands `SC` inside `sc`, where `v` is `sc`'s parameter: the
+        // argument, not the kernel's `v`, which keeps its name.
+        let text = "double c1;\n#define SC (v * c1)\ninline double sc(double v) { return SC; }\ninline void k(const double *v, double *s) { double w = 3.0; *s += sc(w) + *v; }\n";
+        let (kernel, report) = translate_one(text, &Bindings::default());
+        assert!(report.faithful(), "{report}");
+        assert!(
+            kernel.text.contains("(((double)(w)) * c1)"),
+            "{}",
+            kernel.text
+        );
+        assert!(kernel.text.contains("const double *v,"), "{}", kernel.text);
+        assert_eq!(kernel.free_names, BTreeSet::from(["c1".to_owned()]));
+    }
 }

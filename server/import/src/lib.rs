@@ -919,27 +919,31 @@ struct Names {
 impl Names {
     fn new(capture: &Capture) -> Names {
         let mut names = Names {
-            sets: (0..capture.sets.len())
-                .map(|i| format!("set_{i}"))
-                .collect(),
-            maps: (0..capture.maps.len())
-                .map(|i| format!("map_{i}"))
-                .collect(),
-            dats: (0..capture.dats.len())
-                .map(|i| format!("dat_{i}"))
-                .collect(),
+            sets: vec![String::new(); capture.sets.len()],
+            maps: vec![String::new(); capture.maps.len()],
+            dats: vec![String::new(); capture.dats.len()],
         };
-        let mut named = BTreeSet::new();
         for (name, kind, index) in &capture.handles {
             let slot = match *kind {
                 "set" => names.sets.get_mut(*index),
                 "map" => names.maps.get_mut(*index),
                 _ => names.dats.get_mut(*index),
             };
-            if let Some(slot) = slot
-                && named.insert((*kind, *index))
-            {
+            if let Some(slot) = slot.filter(|s| s.is_empty()) {
                 *slot = op2_name(name);
+            }
+        }
+        // A declaration the program keeps no variable of gets a generated
+        // name.
+        for (kind, slots) in [
+            ("set", &mut names.sets),
+            ("map", &mut names.maps),
+            ("dat", &mut names.dats),
+        ] {
+            for (i, slot) in slots.iter_mut().enumerate() {
+                if slot.is_empty() {
+                    *slot = c::generated_name(&format!("{kind}_{i}"));
+                }
             }
         }
         names
@@ -1226,12 +1230,17 @@ fn program_text(
             );
         }
     }
+    // Where each set, map and dat is declared, by its `.op2` name.
+    let decl_sites: BTreeMap<String, &Location> = decl_sites
+        .iter()
+        .map(|(name, at)| (op2_name(name), at))
+        .collect();
     for (i, set) in capture.sets.iter().enumerate() {
         let name = names.set(i);
         let _ = write!(
             out,
             "{}set {name}; // {} when captured\n\n",
-            from(decl_sites.get(&name)),
+            from(decl_sites.get(&name).copied()),
             report::count(set.size, "element", "elements")
         );
     }
@@ -1240,7 +1249,7 @@ fn program_text(
         let _ = write!(
             out,
             "{}map {name}: {} -> {}[{}];\n\n",
-            from(decl_sites.get(&name)),
+            from(decl_sites.get(&name).copied()),
             names.set(map.from),
             names.set(map.to),
             map.dim
@@ -1251,7 +1260,7 @@ fn program_text(
         let _ = write!(
             out,
             "{}dat {name}: {} on {};\n\n",
-            from(decl_sites.get(&name)),
+            from(decl_sites.get(&name).copied()),
             element_type(&dat.ty, dat.dim),
             names.set(dat.set)
         );
@@ -1334,8 +1343,8 @@ fn program_text(
         };
         let _ = write!(
             out,
-            "// zeroes the temporary dat `{name}` where the application declares it (`op_decl_dat_temp`)\nkernel op2_zero_{dat}({ty} *d) {{\n    for (int c = 0; c < {dim}; c++)\n        d[c] = 0;\n}}\n\n",
-            dat = op2_name(name),
+            "// zeroes the temporary dat `{name}` where the application declares it (`op_decl_dat_temp`)\nkernel {zero}({ty} *d) {{\n    for (int c = 0; c < {dim}; c++)\n        d[c] = 0;\n}}\n\n",
+            zero = c::generated_name(&format!("op2_zero_{}", op2_name(name))),
             ty = dat.ty,
             dim = dat.dim,
         );

@@ -620,8 +620,11 @@ fn temporary_dats_declared_in_the_time_loop_print_what_the_native_build_prints()
     for expected in [
         "dat p_w: double on nodes;",
         "dat p_flux: double[2] on nodes;",
-        "kernel op2_zero_p_flux(double *d) {\n    for (int c = 0; c < 2; c++)\n        d[c] = 0;\n}",
-        "        par_loop op2_zero_p_flux over nodes (p_flux WRITE);\n",
+        // The application's global `op2_zero_p_flux` keeps its name; the
+        // generated kernel takes the first free one.
+        "kernel op2_zero_p_flux_(double *d) {\n    for (int c = 0; c < 2; c++)\n        d[c] = 0;\n}",
+        "        par_loop op2_zero_p_flux_ over nodes (p_flux WRITE);\n",
+        "const op2_zero_p_flux: double = 0.5;",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
@@ -643,11 +646,11 @@ fn temporary_dats_declared_in_the_time_loop_print_what_the_native_build_prints()
     assert_eq!(
         notes,
         [
-            "31:5: host buffer `none`, which nothing reads",
-            "32:21: `op_decl_dat_temp` of `p_flux`: a dat of the program, zeroed here by a par_loop (OP2 allocates a temporary dat zeroed, whatever the data argument)",
-            "45:5: `if` on what `op_free_dat_temp` returns: it fails only for a dat never declared, and the program's dats live as long as it runs",
-            "53:3: `op_free_dat_temp`: the program's dats live as long as it runs",
-            "54:3: `stopwatch`, a timer (it returns nothing and reads the clock with `gettimeofday`), as OP2's `op_timers`: `op2 run` measures no time, so what the program prints from the times it measured means nothing",
+            "35:5: host buffer `none`, which nothing reads",
+            "36:21: `op_decl_dat_temp` of `p_flux`: a dat of the program, zeroed here by a par_loop (OP2 allocates a temporary dat zeroed, whatever the data argument)",
+            "49:5: `if` on what `op_free_dat_temp` returns: it fails only for a dat never declared, and the program's dats live as long as it runs",
+            "57:3: `op_free_dat_temp`: the program's dats live as long as it runs",
+            "58:3: `stopwatch`, a timer (it returns nothing and reads the clock with `gettimeofday`), as OP2's `op_timers`: `op2 run` measures no time, so what the program prints from the times it measured means nothing",
         ],
         "{}",
         imported.report
@@ -812,6 +815,16 @@ fn kernels_whose_names_hide_others_print_what_the_native_build_prints() {
         "double c1_1 = 2.0;\n    double t_1 = c1_1;",
         "print(\"scaled %.17g\\n\", v_report1 * c1);",
         "double exit_1 = 2.0;\n    print(\"exit %.17g\\n\", exit_1 * exit_);",
+        // `len` and `len_`, `set` and `set_` are four names of the
+        // program: `len` becomes `len_1`, the first free, everywhere.
+        "const len_1: double = 3.0;",
+        "const len_: double = 0.5;",
+        "const set_: double = 7.5;",
+        "scopes.cpp:42\nset set_1;",
+        "par_loop lengths over set_1 (",
+        // The helper's macro reads the helper's `v` (the argument), not
+        // the kernel's `v`.
+        "*s += ((double) ((((double) (*x)) * 3.0))) + v + len_1 * 10.0 + len_;",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }

@@ -3,7 +3,7 @@
 // resolves names block by block, as C does.
 #include <cstdio>
 
-double c1, exit_, g;
+double c1, exit_, g, len, len_, set_;
 
 #include "op_seq.h"
 
@@ -34,15 +34,22 @@ int main(int argc, char **argv) {
   c1 = 10.0;
   exit_ = 5.0;
   g = 0.25;
+  len = 3.0;
+  len_ = 0.5;
+  set_ = 7.5;
   op_set nodes = op_decl_set(n, "nodes");
   op_set edges = op_decl_set(n, "edges");
+  op_set set = op_decl_set(n, "set");
   op_map pedge = op_decl_map(edges, nodes, 2, ring, "pedge");
   op_dat p_x = op_decl_dat(nodes, 1, "double", xs, "p_x");
   op_dat p_acc = op_decl_dat(nodes, 1, "double", zero, "p_acc");
   op_decl_const(1, "double", &c1);
   op_decl_const(1, "double", &exit_);
   op_decl_const(1, "double", &g);
-  double s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, total = 0.0;
+  op_decl_const(1, "double", &len);
+  op_decl_const(1, "double", &len_);
+  op_dat p_y = op_decl_dat(set, 1, "double", xs, "p_y");
+  double s1 = 0.0, s2 = 0.0, s3 = 0.0, s4 = 0.0, s5 = 0.0, total = 0.0, s6 = 0.0;
   op_par_loop(hidden_by_local, "hidden_by_local", nodes,
               op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_READ),
               op_arg_gbl(&s1, 1, "double", OP_INC));
@@ -62,6 +69,9 @@ int main(int argc, char **argv) {
   op_par_loop(hidden_by_parameter, "hidden_by_parameter", nodes,
               op_arg_dat(p_acc, -1, OP_ID, 1, "double", OP_READ),
               op_arg_gbl(&total, 1, "double", OP_INC));
+  op_par_loop(lengths, "lengths", set,
+              op_arg_dat(p_y, -1, OP_ID, 1, "double", OP_READ),
+              op_arg_gbl(&s6, 1, "double", OP_INC));
   double c1 = 2.0;
   double t = c1;
   t = twice(s1 + t);
@@ -71,6 +81,7 @@ int main(int argc, char **argv) {
   printf("exit %.17g\n", exit * exit_);
   printf("local %.17g parameter %.17g reserved %.17g\n", s1, s2, s3);
   printf("blocks %.17g increment %.17g total %.17g\n", s4, s5, total);
+  printf("lengths %.17g set_ %.17g\n", s6, set_);
   op_exit();
   return 0;
 }

@@ -83,4 +83,17 @@ inline void shadowed_increment(const double *x, double *acc, double *s) {
   *acc += *x;
 }
 
+// A helper whose object-like macro names the helper's parameter `v`: C
+// expands it inside the helper, where `v` is the parameter, not the
+// kernel's `v`.
+#define SCALED_V (v * 3.0)
+inline double scaled_v(double v) { return SCALED_V; }
+
+// The consts `len` and `len_`, which `.op2` would both spell `len_`, read
+// over the set `set`.
+inline void lengths(const double *x, double *s) {
+  double v = 100.0;
+  *s += scaled_v(*x) + v + len * 10.0 + len_;
+}
+
 #endif

@@ -4,6 +4,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+// A name the import would generate for the kernel zeroing `p_flux`.
+double op2_zero_p_flux;
+
 #include "op_seq.h"
 
 #include "temporary_kernels.h"
@@ -25,6 +28,7 @@ int main(int argc, char **argv) {
   op_dat p_w = op_decl_dat_temp(nodes, 1, "double", xs, "p_w");
   if (op_is_root())
     op_diagnostic_output();
+  op2_zero_p_flux = 0.5;
   double started = 0.0;
   stopwatch(&started);
   for (int step = 1; step <= 3; step++) {
@@ -49,7 +53,7 @@ int main(int argc, char **argv) {
   op_par_loop(sum, "sum", nodes,
               op_arg_dat(p_w, -1, OP_ID, 1, "double", OP_READ),
               op_arg_gbl(&weight, 1, "double", OP_INC));
-  op_printf("weight %.17g\n", weight);
+  op_printf("weight %.17g zero %.17g\n", weight, op2_zero_p_flux);
   op_free_dat_temp(p_w);
   stopwatch(&started);
   op_exit();
