@@ -407,14 +407,12 @@ impl ItemEntry {
     pub(crate) fn unsupported(
         &mut self,
         node: Node<'_>,
-        source: &str,
+        parse: &Parse,
         file: FileId,
     ) -> &[Diagnostic] {
         let start = u32::try_from(node.start_byte()).unwrap_or(u32::MAX);
         self.unsupported
-            .get_or_insert_with(|| {
-                Placed::new(start, op2_syntax::unsupported_in(node, source, file))
-            })
+            .get_or_insert_with(|| Placed::new(start, parse.unsupported_in(node, file)))
             .at(start)
     }
 }

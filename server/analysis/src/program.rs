@@ -163,7 +163,7 @@ fn syntax_errors(
             if !matches!(item, Item::Kernel(_)) {
                 let mut scratch = ItemEntry::default();
                 let entry = cache.entry(key, &mut scratch);
-                diagnostics.extend_from_slice(entry.unsupported(item.node(), source, file));
+                diagnostics.extend_from_slice(entry.unsupported(item.node(), parse, file));
             }
             file_keys.push(key);
         }
@@ -1070,8 +1070,11 @@ impl<'f> Resolver<'_, 'f> {
                 let lowered = lower_kernel(*file, source, *decl, visible);
                 entry.kernel = Some(Placed::new(start, lowered));
             }
-            self.diagnostics
-                .extend_from_slice(entry.unsupported(decl.node(), source, *file));
+            self.diagnostics.extend_from_slice(entry.unsupported(
+                decl.node(),
+                self.files[file.0 as usize].1,
+                *file,
+            ));
             if let Some(lowered) = entry.kernel.as_mut().map(|kernel| kernel.at(start)) {
                 self.diagnostics.extend_from_slice(&lowered.diagnostics);
                 let kernel = &mut self.program.kernels[index];

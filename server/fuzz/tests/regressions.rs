@@ -173,6 +173,28 @@ fn unclosed_subscripts_in_a_call_end_within_memory() {
     );
 }
 
+/// Campaign 2efac03, seed 5, case 713594 (2 MB, issue #12): 32,982 lines
+/// `par_loop … INC)i++) {` in `main`'s `for`, each opening a block never
+/// closed. The parse is linear, but the file is one ERROR holding some
+/// 66,000 items, and the unsupported C of each item was looked up after
+/// asking tree-sitter for the item's parent, which walks the root's
+/// children from the first: `op2 check` of the case took 54 s (debug
+/// build), now 1.6 s. Generated with `op2_syntax::synth` a fifth larger
+/// than the case (40,000 lines, 2.4 MB), against `--slow-secs 15`: the
+/// quadratic lookup took 31 s at the case's size in this replay, the
+/// linear code takes about 2 s at this one.
+#[test]
+fn unclosed_par_loop_lines_are_checked_in_linear_time() {
+    replay_generated(
+        "par-loops",
+        &[(
+            "unclosed-par-loop-lines.op2",
+            op2_syntax::synth::unclosed_par_loop_lines(40_000),
+        )],
+        15,
+    );
+}
+
 /// Writes `programs` (name, text) into a temporary folder and replays them
 /// through the binary with `--slow-secs slow_secs`: every one must pass.
 fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {

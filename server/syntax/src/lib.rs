@@ -22,7 +22,7 @@ mod text;
 pub use diagnostic::{Code, Diagnostic, FileId, Fix, Location, Related, Severity, Tag, TextEdit};
 pub use limit::ParseLimit;
 pub use line_index::{Encoding, LineCol, LineIndex};
-pub use parse::{Cancelled, EditError, Parse, on_parse_stack, point_at, unsupported_in};
+pub use parse::{Cancelled, EditError, Parse, on_parse_stack, point_at};
 pub use path::NodePath;
 pub use text::TextRange;
 pub mod synth;

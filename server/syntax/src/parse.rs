@@ -355,6 +355,25 @@ impl Parse {
         self.with_stop(errors, file)
     }
 
+    /// The other part of [`Parse::errors`]: unsupported C constructs in
+    /// `item`, one top-level item of this parse (a child of its root).
+    /// [`Parse::unparsed_errors`] and this over every item give exactly
+    /// [`Parse::errors`].
+    ///
+    /// An item inside an ERROR (the whole file is one when the parser could
+    /// not end it as a file) has none: the walk over the file reports that
+    /// ERROR once and does not look inside it. The root is that ERROR or not;
+    /// asking tree-sitter for the item's parent instead would walk the root's
+    /// children up to the item, which over every item of a file of thousands
+    /// of broken lines took time quadratic in its size (issue #12).
+    pub fn unsupported_in(&self, item: Node<'_>, file: FileId) -> Vec<Diagnostic> {
+        let root = self.tree.root_node();
+        if root.is_error() && item.id() != root.id() {
+            return Vec::new();
+        }
+        errors_in(item, &self.text, file, Part::Unsupported)
+    }
+
     /// `errors` and, when the parser gave up, E002 at the place instead of
     /// what the blanked text made of the end of the file (the constructs
     /// left open there are reported missing at its end).
@@ -787,8 +806,10 @@ fn damaged_statements(item: Node<'_>) -> Option<Vec<(usize, usize, Point, Point)
     let count = body.child_count();
     let mut runs: Vec<(usize, usize, Point, Point)> = Vec::new();
     let mut previous_damaged = false;
-    for index in 1..count - 1 {
-        let statement = body.child(index)?;
+    // One walk over the children: `body.child(index)` would count its way
+    // from the first child each time, quadratic in a long `main` (issue #12).
+    let mut cursor = body.walk();
+    for (_, statement) in (1..count - 1).zip(body.children(&mut cursor).skip(1)) {
         let damaged = statement.has_error();
         if damaged {
             match runs.last_mut() {
@@ -828,21 +849,6 @@ fn advance(mut point: Point, text: &str) -> Point {
         None => point.column += text.len(),
     }
     point
-}
-
-/// The other part of [`Parse::errors`]: unsupported C constructs in the
-/// subtree of `node` (one top-level item, say) of a tree parsed from `text`.
-/// [`Parse::unparsed_errors`] over the file and this over every top-level
-/// item give exactly [`Parse::errors`].
-///
-/// An item inside an ERROR (the whole file is one when the parser could not
-/// end it as a file) has none: the walk over the file reports that ERROR
-/// once and does not look inside it.
-pub fn unsupported_in(node: Node<'_>, text: &str, file: FileId) -> Vec<Diagnostic> {
-    if node.parent().is_some_and(|parent| parent.is_error()) {
-        return Vec::new();
-    }
-    errors_in(node, text, file, Part::Unsupported)
 }
 
 /// E002 at `cut`, the start of the line from which the parser gave up: the

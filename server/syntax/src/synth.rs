@@ -115,3 +115,22 @@ pub fn unclosed_subscripts_in_a_call(n: usize, spaces: usize) -> String {
     out.push_str("q[0] * s1[0]);\n    *sum += q[0];\n}\n");
     out
 }
+
+/// Fuzz campaign seed 5, case 713594: in `main`'s `for`, `n` lines
+/// `par_loop sum over cells (p_q READ, total INC)i++) {`, each opening a
+/// block it never closes. The parser reads it in linear time; the root is
+/// then one ERROR holding about two items per line, and asking tree-sitter
+/// for each item's parent (a walk from the root past every earlier child)
+/// made `op2 check` quadratic: 54 s at `n` = 32,982 (issue #12).
+pub fn unclosed_par_loop_lines(n: usize) -> String {
+    let line = "        par_loop sum over cells (p_q READ, total INC)i++) {\n";
+    let mut out = String::with_capacity(400 + line.len() * n);
+    out.push_str(
+        "set cells;\ndat p_q: double on cells;\nglobal total: double;\n\
+         kernel sum(const double *q, double *t) { *t += q[0]; }\n\n\
+         main {\n    total = 0.0;\n    for (int i = 0; i < 3; i++) {\n",
+    );
+    out.push_str(&line.repeat(n));
+    out.push_str("        par_loop sum over cells (p_q READ, total INC);\n    }\n}\n");
+    out
+}

@@ -322,7 +322,7 @@ proptest! {
         let mut parts = parse.unparsed_errors(file);
         for item in parse.root().items() {
             use op2_syntax::ast::NodeText;
-            parts.extend(op2_syntax::unsupported_in(item.node(), parse.text(), file));
+            parts.extend(parse.unsupported_in(item.node(), file));
         }
         prop_assert_eq!(sorted(parts), sorted(parse.errors(file)));
     }
@@ -354,7 +354,7 @@ fn items_inside_a_file_wide_error_report_no_unsupported_c() {
     let mut parts = parse.unparsed_errors(file);
     for item in parse.root().items() {
         use op2_syntax::ast::NodeText;
-        parts.extend(op2_syntax::unsupported_in(item.node(), parse.text(), file));
+        parts.extend(parse.unsupported_in(item.node(), file));
     }
     assert_eq!(sorted(parts), sorted(parse.errors(file)));
 }
