@@ -13,6 +13,12 @@ use crate::Outcome;
 pub struct Args {
     /// The application's main C/C++ file (the one with `main`).
     pub main: PathBuf,
+    /// The application's other C/C++ files, if it has several translation
+    /// units: compiled and linked with the main file to capture the set-up,
+    /// and searched, with the headers they include, for kernels and the
+    /// functions the host code calls.
+    #[arg(value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
     /// The existing directory to write `<stem>.op2` and the instance into
     /// (`<stem>.json`, or `<stem>.h5` when the application reads its mesh with
     /// OP2's HDF5 API).
@@ -33,6 +39,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
     crate::output::existing_directory("--out", &args.out)?;
     let options = op2_import::Options {
         main: args.main.clone(),
+        sources: args.sources.clone(),
         out: args.out.clone(),
         include_dirs: args.include.clone(),
         defines: args.define.clone(),

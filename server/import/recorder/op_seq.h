@@ -34,7 +34,11 @@ struct op_arg { int unused; };
 #endif
 #define OP_GBL ((op_map)0)
 
-static FILE *op2_import_file() {
+// One capture file and one numbering of the declarations for the whole
+// program: `inline` (C++17) makes each a single object across the
+// application's translation units, which may each declare sets, maps and
+// dats (a `static` would give every unit its own file and counters).
+inline FILE *op2_import_file() {
   static FILE *file = 0;
   if (!file) {
     const char *path = getenv("OP2_IMPORT_CAPTURE");
@@ -46,7 +50,7 @@ static FILE *op2_import_file() {
   return file;
 }
 
-static int op2_import_sets = 0, op2_import_maps = 0, op2_import_dats = 0;
+inline int op2_import_sets = 0, op2_import_maps = 0, op2_import_dats = 0;
 
 // The element types OP2 allows, as op2 names them. Any other type is left
 // undeclared, so using one fails to compile naming op2_import_kind<T>.
@@ -61,7 +65,7 @@ template <> struct op2_import_kind<unsigned long long> { static const char *name
 template <> struct op2_import_kind<unsigned long> { static const char *name() { return "ull"; } static void put(FILE *f, unsigned long v) { fprintf(f, " %llu", (unsigned long long)v); } };
 template <> struct op2_import_kind<bool> { static const char *name() { return "bool"; } static void put(FILE *f, bool v) { fprintf(f, " %d", v ? 1 : 0); } };
 
-template <class T> static void op2_import_values(const T *data, long long count) {
+template <class T> inline void op2_import_values(const T *data, long long count) {
   FILE *f = op2_import_file();
   for (long long i = 0; i < count; i++)
     op2_import_kind<T>::put(f, data[i]);

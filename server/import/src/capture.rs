@@ -75,10 +75,17 @@ impl fmt::Display for CaptureError {
 /// What to compile and run.
 #[derive(Debug)]
 pub struct Run<'a> {
-    /// The main source file.
-    pub main: &'a Path,
-    /// Its text with the stop inserted.
+    /// The source file `instrumented` is the text of: the application's
+    /// main file, or (for [`macros`]) one of its other sources.
+    pub main: PathBuf,
+    /// Its text (the main file's with the stop inserted).
     pub instrumented: String,
+    /// The application's main file: its directory is on the include path
+    /// of every source, as for the main file itself.
+    pub program: &'a Path,
+    /// The application's other sources, compiled and linked with the main
+    /// file into the capture run.
+    pub sources: &'a [PathBuf],
     /// `-I` directories.
     pub include_dirs: &'a [PathBuf],
     /// `-D` definitions.
@@ -247,7 +254,7 @@ fn prepare(
     write("op_profile.h", RECORDING_OP_PROFILE)?;
     write("op_hdf5.h", "#include \"op_seq.h\"\n")?;
     write("op2_import_hdf5.h", RECORDING_HDF5)?;
-    let main = std::path::absolute(run.main).unwrap_or_else(|_| run.main.to_owned());
+    let main = std::path::absolute(&run.main).unwrap_or_else(|_| run.main.clone());
     let main_display = main
         .display()
         .to_string()
@@ -261,6 +268,10 @@ fn prepare(
     command.arg("-std=c++17");
     command.arg("-I").arg(dir.path());
     if let Some(parent) = main.parent() {
+        command.arg("-I").arg(parent);
+    }
+    let program = std::path::absolute(run.program).unwrap_or_else(|_| run.program.to_owned());
+    if let Some(parent) = program.parent().filter(|p| Some(*p) != main.parent()) {
         command.arg("-I").arg(parent);
     }
     for include in run.include_dirs {
@@ -314,7 +325,12 @@ pub fn macros(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<String, C
 /// `progress` told of each phase.
 pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture, CaptureError> {
     let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
-    let hdf5 = if uses_hdf5(&run.instrumented) {
+    // The other sources are read as the translation read them (bounded,
+    // regular files only); one that cannot be read is the compiler's to say.
+    let hdf5 = if uses_hdf5(&run.instrumented)
+        || run.sources.iter().any(|source| {
+            op2_codegen::files::read_source(source).is_ok_and(|text| uses_hdf5(&text))
+        }) {
         Some(hdf5_flags().map_err(CaptureError::NoHdf5)?)
     } else {
         None
@@ -324,6 +340,7 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let binary = dir.path().join("op2_import_app");
     command
         .arg(dir.path().join("op2_import_main.cpp"))
+        .args(run.sources)
         .arg("-o")
         .arg(&binary);
     if let Some(flags) = &hdf5 {
@@ -331,7 +348,17 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     }
     command.arg("-lm");
     let shown = format!("{command:?}").replace('"', "");
-    progress(&format!("compiling {} with {cxx}", run.main.display()));
+    progress(&format!(
+        "compiling {}{} with {cxx}",
+        run.main.display(),
+        match run.sources.len() {
+            0 => String::new(),
+            n => format!(
+                " and {}",
+                crate::report::count(n, "other source", "other sources")
+            ),
+        }
+    ));
     let output = finish(&mut command, run.cancel).map_err(|e| CaptureError::CompileFailed {
         command: shown.clone(),
         messages: e.to_string(),

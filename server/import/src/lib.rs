@@ -1,12 +1,13 @@
 //! `op2 import`: an OP2 C/C++ application, unmodified, brought into `.op2`
 //! with its mesh.
 //!
-//! The application's main file and the headers it includes with `"…"` are
-//! parsed with tree-sitter's C++ grammar. `main` is split at the first
+//! The application's main file, its other translation units (if any) and
+//! the headers they include with `"…"` ([`units`]) are parsed with
+//! tree-sitter's C++ grammar. `main` is split at the first
 //! top-level statement that contains an `op_par_loop`:
 //!
 //! - the set-up before it is **executed, not translated**: the main file is
-//!   compiled with the system C++ compiler against op2's recording
+//!   compiled (with the other units) with the system C++ compiler against op2's recording
 //!   `op_seq.h` ([`capture`]), with a call inserted before that statement
 //!   that writes the host values the rest of the program reads and ends the
 //!   run. Every `op_decl_*` call has recorded its sizes and data by then;
@@ -26,6 +27,7 @@ pub mod inline;
 pub mod kernel;
 pub mod report;
 pub mod scope;
+pub mod units;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -55,6 +57,10 @@ const SETUP_FILE_OUTPUT: &[&str] = &[
 pub struct Options {
     /// The C/C++ file with `main`.
     pub main: PathBuf,
+    /// The application's other C/C++ files (translation units): compiled
+    /// and linked with the main file into the capture run, and searched,
+    /// with the headers they include, for kernels and host functions.
+    pub sources: Vec<PathBuf>,
     /// The existing directory to write `<stem>.op2` and the instance into
     /// (empty: the working directory; it is not created): `<stem>.h5` (OP2's
     /// HDF5 layout) when the application reads its mesh with OP2's HDF5 API
@@ -177,6 +183,11 @@ pub trait Files {
     fn is_file(&self, path: &Path) -> bool;
     /// The text of `path`, or why not, naming it.
     fn read(&self, path: &Path) -> Result<String, String>;
+    /// What tells `path` from another spelling of the same file (`a/../b.h`
+    /// and `b.h`), so that each file is read once.
+    fn identity(&self, path: &Path) -> PathBuf {
+        units::normalised(path)
+    }
 }
 
 /// The file system.
@@ -193,6 +204,11 @@ impl Files for Disk {
     /// bad byte named by line and column).
     fn read(&self, path: &Path) -> Result<String, String> {
         op2_codegen::files::read_source(path).map_err(|e| e.describe(path))
+    }
+
+    /// Its canonical path (links followed), else its path normalised.
+    fn identity(&self, path: &Path) -> PathBuf {
+        std::fs::canonicalize(path).unwrap_or_else(|_| units::normalised(path))
     }
 }
 
@@ -250,8 +266,10 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         )));
     }
     let run = |instrumented: Instrumented| capture::Run {
-        main: &options.main,
+        main: instrumented.main,
         instrumented: instrumented.text,
+        program: &options.main,
+        sources: &options.sources,
         include_dirs: &options.include_dirs,
         defines: &options.defines,
         args: &options.args,
@@ -263,8 +281,9 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
     let mut macros = |main: Instrumented| capture::macros(&run(main), *progress.borrow_mut());
     let mut capture =
         |instrumented: Instrumented| capture::capture(&run(instrumented), *progress.borrow_mut());
-    let translation = translate(
+    let translation = translate_units(
         &options.main,
+        &options.sources,
         &options.include_dirs,
         &options.out,
         &Disk,
@@ -310,6 +329,23 @@ pub fn translate(
     macros: &mut dyn FnMut(Instrumented) -> Result<String, CaptureError>,
     capture: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>,
 ) -> Result<Translation, ImportError> {
+    translate_units(main, &[], include_dirs, out, files, macros, capture)
+}
+
+/// [`translate`] of an application of several translation units: `main`
+/// and `units`, its other C/C++ files, which the capture compiles and
+/// links with the main file (`macros` is asked for each unit's table too,
+/// given the unit's text) and whose functions, and the headers they
+/// include, are searched for kernels and host functions.
+pub fn translate_units(
+    main: &Path,
+    units: &[PathBuf],
+    include_dirs: &[PathBuf],
+    out: &Path,
+    files: &dyn Files,
+    macros: &mut dyn FnMut(Instrumented) -> Result<String, CaptureError>,
+    capture: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>,
+) -> Result<Translation, ImportError> {
     let read = |path: &Path| -> Result<Source, ImportError> {
         let text = files.read(path).map_err(ImportError::Read)?;
         let source =
@@ -333,21 +369,14 @@ pub fn translate(
         source.defines = defines;
         Ok(source)
     };
-    let main_source = read(main)?;
-    let mut headers = Vec::new();
-    let main_dir = main.parent().unwrap_or(Path::new("")).to_owned();
-    for include in includes(&main_source) {
-        let found = std::iter::once(&main_dir)
-            .chain(include_dirs)
-            .map(|dir| dir.join(&include))
-            .find(|p| files.is_file(p));
-        if let Some(path) = found {
-            headers.push(read(&path)?);
-        }
-    }
+    let application = units::read(main, units, include_dirs, files, &read)?;
+    // What the main file's translation unit sees: what the capture, made
+    // there, can name.
+    let visible: Vec<&Source> = application.all[..application.visible].iter().collect();
+    let main_source = &application.all[application.main];
     let mut report = Report::default();
 
-    let main_fn = functions(&main_source)
+    let main_fn = functions(main_source)
         .into_iter()
         .find(|(name, _)| name == "main")
         .map(|(_, node)| node)
@@ -358,7 +387,7 @@ pub fn translate(
     let statements = c::named_children(body);
     let stop = statements
         .iter()
-        .position(|s| c::contains_call(&main_source, *s, "op_par_loop"))
+        .position(|s| c::contains_call(main_source, *s, "op_par_loop"))
         .ok_or_else(|| ImportError::NoParLoop(main_source.location(main_fn)))?;
     let stop_node = statements[stop];
     let stop_location = main_source.location(stop_node);
@@ -366,11 +395,11 @@ pub fn translate(
     // op_decl_dat_temp(…)`): the set-up declares each once more where it
     // stops, so that the capture knows it; the host code zeroes it where C
     // declares it.
-    let temporaries = temporary_dats(&main_source, &statements[stop..]);
+    let temporaries = temporary_dats(main_source, &statements[stop..]);
     for statement in &statements[stop..] {
         let mut bad = None;
         walk(*statement, |node, _| {
-            if let Some(name) = c::called_name(&main_source, node)
+            if let Some(name) = c::called_name(main_source, node)
                 && name.starts_with("op_decl_")
                 && !(name == "op_decl_dat_temp"
                     && temporaries.iter().any(|t| t.call == node.start_byte()))
@@ -391,11 +420,21 @@ pub fn translate(
 
     // What the set-up and the file scopes declare.
     let mut declared: BTreeMap<String, Declared> = BTreeMap::new();
-    for source in headers.iter().chain([&main_source]) {
-        for node in c::named_children(source.tree.root_node()) {
+    for source in &visible {
+        for node in units::file_scope(source) {
             declarations(source, node, 0, &mut declared);
         }
     }
+    // The file-scope variables of the other translation units that the
+    // main file's does not declare: the capture, made there, cannot read
+    // them.
+    let mut elsewhere: BTreeMap<String, Declared> = BTreeMap::new();
+    for source in &application.all[application.visible..] {
+        for node in units::file_scope(source) {
+            declarations(source, node, 0, &mut elsewhere);
+        }
+    }
+    elsewhere.retain(|name, _| !declared.contains_key(name));
     let file_scope: BTreeMap<String, Location> = declared
         .iter()
         .map(|(name, d)| (name.clone(), d.location.clone()))
@@ -405,12 +444,12 @@ pub fn translate(
         .and_then(|d| d.child_by_field_name("parameters"))
     {
         for parameter in c::named_children(parameters) {
-            declarations(&main_source, parameter, parameter.end_byte(), &mut declared);
+            declarations(main_source, parameter, parameter.end_byte(), &mut declared);
         }
     }
     for statement in &statements[..stop] {
         declarations(
-            &main_source,
+            main_source,
             *statement,
             statement.end_byte(),
             &mut declared,
@@ -436,7 +475,7 @@ pub fn translate(
     let mut map_buffers: BTreeMap<String, String> = BTreeMap::new();
     for statement in &statements[..stop] {
         walk(*statement, |node, ancestors| {
-            let Some(name) = c::called_name(&main_source, node) else {
+            let Some(name) = c::called_name(main_source, node) else {
                 return true;
             };
             let args = c::call_arguments(node);
@@ -446,7 +485,7 @@ pub fn translate(
                 } else {
                     args.get(3)
                 };
-                match data.and_then(|d| pointee(&main_source, *d)) {
+                match data.and_then(|d| pointee(main_source, *d)) {
                     Some(var) => {
                         consts
                             .entry(var.to_owned())
@@ -460,7 +499,7 @@ pub fn translate(
                     ),
                 }
             } else if name.starts_with("op_decl_") {
-                if let Some(var) = assigned_variable(&main_source, ancestors) {
+                if let Some(var) = assigned_variable(main_source, ancestors) {
                     if name == "op_decl_dat"
                         && let Some(buffer) = args.get(3).filter(|b| b.kind() == "identifier")
                     {
@@ -508,7 +547,7 @@ pub fn translate(
         handles.insert(temporary.name.clone());
         decl_sites.insert(temporary.name.clone(), temporary.location.clone());
     }
-    let sources: Vec<&Source> = headers.iter().chain([&main_source]).collect();
+    let sources: Vec<&Source> = application.all.iter().collect();
     let helper_functions: Vec<(&Source, Node<'_>)> = sources
         .iter()
         .flat_map(|source| {
@@ -518,13 +557,43 @@ pub fn translate(
         })
         .collect();
     // The macros in effect where the main file ends, as the preprocessor
-    // left them (conditionals, `-D`, `#undef` and redefinitions resolved).
-    let table = macros(Instrumented {
-        main: main.to_owned(),
-        text: files.read(main).map_err(ImportError::Read)?,
-    })
-    .map_err(ImportError::Capture)?;
-    let helpers = inline::Helpers::new(&c::macro_table(&table), &sources, &helper_functions);
+    // left them (conditionals, `-D`, `#undef` and redefinitions resolved),
+    // and those only another unit defines where it ends.
+    let mut tables = Vec::new();
+    for unit in std::iter::once(main).chain(units.iter().map(PathBuf::as_path)) {
+        let table = macros(Instrumented {
+            main: unit.to_owned(),
+            text: files.read(unit).map_err(ImportError::Read)?,
+        })
+        .map_err(ImportError::Capture)?;
+        tables.push(c::macro_table(&table));
+    }
+    let (table, differing) = units::merge_macros(tables);
+    for (kept, other) in differing {
+        // Only the application's own: a difference in what system headers
+        // define is no difference a kernel sees.
+        let written = |define: &c::Define| {
+            sources
+                .iter()
+                .flat_map(|s| &s.defines)
+                .find(|d| d.name == define.name && d.body.trim() == define.body.trim())
+                .and_then(|d| d.location.clone())
+        };
+        let (Some(at), first) = (written(&other), written(&kept)) else {
+            continue;
+        };
+        report.add(
+            Kind::NotTranslated,
+            Some(at),
+            format!(
+                "the macro `{}` is defined here differently from the main file's translation unit{}; op2 import expands every kernel's macros with one table, the main file's",
+                kept.name,
+                first.map_or(String::new(), |first| format!(" (at {first})"))
+            ),
+            Some("give the macro one definition in a header every source includes"),
+        );
+    }
+    let helpers = inline::Helpers::new(&table, &sources, &helper_functions);
     let mut context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
@@ -547,7 +616,7 @@ pub fn translate(
     // First pass over the host code: what it reads and which kernels.
     let host_statements = &statements[stop..];
     let scan = host::translate(
-        &main_source,
+        main_source,
         host_statements,
         &context,
         &mut Report::default(),
@@ -555,10 +624,44 @@ pub fn translate(
 
     // Kernels.
     let mut definitions = BTreeMap::new();
-    for (index, source) in headers.iter().chain([&main_source]).enumerate() {
+    for (index, source) in sources.iter().enumerate() {
         for (name, node) in functions(source) {
             definitions.entry(name).or_insert((index, node));
         }
+    }
+    // A kernel or a function the host code or a kernel runs, defined in two
+    // files: which one the application runs is the linker's (or, for
+    // `static` functions, each unit's) to say, not op2 import's; the first
+    // is translated.
+    let mut every_definition: BTreeMap<String, Vec<(&Source, Node<'_>)>> = BTreeMap::new();
+    for (source, node) in &helper_functions {
+        if let Some(name) = inline::function_name(source, *node)
+            && name != "main"
+        {
+            every_definition
+                .entry(name.to_owned())
+                .or_default()
+                .push((*source, *node));
+        }
+    }
+    let mut run_names: BTreeSet<String> = scan.kernels.iter().map(|(k, _)| k.clone()).collect();
+    run_names.extend(units::reached(
+        host_statements
+            .iter()
+            .map(|s| (main_source, *s))
+            .chain(scan.kernels.iter().filter_map(|(k, _)| {
+                let (index, node) = definitions.get(k)?;
+                Some((sources[*index], *node))
+            })),
+        &every_definition,
+    ));
+    for (name, first, again) in units::defined_twice(&run_names, &every_definition) {
+        report.add(
+            Kind::NotTranslated,
+            Some(again),
+            format!("`{name}` is defined here and at {first}; op2 import cannot tell which of the two the application runs, and translated the one at {first}"),
+            Some("give the function one definition, or different names"),
+        );
     }
     let mut kernels = Vec::new();
     let mut kernel_reads = BTreeSet::new();
@@ -595,8 +698,8 @@ pub fn translate(
             None => report.add(
                 Kind::NotTranslated,
                 Some(used_at.clone()),
-                format!("kernel `{name}` is not defined in the main file or a header it includes with `\"…\"`"),
-                Some("pass the header's directory with -I"),
+                format!("kernel `{name}` is not defined in the main file, the other sources given or a header they include with `\"…\"`"),
+                Some("give the file that defines it after the main file, or pass its header's directory with -I"),
             ),
         }
     }
@@ -658,6 +761,14 @@ pub fn translate(
                     None,
                 ),
             },
+            None if let Some(d) = elsewhere.get(name) => report.add(
+                Kind::NotTranslated,
+                Some(d.location.clone()),
+                format!(
+                    "`{name}` is a variable of another translation unit, which the main file's does not declare; the capture, made in `main`, cannot read it"
+                ),
+                Some("declare it `extern` in a header the main file includes"),
+            ),
             _ if kernel_reads.contains(name) && !scan.referenced.contains(name) => report.add(
                 Kind::NotTranslated,
                 kernels.first().map(|k| k.location.clone()),
@@ -684,7 +795,30 @@ pub fn translate(
         main: main.to_owned(),
         text: instrumented,
     })
-    .map_err(ImportError::Capture)?;
+    .map_err(|error| match error {
+        // A kernel defined in no source read is most likely in a unit not
+        // given: the link fails, and the report would say why.
+        CaptureError::CompileFailed {
+            command,
+            mut messages,
+        } => {
+            for entry in report.entries.iter().filter(|e| {
+                e.kind == Kind::NotTranslated
+                    && e.message.contains("is not defined in the main file")
+            }) {
+                if let Some(at) = &entry.location {
+                    let _ = write!(
+                        messages,
+                        "\nnote: {at}: {}\n  help: {}",
+                        entry.message,
+                        entry.suggestion.as_deref().unwrap_or_default()
+                    );
+                }
+            }
+            ImportError::Capture(CaptureError::CompileFailed { command, messages })
+        }
+        error => ImportError::Capture(error),
+    })?;
 
     // Names of the declarations: the C variables holding them.
     let names = Names::new(&captured);
@@ -740,7 +874,7 @@ pub fn translate(
             ),
         }
     }
-    let host = host::translate(&main_source, host_statements, &context, &mut report);
+    let host = host::translate(main_source, host_statements, &context, &mut report);
 
     let stem = main.file_stem().map_or_else(
         || "imported".to_owned(),
@@ -749,9 +883,12 @@ pub fn translate(
     let program_path = out.join(format!("{stem}.op2"));
     // A mesh that came from OP2's HDF5 files goes back to HDF5 (it is
     // large, and OP2's tools read it); any other as JSON.
-    let hdf5 = capture::uses_hdf5(&main_source.text);
+    let hdf5 = capture::uses_hdf5(&main_source.text)
+        || application.all[application.visible..]
+            .iter()
+            .any(|s| units.contains(&s.path) && capture::uses_hdf5(&s.text));
     let text = program_text(
-        &main_source,
+        main_source,
         &captured,
         &names,
         &consts,
@@ -954,24 +1091,6 @@ impl Names {
     fn map(&self, i: usize) -> String {
         self.maps[i].clone()
     }
-}
-
-/// The paths of `#include "…"` lines in the main file.
-fn includes(source: &Source) -> Vec<String> {
-    let mut out = Vec::new();
-    walk(source.tree.root_node(), |node, _| {
-        if node.kind() == "preproc_include" {
-            if let Some(path) = node.child_by_field_name("path")
-                && path.kind() == "string_literal"
-                && let Some(value) = c::string_literal(source, path)
-            {
-                out.push(value);
-            }
-            return false;
-        }
-        node.kind() != "function_definition"
-    });
-    out
 }
 
 /// Function definitions outside other functions, by name.
@@ -1674,6 +1793,207 @@ mod tests {
             &mut written_macros,
             &mut run,
         )
+    }
+
+    /// The translation of an application of several files (`files`, by
+    /// path under `app/`, the first the main file; `units` its other
+    /// translation units), each unit's macros read from its own text.
+    fn translated_units(
+        files: &[(&str, &str)],
+        units: &[&str],
+        capture: &str,
+    ) -> Result<Translation, ImportError> {
+        let path = |name: &str| Path::new("app").join(name);
+        let main = path(files[0].0);
+        let files: BTreeMap<PathBuf, String> = files
+            .iter()
+            .map(|(name, text)| (path(name), (*text).to_owned()))
+            .collect();
+        let units: Vec<PathBuf> = units.iter().map(|u| path(u)).collect();
+        let mut run = |_: Instrumented| capture::parse(capture).map_err(CaptureError::Malformed);
+        // The main file's table has every header's macros after its own;
+        // another unit's, its own only.
+        let mut macros = |unit: Instrumented| {
+            let mut text = unit.text;
+            if unit.main == main {
+                for (path, header) in &files {
+                    if path.extension().is_some_and(|e| e == "h") {
+                        text.push_str(header);
+                    }
+                }
+            }
+            written_macros(Instrumented {
+                main: unit.main,
+                text,
+            })
+        };
+        translate_units(
+            &main,
+            &units,
+            &[],
+            Path::new(""),
+            &files,
+            &mut macros,
+            &mut run,
+        )
+    }
+
+    const UNITS_MAIN: &str = "#include \"op_seq.h\"\n#include \"app.h\"\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(4, \"cells\");\n  op_dat p_x = op_decl_dat(cells, 1, \"double\", x, \"p_x\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"double\", OP_RW));\n  double y = twice(1.0);\n  op_printf(\"%g\\n\", y);\n}\n";
+    const UNITS_CAPTURE: &str =
+        "set 0 4\ndat 0 0 1 double\n0 0 0 0\nhandle cells set 0\nhandle p_x dat 0\nstop\n";
+
+    #[test]
+    fn kernels_and_host_functions_are_found_in_other_units_and_nested_headers() {
+        // `app.h` includes `kernels/step.h`, which includes `../app.h`
+        // again (read once); `twice` is defined in another unit.
+        let translation = translated_units(
+            &[
+                ("app.cpp", UNITS_MAIN),
+                (
+                    "app.h",
+                    "#ifndef APP_H\n#define APP_H\n#include \"kernels/step.h\"\ndouble twice(double v);\n#endif\n",
+                ),
+                (
+                    "kernels/step.h",
+                    "#include \"../app.h\"\n#define STEP 1.5\ninline void step(double *x) { *x += STEP; }\n",
+                ),
+                ("host.cpp", "double twice(double v) { return 2.0 * v; }\n"),
+            ],
+            &["host.cpp"],
+            UNITS_CAPTURE,
+        )
+        .unwrap();
+        assert!(translation.report.faithful(), "{}", translation.report);
+        assert!(translation.program.contains("// from app/kernels/step.h:3"));
+        assert!(
+            translation.program.contains("*x += 1.5;"),
+            "{}",
+            translation.program
+        );
+        assert!(
+            translation.program.contains("2.0 * "),
+            "{}",
+            translation.program
+        );
+    }
+
+    #[test]
+    fn a_function_defined_in_two_units_is_reported_where_defined_again() {
+        let translation = translated_units(
+            &[
+                ("app.cpp", UNITS_MAIN),
+                ("app.h", "#include \"step.h\"\ndouble twice(double v);\n"),
+                ("step.h", "inline void step(double *x) { *x += 1.0; }\n"),
+                (
+                    "other.cpp",
+                    "static void step(double *x) { *x += 2.0; }\ndouble twice(double v) { return 2.0 * v; }\n",
+                ),
+                ("third.cpp", "\n\ndouble twice(double v) { return v + v; }\n"),
+                // Defined twice, but nothing the translation runs calls it.
+                ("unused.cpp", "static int usage() { return 1; }\n"),
+                ("unused2.cpp", "static int usage() { return 2; }\n"),
+            ],
+            &["other.cpp", "third.cpp", "unused.cpp", "unused2.cpp"],
+            UNITS_CAPTURE,
+        )
+        .unwrap();
+        let (entry, at) = reported(&translation, "`step` is defined here and at");
+        assert_eq!(entry.kind, Kind::NotTranslated);
+        assert_eq!(at.as_deref(), Some("app/other.cpp:1:1"));
+        assert!(
+            entry.message.contains("app/step.h:1:1"),
+            "{}",
+            entry.message
+        );
+        let (_, at) = reported(
+            &translation,
+            "`twice` is defined here and at app/other.cpp:2:1",
+        );
+        assert_eq!(at.as_deref(), Some("app/third.cpp:3:1"));
+        assert!(
+            !translation
+                .report
+                .entries
+                .iter()
+                .any(|e| e.message.contains("usage")),
+            "{}",
+            translation.report
+        );
+    }
+
+    #[test]
+    fn what_another_unit_defines_and_the_main_file_cannot_name_is_reported() {
+        // The kernel's global, defined in its unit and declared nowhere the
+        // main file sees; a macro that unit defines differently; a kernel
+        // no file defines.
+        let main = UNITS_MAIN.replace(
+            "  double y",
+            "  op_par_loop(gone, \"gone\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"double\", OP_RW));\n  double y",
+        );
+        let translation = translated_units(
+            &[
+                ("app.cpp", &main),
+                (
+                    "app.h",
+                    "#define SCALE 3.0\nvoid step(double *x);\ninline double twice(double v) { return SCALE * v; }\n",
+                ),
+                (
+                    "kernels.cpp",
+                    "#define SCALE 2.0\ndouble gain = 2.0;\nvoid step(double *x) { *x *= gain * SCALE; }\n",
+                ),
+            ],
+            &["kernels.cpp"],
+            UNITS_CAPTURE,
+        )
+        .unwrap();
+        let (_, at) = reported(
+            &translation,
+            "`gain` is a variable of another translation unit",
+        );
+        assert_eq!(at.as_deref(), Some("app/kernels.cpp:2:8"));
+        let (_, at) = reported(
+            &translation,
+            "the macro `SCALE` is defined here differently",
+        );
+        assert_eq!(at.as_deref(), Some("app/kernels.cpp:1:1"));
+        let (entry, at) = reported(&translation, "kernel `gone` is not defined");
+        assert!(entry.message.contains("the other sources given"));
+        assert_eq!(at.as_deref(), Some("app/app.cpp:8:3"));
+    }
+
+    #[test]
+    fn the_files_an_import_reads_are_bounded_in_number() {
+        // A chain of headers, each including the next: read breadth first
+        // without recursion, and refused past the limit at the `#include`
+        // that goes over it.
+        let names: Vec<String> = (0..units::MAX_FILES + 4)
+            .map(|i| format!("h{i}.h"))
+            .collect();
+        let texts: Vec<String> = (0..names.len())
+            .map(|i| match names.get(i + 1) {
+                Some(next) => format!("#include \"{next}\"\n"),
+                None => String::new(),
+            })
+            .collect();
+        let main = format!("#include \"h0.h\"\n{UNITS_MAIN}");
+        let mut files = vec![("app.cpp", main.as_str())];
+        files.extend(
+            names
+                .iter()
+                .map(String::as_str)
+                .zip(texts.iter().map(String::as_str)),
+        );
+        let error = translated_units(&files, &[], UNITS_CAPTURE).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.starts_with(&format!("app/h{}.h:1:1: ", units::MAX_FILES - 1)),
+            "{text}"
+        );
+        assert!(text.contains("more than 1024 files"), "{text}");
+        // A unit given twice, or naming the main file, is refused.
+        let error =
+            translated_units(&[("app.cpp", UNITS_MAIN)], &["./app.cpp"], "stop\n").unwrap_err();
+        assert!(error.to_string().contains("is given twice"), "{error}");
     }
 
     /// The report's entry whose message contains `text`, and where.

@@ -26,13 +26,15 @@ fn compiler(test: &str) -> Option<String> {
 }
 
 fn import_app(dir: &str, main: &str, out: &Path) -> Result<Imported, ImportError> {
-    import_with(dir, main, out, &[])
+    import_with(dir, main, &[], out, &[])
 }
 
-/// [`import_app`] with `-D` definitions.
+/// [`import_app`] with the application's other sources and `-D`
+/// definitions.
 fn import_with(
     dir: &str,
     main: &str,
+    sources: &[&str],
     out: &Path,
     defines: &[&str],
 ) -> Result<Imported, ImportError> {
@@ -40,6 +42,7 @@ fn import_with(
     import(
         &Options {
             main: dir.join(main),
+            sources: sources.iter().map(|s| dir.join(s)).collect(),
             out: out.to_owned(),
             working_dir: Some(dir),
             defines: defines.iter().map(|d| (*d).to_owned()).collect(),
@@ -49,15 +52,27 @@ fn import_with(
     )
 }
 
-/// What the application prints when compiled against the test OP2.
-fn native(cxx: &str, dir: &str, main: &str, build: &Path, defines: &[&str]) -> String {
+/// What the application prints when compiled against the test OP2 (with
+/// its other sources, if any).
+fn native(
+    cxx: &str,
+    dir: &str,
+    main: &str,
+    sources: &[&str],
+    build: &Path,
+    defines: &[&str],
+) -> String {
     let dir = apps().join(dir);
     let binary = build.join("native");
     let status = Command::new(cxx)
         .args(defines.iter().map(|d| format!("-D{d}")))
         .args(["-std=c++17", "-O0", "-I"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/op2seq"))
+        // The application's directory, as the capture's compiler has it.
+        .arg("-I")
+        .arg(&dir)
         .arg(dir.join(main))
+        .args(sources.iter().map(|s| dir.join(s)))
         .arg("-o")
         .arg(&binary)
         .status()
@@ -117,23 +132,24 @@ fn numbers(text: &str) -> Vec<String> {
 
 /// Imports, runs both ways and compares every printed number.
 fn same_numbers(test: &str, dir: &str, main: &str) -> (Imported, tempfile::TempDir) {
-    same_numbers_with(test, dir, main, &[])
+    same_numbers_with(test, dir, main, &[], &[])
 }
 
-/// [`same_numbers`] with `-D` definitions for the import and the native
-/// build.
+/// [`same_numbers`] with the application's other sources and `-D`
+/// definitions, for the import and the native build.
 fn same_numbers_with(
     test: &str,
     dir: &str,
     main: &str,
+    sources: &[&str],
     defines: &[&str],
 ) -> (Imported, tempfile::TempDir) {
     let work = tempfile::tempdir().expect("temporary directory");
-    let imported = import_with(dir, main, work.path(), defines).expect("imports");
+    let imported = import_with(dir, main, sources, work.path(), defines).expect("imports");
     let Some(cxx) = compiler(test) else {
         return (imported, work);
     };
-    let native = native(&cxx, dir, main, work.path(), defines);
+    let native = native(&cxx, dir, main, sources, work.path(), defines);
     let ported = format!("{}{}", imported.setup_output, run_imported(&imported));
     let (native_numbers, ported_numbers) = (numbers(&native), numbers(&ported));
     assert!(native_numbers.len() > 5, "{native}");
@@ -506,7 +522,7 @@ fn grid_read_from_op2s_hdf5_layout_prints_what_the_native_build_prints() {
     // The instance written is HDF5 that `op2 run` reads, and it prints
     // every number the native plain grid prints from grid.dat.
     let ported = run_imported(&imported);
-    let native = native(&cxx, "grid", "grid.cpp", work.path(), &[]);
+    let native = native(&cxx, "grid", "grid.cpp", &[], work.path(), &[]);
     assert_eq!(
         numbers(&native),
         numbers(&ported),
@@ -600,7 +616,7 @@ fn a_kernel_that_prints_prints_the_native_builds_bytes() {
         return;
     };
     // Every byte, element by element in order, between the host's prints.
-    let native = native(&cxx, "traced", "traced.cpp", work.path(), &[]);
+    let native = native(&cxx, "traced", "traced.cpp", &[], work.path(), &[]);
     let ported = format!("{}{}", imported.setup_output, run_imported(&imported));
     assert_eq!(ported, native);
     assert_eq!(native.matches("edge ").count(), 8, "{native}");
@@ -771,6 +787,7 @@ fn macros_the_preprocessor_decides_print_what_the_native_build_prints() {
         "conditional",
         "conditional",
         "conditional.cpp",
+        &[],
         &["SCALE=3.0", "FAST"],
     );
     assert!(imported.report.faithful(), "{}", imported.report);
@@ -829,4 +846,63 @@ fn kernels_whose_names_hide_others_print_what_the_native_build_prints() {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
     assert!(!program.contains("acc_inc"), "{program}");
+}
+
+#[test]
+fn an_application_of_several_translation_units_prints_what_the_native_build_prints() {
+    if compiler("units").is_none() {
+        return;
+    }
+    // The mesh built by a function of another unit (its declarations
+    // numbered with the main file's), a kernel, the global it reads, a
+    // macro and a `static` helper of another unit, a host function of a
+    // third, and kernels in headers included by headers.
+    let (imported, _work) = same_numbers_with(
+        "units",
+        "units",
+        "units.cpp",
+        &["units_mesh.cpp", "units_kernels.cpp", "units_host.cpp"],
+        &[],
+    );
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "kernel scale(",
+        "kernel flux(",
+        "kernel sum(",
+        "const gain: double = 1.5;",
+        "0.5 * (*b - *a)",
+        "+ 0.25;",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    assert!(program.contains("units_kernels.cpp:"), "{program}");
+    assert!(program.contains("flux.h:"), "{program}");
+}
+
+#[test]
+fn a_kernel_in_another_translation_unit_not_given_is_reported_where_it_is_run() {
+    if compiler("units, one source missing").is_none() {
+        return;
+    }
+    // Without `units_kernels.cpp` the application does not link: the
+    // linker's messages say what is missing, and the import where the
+    // kernel is run.
+    let work = tempfile::tempdir().expect("temporary directory");
+    let error = import_with(
+        "units",
+        "units.cpp",
+        &["units_mesh.cpp", "units_host.cpp"],
+        work.path(),
+        &[],
+    )
+    .expect_err("does not link");
+    let text = error.to_string();
+    assert!(matches!(error, ImportError::Capture(_)), "{text}");
+    assert!(text.contains("undefined reference"), "{text}");
+    // The translation had found no definition of the kernel, and says so.
+    assert!(
+        text.contains("units.cpp:28:5: kernel `scale` is not defined in the main file, the other sources given"),
+        "{text}"
+    );
 }

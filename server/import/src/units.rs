@@ -1,0 +1,350 @@
+//! The application's sources: its main file, its other translation units
+//! and every header they include with `#include "…"`, nested headers too,
+//! each read once; which of them the main file's translation unit sees; and
+//! the checks that several translation units need (a function defined in
+//! two of them, a macro defined differently in two of them).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Component, Path, PathBuf};
+
+use tree_sitter::Node;
+
+use crate::c::{self, Define, Location, Source, walk};
+use crate::{Files, ImportError};
+
+/// The most files (sources and headers) an import reads.
+pub const MAX_FILES: usize = 1024;
+
+/// The most bytes of text an import reads in all (each file is at most
+/// 16 MiB as well).
+pub const MAX_BYTES: usize = 64 << 20;
+
+/// The application's sources, read.
+#[derive(Debug)]
+pub struct Application {
+    /// Every file, each once: the headers the main file's translation unit
+    /// includes (in the order found), the main file, then the other units
+    /// and the headers only they include.
+    pub all: Vec<Source>,
+    /// The main file's index in `all`.
+    pub main: usize,
+    /// How many of `all`, from the start, the main file's translation unit
+    /// sees (its headers and itself): what the capture, compiled there, can
+    /// name.
+    pub visible: usize,
+}
+
+/// Reads `main`, `units` and the headers they include with `"…"` (looked
+/// for in the including file's directory, the main file's, then
+/// `include_dirs`, as the capture's compiler looks), with `read`, at most
+/// [`MAX_FILES`] files and [`MAX_BYTES`] bytes.
+pub fn read(
+    main: &Path,
+    units: &[PathBuf],
+    include_dirs: &[PathBuf],
+    files: &dyn Files,
+    read: &dyn Fn(&Path) -> Result<Source, ImportError>,
+) -> Result<Application, ImportError> {
+    let mut reader = Reader {
+        files,
+        read,
+        main_dir: main.parent().unwrap_or(Path::new("")).to_owned(),
+        include_dirs,
+        seen: BTreeSet::new(),
+        bytes: 0,
+        all: Vec::new(),
+    };
+    reader.seen.insert(files.identity(main));
+    reader.unit(main)?;
+    let visible = reader.all.len();
+    for unit in units {
+        if !reader.seen.insert(files.identity(unit)) {
+            return Err(ImportError::Read(format!(
+                "`{}` is given twice, or is the main file or a header it includes: give each other translation unit once",
+                unit.display()
+            )));
+        }
+        reader.unit(unit)?;
+    }
+    Ok(Application {
+        all: reader.all,
+        main: visible - 1,
+        visible,
+    })
+}
+
+/// The reading of [`read`].
+struct Reader<'a> {
+    files: &'a dyn Files,
+    read: &'a dyn Fn(&Path) -> Result<Source, ImportError>,
+    main_dir: PathBuf,
+    include_dirs: &'a [PathBuf],
+    /// Every file read, as [`Files::identity`] names it.
+    seen: BTreeSet<PathBuf>,
+    bytes: usize,
+    all: Vec<Source>,
+}
+
+impl Reader<'_> {
+    /// Reads `path` (`at`: the `#include` that names it) within the limits.
+    fn take(&mut self, path: &Path, at: Option<&Location>) -> Result<Source, ImportError> {
+        if self.all.len() >= MAX_FILES {
+            return Err(too_many(at, format!("more than {MAX_FILES} files")));
+        }
+        let source = (self.read)(path)?;
+        self.bytes = self.bytes.saturating_add(source.text.len());
+        if self.bytes > MAX_BYTES {
+            return Err(too_many(
+                at,
+                format!("more than {} MiB of text", MAX_BYTES >> 20),
+            ));
+        }
+        Ok(source)
+    }
+
+    /// Reads the translation unit `path` and the headers it includes not
+    /// read yet, breadth first and without recursion, and adds them to
+    /// `all`, the unit after its headers.
+    fn unit(&mut self, path: &Path) -> Result<(), ImportError> {
+        let unit = self.take(path, None)?;
+        let first = self.all.len();
+        let mut found = includes(&unit);
+        let mut unit_dir = unit.path.parent().unwrap_or(Path::new("")).to_owned();
+        let mut next = first;
+        loop {
+            for (include, at) in found {
+                let path = [&unit_dir, &self.main_dir]
+                    .into_iter()
+                    .chain(self.include_dirs)
+                    .map(|d| d.join(&include))
+                    .find(|p| self.files.is_file(p));
+                if let Some(path) = path
+                    && self.seen.insert(self.files.identity(&path))
+                {
+                    let header = self.take(&path, Some(&at))?;
+                    self.all.push(header);
+                }
+            }
+            let Some(header) = self.all.get(next) else {
+                break;
+            };
+            found = includes(header);
+            unit_dir = header.path.parent().unwrap_or(Path::new("")).to_owned();
+            next += 1;
+        }
+        self.all.push(unit);
+        Ok(())
+    }
+}
+
+fn too_many(at: Option<&Location>, what: String) -> ImportError {
+    let at = at.map_or(String::new(), |at| format!("{at}: "));
+    ImportError::Read(format!(
+        "{at}the application's sources and the headers they include come to {what}, which is more than op2 import reads"
+    ))
+}
+
+/// `path` without `.` and with each `dir/..` taken away, for telling two
+/// spellings of one file apart where the file system is not asked.
+pub fn normalised(path: &Path) -> PathBuf {
+    let mut out: Vec<Component<'_>> = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir if matches!(out.last(), Some(Component::Normal(_))) => {
+                out.pop();
+            }
+            // `/..` is `/`.
+            Component::ParentDir if matches!(out.last(), Some(Component::RootDir)) => {}
+            other => out.push(other),
+        }
+    }
+    out.iter().collect()
+}
+
+/// The paths of the `#include "…"` lines of `source` outside functions,
+/// with where each is written.
+pub fn includes(source: &Source) -> Vec<(String, Location)> {
+    let mut out = Vec::new();
+    walk(source.tree.root_node(), |node, _| {
+        if node.kind() == "preproc_include" {
+            if let Some(path) = node.child_by_field_name("path")
+                && path.kind() == "string_literal"
+                && let Some(value) = c::string_literal(source, path)
+            {
+                out.push((value, source.location(node)));
+            }
+            return false;
+        }
+        node.kind() != "function_definition"
+    });
+    out
+}
+
+/// The items at file scope of `source`, those inside preprocessor
+/// conditionals (a header's include guard) and `extern "C" { … }` too, in
+/// order (iteratively).
+pub fn file_scope<'t>(source: &'t Source) -> Vec<Node<'t>> {
+    let mut out = Vec::new();
+    // Nodes still to visit, the next last.
+    let mut pending: Vec<Node<'t>> = c::named_children(source.tree.root_node());
+    pending.reverse();
+    while let Some(node) = pending.pop() {
+        let inside = match node.kind() {
+            "preproc_if" | "preproc_ifdef" | "preproc_else" | "preproc_elif"
+            | "preproc_elifdef" | "declaration_list" => Some(node),
+            "linkage_specification" => node.child_by_field_name("body"),
+            _ => None,
+        };
+        match inside {
+            Some(inside) if inside.kind() != "declaration" => {
+                pending.extend(c::named_children(inside).into_iter().rev());
+            }
+            Some(declaration) => out.push(declaration),
+            None => out.push(node),
+        }
+    }
+    out
+}
+
+/// The names of the functions that the host code after the first par_loop
+/// and the kernels its par_loops name may run, followed from call to call
+/// through every definition of each name in `sources` (iteratively; each
+/// function once).
+pub fn reached<'s>(
+    roots: impl IntoIterator<Item = (&'s Source, Node<'s>)>,
+    definitions: &BTreeMap<String, Vec<(&'s Source, Node<'s>)>>,
+) -> BTreeSet<String> {
+    let mut reached = BTreeSet::new();
+    let mut pending: Vec<(&Source, Node<'_>)> = roots.into_iter().collect();
+    while let Some((source, node)) = pending.pop() {
+        walk(node, |n, _| {
+            if n.kind() == "call_expression"
+                && let Some(function) = n.child_by_field_name("function")
+            {
+                let name = match function.kind() {
+                    "template_function" => function.child_by_field_name("name"),
+                    "identifier" | "qualified_identifier" => Some(function),
+                    _ => None,
+                }
+                .map(|f| source.text(f));
+                if let Some(name) = name
+                    && let Some(defined) = definitions.get(name)
+                    && reached.insert(name.to_owned())
+                {
+                    pending.extend(defined.iter().copied());
+                }
+            }
+            true
+        });
+    }
+    reached
+}
+
+/// The first two places where a name of `names` is defined in different
+/// files of `definitions`, by name.
+pub fn defined_twice<'s>(
+    names: &BTreeSet<String>,
+    definitions: &BTreeMap<String, Vec<(&'s Source, Node<'s>)>>,
+) -> Vec<(String, Location, Location)> {
+    let mut out = Vec::new();
+    for name in names {
+        let Some(defined) = definitions.get(name) else {
+            continue;
+        };
+        let Some((first, node)) = defined.first() else {
+            continue;
+        };
+        if let Some((other, other_node)) = defined.iter().find(|(s, _)| s.path != first.path) {
+            out.push((
+                name.clone(),
+                first.location(*node),
+                other.location(*other_node),
+            ));
+        }
+    }
+    out
+}
+
+/// One table of macros from the tables of the main file's translation unit
+/// (`tables[0]`) and of the other units: a macro only another unit defines
+/// is added as it defines it; one defined differently is kept as the main
+/// file's and returned by name with the two definitions.
+pub fn merge_macros(tables: Vec<Vec<Define>>) -> (Vec<Define>, Vec<(Define, Define)>) {
+    let mut tables = tables.into_iter();
+    let mut merged = tables.next().unwrap_or_default();
+    let mut index: BTreeMap<String, usize> = merged
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (d.name.clone(), i))
+        .collect();
+    let squeeze = |text: &str| text.split_whitespace().collect::<String>();
+    let mut differing = Vec::new();
+    let mut reported = BTreeSet::new();
+    for table in tables {
+        for define in table {
+            match index.get(&define.name) {
+                None => {
+                    index.insert(define.name.clone(), merged.len());
+                    merged.push(define);
+                }
+                Some(&i) => {
+                    let kept = &merged[i];
+                    if (kept.params != define.params
+                        || kept.variadic != define.variadic
+                        || squeeze(&kept.body) != squeeze(&define.body))
+                        && reported.insert(define.name.clone())
+                    {
+                        differing.push((kept.clone(), define));
+                    }
+                }
+            }
+        }
+    }
+    (merged, differing)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_normalised_without_the_file_system() {
+        assert_eq!(
+            normalised(Path::new("app/./kernels/../app.h")),
+            Path::new("app/app.h")
+        );
+        assert_eq!(normalised(Path::new("../a/b")), Path::new("../a/b"));
+        assert_eq!(normalised(Path::new("/a/../../b")), Path::new("/b"));
+    }
+
+    #[test]
+    fn file_scope_items_inside_conditionals_and_extern_c_are_found_in_order() {
+        let text = "#ifndef G\n#define G\nextern double a;\n#if X\nint b;\n#else\nint c;\n#endif\n#endif\nextern \"C\" { float d; }\nextern \"C\" int e;\nvoid f() { int g; }\n";
+        let source = Source::parse(Path::new("g.h"), "g.h".to_owned(), text.to_owned()).unwrap();
+        let declared: Vec<&str> = file_scope(&source)
+            .into_iter()
+            .filter(|n| n.kind() == "declaration")
+            .filter_map(|n| n.child_by_field_name("declarator"))
+            .map(|d| source.text(d))
+            .collect();
+        assert_eq!(declared, ["a", "b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn macros_only_another_unit_defines_are_added_and_different_ones_returned() {
+        let table = |text: &str| c::macro_table(text);
+        let (merged, differing) = merge_macros(vec![
+            table("#define A 1\n#define B(x) (x)\n"),
+            table("#define A 1\n#define C 3\n#define B(y) (y * 2)\n"),
+            table("#define B(x) (x + 1)\n"),
+        ]);
+        let names: Vec<&str> = merged.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["A", "B", "C"]);
+        assert_eq!(merged[1].body, "(x)");
+        // Reported once, with the main file's definition first.
+        assert_eq!(differing.len(), 1);
+        assert_eq!(differing[0].0.body, "(x)");
+        assert_eq!(differing[0].1.body, "(y * 2)");
+    }
+}
