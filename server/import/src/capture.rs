@@ -15,6 +15,20 @@ const RECORDING_OP_SEQ: &str = include_str!("../recorder/op_seq.h");
 const RECORDING_OP_PROFILE: &str = include_str!("../recorder/op_profile.h");
 const RECORDING_HDF5: &str = include_str!("../recorder/op2_import_hdf5.h");
 
+/// The headers the recorder's directory holds, first on the capture's
+/// include path: an `#include "…"` of one of these names finds the
+/// recorder's (unless the including file's own directory has it), never
+/// OP2's own in a `-I` directory.
+pub const RECORDER_HEADERS: &[&str] = &[
+    "op_seq.h",
+    "op_lib_cpp.h",
+    "op_lib_c.h",
+    "op_lib_core.h",
+    "op_profile.h",
+    "op_hdf5.h",
+    "op2_import_hdf5.h",
+];
+
 /// Why the capture failed.
 #[derive(Debug)]
 pub enum CaptureError {
@@ -247,13 +261,15 @@ fn prepare(
     let write = |name: &str, text: &str| {
         std::fs::write(dir.path().join(name), text).map_err(io("cannot write a temporary file"))
     };
-    write("op_seq.h", RECORDING_OP_SEQ)?;
-    for header in ["op_lib_cpp.h", "op_lib_c.h", "op_lib_core.h"] {
-        write(header, "#include \"op_seq.h\"\n")?;
+    for header in RECORDER_HEADERS {
+        let text = match *header {
+            "op_seq.h" => RECORDING_OP_SEQ,
+            "op_profile.h" => RECORDING_OP_PROFILE,
+            "op2_import_hdf5.h" => RECORDING_HDF5,
+            _ => "#include \"op_seq.h\"\n",
+        };
+        write(header, text)?;
     }
-    write("op_profile.h", RECORDING_OP_PROFILE)?;
-    write("op_hdf5.h", "#include \"op_seq.h\"\n")?;
-    write("op2_import_hdf5.h", RECORDING_HDF5)?;
     let main = std::path::absolute(&run.main).unwrap_or_else(|_| run.main.clone());
     let main_display = main
         .display()

@@ -448,12 +448,7 @@ pub fn translate_units(
         }
     }
     for statement in &statements[..stop] {
-        declarations(
-            main_source,
-            *statement,
-            statement.end_byte(),
-            &mut declared,
-        );
+        declarations(main_source, *statement, statement.end_byte(), &mut declared);
     }
     // Globals that `main` declares again before its first par_loop: there
     // the name is `main`'s variable, and the capture, made there, reads
@@ -1803,13 +1798,18 @@ mod tests {
         units: &[&str],
         capture: &str,
     ) -> Result<Translation, ImportError> {
-        let path = |name: &str| Path::new("app").join(name);
+        let path = |name: &str| match name.strip_prefix("/") {
+            Some(outside) => PathBuf::from(outside),
+            None => Path::new("app").join(name),
+        };
         let main = path(files[0].0);
         let files: BTreeMap<PathBuf, String> = files
             .iter()
             .map(|(name, text)| (path(name), (*text).to_owned()))
             .collect();
         let units: Vec<PathBuf> = units.iter().map(|u| path(u)).collect();
+        // OP2's own headers, where a user's `-I` might name them.
+        let include_dirs = [PathBuf::from("op2")];
         let mut run = |_: Instrumented| capture::parse(capture).map_err(CaptureError::Malformed);
         // The main file's table has every header's macros after its own;
         // another unit's, its own only.
@@ -1830,7 +1830,7 @@ mod tests {
         translate_units(
             &main,
             &units,
-            &[],
+            &include_dirs,
             Path::new(""),
             &files,
             &mut macros,
@@ -1858,12 +1858,19 @@ mod tests {
                     "#include \"../app.h\"\n#define STEP 1.5\ninline void step(double *x) { *x += STEP; }\n",
                 ),
                 ("host.cpp", "double twice(double v) { return 2.0 * v; }\n"),
+                // The compiler finds the recorder's `op_seq.h` first: OP2's
+                // own, in a `-I` directory, is never read.
+                (
+                    "/op2/op_seq.h",
+                    "template <class... A> void op_par_loop(A...) {}\ninline void step(double *x) {}\n",
+                ),
             ],
             &["host.cpp"],
             UNITS_CAPTURE,
         )
         .unwrap();
         assert!(translation.report.faithful(), "{}", translation.report);
+        assert!(!translation.report.to_string().contains("op2/op_seq.h"));
         assert!(translation.program.contains("// from app/kernels/step.h:3"));
         assert!(
             translation.program.contains("*x += 1.5;"),

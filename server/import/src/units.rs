@@ -34,10 +34,10 @@ pub struct Application {
     pub visible: usize,
 }
 
-/// Reads `main`, `units` and the headers they include with `"…"` (looked
-/// for in the including file's directory, the main file's, then
-/// `include_dirs`, as the capture's compiler looks), with `read`, at most
-/// [`MAX_FILES`] files and [`MAX_BYTES`] bytes.
+/// Reads `main`, `units` and the headers they include with `"…"`, looked
+/// for as the capture's compiler looks (the including file's directory,
+/// the recorder's, the main file's, then `include_dirs`), with `read`, at
+/// most [`MAX_FILES`] files and [`MAX_BYTES`] bytes.
 pub fn read(
     main: &Path,
     units: &[PathBuf],
@@ -113,11 +113,20 @@ impl Reader<'_> {
         let mut next = first;
         loop {
             for (include, at) in found {
-                let path = [&unit_dir, &self.main_dir]
-                    .into_iter()
-                    .chain(self.include_dirs)
-                    .map(|d| d.join(&include))
-                    .find(|p| self.files.is_file(p));
+                // As the capture's compiler looks: the including file's
+                // directory, the recorder's (which has the names of OP2's
+                // headers, never read here), the main file's, then `-I`.
+                let own = unit_dir.join(&include);
+                let path = if self.files.is_file(&own) {
+                    Some(own)
+                } else if crate::capture::RECORDER_HEADERS.contains(&include.as_str()) {
+                    None
+                } else {
+                    std::iter::once(&self.main_dir)
+                        .chain(self.include_dirs)
+                        .map(|d| d.join(&include))
+                        .find(|p| self.files.is_file(p))
+                };
                 if let Some(path) = path
                     && self.seen.insert(self.files.identity(&path))
                 {
