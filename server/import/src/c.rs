@@ -703,18 +703,51 @@ impl Spellings {
     /// The first free of `name` (when `as_is`), `name_`, `name_1`, …,
     /// which it takes.
     fn claim(&mut self, name: &str, as_is: bool) -> String {
-        let mut attempt = usize::from(!as_is);
-        loop {
-            let candidate = match attempt {
-                0 => name.to_owned(),
-                1 => format!("{name}_"),
-                n => format!("{name}_{}", n - 1),
-            };
-            if self.taken.insert(candidate.clone()) {
-                return candidate;
-            }
-            attempt += 1;
+        let appended = format!("{name}_");
+        let preferred = if as_is {
+            vec![name.to_owned(), appended]
+        } else {
+            vec![appended]
+        };
+        let taken = &self.taken;
+        let given = first_free(
+            |attempt| vec![numbered(name, &preferred, attempt)],
+            |candidate| !taken.contains(candidate),
+        )
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+        self.taken.insert(given.clone());
+        given
+    }
+}
+
+/// The one way the import finds a fresh name, for the program's names
+/// ([`ProgramNames`]) and for kernels' and host code's locals
+/// ([`crate::scope::Fresh`]): the first of `candidates(0)`,
+/// `candidates(1)`, … whose names are all free. `candidates` must give
+/// other names for each attempt (as [`numbered`] does), so that one is
+/// free by the time the names in use run out.
+pub fn first_free(
+    candidates: impl Fn(usize) -> Vec<String>,
+    is_free: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let mut attempt = 0;
+    loop {
+        let names = candidates(attempt);
+        if names.iter().all(|n| is_free(n)) {
+            return names;
         }
+        attempt += 1;
+    }
+}
+
+/// The `attempt`th name tried for `name`: each of `preferred` in turn,
+/// then `name_1`, `name_2`, …
+pub fn numbered(name: &str, preferred: &[String], attempt: usize) -> String {
+    match preferred.get(attempt) {
+        Some(first) => first.clone(),
+        None => format!("{name}_{}", attempt - preferred.len() + 1),
     }
 }
 
@@ -809,6 +842,25 @@ pub const BUILTINS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fresh_names_are_the_preferred_ones_then_numbered() {
+        let preferred = ["a".to_owned(), "a_".to_owned()];
+        let tried: Vec<String> = (0..4).map(|i| numbered("a", &preferred, i)).collect();
+        assert_eq!(tried, ["a", "a_", "a_1", "a_2"]);
+        let tried: Vec<String> = (0..2).map(|i| numbered("v", &[], i)).collect();
+        assert_eq!(tried, ["v_1", "v_2"]);
+        // All of an attempt's names must be free.
+        let taken = ["x_0", "x_1_"];
+        let names = first_free(
+            |attempt| {
+                let tail = "_".repeat(attempt);
+                vec![format!("x_0{tail}"), format!("x_1{tail}")]
+            },
+            |n| !taken.contains(&n),
+        );
+        assert_eq!(names, ["x_0__", "x_1__"]);
+    }
 
     #[test]
     fn program_names_are_unique_and_the_same_at_every_use() {

@@ -219,27 +219,18 @@ impl<'w> Fresh<'w> {
     /// free, which it takes. `candidates` must give other names for each
     /// attempt, so that one is free by the time the names in use run out.
     pub fn claim(&mut self, candidates: impl Fn(usize) -> Vec<String>) -> Vec<String> {
-        let mut attempt = 0;
-        loop {
-            let names = candidates(attempt);
-            if names.iter().all(|n| !self.is_taken(n)) {
-                self.taken.extend(names.iter().cloned());
-                return names;
-            }
-            attempt += 1;
-        }
+        let names = c::first_free(candidates, |n| !self.is_taken(n));
+        self.taken.extend(names.iter().cloned());
+        names
     }
 
     /// A fresh name for the C variable `name`: `.op2`'s spelling of it
     /// (`exit_` for `exit`) when that is free and not `name` itself, else
-    /// `name_1`, `name_2`, …
+    /// `name_1`, `name_2`, … ([`c::numbered`], as the program's names).
     pub fn rename(&mut self, name: &str) -> String {
         let spelled = op2_name(name);
-        let names = self.claim(|attempt| match attempt {
-            0 if spelled != name => vec![spelled.clone()],
-            0 => vec![format!("{name}_1")],
-            n => vec![format!("{name}_{}", n + usize::from(spelled == name))],
-        });
+        let preferred: Vec<String> = (spelled != name).then_some(spelled).into_iter().collect();
+        let names = self.claim(|attempt| vec![c::numbered(name, &preferred, attempt)]);
         names.into_iter().next().unwrap_or_default()
     }
 
