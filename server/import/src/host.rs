@@ -68,6 +68,11 @@ pub struct Context<'a> {
     /// Globals that `main` declares again before its first par_loop, whose
     /// values the capture cannot read (it reads `main`'s).
     pub shadowed: BTreeSet<String>,
+    /// Variables `main` declares before its first par_loop that hide a
+    /// global a kernel or an inlined function reads, with the names they
+    /// are renamed to wherever `main` names them (not inside the functions
+    /// inlined there, which read the global).
+    pub setup_renames: BTreeMap<String, String>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -557,6 +562,15 @@ fn translate_once(
                     if c::is_callee(node, ancestors) {
                         return false;
                     }
+                    // `main`'s own variable where a global of its name
+                    // exists: by its new name from here on.
+                    let name = match context.setup_renames.get(name) {
+                        Some(renamed) if !host.locals.contains(name) => {
+                            edits.replace(node, renamed.clone());
+                            renamed.as_str()
+                        }
+                        _ => name,
+                    };
                     if let Some(renamed) = context.renames.get(name) {
                         edits.replace(node, op2_name(renamed));
                         if context.buffers.contains_key(renamed) {
@@ -1096,6 +1110,7 @@ fn inline<'t>(
         words: Rc::clone(&context.words),
         local_renames: BTreeMap::new(),
         shadowed: context.shadowed.clone(),
+        setup_renames: BTreeMap::new(),
     };
     let translated = translate(fsource, &[body], &inner, report);
     // A global it reads that `main` declares again before the first
@@ -1803,6 +1818,10 @@ fn par_loop(
                         "`op_arg_gbl` of something other than a variable".into(),
                         Some("pass `&x` or an array `x`"),
                     );
+                };
+                let name = match context.setup_renames.get(name) {
+                    Some(renamed) if !host.locals.contains(name) => renamed.as_str(),
+                    _ => name,
                 };
                 if !(context.consts.contains(name) && mode == "READ") {
                     host.globals

@@ -439,6 +439,7 @@ pub fn translate_units(
         .iter()
         .map(|(name, d)| (name.clone(), d.location.clone()))
         .collect();
+    let file_declared = declared.clone();
     if let Some(parameters) = main_fn
         .child_by_field_name("declarator")
         .and_then(|d| d.child_by_field_name("parameters"))
@@ -604,9 +605,48 @@ pub fn translate_units(
             .flat_map(|source| host_functions(source))
             .collect(),
         words: std::rc::Rc::new(helpers.words.clone()),
-        shadowed: shadowed.keys().cloned().collect(),
         ..Context::default()
     };
+    // A scalar that `main` declares before its first par_loop where a
+    // global of that name exists: `main`'s is renamed (`gam_1`, a name no
+    // source uses) wherever `main` names it after the set-up, and captured
+    // under that name, while the kernels and the functions inlined read
+    // the global, captured as `::gam`. (Not an OP2 handle, a buffer or a
+    // const that `op_decl_const` declares from `main`'s variable: those
+    // are reported where read, below.)
+    let mut setup_renames: BTreeMap<String, String> = BTreeMap::new();
+    // Captured name → the C expression the capture reads it with.
+    let mut captured_as: BTreeMap<String, String> = BTreeMap::new();
+    {
+        let taken = declared.keys().map(|n| op2_name(n)).collect();
+        let mut fresh = scope::Fresh::new(&helpers.words, taken);
+        for name in shadowed.keys() {
+            let renamable = |d: Option<&Declared>| d.is_some_and(|d| !d.handle && !d.pointer);
+            if renamable(declared.get(name))
+                && renamable(file_declared.get(name))
+                && !consts.contains_key(name)
+                && !dat_buffers.contains_key(name)
+                && !map_buffers.contains_key(name)
+            {
+                setup_renames.insert(name.clone(), fresh.rename(name));
+            }
+        }
+    }
+    for (name, renamed) in &setup_renames {
+        if let (Some(local), Some(global)) = (declared.get(name), file_declared.get(name)) {
+            let (local, global) = (local.clone(), global.clone());
+            declared.insert(renamed.clone(), local);
+            declared.insert(name.clone(), global);
+            captured_as.insert(renamed.clone(), name.clone());
+            captured_as.insert(name.clone(), format!("::{name}"));
+        }
+    }
+    context.setup_renames = setup_renames.clone();
+    context.shadowed = shadowed
+        .keys()
+        .filter(|n| !setup_renames.contains_key(*n))
+        .cloned()
+        .collect();
 
     // First pass over the host code: what it reads and which kernels.
     let host_statements = &statements[stop..];
@@ -673,6 +713,7 @@ pub fn translate_units(
                 for (global, (at, local)) in translated
                     .free_names
                     .iter()
+                    .filter(|n| !setup_renames.contains_key(*n))
                     .filter_map(|n| Some((n, shadowed.get(n)?)))
                 {
                     report.add(
@@ -722,7 +763,8 @@ pub fn translate_units(
             // The dat's buffer: a global made from the dat (below).
             Some(_) if dat_buffers.contains_key(name) => {}
             Some(d) if in_scope(d) && !d.pointer => {
-                let _ = write!(insertion, "op2_import_value(\"{name}\", {name}); ");
+                let expression = captured_as.get(name).unwrap_or(name);
+                let _ = write!(insertion, "op2_import_value(\"{name}\", {expression}); ");
             }
             Some(d) if d.pointer => match scan.uses.get(name) {
                 // At the first use, which is what needs rewriting; a map's
@@ -1777,17 +1819,30 @@ mod tests {
     /// The translation of the main file `text` with the capture read from
     /// the recorder's `capture` text (nothing compiled or run).
     fn translated(text: &str, capture: &str) -> Result<Translation, ImportError> {
+        translated_and_instrumented(text, capture).0
+    }
+
+    /// [`translated`], with the text the capture was asked to run.
+    fn translated_and_instrumented(
+        text: &str,
+        capture: &str,
+    ) -> (Result<Translation, ImportError>, String) {
         let main = PathBuf::from("app/app.cpp");
         let files = BTreeMap::from([(main.clone(), text.to_owned())]);
-        let mut run = |_: Instrumented| capture::parse(capture).map_err(CaptureError::Malformed);
-        translate(
+        let mut instrumented = String::new();
+        let mut run = |asked: Instrumented| {
+            instrumented = asked.text;
+            capture::parse(capture).map_err(CaptureError::Malformed)
+        };
+        let translation = translate(
             &main,
             &[],
             Path::new(""),
             &files,
             &mut written_macros,
             &mut run,
-        )
+        );
+        (translation, instrumented)
     }
 
     /// The translation of an application of several files (`files`, by
@@ -2329,14 +2384,37 @@ mod tests {
     }
 
     #[test]
-    fn a_global_that_main_declares_again_before_its_first_par_loop_is_reported() {
+    fn a_global_that_mains_set_up_declares_again_is_read_as_the_global_and_mains_renamed() {
         // `k1` and `show` read the global `c1`; `main` declares a `c1` of
-        // its own in the set-up, which is the one the capture, inserted
-        // there, reads: the kernel and the inlined function got 2.0.
-        let app = "#include \"op_seq.h\"\ndouble c1 = 10.0;\nvoid k1(double *g) { g[0] += c1; }\nvoid show(double s) {\n  op_printf(\"%g\\n\", s * c1);\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double c1 = 2.0;\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = c1;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  show(s);\n}\n";
-        let capture =
-            "set 0 1\nhandle cells set 0\nvalue c1 double 1\n2.0\nvalue s double 1\n2.0\nstop\n";
-        let translation = translated(app, capture).expect("a translation");
+        // its own in the set-up and reads it after: the capture reads the
+        // global as `::c1` and `main`'s as `c1_1`, which `main` is
+        // translated with.
+        let app = "#include \"op_seq.h\"\ndouble c1 = 10.0;\nvoid k1(double *g) { g[0] += c1; }\nvoid show(double s) {\n  op_printf(\"%g\\n\", s * c1);\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double c1 = 2.0;\n  op_set cells = op_decl_set(1, \"cells\");\n  double s = c1;\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(&s, 1, \"double\", OP_INC));\n  show(s);\n  op_printf(\"%g\\n\", c1);\n}\n";
+        let capture = "set 0 1\nhandle cells set 0\nvalue c1 double 1\n10.0\nvalue c1_1 double 1\n2.0\nvalue s double 1\n2.0\nstop\n";
+        let (translation, inserted) = translated_and_instrumented(app, capture);
+        let translation = translation.expect("a translation");
+        assert!(translation.report.faithful(), "{}", translation.report);
+        assert!(
+            inserted.contains("op2_import_value(\"c1\", ::c1); "),
+            "{inserted}"
+        );
+        assert!(
+            inserted.contains("op2_import_value(\"c1_1\", c1); "),
+            "{inserted}"
+        );
+        let program = &translation.program;
+        assert!(program.contains("const c1: double = 10.0;"), "{program}");
+        assert!(program.contains("const c1_1: double = 2.0;"), "{program}");
+        assert!(program.contains("g[0] += c1;"), "{program}");
+        assert!(program.contains("print(\"%g\\n\", c1_1);"), "{program}");
+        assert!(program.contains("s_show1 * c1"), "{program}");
+        // A const that `op_decl_const` declares from `main`'s variable is
+        // still reported: which of the two the kernels mean is not clear.
+        let app = app.replace(
+            "  double s = c1;\n",
+            "  double s = c1;\n  op_decl_const(1, \"double\", &c1);\n",
+        );
+        let translation = translated(&app, capture).expect("a translation");
         assert!(!translation.report.faithful());
         let (entry, location) = reported(&translation, "kernel `k1` reads the global");
         assert_eq!(
@@ -2349,11 +2427,8 @@ mod tests {
             entry.message,
             "call to `show`, which op2 import cannot inline: it reads the global `c1`, and `main` declares a `c1` of its own before its first par_loop, whose value the capture, made in `main`, would take instead"
         );
-        assert_eq!(location.as_deref(), Some("app/app.cpp:13:3"));
-        // Without `main`'s own `c1`, neither.
-        let app = app.replace("  double c1 = 2.0;\n", "");
-        let translation = translated(&app, capture).expect("a translation");
-        assert!(translation.report.faithful(), "{}", translation.report);
+        // One line lower: the `op_decl_const` line was added.
+        assert_eq!(location.as_deref(), Some("app/app.cpp:14:3"));
     }
 
     #[test]

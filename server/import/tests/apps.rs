@@ -906,3 +906,23 @@ fn a_kernel_in_another_translation_unit_not_given_is_reported_where_it_is_run() 
         "{text}"
     );
 }
+
+#[test]
+fn globals_that_mains_set_up_declares_again_print_what_the_native_build_prints() {
+    if compiler("shadow").is_none() {
+        return;
+    }
+    // The kernel and the inlined function read the globals; `main` reads
+    // and assigns its own, renamed.
+    let (imported, _work) = same_numbers("shadow", "shadow", "shadow.cpp");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "const gam: double = 1.25;",
+        "*t = *t * gam + 1.0;",
+        "gam_1 = gam_1 * 2.0 + scale_1;",
+        "* scale;",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+}
