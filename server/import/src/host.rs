@@ -73,6 +73,12 @@ pub struct Context<'a> {
     /// are renamed to wherever `main` names them (not inside the functions
     /// inlined there, which read the global).
     pub setup_renames: BTreeMap<String, String>,
+    /// `main`'s locals renamed because the same name also means, elsewhere
+    /// in the host code, a variable of the set-up or a global (C scopes
+    /// them per block, `.op2`'s translation of `main` per function): the
+    /// new name of each identifier (by its first byte in the main file)
+    /// that declares or names one of them.
+    pub block_renames: std::collections::HashMap<usize, String>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -328,13 +334,14 @@ fn translate_once(
     let fail = |report: &mut Report, node: Node<'_>, message: String, help: Option<&str>| {
         report.not_translated(source.location(node), message, help);
     };
-    // Locals first: names are not scoped more finely than `main`.
+    // Locals first: names are not scoped more finely than `main` (but
+    // see `Context::block_renames`).
     for statement in statements {
         walk(*statement, |node, _| {
             if node.kind() == "declaration" {
                 for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
                     if let Some((ident, _, _)) = c::declared_name(declarator) {
-                        host.locals.insert(source.text(ident).to_owned());
+                        host.locals.insert(named(source, ident, context).to_owned());
                     }
                 }
             }
@@ -419,7 +426,7 @@ fn translate_once(
                     // Scalars, and arrays of one literal size (`double s[3]`).
                     let variable = |d: Node<'_>| -> Option<(&str, Option<usize>)> {
                         match d.kind() {
-                            "identifier" => Some((source.text(d), None)),
+                            "identifier" => Some((named(source, d, context), None)),
                             "array_declarator" => {
                                 let ident = d
                                     .child_by_field_name("declarator")
@@ -427,7 +434,7 @@ fn translate_once(
                                 let size = d
                                     .child_by_field_name("size")
                                     .and_then(|n| source.text(n).parse().ok())?;
-                                Some((source.text(ident), Some(size)))
+                                Some((named(source, ident, context), Some(size)))
                             }
                             _ => None,
                         }
@@ -479,7 +486,7 @@ fn translate_once(
                         .filter_map(c::declared_name)
                         .find(|(_, pointer, _)| *pointer);
                     if let Some((ident, _, _)) = pointer {
-                        let name = source.text(ident);
+                        let name = named(source, ident, context);
                         if dead.contains(name) {
                             edits.replace(node, "");
                             report.add(
@@ -563,13 +570,20 @@ fn translate_once(
                         return false;
                     }
                     // `main`'s own variable where a global of its name
-                    // exists: by its new name from here on.
-                    let name = match context.setup_renames.get(name) {
-                        Some(renamed) if !host.locals.contains(name) => {
+                    // exists, or a local of a block whose name means
+                    // another variable elsewhere: by its new name.
+                    let name = match context.block_renames.get(&node.start_byte()) {
+                        Some(renamed) => {
                             edits.replace(node, renamed.clone());
                             renamed.as_str()
                         }
-                        _ => name,
+                        None => match context.setup_renames.get(name) {
+                            Some(renamed) if !host.locals.contains(name) => {
+                                edits.replace(node, renamed.clone());
+                                renamed.as_str()
+                            }
+                            _ => name,
+                        },
                     };
                     if let Some(renamed) = context.renames.get(name) {
                         edits.replace(node, op2_name(renamed));
@@ -1111,6 +1125,7 @@ fn inline<'t>(
         local_renames: BTreeMap::new(),
         shadowed: context.shadowed.clone(),
         setup_renames: BTreeMap::new(),
+        block_renames: std::collections::HashMap::new(),
     };
     let translated = translate(fsource, &[body], &inner, report);
     // A global it reads that `main` declares again before the first
@@ -1572,6 +1587,26 @@ fn counter(texts: &[&str]) -> String {
     name
 }
 
+/// The name an identifier of the host code declares or reads: its text, or
+/// its new name ([`Context::block_renames`]).
+fn named<'a>(source: &'a Source, ident: Node<'_>, context: &'a Context<'_>) -> &'a str {
+    context
+        .block_renames
+        .get(&ident.start_byte())
+        .map_or_else(|| source.text(ident), String::as_str)
+}
+
+/// The identifier of `x` or `&x`.
+fn data_ident(node: Node<'_>) -> Option<Node<'_>> {
+    match node.kind() {
+        "identifier" => Some(node),
+        "pointer_expression" => node
+            .child_by_field_name("argument")
+            .filter(|a| a.kind() == "identifier"),
+        _ => None,
+    }
+}
+
 /// The variable an argument names: `x` or `&x`.
 fn variable<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     match node.kind() {
@@ -1819,9 +1854,14 @@ fn par_loop(
                         Some("pass `&x` or an array `x`"),
                     );
                 };
-                let name = match context.setup_renames.get(name) {
-                    Some(renamed) if !host.locals.contains(name) => renamed.as_str(),
-                    _ => name,
+                let name = match data_ident(*data)
+                    .and_then(|i| context.block_renames.get(&i.start_byte()))
+                {
+                    Some(renamed) => renamed.as_str(),
+                    None => match context.setup_renames.get(name) {
+                        Some(renamed) if !host.locals.contains(name) => renamed.as_str(),
+                        _ => name,
+                    },
                 };
                 if !(context.consts.contains(name) && mode == "READ") {
                     host.globals

@@ -617,9 +617,9 @@ pub fn translate_units(
     let mut setup_renames: BTreeMap<String, String> = BTreeMap::new();
     // Captured name → the C expression the capture reads it with.
     let mut captured_as: BTreeMap<String, String> = BTreeMap::new();
+    let taken = declared.keys().map(|n| op2_name(n)).collect();
+    let mut fresh = scope::Fresh::new(&helpers.words, taken);
     {
-        let taken = declared.keys().map(|n| op2_name(n)).collect();
-        let mut fresh = scope::Fresh::new(&helpers.words, taken);
         for name in shadowed.keys() {
             let renamable = |d: Option<&Declared>| d.is_some_and(|d| !d.handle && !d.pointer);
             if renamable(declared.get(name))
@@ -642,6 +642,47 @@ pub fn translate_units(
         }
     }
     context.setup_renames = setup_renames.clone();
+    // The host code is translated with one scope per function, C's with
+    // one per block: where a local of the host code has a name that
+    // elsewhere in the host code means a variable of the set-up or a
+    // global (`{ double dt = 100.0; … }` and `dt` after the block), every
+    // local of that name is renamed (`dt_1`), so that the other `dt` is
+    // the one captured.
+    {
+        let scopes = scope::Scopes::new(main_source, &[], Some(body));
+        let host_start = stop_node.start_byte();
+        let in_host = |id: usize| scopes.bindings[id].at() >= host_start;
+        let host_names: BTreeSet<&str> = scopes
+            .bindings
+            .iter()
+            .filter(|b| b.at() >= host_start)
+            .map(|b| b.name.as_str())
+            .collect();
+        let mut outer: BTreeSet<&str> = BTreeSet::new();
+        let mut locals: Vec<(usize, &str)> = Vec::new();
+        for statement in &statements[stop..] {
+            walk(*statement, |node, ancestors| {
+                if node.kind() == "identifier" && !c::is_callee(node, ancestors) {
+                    let name = main_source.text(node);
+                    match scopes.binding(node) {
+                        Some(id) if in_host(id) => locals.push((node.start_byte(), name)),
+                        _ if host_names.contains(name) => {
+                            outer.insert(name);
+                        }
+                        _ => {}
+                    }
+                }
+                true
+            });
+        }
+        let new_names: BTreeMap<&str, String> =
+            outer.into_iter().map(|n| (n, fresh.rename(n))).collect();
+        for (at, name) in locals {
+            if let Some(renamed) = new_names.get(name) {
+                context.block_renames.insert(at, renamed.clone());
+            }
+        }
+    }
     context.shadowed = shadowed
         .keys()
         .filter(|n| !setup_renames.contains_key(*n))

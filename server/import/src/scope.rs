@@ -32,6 +32,13 @@ pub struct Binding<'t> {
     outer: Option<usize>,
 }
 
+impl Binding<'_> {
+    /// Where its name is written (a byte of the source).
+    pub fn at(&self) -> usize {
+        self.at
+    }
+}
+
 /// The bindings of one kernel and what each identifier of its body refers
 /// to.
 #[derive(Debug)]

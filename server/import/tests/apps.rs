@@ -926,3 +926,25 @@ fn globals_that_mains_set_up_declares_again_print_what_the_native_build_prints()
         assert!(program.contains(expected), "{expected}\n{program}");
     }
 }
+
+#[test]
+fn host_blocks_whose_locals_hide_other_variables_print_what_the_native_build_prints() {
+    if compiler("blocks").is_none() {
+        return;
+    }
+    // A block's `dt` beside the set-up's, a block's `s` that a par_loop
+    // takes beside the global `s`, and two blocks' `w` with no other `w`.
+    let (imported, _work) = same_numbers("blocks", "blocks", "blocks.cpp");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "double dt_1 = 100.0 + i;",
+        "print(\"inner dt %.17g\\n\", dt_1);",
+        "par_loop total over cells (p_x READ, s_1 INC);",
+        "print(\"outer dt %.17g s %.17g\\n\", dt, s);",
+        "double w = 2.0 * i;",
+        "double w = 3.0 * i;",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+}
