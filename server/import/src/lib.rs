@@ -2097,6 +2097,19 @@ mod tests {
         let error =
             translated_units(&[("app.cpp", UNITS_MAIN)], &["./app.cpp"], "stop\n").unwrap_err();
         assert!(error.to_string().contains("is given twice"), "{error}");
+        // A header given as a unit is refused: it is read where included.
+        let error = translated_units(
+            &[("app.cpp", UNITS_MAIN), ("app.h", "")],
+            &["app.h"],
+            "stop\n",
+        )
+        .unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("`app/app.h` is not a C/C++ source"),
+            "{error}"
+        );
     }
 
     /// The report's entry whose message contains `text`, and where.

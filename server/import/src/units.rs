@@ -19,6 +19,9 @@ pub const MAX_FILES: usize = 1024;
 /// 16 MiB as well).
 pub const MAX_BYTES: usize = 64 << 20;
 
+/// The endings of the files a translation unit may be.
+const UNIT_EXTENSIONS: &[&str] = &["c", "cc", "cpp", "cxx", "C", "c++"];
+
 /// The application's sources, read.
 #[derive(Debug)]
 pub struct Application {
@@ -58,6 +61,13 @@ pub fn read(
     reader.unit(main)?;
     let visible = reader.all.len();
     for unit in units {
+        let extension = unit.extension().and_then(|e| e.to_str()).unwrap_or("");
+        if !UNIT_EXTENSIONS.contains(&extension) {
+            return Err(ImportError::Read(format!(
+                "`{}` is not a C/C++ source (`.c`, `.cc`, `.cpp`, `.cxx`, `.c++`, `.C`): give the application's other translation units; the headers they include are read where they are included",
+                unit.display()
+            )));
+        }
         if !reader.seen.insert(files.identity(unit)) {
             return Err(ImportError::Read(format!(
                 "`{}` is given twice, or is the main file or a header it includes: give each other translation unit once",
