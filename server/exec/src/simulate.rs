@@ -27,12 +27,12 @@ use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::FxHashMap;
 
 use crate::interp::{Compiled, CompiledExpr, Fault, Frame};
-use crate::native::KernelCalls;
 use crate::native::compile::{HandlerArg, RowBack, RowSource, RowStart};
 use crate::native::flat::{from_slot, to_slot};
+use crate::native::{KernelCalls, Rows};
 use crate::printer::{Printer, Printing};
 use order::{Bits, Wheel};
-use store::{Column, Payloads, add_slots, combine_slots, copy_slots};
+use store::{Column, Payloads, add_slots, column_values, combine_slots, copy_slots, rows};
 
 mod order;
 mod store;
@@ -852,7 +852,7 @@ struct Progress {
 /// `Simulator::progress`.
 struct PlanColumns {
     /// The landing pads, in `PlanInfo::buffers` order.
-    buffers: Vec<Column>,
+    buffers: Rows,
     /// Per element, per `INFO` global of the invocation: the element that
     /// set it, or `NO_ELEMENT` (the generated `element_G`).
     info_elements: Column,
@@ -861,7 +861,7 @@ struct PlanColumns {
 /// The globals' state of every element of a set device type.
 struct TypeColumns {
     /// The globals' pads, in `TypeInfo::pads` order.
-    pads: Vec<Column>,
+    pads: Rows,
 }
 
 /// A message on its way: 24 bytes, its payload shared in [`Payloads`].
@@ -988,7 +988,7 @@ struct Simulator<'a> {
     /// element is in the invocation.
     states: Vec<Progress>,
     /// The dats' values.
-    dats: Vec<Column>,
+    dats: Rows,
     /// Per device: the index in `pin_ends` of its output pin 0; then the
     /// number of output pins of all devices.
     pin_base: Vec<u32>,
@@ -1047,8 +1047,6 @@ struct Simulator<'a> {
     /// The starts of the MIN or MAX globals `INFO` globals follow in one
     /// kernel run, reused.
     info_starts: Vec<u64>,
-    /// The index arguments' values of a compiled kernel call, reused.
-    index_slots: Vec<u64>,
     /// The seeded random bits of the order.
     bits: Bits,
     statistics: Statistics,
@@ -1106,7 +1104,9 @@ pub fn simulate_with_progress(
     simulator.statistics.elapsed = start.elapsed();
     simulator.statistics.cost = simulator.cost();
     let mut state = simulator.state;
-    state.dats = simulator.dats.iter().map(Column::to_values).collect();
+    state.dats = (0..simulator.program.dats.len())
+        .map(|d| column_values(&simulator.dats, d))
+        .collect();
     Ok((state, simulator.statistics))
 }
 
@@ -1155,14 +1155,15 @@ impl<'a> Simulator<'a> {
     ) -> Result<Simulator<'a>, SimulationError> {
         let program = Arc::clone(program);
         let mut state = State::new(&program, data);
-        let dats: Vec<Column> = program
-            .dats
-            .iter()
-            .zip(std::mem::take(&mut state.dats))
-            .map(|(dat, values)| {
-                Column::from_values(dat.ty.scalar, dat.ty.dimension as usize, &values)
-            })
-            .collect();
+        let dats = rows(
+            program
+                .dats
+                .iter()
+                .zip(std::mem::take(&mut state.dats))
+                .map(|(dat, values)| {
+                    Column::from_values(dat.ty.scalar, dat.ty.dimension as usize, &values)
+                }),
+        );
         let mut counts = Counts::new(&program, graph, data);
         match options.injection {
             Some(Injection::WriteTotalPlusOne { plan, set, index }) => {
@@ -1443,20 +1444,16 @@ impl<'a> Simulator<'a> {
                     ..Progress::default()
                 }));
                 plan_columns.push(PlanColumns {
-                    buffers: p
-                        .buffers
-                        .iter()
-                        .map(|a| {
-                            let ty = program.invocations[p.invocation.index()].args[*a]
-                                .as_ref()
-                                .map(|a| a.ty);
-                            Column::zeros(
-                                ty.map_or(ScalarType::Double, |t| t.scalar),
-                                ty.map_or(1, |t| t.dimension as usize),
-                                elements,
-                            )
-                        })
-                        .collect(),
+                    buffers: rows(p.buffers.iter().map(|a| {
+                        let ty = program.invocations[p.invocation.index()].args[*a]
+                            .as_ref()
+                            .map(|a| a.ty);
+                        Column::zeros(
+                            ty.map_or(ScalarType::Double, |t| t.scalar),
+                            ty.map_or(1, |t| t.dimension as usize),
+                            elements,
+                        )
+                    })),
                     info_elements: Column::filled(
                         ScalarType::Uint,
                         graph.invocations[p.plan].infos.len(),
@@ -1465,14 +1462,10 @@ impl<'a> Simulator<'a> {
                     ),
                 });
             }
-            let pads = info
-                .pads
-                .iter()
-                .map(|g| {
-                    let ty = program.globals[g.index()].ty;
-                    Column::zeros(ty.scalar, ty.dimension as usize, elements)
-                })
-                .collect();
+            let pads = rows(info.pads.iter().map(|g| {
+                let ty = program.globals[g.index()].ty;
+                Column::zeros(ty.scalar, ty.dimension as usize, elements)
+            }));
             columns.push(TypeColumns { pads });
             let (base, _) = set_base[&info.set];
             owners[base..base + elements].fill(u32::try_from(t).unwrap_or(u32::MAX));
@@ -1744,7 +1737,6 @@ impl<'a> Simulator<'a> {
             lengths: Vec::new(),
             scratch: Vec::new(),
             info_starts: Vec::new(),
-            index_slots: Vec::new(),
             bits: Bits::new(options.seed),
             statistics,
             out,
@@ -1759,6 +1751,23 @@ impl<'a> Simulator<'a> {
             },
         };
         simulator.lengths = simulator.state.lengths();
+        if let Some(calls) = simulator.calls.as_mut() {
+            for (t, info) in simulator.types.iter().enumerate() {
+                let elements = simulator.state.set_sizes[info.set.index()];
+                for p in info.plans.clone() {
+                    let plan = &simulator.plans[p];
+                    if !plan.iterates {
+                        continue;
+                    }
+                    let groups = [
+                        &mut simulator.dats,
+                        &mut simulator.plan_columns[p].buffers,
+                        &mut simulator.columns[t].pads,
+                    ];
+                    calls.bind(plan.invocation, groups, elements);
+                }
+            }
+        }
         simulator.update_ready(0);
         Ok(simulator)
     }
@@ -2395,9 +2404,9 @@ impl<'a> Simulator<'a> {
                 self.states[progress].read_send_mask &= !(1 << bit);
                 // The row goes straight into the pool's record.
                 if let Some(fan) = self.fan_out(device, pin) {
-                    let row = self.dats[dat].row(e);
+                    let row = self.dats.row(dat, e);
                     let id = stored(self.payloads.store(row, fan.deliveries()))?;
-                    let ty = PayloadTypes::Uniform(self.dats[dat].ty);
+                    let ty = PayloadTypes::Uniform(self.dats.ty(dat));
                     self.post(fan, plan_index, id, row.len(), ty)?;
                 }
             }
@@ -2406,10 +2415,10 @@ impl<'a> Simulator<'a> {
                 let buffer = info.arg_store[info.write_sends[bit].0];
                 self.states[progress].write_send_mask &= !(1 << bit);
                 if let Some(fan) = self.fan_out(device, pin) {
-                    let column = &self.plan_columns[p].buffers[buffer];
-                    let row = column.row(e);
+                    let column = &self.plan_columns[p].buffers;
+                    let row = column.row(buffer, e);
                     let id = stored(self.payloads.store(row, fan.deliveries()))?;
-                    let (length, ty) = (row.len(), PayloadTypes::Uniform(column.ty));
+                    let (length, ty) = (row.len(), PayloadTypes::Uniform(column.ty(buffer)));
                     self.post(fan, plan_index, id, length, ty)?;
                 }
             }
@@ -2427,7 +2436,7 @@ impl<'a> Simulator<'a> {
                     for ((global, mode), &pad) in plan.end_globals.iter().zip(&info.end_pads) {
                         let g = &this.program.globals[global.index()];
                         if info.iterates {
-                            payload.extend_from_slice(columns.pads[pad].row(e));
+                            payload.extend_from_slice(columns.pads.row(pad, e));
                         } else {
                             payload.extend(std::iter::repeat_n(
                                 to_slot(identity(g.ty.scalar, *mode)),
@@ -2442,7 +2451,7 @@ impl<'a> Simulator<'a> {
                         plan.infos.iter().zip(&info.info_pads).zip(elements)
                     {
                         if info.iterates {
-                            payload.extend_from_slice(columns.pads[pad].row(e));
+                            payload.extend_from_slice(columns.pads.row(pad, e));
                             payload.push(element);
                         } else {
                             let dimension = this.program.globals[i.global.index()].ty.dimension;
@@ -2505,28 +2514,29 @@ impl<'a> Simulator<'a> {
         starts.extend(
             info.info_pads
                 .iter()
-                .map(|&(_, r)| self.columns[t].pads[r].row(element)[0]),
+                .map(|&(_, r)| self.columns[t].pads.row(r, element)[0]),
         );
         let result = match self.calls.as_mut().filter(|calls| calls.compiled(id)) {
+            // Staging, kernel and store-back in one compiled call, on the
+            // rows it was bound to; the indices, if any, into its extra
+            // slots first.
             Some(calls) => {
-                // Staging, kernel and store-back in one compiled call.
-                let mut indices = std::mem::take(&mut self.index_slots);
-                indices.clear();
-                indices.extend(info.indices.iter().map(|&kind| {
-                    to_slot(crate::reference::index_value(self.state.row_of(
-                        &self.program,
-                        kind,
-                        element,
-                    )))
-                }));
+                let indices = if info.indices.is_empty() {
+                    Ok(())
+                } else {
+                    calls.extra_mut(id).map(|extra| {
+                        for (slot, &kind) in extra.iter_mut().zip(&info.indices) {
+                            let row = self.state.row_of(&self.program, kind, element);
+                            *slot = to_slot(crate::reference::index_value(row));
+                        }
+                    })
+                };
                 let groups = [
-                    &mut self.dats[..],
-                    &mut self.plan_columns[p].buffers[..],
-                    &mut self.columns[t].pads[..],
+                    &mut self.dats,
+                    &mut self.plan_columns[p].buffers,
+                    &mut self.columns[t].pads,
                 ];
-                let result = calls.call(id, groups, &mut indices, element);
-                self.index_slots = indices;
-                result
+                indices.and_then(|()| calls.call(id, groups, element))
             }
             None => self.interpret_kernel(t, p, id, element),
         };
@@ -2557,9 +2567,9 @@ impl<'a> Simulator<'a> {
         for (i, ((plan, &(_, r)), &start)) in
             infos.iter().zip(&info.info_pads).zip(&starts).enumerate()
         {
-            let pad = &columns.pads[r];
-            let value = from_slot(pad.row(element)[0], pad.ty);
-            let start = from_slot(start, pad.ty);
+            let (pads, ty) = (&columns.pads, columns.pads.ty(r));
+            let value = from_slot(pads.row(r, element)[0], ty);
+            let start = from_slot(start, ty);
             let set = crate::reference::improves(value, start, plan.mode);
             self.plan_columns[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
                 u32::try_from(element).unwrap_or(NO_ELEMENT)
@@ -2595,7 +2605,7 @@ impl<'a> Simulator<'a> {
             match *step {
                 Stage::Zero { at, length } => staged[at..at + length].fill(0),
                 Stage::Dat { dat, at, length } => {
-                    copy_slots(&mut staged[at..at + length], self.dats[dat].row(element));
+                    copy_slots(&mut staged[at..at + length], self.dats.row(dat, element));
                 }
                 Stage::Buffer {
                     buffer,
@@ -2603,7 +2613,7 @@ impl<'a> Simulator<'a> {
                     length,
                     zero,
                 } => {
-                    let values = self.plan_columns[p].buffers[buffer].row_mut(element);
+                    let values = self.plan_columns[p].buffers.row_mut(buffer, element);
                     if zero {
                         values.fill(0);
                     }
@@ -2615,7 +2625,7 @@ impl<'a> Simulator<'a> {
                     length,
                     zero,
                 } => {
-                    let values = columns.pads[pad].row_mut(element);
+                    let values = columns.pads.row_mut(pad, element);
                     if zero {
                         values.fill(0);
                         staged[at..at + length].fill(0);
@@ -2708,17 +2718,18 @@ impl<'a> Simulator<'a> {
                     length,
                     add,
                 } => {
-                    let column = &mut self.dats[dat];
+                    let ty = self.dats.ty(dat);
+                    let row = self.dats.row_mut(dat, element);
                     let values = &staged[at..at + length];
                     if add {
-                        add_slots(column.ty, column.row_mut(element), values);
+                        add_slots(ty, row, values);
                     } else {
-                        copy_slots(column.row_mut(element), values);
+                        copy_slots(row, values);
                     }
                 }
                 Store::Buffer { buffer, at, length } => {
                     copy_slots(
-                        self.plan_columns[p].buffers[buffer].row_mut(element),
+                        self.plan_columns[p].buffers.row_mut(buffer, element),
                         &staged[at..at + length],
                     );
                 }
@@ -2728,9 +2739,8 @@ impl<'a> Simulator<'a> {
                     length,
                     how,
                 } => {
-                    let pad = &mut columns.pads[pad];
-                    let ty = pad.ty;
-                    let partial = pad.row_mut(element);
+                    let ty = columns.pads.ty(pad);
+                    let partial = columns.pads.row_mut(pad, element);
                     let values = &staged[at..at + length];
                     match how {
                         PadStore::Copy => copy_slots(partial, values),
@@ -2832,7 +2842,7 @@ impl<'a> Simulator<'a> {
                         let dimension = self.program.globals[global.index()].ty.dimension as usize;
                         if let Some(pad) = *pad {
                             copy_slots(
-                                self.columns[t].pads[pad].row_mut(e),
+                                self.columns[t].pads.row_mut(pad, e),
                                 &payload[offset..offset + dimension],
                             );
                         }
@@ -2841,14 +2851,13 @@ impl<'a> Simulator<'a> {
                 }
             }
             Input::ReadRecv { buffer, .. } => {
-                let row = self.plan_columns[p].buffers[buffer].row_mut(e);
+                let row = self.plan_columns[p].buffers.row_mut(buffer, e);
                 let width = row.len();
                 copy_slots(row, &payload[..width]);
             }
             Input::WriteRecv { dat, add, .. } => {
-                let column = &mut self.dats[dat.index()];
-                let ty = column.ty;
-                let stored = column.row_mut(e);
+                let ty = self.dats.ty(dat.index());
+                let stored = self.dats.row_mut(dat.index(), e);
                 let width = stored.len();
                 if add {
                     add_slots(ty, stored, &payload[..width]);

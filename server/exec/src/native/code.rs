@@ -13,7 +13,10 @@
 //! - every pointer of the table comes from a live buffer borrowed mutably
 //!   (dats, globals) or shared (maps, consts) for the duration of the call,
 //!   with at least the needed length, and buffers of different slots never
-//!   overlap;
+//!   overlap; a simulator's execute handler ([`KernelCall`]) keeps the
+//!   pointers to its columns from one binding for every call, and each
+//!   call borrows mutably the very [`Rows`] it was bound to (their ids
+//!   match), which never move or resize a column's buffer while they live;
 //! - the function pointer comes from the module this value owns, with the
 //!   signature `extern "C" fn(*const *mut u8, i64, i64, *mut i64) -> i32`
 //!   it was declared with, and the module lives (and its memory stays
@@ -28,6 +31,8 @@
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::FuncId;
+use op2_syntax::ast::ScalarType;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::compile::{MATH, RowSource, Slot};
 use super::flat::Buffer;
@@ -350,7 +355,8 @@ impl Code {
     ///
     /// The call holds pointers into the module and into `consts`: the
     /// caller keeps both alive, and `consts`' buffers unchanged, for as
-    /// long as the call lives.
+    /// long as the call lives. It runs once bound to its rows
+    /// ([`KernelCall::bind`]).
     pub(crate) fn kernel_call(
         &self,
         function: FuncId,
@@ -373,26 +379,81 @@ impl Code {
         // SAFETY: as in `bind_memory`: a function of the live module with
         // this signature.
         let entry = unsafe { std::mem::transmute::<*const u8, Entry>(entry) };
-        let mut columns = Vec::new();
-        let mut extras = Vec::new();
-        for (k, source) in args.iter().enumerate() {
-            match *source {
-                RowSource::None => {}
-                RowSource::Column {
-                    group,
-                    column,
-                    width,
-                } => columns.push((k, group as usize, column as usize, width as usize)),
-                RowSource::Extra(slot) => extras.push((k, slot as usize)),
-            }
-        }
+        let extras = args
+            .iter()
+            .filter_map(|source| match *source {
+                RowSource::Extra(slot) => Some(slot as usize + 1),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0);
         KernelCall {
             entry,
-            columns,
-            extras,
             rows: vec![std::ptr::null_mut(); args.len()],
+            args,
+            bound: [0; 3],
+            elements: 0,
+            extra: vec![0; extras],
             table,
         }
+    }
+}
+
+/// Columns of 8-byte slots (`element × width + component`) whose buffers
+/// never move or change length while the value lives: compiled execute
+/// handlers bound to them ([`KernelCall::bind`]) keep pointers into them.
+/// Nothing here resizes, replaces or gives out a column's `Vec`, only its
+/// slots; the value is not `Clone`, and its `id` is unique among every
+/// `Rows` made, so a call finds out whether it is handed the very value it
+/// was bound to.
+#[derive(Debug)]
+pub(crate) struct Rows {
+    id: u64,
+    columns: Vec<RowColumn>,
+}
+
+#[derive(Debug)]
+struct RowColumn {
+    ty: ScalarType,
+    width: usize,
+    slots: Vec<u64>,
+}
+
+impl Rows {
+    /// The columns `(type, width, slots)`, in order.
+    pub(crate) fn new(columns: impl IntoIterator<Item = (ScalarType, usize, Vec<u64>)>) -> Rows {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Rows {
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+            columns: columns
+                .into_iter()
+                .map(|(ty, width, slots)| RowColumn { ty, width, slots })
+                .collect(),
+        }
+    }
+
+    /// Column `column`'s type.
+    pub(crate) fn ty(&self, column: usize) -> ScalarType {
+        self.columns[column].ty
+    }
+
+    /// Every slot of column `column`.
+    pub(crate) fn slots(&self, column: usize) -> &[u64] {
+        &self.columns[column].slots
+    }
+
+    /// Row `element` of column `column`.
+    #[inline]
+    pub(crate) fn row(&self, column: usize, element: usize) -> &[u64] {
+        let c = &self.columns[column];
+        &c.slots[element * c.width..(element + 1) * c.width]
+    }
+
+    /// Row `element` of column `column`, to change.
+    #[inline]
+    pub(crate) fn row_mut(&mut self, column: usize, element: usize) -> &mut [u64] {
+        let c = &mut self.columns[column];
+        &mut c.slots[element * c.width..(element + 1) * c.width]
     }
 }
 
@@ -400,66 +461,94 @@ impl Code {
 /// const table it reads.
 pub(crate) struct KernelCall {
     entry: Entry,
-    /// Per argument whose row is in a column: the argument, the column's
-    /// group and index, and the row's width.
-    columns: Vec<(usize, usize, usize, usize)>,
-    /// Per argument whose row is an extra slot: the argument and the slot.
-    extras: Vec<(usize, usize)>,
-    /// The rows of the call under way, one per argument (null for an
-    /// argument without one).
+    /// Per argument: where its row is.
+    args: Vec<RowSource>,
+    /// Per argument, bound once for every call ([`KernelCall::bind`]): the
+    /// first row of its column, or its slot of `extra` (null for an
+    /// argument without a row).
     rows: Vec<*mut u8>,
+    /// The ids of the column groups bound (0, which no [`Rows`] has, until
+    /// bound).
+    bound: [u64; 3],
+    /// The elements every bound column has a row for.
+    elements: usize,
+    /// The extra slots (the indices the caller works out per call).
+    extra: Vec<u64>,
     table: Vec<*mut u8>,
 }
 
 impl KernelCall {
-    /// Runs the handler on `element`: argument `k`'s row is row `element`
-    /// of the column its [`RowSource`] names in `groups`, or one of
-    /// `extra`'s slots. Fails without running when a row is out of range.
-    pub(crate) fn call<C: AsMut<Vec<u64>>>(
-        &mut self,
-        mut groups: [&mut [C]; 3],
-        extra: &mut [u64],
-        element: usize,
-    ) -> Result<(), Stop> {
-        let out_of_range = || Stop {
-            site: 0,
-            element: i64::try_from(element).unwrap_or(i64::MAX),
-            index: 0,
-        };
-        // Every row is checked to be within its buffer: the code reads and
-        // writes `width` slots of each (`compile_handler` checked that
-        // every argument is that wide). Pointers come from `as_mut_ptr`,
-        // which creates no reference to the buffer, so two arguments may
-        // share a row, as the interpreter's staging lets them.
-        for &(k, group, column, width) in &self.columns {
-            let slots = groups
-                .get_mut(group)
-                .and_then(|g| g.get_mut(column))
-                .ok_or_else(out_of_range)?
-                .as_mut();
-            let start = element.checked_mul(width).ok_or_else(out_of_range)?;
-            if start.checked_add(width).is_none_or(|end| end > slots.len()) {
-                return Err(out_of_range());
-            }
-            let row = self.rows.get_mut(k).ok_or_else(out_of_range)?;
-            *row = slots.as_mut_ptr().wrapping_add(start).cast();
+    /// Binds the handler to the columns of `groups` its arguments'
+    /// [`RowSource`]s name, each checked to hold rows for `elements`
+    /// elements; until then, and when a column is missing or too short,
+    /// every call fails.
+    pub(crate) fn bind(&mut self, groups: [&mut Rows; 3], elements: usize) {
+        self.bound = [0; 3];
+        let extra = self.extra.as_mut_ptr();
+        for (k, source) in self.args.iter().enumerate() {
+            self.rows[k] = match *source {
+                RowSource::None => std::ptr::null_mut(),
+                RowSource::Column {
+                    group,
+                    column,
+                    width,
+                } => {
+                    let Some(c) = groups
+                        .get(group as usize)
+                        .and_then(|g| g.columns.get(column as usize))
+                    else {
+                        return;
+                    };
+                    if c.width != width as usize
+                        || elements
+                            .checked_mul(c.width)
+                            .is_none_or(|need| need > c.slots.len())
+                    {
+                        return;
+                    }
+                    // `as_ptr` creates no reference to the buffer, so the
+                    // pointer stays valid next to the `Rows`' own accesses
+                    // (and two arguments may share a row, as the
+                    // interpreter's staging lets them).
+                    c.slots.as_ptr().cast_mut().cast()
+                }
+                // `extra` holds every slot (`Code::kernel_call`).
+                RowSource::Extra(slot) => extra.wrapping_add(slot as usize).cast(),
+            };
         }
-        let (extra_len, extra) = (extra.len(), extra.as_mut_ptr());
-        for &(k, slot) in &self.extras {
-            if slot >= extra_len {
-                return Err(out_of_range());
-            }
-            let row = self.rows.get_mut(k).ok_or_else(out_of_range)?;
-            *row = extra.wrapping_add(slot).cast();
+        self.bound = groups.map(|g| g.id);
+        self.elements = elements;
+    }
+
+    /// The extra slots the next call reads (the caller's indices).
+    pub(crate) fn extra_mut(&mut self) -> &mut [u64] {
+        &mut self.extra
+    }
+
+    /// Runs the handler on `element`: argument `k`'s row is row `element`
+    /// of the column bound to it in `groups`, or its slot of the extra
+    /// slots. Fails without running when `groups` are not the columns the
+    /// call is bound to, or the element has no row.
+    pub(crate) fn call(&mut self, groups: [&mut Rows; 3], element: usize) -> Result<(), Stop> {
+        if element >= self.elements || groups.map(|g| g.id) != self.bound {
+            return Err(Stop {
+                site: 0,
+                element: i64::try_from(element).unwrap_or(i64::MAX),
+                index: 0,
+            });
         }
         let mut out = [0i64; 2];
-        // SAFETY: the code reads and writes the rows of the table, each
-        // checked above to lie within a buffer borrowed mutably for the
-        // call, and reads the consts through the const table, whose
-        // buffers the owner keeps alive and unchanged (see
-        // `Code::kernel_call`); the const indices the code computes are
-        // bounds-checked by the code itself. One call at a time: `self` is
-        // borrowed mutably.
+        // SAFETY: the pointers point into the columns of `groups` (the ids
+        // match, and a `Rows` never moves, resizes or drops a column's
+        // buffer while it lives), borrowed mutably for the call, each with
+        // a row for `element` (checked when binding; `element` is below
+        // `elements`); the code reads and writes only that row of each
+        // (`compile_handler` checked that every argument is as wide as its
+        // row) and the extra slots, which `self` owns. It reads the consts
+        // through the const table, whose buffers the owner keeps alive and
+        // unchanged (see `Code::kernel_call`); the const indices the code
+        // computes are bounds-checked by the code itself. One call at a
+        // time: `self` is borrowed mutably.
         let code = (self.entry)(
             self.rows.as_ptr(),
             self.table.as_ptr() as i64,
@@ -557,5 +646,85 @@ impl Drop for Code {
             // value: they are taken inside `run` and not kept.
             unsafe { module.free_memory() };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Stands in for compiled code: counts its calls and checks that its
+    /// table holds the first row of column 1 of group 0 and the extra slot.
+    extern "C" fn entry(rows: *const *mut u8, _consts: i64, element: i64, _out: *mut i64) -> i32 {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        // SAFETY: the test's table has two entries.
+        let (first, extra) = unsafe { (*rows, *rows.add(1)) };
+        // SAFETY: both point at slots the test keeps alive.
+        let (first, extra) = unsafe { (*first.cast::<u64>(), *extra.cast::<u64>()) };
+        i32::from(!(first == 10 && extra == 77 && element == 2))
+    }
+
+    fn call() -> KernelCall {
+        KernelCall {
+            entry,
+            args: vec![
+                RowSource::Column {
+                    group: 0,
+                    column: 1,
+                    width: 2,
+                },
+                RowSource::Extra(0),
+            ],
+            rows: vec![std::ptr::null_mut(); 2],
+            bound: [0; 3],
+            elements: 0,
+            extra: vec![0],
+            table: Vec::new(),
+        }
+    }
+
+    fn rows() -> Rows {
+        Rows::new([
+            (ScalarType::Int, 1, vec![0; 3]),
+            (ScalarType::Double, 2, vec![10, 11, 12, 13, 14, 15]),
+        ])
+    }
+
+    #[test]
+    fn a_kernel_call_runs_only_on_the_rows_it_is_bound_to() {
+        let (mut dats, mut pads, mut buffers) = (rows(), Rows::new([]), Rows::new([]));
+        let mut other = rows();
+        let mut call = call();
+        // Not bound yet.
+        let before = CALLS.load(Ordering::SeqCst);
+        assert!(call.call([&mut dats, &mut buffers, &mut pads], 0).is_err());
+        call.bind([&mut dats, &mut buffers, &mut pads], 3);
+        call.extra_mut()[0] = 77;
+        // Rows of the same shape that are not the ones bound, and an
+        // element past the bound ones, are refused without running.
+        assert!(call.call([&mut other, &mut buffers, &mut pads], 2).is_err());
+        assert!(call.call([&mut dats, &mut buffers, &mut pads], 3).is_err());
+        assert_eq!(CALLS.load(Ordering::SeqCst), before);
+        // The code gets the column's first row (its element's row is its
+        // own to find) and the extra slot.
+        assert!(call.call([&mut dats, &mut buffers, &mut pads], 2).is_ok());
+        assert_eq!(CALLS.load(Ordering::SeqCst), before + 1);
+        // A column too short for the elements, or of another width, leaves
+        // the call unbound.
+        call.bind([&mut dats, &mut buffers, &mut pads], 4);
+        assert!(call.call([&mut dats, &mut buffers, &mut pads], 2).is_err());
+        let mut narrow = Rows::new([
+            (ScalarType::Int, 1, vec![0; 3]),
+            (ScalarType::Double, 1, vec![10, 11, 12]),
+        ]);
+        call.bind([&mut narrow, &mut buffers, &mut pads], 3);
+        assert!(
+            call.call([&mut narrow, &mut buffers, &mut pads], 2)
+                .is_err()
+        );
+        assert_eq!(CALLS.load(Ordering::SeqCst), before + 1);
     }
 }

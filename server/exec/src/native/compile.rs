@@ -773,7 +773,7 @@ pub(crate) fn compile_loop<'a>(
 }
 
 /// How a simulator's execute handler reaches one argument: where its row
-/// of 8-byte slots is for the element (`super::code::KernelCall::call`),
+/// of 8-byte slots is for the element (`super::code::KernelCall::bind`),
 /// how the parameter starts from it, and what goes back into it after the
 /// kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -819,7 +819,9 @@ pub(crate) enum RowBack {
 /// Builds the IR of one execute handler of `invocation` into `function`,
 /// for the simulator: in argument order, each argument's parameter starts
 /// from its row as `handler` says (the table, the function's first
-/// parameter, holds one row pointer per argument; zeroed rows are zeroed
+/// parameter, holds per argument the first row of its column, or its
+/// extra slot, bound once for every call: the code finds the element's
+/// row itself, at `element × width` slots on; zeroed rows are zeroed
 /// then), the kernel runs, and each row takes back what `handler` says, in
 /// argument order. `start` is the table of the const slots the body
 /// indexes by a computed index (the returned shape's `slots`, all
@@ -860,7 +862,16 @@ pub(crate) fn compile_handler<'a>(
                 return Err("internal error: an argument that passes data without a row".into());
             }
             RowSource::None => None,
-            _ => Some(g.b.ins().load(types::I64, FLAGS, rows, offset8(k)?)),
+            // The column's first row, bound once for every call: the
+            // element's row is `width` slots on per element.
+            RowSource::Column { width, .. } => {
+                let base = g.b.ins().load(types::I64, FLAGS, rows, offset8(k)?);
+                let stride = i64::from(width) * 8;
+                let offset = g.b.ins().imul_imm(at, stride);
+                Some(g.b.ins().iadd(base, offset))
+            }
+            // The extra slot itself.
+            RowSource::Extra(_) => Some(g.b.ins().load(types::I64, FLAGS, rows, offset8(k)?)),
         });
     }
     for (k, arg) in args.iter().enumerate() {

@@ -19,6 +19,7 @@ use op2_analysis::value::Value;
 
 use crate::interp::Fault;
 use crate::state::State;
+pub(crate) use code::Rows;
 use code::{Code, Loop, Maps, Memory};
 use compile::{Context, Site, SiteKind, Slot};
 use flat::{Buffer, from_slot, size_of, to_slot};
@@ -580,21 +581,41 @@ impl KernelCalls {
         self.calls.get(id.index()).is_some_and(Option::is_some)
     }
 
-    /// Runs invocation `id`'s handler on `element`, its rows in `groups`
-    /// and `extra` as its [`compile::HandlerArg`]s say.
-    pub(crate) fn call<C: AsMut<Vec<u64>>>(
+    /// Binds invocation `id`'s handler to its rows in `groups`, as its
+    /// [`compile::HandlerArg`]s say, for `elements` elements
+    /// ([`code::KernelCall::bind`]); nothing for a handler not compiled.
+    pub(crate) fn bind(&mut self, id: InvocationId, groups: [&mut Rows; 3], elements: usize) {
+        if let Some((call, _)) = self.calls.get_mut(id.index()).and_then(Option::as_mut) {
+            call.bind(groups, elements);
+        }
+    }
+
+    /// Invocation `id`'s handler, when it is compiled.
+    fn entry(&mut self, id: InvocationId) -> Result<&mut Call, Fault> {
+        self.calls
+            .get_mut(id.index())
+            .and_then(Option::as_mut)
+            .ok_or_else(|| {
+                Fault::Host("internal error: a kernel call that was not compiled".into())
+            })
+    }
+
+    /// The extra slots (its indices) that invocation `id`'s next call
+    /// reads.
+    pub(crate) fn extra_mut(&mut self, id: InvocationId) -> Result<&mut [u64], Fault> {
+        Ok(self.entry(id)?.0.extra_mut())
+    }
+
+    /// Runs invocation `id`'s handler on `element`, on the rows of
+    /// `groups` it is bound to ([`KernelCalls::bind`]) and its extra slots.
+    pub(crate) fn call(
         &mut self,
         id: InvocationId,
-        groups: [&mut [C]; 3],
-        extra: &mut [u64],
+        groups: [&mut Rows; 3],
         element: usize,
     ) -> Result<(), Fault> {
-        let Some((call, sites)) = self.calls.get_mut(id.index()).and_then(Option::as_mut) else {
-            return Err(Fault::Host(
-                "internal error: a kernel call that was not compiled".into(),
-            ));
-        };
-        call.call(groups, extra, element).map_err(|stop| {
+        let (call, sites) = self.entry(id)?;
+        call.call(groups, element).map_err(|stop| {
             if stop.site == 0 {
                 Fault::Host("internal error: a handler's row out of range".into())
             } else {

@@ -7,10 +7,13 @@
 use op2_analysis::value::{self, Value};
 use op2_syntax::ast::{AccessMode, BinaryOp, ScalarType};
 
+use crate::native::Rows;
 use crate::native::flat::{from_slot, to_slot};
 
 /// One value per component of every element: `element × width +
-/// component`.
+/// component`. The columns compiled execute handlers reach (dats, landing
+/// pads, pads) live in [`Rows`] ([`rows`]), which keeps their buffers in
+/// place for the handlers bound to them.
 #[derive(Clone, Debug)]
 pub(super) struct Column {
     pub ty: ScalarType,
@@ -42,11 +45,6 @@ impl Column {
         }
     }
 
-    /// The values, as the interpreter holds them.
-    pub fn to_values(&self) -> Vec<Value> {
-        self.slots.iter().map(|&s| from_slot(s, self.ty)).collect()
-    }
-
     #[inline]
     pub fn row(&self, element: usize) -> &[u64] {
         &self.slots[element * self.width..(element + 1) * self.width]
@@ -58,12 +56,18 @@ impl Column {
     }
 }
 
-/// A compiled handler's rows are in the column's slots
-/// (`crate::native::KernelCalls::call`).
-impl AsMut<Vec<u64>> for Column {
-    fn as_mut(&mut self) -> &mut Vec<u64> {
-        &mut self.slots
-    }
+/// `columns` as [`Rows`], in order.
+pub(super) fn rows(columns: impl IntoIterator<Item = Column>) -> Rows {
+    Rows::new(columns.into_iter().map(|c| (c.ty, c.width, c.slots)))
+}
+
+/// Column `column` of `rows` as the interpreter holds values.
+pub(super) fn column_values(rows: &Rows, column: usize) -> Vec<Value> {
+    let ty = rows.ty(column);
+    rows.slots(column)
+        .iter()
+        .map(|&s| from_slot(s, ty))
+        .collect()
 }
 
 /// `target += values` component by component in type `ty`, as
