@@ -730,6 +730,38 @@ impl PlanInfo {
         mask
     }
 
+    /// After a message counted in state `s` (in progress before it): its
+    /// count decides one pin, the execute pin for a read (or begin)
+    /// message, the end pin for a write, and no other pin changed; `mask`
+    /// is the word of the device's ready mask this invocation's pins are
+    /// in (`PlanInfo::word`).
+    #[inline(always)]
+    fn recount(&self, s: &Progress, counted: Counted, mask: &mut u64) {
+        let (bit, ready) = match counted {
+            Counted::Read => (self.execute_pin.bit, s.read_recv_count == s.read_total),
+            Counted::Write => (
+                self.end_pin.bit,
+                s.read_send_mask == 0
+                    && s.write_send_mask == 0
+                    && s.write_recv_count == s.write_total,
+            ),
+        };
+        *mask = (*mask & !bit) | if ready { bit } else { 0 };
+    }
+
+    /// After a read or write send on the pin of bit `sent` (of the word of
+    /// the ready mask this invocation's pins are in, `mask`), state `s`
+    /// having cleared its send bit: that pin is no longer ready (each send
+    /// has a pin of its own), and the end pin is once nothing is left to
+    /// send and every write has arrived; no other pin changed.
+    #[inline(always)]
+    fn sent(&self, s: &Progress, sent: u64, mask: &mut u64) {
+        *mask &= !sent;
+        if s.read_send_mask == 0 && s.write_send_mask == 0 && s.write_recv_count == s.write_total {
+            *mask |= self.end_pin.bit;
+        }
+    }
+
     /// Recomputes this invocation's ready pins of `device` (in state `s`)
     /// in `masks` (`words` words per device); the device's other pins stay.
     #[inline(always)]
@@ -786,6 +818,13 @@ impl PlanInfo {
             set(self.end_pin);
         }
     }
+}
+
+/// Which count of its invocation's progress a received message adds to.
+#[derive(Clone, Copy)]
+enum Counted {
+    Read,
+    Write,
 }
 
 /// What an input pin of a set device type does.
@@ -2462,7 +2501,17 @@ impl<'a> Simulator<'a> {
                 })?;
             }
         }
-        self.update_plan_ready(device, p, e);
+        match (role.0, self.plans[p].word) {
+            // A read or write send: its pin goes, and the end pin may come.
+            (0 | 2, Some((word, _))) => {
+                let plan = &self.plans[p];
+                let state = &self.states[plan.progress + e];
+                let mask = &mut self.ready_masks[device * self.words + word];
+                plan.sent(state, PinBit::of(pin).bit, mask);
+                self.plan_ready_updated(device);
+            }
+            _ => self.update_plan_ready(device, p, e),
+        }
         Ok(())
     }
 
@@ -2820,18 +2869,32 @@ impl<'a> Simulator<'a> {
         let read_mask = info.read_mask;
         let iterates = info.iterates;
         let state = &mut self.states[info.progress + e];
-        if !state.in_progress {
+        let started = state.in_progress;
+        if !started {
             state.in_progress = true;
             state.read_send_mask = read_mask;
         }
-        match input {
-            Input::Begin(_) | Input::ReadRecv { .. } => state.read_recv_count += 1,
-            Input::WriteRecv { .. } => state.write_recv_count += 1,
-        }
+        let counted = match input {
+            Input::Begin(_) | Input::ReadRecv { .. } => {
+                state.read_recv_count += 1;
+                Counted::Read
+            }
+            Input::WriteRecv { .. } => {
+                state.write_recv_count += 1;
+                Counted::Write
+            }
+        };
         let over =
             state.read_recv_count > state.read_total || state.write_recv_count > state.write_total;
-        // Only this invocation's pins can have changed.
-        info.refresh(state, &mut self.ready_masks, self.words, device);
+        // Only this invocation's pins can have changed; in an invocation
+        // under way, only the one pin the count decides.
+        match info.word {
+            Some((word, _)) if started => {
+                let mask = &mut self.ready_masks[device * self.words + word];
+                info.recount(state, counted, mask);
+            }
+            _ => info.refresh(state, &mut self.ready_masks, self.words, device),
+        }
         match input {
             Input::Begin(_) => {
                 if iterates {
