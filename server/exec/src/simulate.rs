@@ -1122,8 +1122,9 @@ pub fn simulate(
     simulate_with_progress(analysis, graph, data, options, out, &mut |_| {})
 }
 
-/// Like [`simulate`], calling `progress` with the statistics so far every
-/// [`PROGRESS_STEPS`] steps (for a progress display).
+/// Like [`simulate`], calling `progress` with the statistics so far about
+/// every [`PROGRESS_STEPS`] steps: after the phase of an epoch in which the
+/// count of steps passes a multiple of it (for a progress display).
 pub fn simulate_with_progress(
     analysis: &Analysis,
     graph: &GraphType,
@@ -2024,12 +2025,14 @@ impl<'a> Simulator<'a> {
         Ok(())
     }
 
-    /// Counts a handler run (a send or a receive), calling the progress
-    /// callback every [`PROGRESS_STEPS`].
+    /// Counts `steps` handler runs (sends or receives) of a phase, calling
+    /// the progress callback when the count passes a multiple of
+    /// [`PROGRESS_STEPS`].
     #[inline(always)]
-    fn count_step(&mut self) {
-        self.statistics.steps += 1;
-        if self.statistics.steps.is_multiple_of(PROGRESS_STEPS) {
+    fn count_steps(&mut self, steps: u64) {
+        let before = self.statistics.steps;
+        self.statistics.steps += steps;
+        if self.statistics.steps / PROGRESS_STEPS != before / PROGRESS_STEPS {
             self.statistics.elapsed = self.started.elapsed();
             (self.progress)(&self.statistics);
         }
@@ -2040,13 +2043,15 @@ impl<'a> Simulator<'a> {
     fn receive_phase(&mut self) -> Result<(), SimulationError> {
         let mut due = self.wheel.take(self.epoch);
         let mut result = Ok(());
+        let mut steps = 0;
         for &message in &due {
-            self.count_step();
+            steps += 1;
             result = self.receive(message);
             if result.is_err() {
                 break;
             }
         }
+        self.count_steps(steps);
         due.clear();
         self.wheel.give_back(self.epoch, due);
         result
@@ -2060,6 +2065,7 @@ impl<'a> Simulator<'a> {
     fn send_phase(&mut self) -> Result<(), SimulationError> {
         let mut due = self.ready.take(self.epoch);
         let mut result = Ok(());
+        let mut steps = 0;
         for &device in &due {
             let device = device as usize;
             if !self.is_ready(device) {
@@ -2086,7 +2092,7 @@ impl<'a> Simulator<'a> {
             if device == 0 && pin == CONTROLLER_BEGIN {
                 pin = self.controller.begin_pending;
             }
-            self.count_step();
+            steps += 1;
             result = self.send(device, pin);
             if self.is_ready(device) {
                 self.ready.expect(1);
@@ -2100,6 +2106,7 @@ impl<'a> Simulator<'a> {
                 break;
             }
         }
+        self.count_steps(steps);
         due.clear();
         self.ready.give_back(self.epoch, due);
         result
