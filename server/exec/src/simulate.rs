@@ -2455,8 +2455,12 @@ impl<'a> Simulator<'a> {
                     let ty = PayloadTypes::Uniform(self.dats.ty(dat));
                     self.post(fan, plan_index, id, row.len(), ty)?;
                 }
+                self.sent_ready(device, p, e, pin);
             }
-            (1, _) => self.execute(device, t, p, e)?,
+            (1, _) => {
+                self.execute(device, t, p, e)?;
+                self.update_plan_ready(device, p, e);
+            }
             (2, bit) => {
                 let buffer = info.arg_store[info.write_sends[bit].0];
                 self.states[progress].write_send_mask &= !(1 << bit);
@@ -2467,6 +2471,7 @@ impl<'a> Simulator<'a> {
                     let (length, ty) = (row.len(), PayloadTypes::Uniform(column.ty(buffer)));
                     self.post(fan, plan_index, id, length, ty)?;
                 }
+                self.sent_ready(device, p, e, pin);
             }
             _ => {
                 // End: the partial reductions, or identities where the kernel
@@ -2506,20 +2511,26 @@ impl<'a> Simulator<'a> {
                         }
                     }
                 })?;
+                self.update_plan_ready(device, p, e);
             }
-        }
-        match (role.0, self.plans[p].word) {
-            // A read or write send: its pin goes, and the end pin may come.
-            (0 | 2, Some((word, _))) => {
-                let plan = &self.plans[p];
-                let state = &self.states[plan.progress + e];
-                let mask = &mut self.ready_masks[device * self.words + word];
-                plan.sent(state, PinBit::of(pin).bit, mask);
-                self.plan_ready_updated(device);
-            }
-            _ => self.update_plan_ready(device, p, e),
         }
         Ok(())
+    }
+
+    /// After a read or write send of set device `device` (element `e`) on
+    /// output pin `pin` of invocation `p`: its pin goes, and the end pin
+    /// may come ([`PlanInfo::sent`]).
+    #[inline(always)]
+    fn sent_ready(&mut self, device: usize, p: usize, e: usize, pin: usize) {
+        let plan = &self.plans[p];
+        if let Some((word, _)) = plan.word {
+            let state = &self.states[plan.progress + e];
+            let mask = &mut self.ready_masks[device * self.words + word];
+            plan.sent(state, PinBit::of(pin).bit, mask);
+            self.plan_ready_updated(device);
+        } else {
+            self.update_plan_ready(device, p, e);
+        }
     }
 
     /// The execute handler of set device `device` (type `t`, element `e`)
