@@ -19,6 +19,12 @@ pub struct NodePath<'t> {
 }
 
 impl<'t> NodePath<'t> {
+    /// The path that holds only `root`, to be extended by [`NodePath::push`]
+    /// as a walk descends (and shortened by [`NodePath::pop`]).
+    pub fn root(root: Node<'t>) -> NodePath<'t> {
+        NodePath { nodes: vec![root] }
+    }
+
     /// The path to the node `root.descendant_for_byte_range(start, end)`
     /// returns: the smallest node that holds the range (an empty node at an
     /// empty range's place counts).
@@ -133,6 +139,16 @@ impl<'t> NodePath<'t> {
     /// Extends the path by `child`, a child of its node.
     pub fn push(&mut self, child: Node<'t>) {
         self.nodes.push(child);
+    }
+
+    /// Takes the node off the end of the path (never the root): the path
+    /// then leads to its parent. Returns the node taken off.
+    pub fn pop(&mut self) -> Option<Node<'t>> {
+        if self.nodes.len() > 1 {
+            self.nodes.pop()
+        } else {
+            None
+        }
     }
 
     /// The number of nodes on the path, the root and the node included.
