@@ -163,6 +163,36 @@ pub(crate) struct Lowered<'a> {
     pub lookups: Lookups<'a>,
 }
 
+/// The locals a block declares, in order, and by name (the first and the
+/// last of each name), so that a use finds its local in a lookup per
+/// enclosing block rather than a scan of the block's locals, which a long
+/// `main` made quadratic (issue #12).
+#[derive(Default)]
+struct Scope<'a> {
+    declared: Vec<(&'a str, LocalId)>,
+    by_name: FxHashMap<&'a str, (LocalId, LocalId)>,
+}
+
+impl<'a> Scope<'a> {
+    fn declare(&mut self, name: &'a str, id: LocalId) {
+        self.declared.push((name, id));
+        self.by_name
+            .entry(name)
+            .and_modify(|(_, last)| *last = id)
+            .or_insert((id, id));
+    }
+
+    /// The first local of the block called `name`.
+    fn first(&self, name: &str) -> Option<LocalId> {
+        self.by_name.get(name).map(|&(first, _)| first)
+    }
+
+    /// The latest local of the block called `name`.
+    fn last(&self, name: &str) -> Option<LocalId> {
+        self.by_name.get(name).map(|&(_, last)| last)
+    }
+}
+
 /// Lowers one body. Diagnostics go to `diagnostics`; par_loops in `main` are
 /// handed to `on_par_loop`, which returns their invocation.
 pub(crate) struct Lowerer<'a, 't> {
@@ -171,7 +201,10 @@ pub(crate) struct Lowerer<'a, 't> {
     env: &'a Env<'a>,
     context: Context<'a>,
     body: Body,
-    scopes: Vec<Vec<(&'a str, LocalId)>>,
+    scopes: Vec<Scope<'a>>,
+    /// Each parameter of a kernel by name, the first of a name (a lookup
+    /// per use, not a scan of the parameters: issue #12).
+    param_index: FxHashMap<&'a str, usize>,
     loop_depth: u32,
     depth: u32,
     too_deep_reported: bool,
@@ -191,13 +224,24 @@ impl<'a, 't> Lowerer<'a, 't> {
         env: &'a Env<'a>,
         context: Context<'a>,
     ) -> Lowerer<'a, 't> {
+        let param_index = match &context {
+            Context::Kernel { params } => {
+                let mut index = FxHashMap::default();
+                for (k, param) in params.iter().enumerate() {
+                    index.entry(param.name.as_str()).or_insert(k);
+                }
+                index
+            }
+            _ => FxHashMap::default(),
+        };
         Lowerer {
             source,
             file,
             env,
             context,
             body: Body::default(),
-            scopes: vec![Vec::new()],
+            scopes: vec![Scope::default()],
+            param_index,
             loop_depth: 0,
             depth: 0,
             too_deep_reported: false,
@@ -274,7 +318,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     }
 
     fn lower_block(&mut self, block: ast::Block<'t>) -> Stmt {
-        self.scopes.push(Vec::new());
+        self.scopes.push(Scope::default());
         let statements = block
             .statements()
             .filter_map(|s| self.lower_stmt(s))
@@ -288,7 +332,7 @@ impl<'a, 't> Lowerer<'a, 't> {
 
     /// A statement in its own scope (the branch of an `if`, a loop body).
     fn lower_scoped(&mut self, stmt: Option<AstStmt<'t>>, range: TextRange) -> Box<Stmt> {
-        self.scopes.push(Vec::new());
+        self.scopes.push(Scope::default());
         let lowered = stmt.and_then(|s| self.lower_stmt(s));
         self.scopes.pop();
         Box::new(lowered.unwrap_or(Stmt {
@@ -345,7 +389,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 }
             }
             AstStmt::For(for_stmt) => {
-                self.scopes.push(Vec::new());
+                self.scopes.push(Scope::default());
                 let init = match for_stmt.initializer() {
                     Some(ForInit::Decl(decl)) => Some(Box::new(self.lower_local_decl(decl))),
                     Some(ForInit::Expr(expr)) => {
@@ -665,7 +709,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .map(|value| self.lower_local_init(value, ty, dimension, name));
             // In C a kernel's outermost block shares the parameters' scope.
             if let (1, Context::Kernel { params }) = (self.scopes.len(), &self.context)
-                && let Some(param) = params.iter().find(|p| p.name == name)
+                && let Some(param) = self.param_index.get(name).map(|&k| &params[k])
             {
                 let diagnostic = Diagnostic::new(
                     Code::E102,
@@ -676,27 +720,15 @@ impl<'a, 't> Lowerer<'a, 't> {
                 .with_related(param.name_location, "the parameter");
                 self.diagnostics.push(diagnostic);
             }
-            if self
-                .scopes
-                .last()
-                .is_some_and(|scope| scope.iter().any(|(n, _)| *n == name))
-            {
-                let previous = self
-                    .scopes
-                    .last()
-                    .and_then(|s| s.iter().find(|(n, _)| *n == name))
-                    .map(|(_, id)| *id);
-                let mut diagnostic = Diagnostic::new(
+            if let Some(previous) = self.scopes.last().and_then(|scope| scope.first(name)) {
+                let previous_range = self.body.local(previous).range;
+                let diagnostic = Diagnostic::new(
                     Code::E102,
                     self.location(name_node.text_range()),
                     format!("`{name}` is declared twice in the same block"),
                 )
-                .with_label("redeclared here");
-                if let Some(previous) = previous {
-                    let previous_range = self.body.local(previous).range;
-                    diagnostic = diagnostic
-                        .with_related(self.location(previous_range), "first declared here");
-                }
+                .with_label("redeclared here")
+                .with_related(self.location(previous_range), "first declared here");
                 self.diagnostics.push(diagnostic);
             }
             let id = LocalId(u32::try_from(self.body.locals.len()).unwrap_or(u32::MAX));
@@ -708,7 +740,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                 is_const,
             });
             if let Some(scope) = self.scopes.last_mut() {
-                scope.push((name, id));
+                scope.declare(name, id);
             }
             statements.push(Stmt {
                 kind: StmtKind::Local { local: id, init },
@@ -785,13 +817,7 @@ impl<'a, 't> Lowerer<'a, 't> {
     // ------------------------------------------------------------------
 
     fn lookup_local(&self, name: &str) -> Option<LocalId> {
-        self.scopes.iter().rev().find_map(|scope| {
-            scope
-                .iter()
-                .rev()
-                .find(|(n, _)| *n == name)
-                .map(|(_, id)| *id)
-        })
+        self.scopes.iter().rev().find_map(|scope| scope.last(name))
     }
 
     /// Resolves a name used as a variable. `None` when it is not one (and
@@ -812,7 +838,7 @@ impl<'a, 't> Lowerer<'a, 't> {
             ));
         }
         if let Context::Kernel { params } = self.context
-            && let Some((k, param)) = params.iter().enumerate().find(|(_, p)| p.name == name)
+            && let Some((k, param)) = self.param_index.get(name).map(|&k| (k, &params[k]))
         {
             // A pointer parameter has an unknown dimension here; the
             // binding decides it.
@@ -893,7 +919,11 @@ impl<'a, 't> Lowerer<'a, 't> {
         // The nearest locals first, then the parameters; each source is
         // measured a bounded number of names (see `suggest`).
         let mut search = Search::new(name);
-        let locals = self.scopes.iter().rev().flat_map(|s| s.iter().rev());
+        let locals = self
+            .scopes
+            .iter()
+            .rev()
+            .flat_map(|s| s.declared.iter().rev());
         let params = match self.context {
             Context::Kernel { params } => params,
             _ => &[],

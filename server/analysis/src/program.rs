@@ -1205,6 +1205,9 @@ fn lower_kernel(
 ) -> LoweredKernel {
     let mut diagnostics = Vec::new();
     let mut params: Vec<Param> = Vec::new();
+    // The first parameter of each name, by name (a lookup per parameter,
+    // not a scan: issue #12).
+    let mut first_named: FxHashMap<String, usize> = FxHashMap::default();
     for param in decl.parameters() {
         let (Some(name), Some(ty)) = (param.name(), param.ty().and_then(|t| t.scalar(source)))
         else {
@@ -1232,7 +1235,7 @@ fn lower_kernel(
             ));
             size.or_one()
         });
-        if let Some(previous) = params.iter().find(|p| p.name == name_text) {
+        if let Some(previous) = first_named.get(&name_text).map(|&k| &params[k]) {
             diagnostics.push(
                 Diagnostic::new(
                     Code::E102,
@@ -1245,6 +1248,7 @@ fn lower_kernel(
                 .with_related(previous.name_location, "first declared here"),
             );
         }
+        first_named.entry(name_text.clone()).or_insert(params.len());
         params.push(Param {
             name: name_text,
             location: Location {

@@ -4,6 +4,7 @@
 //! end of the program.
 
 use op2_analysis::hir::{Body, Stmt, StmtKind};
+use rustc_hash::FxHashMap;
 
 use crate::model::{Block, Controller, Terminator};
 use crate::names;
@@ -187,17 +188,18 @@ pub fn compile(main: &Body) -> Controller {
             terminator: terminator.unwrap_or(Terminator::Exit(None)),
         })
         .collect();
+    // How many locals have each name, counted once (not per local: a long
+    // `main` made that quadratic, issue #12).
+    let mut named: FxHashMap<&str, usize> = FxHashMap::default();
+    for local in &main.locals {
+        *named.entry(local.name.as_str()).or_default() += 1;
+    }
     let locals = main
         .locals
         .iter()
         .enumerate()
         .map(|(index, local)| {
-            let shared = main
-                .locals
-                .iter()
-                .filter(|other| other.name == local.name)
-                .count()
-                > 1;
+            let shared = named.get(local.name.as_str()).is_some_and(|&n| n > 1);
             names::main_local(
                 &local.name,
                 u32::try_from(index).unwrap_or(u32::MAX),

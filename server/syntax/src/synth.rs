@@ -134,3 +134,52 @@ pub fn unclosed_par_loop_lines(n: usize) -> String {
     out.push_str("        par_loop sum over cells (p_q READ, total INC);\n    }\n}\n");
     out
 }
+
+/// `main` declaring `n` locals in one declaration (`double x0 = 0.0, x1 =
+/// 0.0, …;`) and then using them: the lowering looked each name up by a
+/// scan of the block's locals, and the controller counted the locals of
+/// each name by a scan of all of them, so `op2 check` and `op2 build` were
+/// quadratic in `n` (issue #12: at 32,000, 5.9 s and 9.4 s in a debug build).
+pub fn many_locals(n: usize) -> String {
+    let mut out = String::with_capacity(40 + 14 * n + 30 * n.min(1_000));
+    out.push_str("main {\n    double ");
+    comma_separated(&mut out, n, |out, i| {
+        let _ = write!(out, "x{i} = 0.0");
+    });
+    out.push_str(";\n");
+    for i in 0..n.min(1_000) {
+        let _ = writeln!(out, "    x{i} = x{} + 1.0;", n - 1 - i);
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// A kernel of `n` parameters, each used once, run by one par_loop: a
+/// duplicate parameter was looked for by a scan of the earlier ones, and
+/// each use of a parameter by a scan of them all, so `op2 check` was
+/// quadratic in `n` (issue #12: at 32,000, 9.2 s in a debug build).
+pub fn many_parameters(n: usize) -> String {
+    let mut out = String::with_capacity(60 * n + 100);
+    out.push_str("set s;\ndat d: double on s;\nkernel k(");
+    comma_separated(&mut out, n, |out, i| {
+        let _ = write!(out, "double *q{i}");
+    });
+    out.push_str(") {\n");
+    for i in 0..n {
+        let _ = writeln!(out, "    q{i}[0] = q{i}[0] + 1.0;");
+    }
+    out.push_str("}\n\nmain {\n    par_loop k over s (");
+    comma_separated(&mut out, n, |out, _| out.push_str("d RW"));
+    out.push_str(");\n}\n");
+    out
+}
+
+/// Writes `n` items, `item(out, i)` for each `i`, separated by `, `.
+fn comma_separated(out: &mut String, n: usize, item: impl Fn(&mut String, usize)) {
+    for i in 0..n {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        item(out, i);
+    }
+}
