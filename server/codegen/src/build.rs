@@ -43,13 +43,16 @@ inline int32_t op2_isnan(double x) { return x != x; }
 inline int32_t op2_isinf(double x) { return x == x && (x - x) != (x - x); }
 ";
 
-/// Shared code of a graph one of whose kernels prints (compilation.md,
-/// "Printing from a kernel"): the kernel formats into a line buffer on the
-/// stack of the handler that runs it, and logs each line it completes
-/// through the handler's `op2_log`; the handler logs the line the kernel
-/// left unfinished. `op2 run` and `op2 simulate` stop before a statement
-/// whose line would not fit (`op2_exec::printf::continue_line`), so
-/// `snprintf` never truncates in a program that ran there.
+/// Shared code of a graph that prints into a line buffer (compilation.md,
+/// "Printing from a kernel", and §6): a kernel formats into a line buffer
+/// on the stack of the handler that runs it, `main`'s `printf` into the
+/// controller's state, and both log each line they complete through these
+/// helpers, which take the buffer's text and length (a packed state member
+/// cannot be bound to a reference) and give back its new length. A kernel
+/// evaluation's handler logs the line it left unfinished, as the controller
+/// does at the end of `main`. `op2 run` and `op2 simulate` stop before a
+/// statement whose line would not fit (`op2_exec::printf::continue_line`),
+/// so `snprintf` never truncates in a program that ran there.
 // The buffer's sizes below are MAX_LINE's.
 const _: () = assert!(MAX_LINE == 4096);
 const PRINT_HELPERS: &str = "#include <cstdio>
@@ -60,33 +63,45 @@ struct op2_print_t {
     uint32_t length;
 };
 
-// After snprintf appended `written` bytes: logs each line they completed
-// (without its newline) and moves the unfinished rest to the front.
-template <typename L> inline void op2_print_written(op2_print_t &p, int written, L &log) {
-    uint32_t end = p.length + (written > 0 ? (uint32_t)written : 0);
+// After snprintf appended `written` bytes to the `length` bytes of `line`:
+// logs each line they completed (without its newline), moves the
+// unfinished rest to the front and returns its length.
+template <typename L>
+inline uint32_t op2_print_written(char *line, uint32_t length, int written, const L &log) {
+    uint32_t end = length + (written > 0 ? (uint32_t)written : 0);
     if (end > 4096) end = 4096;
     uint32_t start = 0;
-    for (uint32_t i = p.length; i < end; i++) {
-        if (p.line[i] == '\\n') {
-            p.line[i] = 0;
-            log((const char *)p.line + start);
+    for (uint32_t i = length; i < end; i++) {
+        if (line[i] == '\\n') {
+            line[i] = 0;
+            log((const char *)line + start);
             start = i + 1;
         }
     }
-    for (uint32_t i = start; i < end; i++) p.line[i - start] = p.line[i];
-    p.length = end - start;
-    p.line[p.length] = 0;
+    for (uint32_t i = start; i < end; i++) line[i - start] = line[i];
+    line[end - start] = 0;
+    return end - start;
 }
 
-// At the end of a kernel evaluation: logs the line it left unfinished.
-template <typename L> inline void op2_print_flush(op2_print_t &p, L &log) {
-    if (p.length > 0) {
-        p.line[p.length] = 0;
-        log((const char *)p.line);
-        p.length = 0;
+// At the end of a kernel evaluation or of `main`: logs the line left
+// unfinished, and returns the buffer's new length, 0.
+template <typename L> inline uint32_t op2_print_flush(char *line, uint32_t length, const L &log) {
+    if (length > 0) {
+        line[length] = 0;
+        log((const char *)line);
     }
+    return 0;
 }
 ";
+
+/// Whether the shared code needs [`PRINT_HELPERS`]: a kernel of `program`
+/// prints, or `main` has a `printf` (the controller's line buffer).
+fn uses_print_helpers(program: &Program, kernels: &[(KernelId, Vec<bool>)]) -> bool {
+    program.main.as_deref().is_some_and(has_printf)
+        || kernels
+            .iter()
+            .any(|(id, _)| kernel_prints(&program.kernels[id.index()]))
+}
 
 /// Whether `kernel` has a `print` or `printf`: its function then takes the
 /// line buffer and the log of the handler that runs it ([`PRINT_HELPERS`]).
@@ -226,10 +241,7 @@ pub(crate) fn shared_code(
         .collect();
     let mut out = String::with_capacity(SHARED_HELPERS.len() + 1536 * kernels.len());
     out.push_str(SHARED_HELPERS);
-    if kernels
-        .iter()
-        .any(|(id, _)| kernel_prints(&program.kernels[id.index()]))
-    {
+    if uses_print_helpers(program, &kernels) {
         out.push('\n');
         out.push_str(PRINT_HELPERS);
     }
@@ -972,12 +984,9 @@ fn buffer(buffers: &[Option<String>], arg: usize) -> &str {
 }
 
 /// Before the call of a kernel that prints: its line buffer on the
-/// handler's stack, and its log, which logs a line at level 1 as `main`'s
-/// prints do (a lambda, because `handler_log` is the handler's own in GS and
-/// a macro on the Orchestrator).
-const KERNEL_LOG: &str = "op2_print_t op2_print;
+/// handler's stack; its log ([`crate::cpp::PRINT_LOG`]) follows.
+const KERNEL_BUFFER: &str = "op2_print_t op2_print;
 op2_print.length = 0;
-auto op2_log = [&](const char *op2_text) { handler_log(1, \"%s\", op2_text); };
 ";
 
 /// The body of the execute handler on the iteration set's devices: zero the
@@ -1073,7 +1082,9 @@ fn execute_kernel(
     let kernel = &program.kernels[plan.kernel.index()];
     let prints = kernel_prints(kernel);
     if prints {
-        handler.push_str(KERNEL_LOG);
+        handler.push_str(KERNEL_BUFFER);
+        handler.push_str(crate::cpp::PRINT_LOG);
+        handler.push('\n');
     }
     handler.push_str(&names::cpp_identifier(&kernel.name));
     handler.push('(');
@@ -1118,7 +1129,9 @@ fn execute_kernel(
         if !first {
             handler.push_str(", ");
         }
-        handler.push_str("op2_print, op2_log);\nop2_print_flush(op2_print, op2_log);\n");
+        handler.push_str(
+            "op2_print, op2_log);\nop2_print.length = op2_print_flush(op2_print.line, op2_print.length, op2_log);\n",
+        );
     } else {
         handler.push_str(");\n");
     }

@@ -375,7 +375,7 @@ impl Printer<'_> {
                     *ends_line,
                     format,
                     &args,
-                    "op2_print_written(op2_print, op2_written, op2_log);",
+                    "op2_print.length = op2_print_written(op2_print.line, op2_print.length, op2_written, op2_log);",
                 );
             }
             // Not in kernels (the analysis rejects them there).
@@ -583,35 +583,31 @@ impl Printer<'_> {
 }
 
 /// After `snprintf` appended `op2_written` bytes to the controller's line
-/// buffer: logs each line it completed (without its newline) and moves the
-/// unfinished rest to the front. `op2 run` stops before a statement whose
-/// text would not fit (`op2_exec::printf::continue_line`), so `snprintf`
-/// never truncates in a program that ran there.
+/// buffer: the shared code's `op2_print_written` (build.rs, PRINT_HELPERS),
+/// which kernels' prints call too, logs each line they completed and moves
+/// the unfinished rest to the front, here through the step handler's log.
 pub(crate) fn line_written() -> String {
     format!(
-        "uint32_t op2_end = deviceState->{length} + (op2_written > 0 ? (uint32_t)op2_written : 0);
-if (op2_end > {MAX_LINE}) op2_end = {MAX_LINE};
-uint32_t op2_start = 0;
-for (uint32_t op2_i = deviceState->{length}; op2_i < op2_end; op2_i++) {{
-    if (deviceState->{line}[op2_i] == '\\n') {{
-        deviceState->{line}[op2_i] = 0;
-        handler_log(1, \"%s\", (const char *)deviceState->{line} + op2_start);
-        op2_start = op2_i + 1;
-    }}
-}}
-for (uint32_t op2_i = op2_start; op2_i < op2_end; op2_i++) deviceState->{line}[op2_i - op2_start] = deviceState->{line}[op2_i];
-deviceState->{length} = op2_end - op2_start;
-deviceState->{line}[deviceState->{length}] = 0;",
+        "{PRINT_LOG}\ndeviceState->{length} = op2_print_written((char *)deviceState->{line}, deviceState->{length}, op2_written, op2_log);",
         line = names::LINE,
         length = names::LINE_LENGTH,
     )
 }
 
-/// At the end of `main`: logs the line `printf` left unfinished.
+/// At the end of `main`: logs the line `printf` left unfinished, with the
+/// shared code's `op2_print_flush`.
 pub(crate) fn line_flush() -> String {
     format!(
-        "if (deviceState->{length} > 0) {{\n    deviceState->{line}[deviceState->{length}] = 0;\n    handler_log(1, \"%s\", (const char *)deviceState->{line});\n    deviceState->{length} = 0;\n}}",
+        "{{\n    {PRINT_LOG}\n    deviceState->{length} = op2_print_flush((char *)deviceState->{line}, deviceState->{length}, op2_log);\n}}",
         line = names::LINE,
         length = names::LINE_LENGTH,
     )
 }
+
+/// The log a handler gives the print helpers (build.rs, PRINT_HELPERS): a
+/// line at level 1, for `main`'s prints in the controller's handler and a
+/// kernel's in its execute handler alike (a lambda, because `handler_log` is
+/// a local object of each handler in GraphSchema and a macro on the
+/// Orchestrator, so the shared code cannot call it).
+pub(crate) const PRINT_LOG: &str =
+    "auto op2_log = [&](const char *op2_text) { handler_log(1, \"%s\", op2_text); };";

@@ -1234,13 +1234,31 @@ fn printf_gives_the_controller_a_line_buffer_and_exit_its_status() {
     assert_eq!(line.and_then(|m| m.length), Some(4097));
     assert!(controller.state.iter().any(|m| m.name == "line_length"));
     let step = &controller.outputs[0].handler;
-    let flush = step.find("handler_log(1, \"%s\", (const char *)deviceState->line);");
+    // The controller's line is split and flushed by the helpers a printing
+    // kernel uses, in the shared code.
+    assert!(
+        step.contains("int op2_written = snprintf((char *)deviceState->line + deviceState->line_length, 4097 - deviceState->line_length, \"%lld\", (long long)(deviceState->global_g[0]));\n            auto op2_log = [&](const char *op2_text) { handler_log(1, \"%s\", op2_text); };\n            deviceState->line_length = op2_print_written((char *)deviceState->line, deviceState->line_length, op2_written, op2_log);"),
+        "{step}"
+    );
+    assert_eq!(
+        graph
+            .shared_code
+            .matches("inline uint32_t op2_print_written(")
+            .count(),
+        1,
+        "{}",
+        graph.shared_code
+    );
+    let flush = step.find(
+        "deviceState->line_length = op2_print_flush((char *)deviceState->line, deviceState->line_length, op2_log);",
+    );
     let exit = step.find("handler_exit((int)((deviceState->global_g[0] + 1)));");
     assert!(flush.is_some() && exit.is_some() && flush < exit, "{step}");
     let without = "global g: int;\n\nmain {\n    print(\"%d\", g);\n}\n";
     let (_, graph, _) = check_source("without_printf", without);
     let controller = controller_of(&graph);
     assert!(!controller.state.iter().any(|m| m.name.starts_with("line")));
+    assert!(!graph.shared_code.contains("op2_print"));
     assert!(
         controller.outputs[0]
             .handler
@@ -1270,7 +1288,7 @@ fn a_printing_kernel_logs_through_its_execute_handler() {
     );
     assert!(
         shared.contains(
-            "int op2_written = snprintf(op2_print.line + op2_print.length, 4097 - op2_print.length, \"edge %lld\", (long long)(w[0]));\n        op2_print_written(op2_print, op2_written, op2_log);"
+            "int op2_written = snprintf(op2_print.line + op2_print.length, 4097 - op2_print.length, \"edge %lld\", (long long)(w[0]));\n        op2_print.length = op2_print_written(op2_print.line, op2_print.length, op2_written, op2_log);"
         ),
         "{shared}"
     );
@@ -1298,7 +1316,7 @@ fn a_printing_kernel_logs_through_its_execute_handler() {
     };
     let show = handler("show_execute");
     let call = show.find(
-        "show(deviceState->dat_p_w, op2_print, op2_log);\nop2_print_flush(op2_print, op2_log);",
+        "show(deviceState->dat_p_w, op2_print, op2_log);\nop2_print.length = op2_print_flush(op2_print.line, op2_print.length, op2_log);",
     );
     let log = show.find(
         "op2_print_t op2_print;\nop2_print.length = 0;\nauto op2_log = [&](const char *op2_text) { handler_log(1, \"%s\", op2_text); };",
