@@ -522,6 +522,16 @@ pub fn named_children(node: Node<'_>) -> Vec<Node<'_>> {
         .collect()
 }
 
+/// The first of `node`'s named children that is not a comment, found
+/// without visiting the others: per node of a walk, collecting the
+/// children of a wide parent (a call of 10,000 arguments) made the walk
+/// quadratic.
+pub fn first_named_child(node: Node<'_>) -> Option<Node<'_>> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor)
+        .find(|n| n.kind() != "comment")
+}
+
 /// The identifier a declarator declares (`*x`, `x[4]`, `x = 1` → `x`), and
 /// whether it is a pointer and its array dimensions.
 pub fn declared_name<'t>(mut node: Node<'t>) -> Option<(Node<'t>, bool, usize)> {
@@ -813,7 +823,8 @@ pub fn builtin_call(node: Node<'_>, name: &str, edits: &mut Edits) -> bool {
             edits.replace(f, format!("(float) {double}"));
         }
         if let Some(list) = node.child_by_field_name("arguments") {
-            for token in (0..list.child_count()).filter_map(|i| list.child(i)) {
+            let mut cursor = list.walk();
+            for token in list.children(&mut cursor) {
                 match token.kind() {
                     "(" => edits.replace(token, "((float) ("),
                     "," => edits.replace(token, "), (float) ("),

@@ -1001,7 +1001,10 @@ fn inline<'t>(
         (Some(p), Some(g))
             if p.kind() == "init_declarator"
                 && g.kind() == "declaration"
-                && g.children_by_field_name("declarator", &mut g.walk()).count() == 1 =>
+                // Whether it is the declaration's only declarator, looking
+                // no further than a second: counting them all, per call,
+                // made `double a = f(x), b = f(y), …` quadratic.
+                && g.children_by_field_name("declarator", &mut g.walk()).take(2).count() == 1 =>
         {
             let ty = g
                 .child_by_field_name("type")

@@ -327,8 +327,7 @@ pub fn translate(
         if matches!(kind, "string_literal" | "concatenated_string")
             && c::enclosing_call(source, ancestors)
                 .is_some_and(|callee| callee == "printf" || callee == "op_printf")
-            && c::ancestor(ancestors, 0).and_then(|list| c::named_children(list).first().copied())
-                == Some(node)
+            && c::ancestor(ancestors, 0).and_then(c::first_named_child) == Some(node)
             && let Some(value) = c::string_literal(source, node)
         {
             edits.replace(node, format!("\"{value}\""));

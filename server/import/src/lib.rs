@@ -1886,6 +1886,72 @@ mod tests {
         (translation, instrumented)
     }
 
+    /// An application whose kernel `k1` runs in a host loop, with `top`
+    /// before the kernel, `kernel` at the end of its body and `host` after
+    /// the par_loop: inputs of generated size.
+    fn generated_app(top: &str, kernel: &str, host: &str) -> String {
+        format!(
+            "#include \"op_seq.h\"\n{top}void k1(double *g) {{\n  g[0] += 1.0;\n{kernel}}}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  for (int r = 0; r < 2; r++) {{\n    double acc[1] = {{0.0}};\n    op_par_loop(k1, \"k1\", cells, op_arg_gbl(acc, 1, \"double\", OP_INC));\n{host}    op_printf(\"%g\\n\", acc[0]);\n  }}\n}}\n"
+        )
+    }
+
+    /// The translation of `app`, which must take less than 10 s: a limit
+    /// that the translation of these inputs meets many times over, and
+    /// that the quadratic walks they were written against (measured in
+    /// docs/reliability.md) missed several times over.
+    fn translated_in_linear_time(app: &str) -> Translation {
+        let started = std::time::Instant::now();
+        let translation =
+            translated(app, "set 0 1\nhandle cells set 0\nstop\n").expect("a translation");
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{} bytes took {took:?}",
+            app.len()
+        );
+        translation
+    }
+
+    #[test]
+    fn a_kernels_printf_of_many_arguments_is_translated_in_linear_time() {
+        // Each string argument of a kernel's `printf` collected the whole
+        // argument list to ask whether it was the format: 10,000 arguments
+        // (50 KB) took 47 s.
+        let kernel = format!("  printf(\"%g\\n\"{});\n", ", \"s\"".repeat(10_000));
+        let translation = translated_in_linear_time(&generated_app("", &kernel, ""));
+        // The format is still told from the other strings, which `.op2`
+        // cannot print and are reported.
+        assert!(
+            translation
+                .program
+                .contains("print(\"%g\\n\", \"s\", \"s\"")
+        );
+        let strings = translation
+            .report
+            .entries
+            .iter()
+            .filter(|e| {
+                e.message
+                    .starts_with("string literal is not in the kernel subset")
+            })
+            .count();
+        assert_eq!(strings, 10_000);
+    }
+
+    #[test]
+    fn a_declaration_of_many_host_function_calls_is_translated_in_linear_time() {
+        // Each call counted every declarator of its declaration to ask
+        // whether it was the only one: 8,000 (167 KB) took 52 s.
+        let top = "static double one(double x) { return x + 1.0; }\n";
+        let declarators: Vec<String> = (0..8_000).map(|i| format!("v{i} = one(acc[0])")).collect();
+        let host = format!("    double {};\n", declarators.join(", "));
+        let translation = translated_in_linear_time(&generated_app(top, "", &host));
+        // Such a call is still reported: only a declaration's only
+        // declarator can take an inlined call's result.
+        let (_, location) = reported(&translation, "it is called inside an expression");
+        assert_eq!(location.as_deref(), Some("app/app.cpp:12:17"));
+    }
+
     /// The translation of an application of several files (`files`, by
     /// path under `app/`, the first the main file; `units` its other
     /// translation units), each unit's macros read from its own text.
