@@ -1263,24 +1263,24 @@ fn caller_name(context: &Context<'_>, host: &Host, name: &str) -> String {
 /// 1; } return 0;` is `if (c) { …; return 1; } else { return 0; }`). The
 /// `else` braces are added to `edits`. Returns the first `return` elsewhere.
 fn shape_returns<'t>(node: Node<'t>, edits: &mut Edits) -> Result<(), Node<'t>> {
-    let contains_return = |n: Node<'t>| {
-        let mut found = false;
-        walk(n, |m, _| {
-            found |= m.kind() == "return_statement";
-            !found
-        });
-        found
-    };
-    let first_return = |n: Node<'t>| {
-        let mut found = None;
-        walk(n, |m, _| {
-            if m.kind() == "return_statement" && found.is_none() {
-                found = Some(m);
+    // The first `return` inside each node that holds one (by node id),
+    // from one walk: each `return` marks its ancestors up to the first that
+    // an earlier one marked. Walking a statement for its `return`s each
+    // time it was checked made an `else if` chain quadratic.
+    let mut first_returns: BTreeMap<usize, Node<'t>> = BTreeMap::new();
+    walk(node, |m, ancestors| {
+        if m.kind() == "return_statement" {
+            for holder in std::iter::once(&m).chain(ancestors.iter().rev()) {
+                if first_returns.contains_key(&holder.id()) {
+                    break;
+                }
+                first_returns.insert(holder.id(), m);
             }
-            found.is_none()
-        });
-        found.unwrap_or(n)
-    };
+        }
+        true
+    });
+    let contains_return = |n: Node<'t>| first_returns.contains_key(&n.id());
+    let first_return = |n: Node<'t>| first_returns.get(&n.id()).copied().unwrap_or(n);
     // A list of statements, checked from the outermost block inwards
     // without recursion: (the list, whether its end ends the function).
     let mut closers: BTreeMap<usize, usize> = BTreeMap::new();
