@@ -6,6 +6,7 @@
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, BufferedStandardStream};
@@ -31,10 +32,20 @@ fn read_stdin() -> Result<SourceFile> {
     Ok(SourceFile::from_text(PathBuf::from("<stdin>"), text))
 }
 
+/// How long the line diff of one file may search for the smallest edit.
+/// Myers' diff takes time O(lines × differing lines): a kernel of 32,000
+/// parameters on one line, which the formatter splits into 32,000 lines,
+/// took 30 s. Past the deadline `similar` stops searching and reports the
+/// rest as replaced lines, so the diff stays correct (applying it still
+/// gives the formatted text) but may be longer than the smallest one.
+const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+
 /// A unified diff from `old` to `new`, with `path` in its header.
 fn unified_diff(path: &Path, old: &str, new: &str) -> String {
     let name = path.display().to_string();
-    similar::TextDiff::from_lines(old, new)
+    similar::TextDiff::configure()
+        .timeout(DIFF_TIMEOUT)
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(3)
         .header(&name, &name)
