@@ -20,6 +20,7 @@ pub fn code_lenses(context: &Context<'_>) -> Option<Vec<CodeLens>> {
     let program = &context.analysed.analysis.program;
     let graph = context.analysed.graph.as_ref();
     let all_counts = graph.map(|g| generated::all_invocation_counts(program, g));
+    let trees = graph.map(generated::TreeIndex::new);
     let mut lenses = Vec::new();
     for (index, invocation) in program.invocations.iter().enumerate() {
         if invocation.location.file != FileId::MAIN {
@@ -32,7 +33,7 @@ pub fn code_lenses(context: &Context<'_>) -> Option<Vec<CodeLens>> {
             .and_then(|c| c.get(index))
             .and_then(Option::as_ref);
         let id = op2_analysis::model::InvocationId(u32::try_from(index).unwrap_or(u32::MAX));
-        let tree = graph.and_then(|g| generated::tree_summary(g, id));
+        let tree = trees.as_ref().and_then(|t| t.summary(id));
         let title = match &counts {
             Some(counts) => format!(
                 "{} pins · {} state · {} messages/element · {}",

@@ -414,13 +414,19 @@ pub fn invocation_counts(
     graph: &GraphType,
     invocation: InvocationId,
 ) -> Option<InvocationCounts> {
-    counts_with(graph, graph.invocation(invocation)?, |device, id| {
-        let device = &graph.device_types[device];
-        (
-            count_pins(&device.inputs, id),
-            count_pins(&device.outputs, id),
-        )
-    })
+    let devices = DeviceLookup::new(graph);
+    counts_with(
+        graph,
+        &devices,
+        graph.invocation(invocation)?,
+        |device, id| {
+            let device = &graph.device_types[device];
+            (
+                count_pins(&device.inputs, id),
+                count_pins(&device.outputs, id),
+            )
+        },
+    )
 }
 
 /// [`invocation_counts`] of every invocation, indexed like
@@ -442,10 +448,11 @@ pub fn all_invocation_counts(
             }
         }
     }
+    let devices = DeviceLookup::new(graph);
     let mut all = vec![None; program.invocations.len()];
     for plan in &graph.invocations {
         if let Some(slot) = all.get_mut(plan.id.index()) {
-            *slot = counts_with(graph, plan, |device, id| {
+            *slot = counts_with(graph, &devices, plan, |device, id| {
                 pins.get(&(device, id)).copied().unwrap_or_default()
             });
         }
@@ -453,21 +460,71 @@ pub fn all_invocation_counts(
     all
 }
 
+/// The device types of a graph by what they serve, and the controller's
+/// properties by name, found in one pass so that the counts of every
+/// invocation take time linear in the graph (a scan per invocation made the
+/// code lenses quadratic in the number of par_loops).
+struct DeviceLookup<'g> {
+    controller: Option<usize>,
+    sets: FxHashMap<SetId, usize>,
+    trees: FxHashMap<InvocationId, usize>,
+    /// (device type index, invocation) to the index of its plan.
+    plans: FxHashMap<(usize, InvocationId), usize>,
+    controller_properties: FxHashMap<&'g str, usize>,
+}
+
+impl<'g> DeviceLookup<'g> {
+    fn new(graph: &'g GraphType) -> Self {
+        let mut lookup = DeviceLookup {
+            controller: None,
+            sets: FxHashMap::default(),
+            trees: FxHashMap::default(),
+            plans: FxHashMap::default(),
+            controller_properties: FxHashMap::default(),
+        };
+        for (index, device) in graph.device_types.iter().enumerate() {
+            match device.kind {
+                DeviceKind::Controller => {
+                    if lookup.controller.is_none() {
+                        lookup.controller = Some(index);
+                        for property in &device.properties {
+                            *lookup
+                                .controller_properties
+                                .entry(property.name.as_str())
+                                .or_default() += 1;
+                        }
+                    }
+                }
+                DeviceKind::Set(set) => {
+                    lookup.sets.entry(set).or_insert(index);
+                }
+                DeviceKind::Aggregator(id) => {
+                    lookup.trees.entry(id).or_insert(index);
+                }
+            }
+            for (plan_index, plan) in device.plans.iter().enumerate() {
+                lookup
+                    .plans
+                    .entry((index, plan.invocation))
+                    .or_insert(plan_index);
+            }
+        }
+        lookup
+    }
+}
+
 /// The counts of one invocation, given the (input, output) pins it has on
 /// the device type at an index.
 fn counts_with(
     graph: &GraphType,
+    lookup: &DeviceLookup<'_>,
     plan: &InvocationPlan,
     pins: impl Fn(usize, InvocationId) -> (usize, usize),
 ) -> Option<InvocationCounts> {
     let invocation = plan.id;
     let mut devices = Vec::new();
-    if let Some((index, controller)) = graph
-        .device_types
-        .iter()
-        .enumerate()
-        .find(|(_, d)| d.kind == DeviceKind::Controller)
-    {
+    if let Some(index) = lookup.controller {
+        let controller = &graph.device_types[index];
         let end_total = names::end_total(&plan.name);
         let (inputs, outputs) = pins(index, invocation);
         devices.push(DeviceCounts {
@@ -476,27 +533,24 @@ fn counts_with(
             inputs,
             outputs,
             state: 0,
-            properties: controller
-                .properties
-                .iter()
-                .filter(|m| m.name == end_total)
-                .count(),
+            properties: lookup
+                .controller_properties
+                .get(end_total.as_str())
+                .copied()
+                .unwrap_or(0),
         });
     }
     let mut reads_per_element = 0;
     let mut writes_per_element = 0;
     for set in &plan.involved_sets {
-        let Some((index, device)) = graph
-            .device_types
-            .iter()
-            .enumerate()
-            .find(|(_, d)| d.kind == DeviceKind::Set(*set))
-        else {
+        let Some(&index) = lookup.sets.get(set) else {
             continue;
         };
-        let Some(device_plan) = device.plans.iter().find(|p| p.invocation == invocation) else {
+        let device = &graph.device_types[index];
+        let Some(&plan_index) = lookup.plans.get(&(index, invocation)) else {
             continue;
         };
+        let device_plan = &device.plans[plan_index];
         if device_plan.iterates {
             reads_per_element = device_plan.read_recvs.len();
             writes_per_element = device_plan.write_sends.len();
@@ -513,12 +567,8 @@ fn counts_with(
     }
     // The aggregators of its tree, when the graph has trees: every member
     // of their device type serves this invocation.
-    if let Some((index, tree)) = graph
-        .device_types
-        .iter()
-        .enumerate()
-        .find(|(_, d)| d.kind == DeviceKind::Aggregator(invocation))
-    {
+    if let Some(&index) = lookup.trees.get(&invocation) {
+        let tree = &graph.device_types[index];
         let (inputs, outputs) = pins(index, invocation);
         devices.push(DeviceCounts {
             device_type: tree.id.clone(),
@@ -981,84 +1031,136 @@ fn thousands(n: u64) -> String {
 /// The [`TreeSummary`] of `invocation` in `graph`; `None` when the
 /// invocation is not in the graph. The depths come from
 /// `op2_codegen::topology`, which builds the trees of `op2 build` and
-/// `op2 simulate`.
+/// `op2 simulate`. For every invocation at once, see [`TreeIndex`].
 pub fn tree_summary(graph: &GraphType, invocation: InvocationId) -> Option<TreeSummary> {
-    let plan = graph.invocation(invocation)?;
-    let pin = |device: &DeviceType, role: PinRole, output: bool| {
-        let pins = if output {
-            &device.outputs
-        } else {
-            &device.inputs
+    TreeIndex::new(graph).summary(invocation)
+}
+
+/// The graph's device types and pins by what they do, found in one pass,
+/// so that the [`TreeSummary`] of each invocation costs a few lookups: a
+/// search of the graph's lists for each (its plan, its aggregator, the pins
+/// of the controller and of its sets, every one of which has pins for every
+/// invocation) made the code lenses of a `main` of N par_loops cost N²
+/// (4,000 / 16,000 par_loops: 0.74 / 9.7 s; issue #12).
+#[derive(Debug)]
+pub struct TreeIndex<'g> {
+    graph: &'g GraphType,
+    plans: FxHashMap<InvocationId, &'g InvocationPlan>,
+    controller: Option<&'g DeviceType>,
+    trees: FxHashMap<InvocationId, &'g DeviceType>,
+    sets: FxHashMap<SetId, &'g DeviceType>,
+    /// `device.pin` of the first pin of each role, by device type, role
+    /// and direction (output or input).
+    pins: FxHashMap<(&'g str, PinRole, bool), String>,
+}
+
+impl<'g> TreeIndex<'g> {
+    /// Indexes `graph`.
+    pub fn new(graph: &'g GraphType) -> TreeIndex<'g> {
+        let mut index = TreeIndex {
+            graph,
+            plans: graph.invocations.iter().map(|p| (p.id, p)).collect(),
+            controller: None,
+            trees: FxHashMap::default(),
+            sets: FxHashMap::default(),
+            pins: FxHashMap::default(),
         };
-        pins.iter()
-            .find(|p| p.role == role)
-            .map(|p| format!("{}.{}", device.id, p.name))
-    };
-    let controller = graph
-        .device_types
-        .iter()
-        .find(|d| d.kind == DeviceKind::Controller)?;
-    let tree = graph.tree_device_type(invocation);
-    let sets: Vec<&DeviceType> = plan
-        .involved_sets
-        .iter()
-        .filter_map(|s| graph.set_device_type(*s))
-        .collect();
-    let set_pins = |role: fn(InvocationId) -> PinRole, output: bool| -> Vec<String> {
-        sets.iter()
-            .filter_map(|d| pin(d, role(invocation), output))
-            .collect()
-    };
-    let mut begin: Vec<Vec<String>> = vec![
-        pin(controller, PinRole::ControllerBegin(invocation), true)
-            .into_iter()
-            .collect(),
-    ];
-    let mut end = vec![set_pins(PinRole::End, true)];
-    if let Some(tree) = tree {
-        begin.push(
-            pin(tree, PinRole::TreeBegin(invocation), false)
-                .into_iter()
-                .collect(),
-        );
-        begin.push(
-            pin(tree, PinRole::TreeBeginForward(invocation), true)
-                .into_iter()
-                .collect(),
-        );
-        end.push(
-            pin(tree, PinRole::TreeEnd(invocation), false)
-                .into_iter()
-                .collect(),
-        );
-        end.push(
-            pin(tree, PinRole::TreeEndForward(invocation), true)
-                .into_iter()
-                .collect(),
-        );
+        for device in &graph.device_types {
+            match device.kind {
+                DeviceKind::Controller => {
+                    index.controller = index.controller.or(Some(device));
+                }
+                DeviceKind::Aggregator(id) => {
+                    index.trees.entry(id).or_insert(device);
+                }
+                DeviceKind::Set(set) => {
+                    index.sets.entry(set).or_insert(device);
+                }
+            }
+            for (pins, output) in [(&device.outputs, true), (&device.inputs, false)] {
+                for pin in pins {
+                    index
+                        .pins
+                        .entry((device.id.as_str(), pin.role, output))
+                        .or_insert_with(|| format!("{}.{}", device.id, pin.name));
+                }
+            }
+        }
+        index
     }
-    begin.push(set_pins(PinRole::Begin, false));
-    end.push(
-        pin(controller, PinRole::ControllerEnd(invocation), false)
-            .into_iter()
-            .collect(),
-    );
-    let depths = if graph.fan_limit == 0 {
-        Vec::new()
-    } else {
-        (0..4)
-            .map(|depth| {
-                (
-                    depth,
-                    op2_codegen::topology::most_leaves(graph.fan_limit, depth),
-                )
-            })
-            .collect()
-    };
-    Some(TreeSummary {
-        fan_limit: graph.fan_limit,
-        begin,
-        end,
-        depths,
-    })
+
+    fn pin(&self, device: &DeviceType, role: PinRole, output: bool) -> Option<String> {
+        self.pins.get(&(device.id.as_str(), role, output)).cloned()
+    }
+
+    /// The [`TreeSummary`] of `invocation`, as [`tree_summary`] gives it.
+    pub fn summary(&self, invocation: InvocationId) -> Option<TreeSummary> {
+        let graph = self.graph;
+        let plan = self.plans.get(&invocation)?;
+        let controller = self.controller?;
+        let tree = self.trees.get(&invocation).copied();
+        let sets: Vec<&DeviceType> = plan
+            .involved_sets
+            .iter()
+            .filter_map(|s| self.sets.get(s).copied())
+            .collect();
+        let pin = |device: &DeviceType, role: PinRole, output: bool| self.pin(device, role, output);
+        let set_pins = |role: fn(InvocationId) -> PinRole, output: bool| -> Vec<String> {
+            sets.iter()
+                .filter_map(|d| pin(d, role(invocation), output))
+                .collect()
+        };
+        let mut begin: Vec<Vec<String>> = vec![
+            pin(controller, PinRole::ControllerBegin(invocation), true)
+                .into_iter()
+                .collect(),
+        ];
+        let mut end = vec![set_pins(PinRole::End, true)];
+        if let Some(tree) = tree {
+            begin.push(
+                pin(tree, PinRole::TreeBegin(invocation), false)
+                    .into_iter()
+                    .collect(),
+            );
+            begin.push(
+                pin(tree, PinRole::TreeBeginForward(invocation), true)
+                    .into_iter()
+                    .collect(),
+            );
+            end.push(
+                pin(tree, PinRole::TreeEnd(invocation), false)
+                    .into_iter()
+                    .collect(),
+            );
+            end.push(
+                pin(tree, PinRole::TreeEndForward(invocation), true)
+                    .into_iter()
+                    .collect(),
+            );
+        }
+        begin.push(set_pins(PinRole::Begin, false));
+        end.push(
+            pin(controller, PinRole::ControllerEnd(invocation), false)
+                .into_iter()
+                .collect(),
+        );
+        let depths = if graph.fan_limit == 0 {
+            Vec::new()
+        } else {
+            (0..4)
+                .map(|depth| {
+                    (
+                        depth,
+                        op2_codegen::topology::most_leaves(graph.fan_limit, depth),
+                    )
+                })
+                .collect()
+        };
+        Some(TreeSummary {
+            fan_limit: graph.fan_limit,
+            begin,
+            end,
+            depths,
+        })
+    }
 }
