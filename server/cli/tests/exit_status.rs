@@ -139,7 +139,9 @@ fn a_kernel_that_prints_runs_simulates_and_builds() {
         );
     }
     let graph = built(&scratch, "show.op2");
-    assert!(graph.contains("op2_print_flush(op2_print, op2_log);"));
+    assert!(graph.contains(
+        "op2_print.length = op2_print_flush(op2_print.line, op2_print.length, op2_log);"
+    ));
 }
 
 const FETCHES: &str = "set cells;\n\ndat p_n: int[2] on cells;\n\nglobal n: int[6];\n\nkernel twice(int *n) {\n    n[1] = 2 * n[0];\n}\n\nmain {\n    par_loop twice over cells (p_n RW);\n    fetch p_n into n;\n    for (int i = 0; i < 6; i++)\n        printf(\"[%d]\", n[i]);\n    print(\"\");\n}\n";
