@@ -219,6 +219,37 @@ fn many_locals_and_parameters_are_checked_in_linear_time() {
     );
 }
 
+/// Campaign 3abfbf9, seed 6, case 2122860 (640 KB, issue #12): a kernel
+/// whose one statement chains 28,000 conditionals with `==`. Building its
+/// compiled loop asked for 4.7 GB (Cranelift's function builder grows
+/// faster than the blocks it holds, about 3 per conditional), and the
+/// worker (4 GB of address space) aborted in `run`. A body past
+/// `MAX_BLOCKS` (8,192) basic blocks is now declined as it is built and
+/// runs interpreted, in `run` and `simulate` alike: 0.14 GB. Generated here
+/// at the case's size; without the limit, `op2 run` of it took 6.5 GB.
+#[test]
+fn a_kernel_of_many_branches_runs_within_memory() {
+    let term = "(p[0] > 0.5 ? 1.0 : 0.0)";
+    let chain = vec![term; 28_000].join(" == ");
+    let program = format!(
+        "set s;\ndat a: double on s = 1.0;\ndat b: double on s = 0.0;\n\
+         kernel k(const double *p, double *x) {{\n    double h = {chain};\n    x[0] = h;\n}}\n\
+         main {{\n    par_loop k over s (a READ, b WRITE);\n}}\n"
+    );
+    let folder = std::env::temp_dir().join(format!("op2-fuzz-branches-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("a temporary folder");
+    std::fs::write(folder.join("many-branches.op2"), program).expect("write the input");
+    std::fs::write(
+        folder.join("many-branches.instance.json"),
+        r#"{"sets": {"s": 3}}"#,
+    )
+    .expect("write the instance");
+    let (status, report) = replay(&folder, 30);
+    let _ = std::fs::remove_dir_all(&folder);
+    assert!(status.success(), "{report}");
+    assert!(report.contains("run and simulate 1"), "{report}");
+}
+
 /// Writes `programs` (name, text) into a temporary folder and replays them
 /// through the binary with `--slow-secs slow_secs`: every one must pass.
 fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {

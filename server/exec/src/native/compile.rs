@@ -159,6 +159,13 @@ const UNROLLED: usize = 16;
 /// which keeps them on the heap, runs the program.
 pub(crate) const MAX_FRAME: usize = 256 << 10;
 
+/// The most basic blocks one compiled loop or handler may have. Cranelift's
+/// compile of a function grows faster than its blocks (a kernel of 28,000
+/// chained `?:`, 640 KB of text, asked for 4.7 GB), so a larger body is
+/// not compiled and the interpreter, whose cost is linear, runs it. Every
+/// kernel of OP2's applications takes a few hundred at most.
+pub(crate) const MAX_BLOCKS: usize = 8192;
+
 /// A component of an array while code is generated: its index as a value,
 /// and as a number when it is known at compile time (an unrolled step).
 #[derive(Clone, Copy)]
@@ -1328,7 +1335,21 @@ impl Gen<'_, '_> {
         }
     }
 
+    /// Declines a body whose code has grown past [`MAX_BLOCKS`], before the
+    /// builder's memory for it grows further (checked at every expression
+    /// and statement, so at most one of them past the limit is built).
+    fn within_blocks(&self) -> Result<(), Unsupported> {
+        let blocks = self.b.func.dfg.num_blocks();
+        if blocks > MAX_BLOCKS {
+            return Err(format!(
+                "its code needs more than {MAX_BLOCKS} basic blocks, the compiled engine's limit"
+            ));
+        }
+        Ok(())
+    }
+
     fn expr(&mut self, expr: &Expr) -> Result<Typed, Unsupported> {
+        self.within_blocks()?;
         let v = self.expr_inner(expr)?;
         Self::check(v.ty, expr.ty)?;
         Ok(v)
@@ -1872,6 +1893,7 @@ impl Gen<'_, '_> {
     }
 
     fn stmt(&mut self, stmt: &Stmt) -> Result<(), Unsupported> {
+        self.within_blocks()?;
         if self.ended {
             // Code after `break`, `continue` or `return` never runs; give
             // it a block of its own so that it still compiles.
