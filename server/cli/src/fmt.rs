@@ -6,7 +6,6 @@
 
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, BufferedStandardStream};
@@ -32,24 +31,13 @@ fn read_stdin() -> Result<SourceFile> {
     Ok(SourceFile::from_text(PathBuf::from("<stdin>"), text))
 }
 
-/// How long the line diff of one file may search for the smallest edit.
-/// Myers' diff takes time O(lines × differing lines): a kernel of 32,000
-/// parameters on one line, which the formatter splits into 32,000 lines,
-/// took 30 s. Past the deadline `similar` stops searching and reports the
-/// rest as replaced lines, so the diff stays correct (applying it still
-/// gives the formatted text) but may be longer than the smallest one.
-const DIFF_TIMEOUT: Duration = Duration::from_millis(500);
+mod diff;
 
-/// A unified diff from `old` to `new`, with `path` in its header.
+/// A unified diff from `old` to `new`, with `path` in its header: the same
+/// on every machine, computed in time linear in the texts plus at most
+/// [`diff::WORK_LIMIT`] steps of search.
 fn unified_diff(path: &Path, old: &str, new: &str) -> String {
-    let name = path.display().to_string();
-    similar::TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(old, new)
-        .unified_diff()
-        .context_radius(3)
-        .header(&name, &name)
-        .to_string()
+    diff::unified(&path.display().to_string(), old, new, diff::WORK_LIMIT)
 }
 
 pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {

@@ -3,6 +3,8 @@
 
 use crate::support;
 
+mod patch;
+
 use predicates::prelude::*;
 use predicates::str::contains;
 use support::{Scratch, op2};
@@ -67,12 +69,15 @@ fn a_dash_formats_standard_input_to_standard_output() {
         .stderr(contains("`<stdin>` has syntax errors"));
 }
 
-/// Regression: the diff of `--check` had no deadline, and Myers' diff takes
-/// time O(lines × differing lines). A kernel of 32,000 parameters on one
-/// line (split by the formatter into a line each) took 30 s, 83 s at
-/// 60,000. The diff now gives up its search after a deadline and reports the
-/// rest as replaced lines: at 60,000 parameters the whole command, the
-/// formatting included, takes a few seconds in a debug build.
+/// Regression: the diff of `--check` took time O(lines × differing lines):
+/// a kernel of 32,000 parameters on one line (split by the formatter into a
+/// line each) took 30 s, 83 s at 60,000; then a deadline of 0.5 s made its
+/// length depend on the machine's speed. The lines found once in each text
+/// now anchor the diff, and the search between them is bounded by a count
+/// of steps: at 60,000 parameters the whole command, the formatting
+/// included, takes a few seconds in a debug build, and the diff is the
+/// shortest one, the same on every machine: the old kernel and par_loop
+/// lines removed, their formatted lines added, the kernel's body kept.
 #[test]
 fn check_diffs_a_long_line_in_linear_time() {
     let scratch = Scratch::new();
@@ -92,18 +97,73 @@ fn check_diffs_a_long_line_in_linear_time() {
         "{}",
         &diff[..200.min(diff.len())]
     );
-    // The diff is whole: every parameter appears on a line of its own.
-    assert!(
-        diff.contains("+    double *q59999,\n"),
-        "the diff lacks the last parameter"
-    );
-    assert!(
-        diff.contains("\n-kernel k(double *q0, "),
-        "the diff lacks the old line"
-    );
+    let formatted = formatted(&text);
+    assert_eq!(patch::apply(&text, &diff), formatted);
+    let (removed, added) = changed_lines(&diff);
+    // The shortest diff: only the two long lines are not in the formatted
+    // text, and every other line of it is.
+    let (old_lines, new_lines) = (text.lines().count(), formatted.lines().count());
+    assert_eq!(removed, 2, "{}", &diff[..200.min(diff.len())]);
+    assert_eq!(added, new_lines - (old_lines - 2));
     assert_eq!(
         std::fs::read_to_string(scratch.path(file)).unwrap(),
         text,
         "--check changed the file"
     );
+}
+
+/// `op2 fmt -`'s output for `text`.
+fn formatted(text: &str) -> String {
+    let output = op2()
+        .args(["fmt", "-"])
+        .write_stdin(text)
+        .output()
+        .expect("run op2 fmt -");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+/// The lines a diff removes and adds.
+fn changed_lines(diff: &str) -> (usize, usize) {
+    let body = diff.lines().skip(2);
+    let removed = body.clone().filter(|l| l.starts_with('-')).count();
+    let added = body.filter(|l| l.starts_with('+')).count();
+    (removed, added)
+}
+
+/// Where the diff's search would pass its limit (`WORK_LIMIT`, 4,194,304
+/// steps: about 2,900 differing lines with no line found once in each text),
+/// the rest is shown as replaced lines, the same on every machine, and the
+/// diff still gives the formatted text. Here 6,000 statements, every other
+/// one indented wrongly, all alike: 3,000 lines must go and the search
+/// would need about 3,000 × 6,000 steps.
+#[test]
+fn check_shows_a_change_past_its_limit_as_replaced_lines() {
+    let scratch = Scratch::new();
+    let mut text = String::from("main {\n    int x = 0;\n");
+    for i in 0..6_000 {
+        text.push_str(if i % 2 == 0 {
+            "  x = x + 1;\n"
+        } else {
+            "    x = x + 1;\n"
+        });
+    }
+    text.push_str("}\n");
+    let file = scratch.file("alike.op2", &text);
+    let output = scratch
+        .op2(&["fmt", "--check", file])
+        .output()
+        .expect("run op2 fmt --check");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let diff = String::from_utf8(output.stdout).expect("a UTF-8 diff");
+    assert_eq!(patch::apply(&text, &diff), formatted(&text));
+    // Every line between the first and the last wrongly indented one
+    // replaced: 5,999 removed, 5,999 added, in one hunk.
+    assert_eq!(changed_lines(&diff), (5_999, 5_999));
+    assert_eq!(diff.lines().filter(|l| l.starts_with("@@ ")).count(), 1);
+    let again = scratch
+        .op2(&["fmt", "--check", file])
+        .output()
+        .expect("run op2 fmt --check");
+    assert_eq!(String::from_utf8(again.stdout).unwrap(), diff);
 }
