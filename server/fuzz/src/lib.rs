@@ -11,6 +11,7 @@
 //! with its input saved, not the end of the campaign.
 
 pub mod corpus;
+pub mod cpu;
 pub mod generate;
 pub mod import;
 pub mod instance;

@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--from I]
-//!          [--print-cases] [--slow-secs T] [--hang-secs T] [--memory-mb M] [--full-every N]
+//!          [--print-cases] [--slow-secs T] [--hang-secs T] [--hang-wall-secs W]
+//!          [--memory-mb M] [--full-every N]
 //! op2-fuzz --seed S --case I          run one case of a campaign again
 //! op2-fuzz replay PATH...             run saved inputs (files or folders)
 //! ```
@@ -12,7 +13,11 @@
 //! processes (this binary, `worker`), each under a memory limit (`ulimit
 //! -v`), each case on a thread with a 2 MB stack. A worker that dies (stack
 //! overflow, abort, out of memory) or stops reporting (a hang) is a finding;
-//! its input is saved and a new worker goes on with the next case.
+//! its input is saved and a new worker goes on with the next case. The slow
+//! and hang limits count the worker's CPU time during the case (all its
+//! threads), so that load on the machine or a paused campaign makes no case
+//! slow; a case that waits without using the processor is stopped by a
+//! longer limit on the wall time (`--hang-wall-secs`).
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -26,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use op2_fuzz::rng::Rng;
-use op2_fuzz::{Case, Corpus, Finding, run_case};
+use op2_fuzz::{Case, Corpus, Finding, cpu, run_case};
 
 /// Every panic message of this process since the last case started.
 static PANICS: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -38,8 +43,14 @@ struct Settings {
     jobs: u64,
     start: u64,
     out: PathBuf,
+    /// CPU time of a case past which it is reported as slow.
     slow: Duration,
+    /// CPU time of a case past which its worker is killed as hanging.
     hang: Duration,
+    /// Wall time of a case past which its worker is killed as hanging
+    /// whatever its CPU time (a case blocked or asleep); `None`: five
+    /// times `hang`.
+    hang_wall: Option<Duration>,
     memory_mb: u64,
     files: Vec<PathBuf>,
     quiet: bool,
@@ -64,6 +75,7 @@ impl Default for Settings {
             out: PathBuf::from("fuzz-findings"),
             slow: Duration::from_secs(10),
             hang: Duration::from_secs(120),
+            hang_wall: None,
             memory_mb: 4096,
             files: Vec::new(),
             quiet: false,
@@ -74,6 +86,18 @@ impl Default for Settings {
             known: Vec::new(),
         }
     }
+}
+
+impl Settings {
+    /// The wall-clock limit of a case (`--hang-wall-secs`).
+    fn wall_limit(&self) -> Duration {
+        self.hang_wall.unwrap_or(self.hang.saturating_mul(5))
+    }
+}
+
+/// Whole microseconds, for the workers' lines.
+fn micros(time: Duration) -> u64 {
+    u64::try_from(time.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn main() -> ExitCode {
@@ -118,6 +142,9 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
             "--case" => one_case = Some(number(args, &mut i, arg)?),
             "--slow-secs" => settings.slow = Duration::from_secs(number(args, &mut i, arg)?),
             "--hang-secs" => settings.hang = Duration::from_secs(number(args, &mut i, arg)?),
+            "--hang-wall-secs" => {
+                settings.hang_wall = Some(Duration::from_secs(number(args, &mut i, arg)?));
+            }
             "--memory-mb" => settings.memory_mb = number(args, &mut i, arg)?,
             "--quiet" => settings.quiet = true,
             "--print-cases" => settings.print_cases = true,
@@ -190,7 +217,8 @@ op2-fuzz: fuzzing campaigns against op2's commands and language server
 
 usage:
   op2-fuzz [--cases N] [--seed S] [--jobs J] [--out DIR] [--from I]
-           [--slow-secs T] [--hang-secs T] [--memory-mb M] [--quiet] [--tame]
+           [--slow-secs T] [--hang-secs T] [--hang-wall-secs W] [--memory-mb M]
+           [--quiet] [--tame]
            [--known FILE] [--full-every N] [--print-cases] [--import]
   op2-fuzz --seed S --case I     run case I of campaign S again
   op2-fuzz replay PATH...        run saved inputs (.op2 and .lsp files, folders)
@@ -210,6 +238,14 @@ do not fail the campaign.
 to build, run and simulate; the others stop after parse, check and fmt
 (default 1: every case goes through every command). The summary's `stages`
 line says how many cases each command ran for.
+--slow-secs T (default 10) reports a case that used more than T s of CPU
+time as slow; --hang-secs T (default 120) kills the worker of a case that
+used more than T s of CPU time and reports a hang. Both count the worker's
+CPU time during the case (all its threads), not the wall clock, so load on
+the machine or a paused campaign makes no case slow. --hang-wall-secs W
+(default five times --hang-secs) kills a case that has run W s of wall time
+whatever its CPU time (one blocked or asleep); time while the campaign
+itself was stopped does not count. Each finding says which limit it passed.
 --import makes every case a C/C++ application (the import's test applications
 mutated, or a generated hostile one) through `op2 import`'s translation, with
 a synthetic capture: nothing is compiled or run.
@@ -303,9 +339,13 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
     let end = settings.start + settings.cases;
     let mut index = first;
     while index < end {
+        // The process's CPU time when the case begins, for the
+        // supervisor's hang limit (`-` where it cannot be read).
+        let cpu_began = cpu::own();
         {
             let mut out = stdout.lock();
-            let _ = writeln!(out, "begin {index}");
+            let cpu = cpu_began.map_or("-".to_string(), |t| micros(t).to_string());
+            let _ = writeln!(out, "begin {index} {cpu}");
             let _ = out.flush();
         }
         let case = make_case(&corpus, settings, index);
@@ -313,6 +353,9 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
         if let Ok(mut panics) = PANICS.lock() {
             panics.clear();
         }
+        // The case's own time starts here, after it is made (the
+        // supervisor's limits count the making too).
+        let cpu_started = cpu::own();
         let started = Instant::now();
         if let Ok(mut current) = CURRENT.lock() {
             *current = Some((index, started));
@@ -337,6 +380,12 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
             Err(message) => Err(Finding::property("input", message.clone())),
         };
         let elapsed = started.elapsed();
+        // The case's CPU time, all the worker's threads; the wall time
+        // where it cannot be read.
+        let cpu_time = cpu::own()
+            .zip(cpu_started)
+            .map(|(end, began)| end.saturating_sub(began));
+        let used = cpu_time.unwrap_or(elapsed);
         if let Ok(mut current) = CURRENT.lock() {
             *current = None;
         }
@@ -355,15 +404,26 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
                 stage: "caught".into(),
                 message: panics.join("; "),
             }),
-            Ok(_) if elapsed > settings.slow => Some(Finding {
+            Ok(_) if used > settings.slow => Some(Finding {
                 kind: "slow".into(),
                 stage: "case".into(),
-                message: format!(
-                    "took {:.1} s (limit {} s), last in {}",
-                    elapsed.as_secs_f64(),
-                    settings.slow.as_secs(),
-                    op2_fuzz::stage()
-                ),
+                message: match cpu_time {
+                    Some(cpu) => format!(
+                        "took {:.1} s of CPU time, over the limit of {} s of CPU (--slow-secs), \
+                         and {:.1} s of wall time, last in {}",
+                        cpu.as_secs_f64(),
+                        settings.slow.as_secs(),
+                        elapsed.as_secs_f64(),
+                        op2_fuzz::stage()
+                    ),
+                    None => format!(
+                        "took {:.1} s of wall time (CPU time cannot be read here), over the \
+                         limit of {} s (--slow-secs), last in {}",
+                        elapsed.as_secs_f64(),
+                        settings.slow.as_secs(),
+                        op2_fuzz::stage()
+                    ),
+                },
             }),
             Ok(_) => None,
         };
@@ -380,8 +440,9 @@ fn worker_loop(settings: &Settings, first: u64, step: u64) {
         }
         let _ = writeln!(
             out,
-            "end {index} {} {reached} {fingerprint:016x}",
-            elapsed.as_micros()
+            "end {index} {} {reached} {fingerprint:016x} {}",
+            micros(used),
+            micros(elapsed)
         );
         let _ = out.flush();
         index += step;
@@ -426,8 +487,10 @@ fn corpus_fingerprint(corpus: &Corpus) -> u64 {
 }
 
 /// With `OP2_FUZZ_SELF_TEST` set, case 1 misbehaves on purpose (`overflow`,
-/// `panic`, `abort` or `hang`), so that tests can check that each becomes a
-/// finding and the campaign goes on.
+/// `panic`, `abort`, `hang`: asleep for ever, `spin`: busy for ever), so
+/// that tests can check that each becomes a finding and the campaign goes
+/// on; or takes time: `sleep` 3 s of wall time asleep, `busy` 1.5 s of CPU
+/// time.
 fn self_test(index: u64) {
     let Ok(what) = std::env::var("OP2_FUZZ_SELF_TEST") else {
         return;
@@ -444,6 +507,21 @@ fn self_test(index: u64) {
         "hang" => loop {
             std::thread::sleep(Duration::from_secs(1));
         },
+        "spin" => loop {
+            std::hint::black_box(deep(std::hint::black_box(1000)));
+        },
+        "sleep" => std::thread::sleep(Duration::from_secs(3)),
+        "busy" => {
+            let began = cpu::own();
+            let started = Instant::now();
+            let used = || match (cpu::own(), began) {
+                (Some(now), Some(began)) => now.saturating_sub(began),
+                _ => started.elapsed(),
+            };
+            while used() < Duration::from_millis(1500) {
+                std::hint::black_box(deep(std::hint::black_box(1000)));
+            }
+        }
         _ => {}
     }
 }
@@ -516,11 +594,27 @@ enum Event {
     Closed(usize),
 }
 
+/// A case a worker is running, for the hang limits.
+#[derive(Clone, Copy, Debug)]
+struct Running {
+    index: u64,
+    /// The supervisor's awake time (see `supervise`) when the case began.
+    awake: Duration,
+    /// The worker's CPU time when the case began, as the worker said.
+    cpu: Option<Duration>,
+}
+
+/// A gap longer than this between two turns of the supervisor's loop (which
+/// turns at least every half second) is a pause of the whole campaign
+/// (SIGSTOP, a suspended machine): it does not count towards the wall-clock
+/// limit of the cases running.
+const PAUSED: Duration = Duration::from_secs(5);
+
 struct Job {
     child: Option<Child>,
     /// Case indices this job has left, in order.
     queue: VecDeque<u64>,
-    current: Option<(u64, Instant)>,
+    current: Option<Running>,
     /// The stage the current case was in when it became slow.
     stage: String,
     stderr: Arc<Mutex<Vec<u8>>>,
@@ -625,12 +719,22 @@ fn supervise(settings: &Settings) -> ExitCode {
     let mut done = 0u64;
     let mut reached = Reached::default();
     let mut total_micros = 0u64;
-    let mut slowest: Vec<(u64, u64)> = Vec::new();
+    // The slowest cases: CPU and wall time in microseconds, index.
+    let mut slowest: Vec<(u64, u64, u64)> = Vec::new();
     let mut findings: Vec<String> = Vec::new();
     let mut last_report = Instant::now();
     let mut last_done = 0u64;
+    // Wall time the supervisor has been running, less the pauses.
+    let mut awake = Duration::ZERO;
+    let mut tick = Instant::now();
     while jobs.iter().any(|j| j.child.is_some()) {
         let event = events.recv_timeout(Duration::from_millis(500));
+        let now = Instant::now();
+        let gap = now.duration_since(tick);
+        if gap <= PAUSED {
+            awake += gap;
+        }
+        tick = now;
         let mut dead: Option<(usize, String, &'static str)> = None;
         match event {
             Ok((generation, event)) => {
@@ -643,8 +747,14 @@ fn supervise(settings: &Settings) -> ExitCode {
                 match event {
                     Event::Line(_, line) => {
                         if let Some(rest) = line.strip_prefix("begin ") {
-                            let index = rest.parse().unwrap_or(0);
-                            jobs[j].current = Some((index, Instant::now()));
+                            let mut fields = rest.split(' ');
+                            let index = fields.next().and_then(|i| i.parse().ok()).unwrap_or(0);
+                            let cpu = fields.next().and_then(|c| c.parse().ok());
+                            jobs[j].current = Some(Running {
+                                index,
+                                awake,
+                                cpu: cpu.map(Duration::from_micros),
+                            });
                             while jobs[j].queue.front().is_some_and(|&q| q <= index) {
                                 jobs[j].queue.pop_front();
                             }
@@ -657,14 +767,15 @@ fn supervise(settings: &Settings) -> ExitCode {
                             let micros = fields.next();
                             let went = fields.next().unwrap_or("none");
                             reached.count(went);
+                            let fingerprint = fields.next().unwrap_or("-");
                             if settings.print_cases {
-                                let fingerprint = fields.next().unwrap_or("-");
                                 println!("case {} {fingerprint} {went}", index.unwrap_or("-"));
                             }
+                            let wall: u64 = fields.next().and_then(|w| w.parse().ok()).unwrap_or(0);
                             if let (Some(index), Some(micros)) = (index, micros) {
                                 let micros: u64 = micros.parse().unwrap_or(0);
                                 total_micros += micros;
-                                slowest.push((micros, index.parse().unwrap_or(0)));
+                                slowest.push((micros, wall, index.parse().unwrap_or(0)));
                                 slowest.sort_unstable_by(|a, b| b.cmp(a));
                                 slowest.truncate(5);
                             }
@@ -716,19 +827,10 @@ fn supervise(settings: &Settings) -> ExitCode {
         }
         if dead.is_none() {
             for (j, job) in jobs.iter().enumerate() {
-                if let Some((_, since)) = job.current
-                    && since.elapsed() > settings.hang
+                if let Some(running) = job.current
+                    && let Some(message) = hung(settings, job, running, awake)
                 {
-                    let stage = if job.stage.is_empty() {
-                        "an unknown stage"
-                    } else {
-                        job.stage.as_str()
-                    };
-                    dead = Some((
-                        j,
-                        format!("no answer within {} s, in {stage}", settings.hang.as_secs()),
-                        "hang",
-                    ));
+                    dead = Some((j, message, "hang"));
                     break;
                 }
             }
@@ -740,7 +842,7 @@ fn supervise(settings: &Settings) -> ExitCode {
                 let _ = child.wait();
             }
             job.stage.clear();
-            if let Some((index, _)) = job.current.take() {
+            if let Some(Running { index, .. }) = job.current.take() {
                 done += 1;
                 let name = case_name(settings, index);
                 let mut saved = String::new();
@@ -806,14 +908,15 @@ fn supervise(settings: &Settings) -> ExitCode {
     }
     if done > 0 {
         println!(
-            "mean case {:.2} ms; slowest: {}",
+            "mean case {:.2} ms of CPU; slowest in CPU time: {}",
             total_micros as f64 / done as f64 / 1e3,
             slowest
                 .iter()
-                .map(|(micros, index)| format!(
-                    "{} ({:.2} s)",
+                .map(|(micros, wall, index)| format!(
+                    "{} ({:.2} s of CPU, {:.2} s of wall time)",
                     case_name(settings, *index),
-                    *micros as f64 / 1e6
+                    *micros as f64 / 1e6,
+                    *wall as f64 / 1e6
                 ))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -826,6 +929,48 @@ fn supervise(settings: &Settings) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// Why the case `running` of `job` counts as hung, if it does: its worker
+/// used more CPU time on it than `--hang-secs` allows (the wall time where
+/// the worker's CPU time cannot be read), or it has run longer than the
+/// wall-clock limit while the supervisor was `awake`.
+fn hung(settings: &Settings, job: &Job, running: Running, awake: Duration) -> Option<String> {
+    let stage = if job.stage.is_empty() {
+        "an unknown stage"
+    } else {
+        job.stage.as_str()
+    };
+    let wall = awake.saturating_sub(running.awake);
+    let pid = job.child.as_ref().map(Child::id);
+    let cpu = running
+        .cpu
+        .zip(pid.and_then(cpu::of))
+        .map(|(began, now)| now.saturating_sub(began));
+    match cpu {
+        Some(cpu) if cpu > settings.hang => Some(format!(
+            "used {:.1} s of CPU time, over the limit of {} s of CPU (--hang-secs), in \
+             {:.1} s of wall time, in {stage}",
+            cpu.as_secs_f64(),
+            settings.hang.as_secs(),
+            wall.as_secs_f64()
+        )),
+        None if wall > settings.hang => Some(format!(
+            "no answer within {} s (--hang-secs, in wall time: the worker's CPU time cannot be \
+             read here), in {stage}",
+            settings.hang.as_secs()
+        )),
+        _ if wall > settings.wall_limit() => Some(format!(
+            "no answer within {} s of wall time (--hang-wall-secs, the limit for a case that \
+             waits without using the processor; it used {} of CPU time), in {stage}",
+            settings.wall_limit().as_secs(),
+            cpu.map_or("an unknown amount".to_string(), |c| format!(
+                "{:.1} s",
+                c.as_secs_f64()
+            ))
+        )),
+        _ => None,
     }
 }
 
@@ -913,7 +1058,7 @@ fn save_dead(settings: &Settings, index: u64, kind: &str, message: &str) {
         .and_then(|mut c| {
             // Saving analyses the program to make its instance: bounded
             // like a case.
-            let deadline = Instant::now() + settings.hang;
+            let deadline = Instant::now() + settings.wall_limit();
             loop {
                 if let Some(status) = c.try_wait()? {
                     return Ok(status);

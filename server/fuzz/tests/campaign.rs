@@ -2,7 +2,8 @@
 //! the real binary (so a stack overflow or an abort in a case is a finding,
 //! not the end of the test run), and the harness's own checks: a panic, a
 //! stack overflow, an abort and a hang in a case each become a finding and
-//! the campaign goes on to its end.
+//! the campaign goes on to its end, and the slow and hang limits count the
+//! case's CPU time, with a longer limit on its wall time.
 
 #![allow(clippy::print_stdout)]
 
@@ -60,10 +61,16 @@ fn a_short_campaign_finds_nothing_new() {
 }
 
 fn self_test(what: &str, expect: &str) {
-    let (status, report) = fuzz(
-        &["--cases", "4", "--seed", "1", "--hang-secs", "5", "--tame"],
-        &[("OP2_FUZZ_SELF_TEST", what)],
-    );
+    self_test_with(what, &["--hang-secs", "5"], expect);
+}
+
+/// Four cases with `args`, case 1 misbehaving as `what` says
+/// (`OP2_FUZZ_SELF_TEST`): one finding, `expect` in its report, and the
+/// other cases run.
+fn self_test_with(what: &str, args: &[&str], expect: &str) -> String {
+    let mut all = vec!["--cases", "4", "--seed", "1", "--tame"];
+    all.extend_from_slice(args);
+    let (status, report) = fuzz(&all, &[("OP2_FUZZ_SELF_TEST", what)]);
     assert_eq!(status.code(), Some(1), "{report}");
     assert!(
         report.contains("4 cases (seed 1"),
@@ -72,6 +79,7 @@ fn self_test(what: &str, expect: &str) {
     assert!(report.contains("1 findings"), "{report}");
     assert!(report.contains("seed 1 case 1: "), "{report}");
     assert!(report.contains(expect), "{what}: {report}");
+    report
 }
 
 #[test]
@@ -89,9 +97,138 @@ fn an_abort_is_a_finding() {
     self_test("abort", "crash in process: the worker killed by signal 6");
 }
 
+/// A case asleep for ever uses no CPU time: the limit on its wall time
+/// stops it, and the finding says so.
 #[test]
 fn a_hang_is_a_finding() {
-    self_test("hang", "hang in process: no answer within 5 s");
+    self_test_with(
+        "hang",
+        &["--hang-secs", "5", "--hang-wall-secs", "5"],
+        "hang in process: no answer within 5 s of wall time (--hang-wall-secs",
+    );
+}
+
+/// A case busy for ever passes the limit on its CPU time long before the
+/// one on its wall time.
+#[test]
+fn a_busy_hang_is_stopped_by_its_cpu_time() {
+    self_test_with(
+        "spin",
+        &["--hang-secs", "2", "--hang-wall-secs", "600"],
+        "s of CPU time, over the limit of 2 s of CPU (--hang-secs)",
+    );
+}
+
+/// The slow limit counts CPU time: a case that takes 3 s of wall time
+/// asleep (as one held by a paused campaign or starved by a loaded machine
+/// would) is not slow at a limit of 1 s; one that takes 1.5 s of CPU time
+/// is, and its finding says which time passed the limit.
+#[test]
+fn only_cpu_time_makes_a_case_slow() {
+    let (status, report) = fuzz(
+        &["--cases", "4", "--seed", "1", "--tame", "--slow-secs", "1"],
+        &[("OP2_FUZZ_SELF_TEST", "sleep")],
+    );
+    assert!(status.success(), "a case asleep is slow: {report}");
+    assert!(report.contains("0 findings"), "{report}");
+    // The summary lists all four cases, the one asleep with its 3 s of
+    // wall time and little CPU time.
+    let (cpu, wall) = times_of_case_1(&report);
+    assert!(cpu < 1.0 && wall >= 3.0, "{report}");
+    let report = self_test_with("busy", &["--slow-secs", "1"], "slow in case: took 1.");
+    assert!(
+        report.contains("s of CPU time, over the limit of 1 s of CPU (--slow-secs)"),
+        "{report}"
+    );
+}
+
+/// The CPU and wall time of case 1 in the summary's list of the slowest.
+fn times_of_case_1(report: &str) -> (f64, f64) {
+    let slowest = report
+        .lines()
+        .find(|l| l.starts_with("mean case"))
+        .expect("a summary of times");
+    let times = slowest
+        .split("seed 1 case 1 (")
+        .nth(1)
+        .and_then(|rest| rest.split_once(" s of wall time)"))
+        .map(|(times, _)| times)
+        .expect("case 1 among the slowest");
+    let (cpu, wall) = times.split_once(" s of CPU, ").expect("two times");
+    (cpu.parse().unwrap(), wall.parse().unwrap())
+}
+
+/// A campaign paused (SIGSTOP to its process group, as for another
+/// engineer's timing rounds) for longer than its wall-clock limit, in the
+/// middle of a case that needs 1.5 s of CPU time, finds nothing: the pause
+/// counts towards neither limit.
+#[cfg(unix)]
+#[test]
+fn a_pause_of_the_campaign_makes_no_case_slow_or_hung() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+
+    let out = tempfile_dir();
+    let mut campaign = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
+        .args([
+            "--cases",
+            "4",
+            "--seed",
+            "1",
+            "--tame",
+            "--jobs",
+            "1",
+            "--print-cases",
+        ])
+        .args(["--slow-secs", "3", "--hang-secs", "3"])
+        .args(["--hang-wall-secs", "10"])
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .env("OP2_FUZZ_SELF_TEST", "busy")
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("op2-fuzz runs");
+    let group = format!("-{}", campaign.id());
+    let mut stdout = BufReader::new(campaign.stdout.take().expect("a pipe"));
+    let mut report = String::new();
+    // Case 1 (1.5 s of CPU time) begins as soon as case 0 is done.
+    while !report.contains("case 0 ") {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).expect("the report") == 0 {
+            break;
+        }
+        report.push_str(&line);
+    }
+    let signal = |name: &str| {
+        let status = Command::new("kill")
+            .args([name, "--", &group])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {name}");
+    };
+    // Into its 1.5 s of CPU time, past the making of the case.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    signal("-STOP");
+    std::thread::sleep(std::time::Duration::from_secs(14));
+    signal("-CONT");
+    stdout.read_to_string(&mut report).expect("the report");
+    let status = campaign.wait().expect("op2-fuzz ends");
+    let _ = campaign
+        .stderr
+        .take()
+        .map(|mut e| e.read_to_string(&mut report));
+    assert!(status.success(), "the pause made a finding: {report}");
+    assert!(
+        report.contains("4 cases (seed 1") && report.contains("0 findings"),
+        "{report}"
+    );
+    // The pause held case 1: its wall time has the 14 s in it.
+    let (cpu, wall) = times_of_case_1(&report);
+    assert!(cpu >= 1.5 && wall >= 14.0, "{report}");
 }
 
 /// The `case` lines of a campaign with `--print-cases`, from case 100 on,
