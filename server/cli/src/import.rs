@@ -30,6 +30,12 @@ pub struct Args {
     /// A preprocessor definition, `NAME` or `NAME=VALUE`.
     #[arg(short = 'D', value_name = "NAME[=VALUE]")]
     pub define: Vec<String>,
+    /// The compilation database (`compile_commands.json`, as CMake and bear
+    /// write it) giving each translation unit its own -I, -D, -U, -std and
+    /// -include; by default `compile_commands.json` or
+    /// `build/compile_commands.json`, when it lists the main file.
+    #[arg(long, value_name = "PATH")]
+    pub compile_commands: Option<PathBuf>,
     /// Arguments the application is run with while its set-up is captured.
     #[arg(last = true)]
     pub args: Vec<String>,
@@ -43,6 +49,7 @@ pub fn run(args: &Args) -> Result<Outcome> {
         out: args.out.clone(),
         include_dirs: args.include.clone(),
         defines: args.define.clone(),
+        compile_commands: args.compile_commands.clone(),
         args: args.args.clone(),
         working_dir: None,
         cancel: None,

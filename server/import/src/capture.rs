@@ -3,12 +3,15 @@
 //! start, leaving behind every declared set, map and dat and the host
 //! values the rest of the program reads.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use crate::compdb::Flags;
 
 /// op2's recording implementation of OP2's API.
 const RECORDING_OP_SEQ: &str = include_str!("../recorder/op_seq.h");
@@ -104,6 +107,11 @@ pub struct Run<'a> {
     pub include_dirs: &'a [PathBuf],
     /// `-D` definitions.
     pub defines: &'a [String],
+    /// Each unit's own flags (its entry in the compilation database), by
+    /// its path as given (`program`, or one of `sources`): given to the
+    /// compiler before `include_dirs` and `defines`, which apply to every
+    /// unit.
+    pub unit_flags: &'a BTreeMap<PathBuf, Flags>,
     /// The application's command-line arguments.
     pub args: &'a [String],
     /// Where it runs; the current directory when `None`.
@@ -245,15 +253,8 @@ fn io(what: &str) -> impl Fn(std::io::Error) -> CaptureError + '_ {
 
 /// A temporary directory with op2's recording headers (`op_seq.h` and the
 /// names OP2's other headers go by) and `op2_import_main.cpp`, the text of
-/// `run.instrumented` said to be `run.main`'s; and the compiler command
-/// that compiles it as the capture does (`-std=c++17`, the recorder's
-/// directory, the main file's, `-I`, `-D`, and HDF5's flags when `hdf5`),
-/// its source not yet given.
-fn prepare(
-    cxx: &str,
-    run: &Run<'_>,
-    hdf5: Option<&Hdf5Flags>,
-) -> Result<(tempfile::TempDir, Command), CaptureError> {
+/// `run.instrumented` said to be `run.main`'s.
+fn prepare(run: &Run<'_>) -> Result<tempfile::TempDir, CaptureError> {
     let dir = tempfile::Builder::new()
         .prefix("op2-import-")
         .tempdir()
@@ -280,15 +281,41 @@ fn prepare(
         "op2_import_main.cpp",
         &format!("#line 1 \"{main_display}\"\n{}", run.instrumented),
     )?;
+    Ok(dir)
+}
+
+/// The compiler command that compiles `unit` (a path as `run` names it) as
+/// the capture does: `-std=c++17` or the unit's own `-std`, the recorder's
+/// directory `dir`, the unit's directory and the main file's, the unit's
+/// flags from the compilation database, `-I`, `-D`, and HDF5's flags when
+/// `hdf5`; its source not yet given.
+fn compiler_command(
+    cxx: &str,
+    dir: &Path,
+    run: &Run<'_>,
+    unit: &Path,
+    hdf5: Option<&Hdf5Flags>,
+) -> Command {
+    let flags = run.unit_flags.get(unit);
     let mut command = Command::new(cxx);
-    command.arg("-std=c++17");
-    command.arg("-I").arg(dir.path());
-    if let Some(parent) = main.parent() {
+    command.arg(format!(
+        "-std={}",
+        flags.and_then(|f| f.std.as_deref()).unwrap_or("c++17")
+    ));
+    command.arg("-I").arg(dir);
+    let unit_dir = std::path::absolute(unit)
+        .unwrap_or_else(|_| unit.to_owned())
+        .parent()
+        .map(Path::to_owned);
+    if let Some(parent) = &unit_dir {
         command.arg("-I").arg(parent);
     }
     let program = std::path::absolute(run.program).unwrap_or_else(|_| run.program.to_owned());
-    if let Some(parent) = program.parent().filter(|p| Some(*p) != main.parent()) {
+    if let Some(parent) = program.parent().filter(|p| Some(*p) != unit_dir.as_deref()) {
         command.arg("-I").arg(parent);
+    }
+    if let Some(flags) = flags {
+        command.args(flags.arguments());
     }
     for include in run.include_dirs {
         command.arg("-I").arg(include);
@@ -299,7 +326,7 @@ fn prepare(
     if let Some(flags) = hdf5 {
         command.arg("-DOP2_IMPORT_HDF5").args(&flags.compile);
     }
-    Ok((dir, command))
+    command
 }
 
 /// The preprocessor's final table of macros for the main file (`CXX -E
@@ -307,7 +334,8 @@ fn prepare(
 /// main file's text), for [`crate::c::macro_table`].
 pub fn macros(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<String, CaptureError> {
     let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
-    let (dir, mut command) = prepare(&cxx, run, None)?;
+    let dir = prepare(run)?;
+    let mut command = compiler_command(&cxx, dir.path(), run, &run.main, None);
     command
         .arg("-E")
         .arg("-dM")
@@ -351,19 +379,7 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     } else {
         None
     };
-    let (dir, mut command) = prepare(&cxx, run, hdf5.as_ref())?;
-    command.arg("-O1").arg("-w");
-    let binary = dir.path().join("op2_import_app");
-    command
-        .arg(dir.path().join("op2_import_main.cpp"))
-        .args(run.sources)
-        .arg("-o")
-        .arg(&binary);
-    if let Some(flags) = &hdf5 {
-        command.args(&flags.link);
-    }
-    command.arg("-lm");
-    let shown = format!("{command:?}").replace('"', "");
+    let dir = prepare(run)?;
     progress(&format!(
         "compiling {}{} with {cxx}",
         run.main.display(),
@@ -375,16 +391,32 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
             ),
         }
     ));
-    let output = finish(&mut command, run.cancel).map_err(|e| CaptureError::CompileFailed {
-        command: shown.clone(),
-        messages: e.to_string(),
-    })?;
-    if !output.status.success() {
-        return Err(CaptureError::CompileFailed {
-            command: shown,
-            messages: output.stderr,
-        });
+    // Each unit with its own flags, then the link.
+    let mut objects = Vec::new();
+    for (i, (unit, source)) in std::iter::once((&run.main, dir.path().join("op2_import_main.cpp")))
+        .chain(run.sources.iter().map(|s| (s, s.clone())))
+        .enumerate()
+    {
+        let object = dir.path().join(format!("op2_import_unit{i}.o"));
+        let mut command = compiler_command(&cxx, dir.path(), run, unit, hdf5.as_ref());
+        command
+            .arg("-O1")
+            .arg("-w")
+            .arg("-c")
+            .arg(source)
+            .arg("-o")
+            .arg(&object);
+        compile(&mut command, run.cancel)?;
+        objects.push(object);
     }
+    let binary = dir.path().join("op2_import_app");
+    let mut command = Command::new(&cxx);
+    command.args(&objects).arg("-o").arg(&binary);
+    if let Some(flags) = &hdf5 {
+        command.args(&flags.link);
+    }
+    command.arg("-lm");
+    compile(&mut command, run.cancel)?;
     progress("running the set-up to its first par_loop");
     let capture_file = dir.path().join("capture.txt");
     let mut command = Command::new(&binary);
@@ -413,6 +445,25 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let mut capture = parse(&text).map_err(CaptureError::Malformed)?;
     capture.output = printed;
     Ok(capture)
+}
+
+/// Runs the compiler or the linker `command`; its messages when it fails.
+fn compile(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<(), CaptureError> {
+    let shown = format!("{command:?}").replace('"', "");
+    let output = finish(command, cancel).map_err(|e| match e {
+        CaptureError::Cancelled => e,
+        e => CaptureError::CompileFailed {
+            command: shown.clone(),
+            messages: e.to_string(),
+        },
+    })?;
+    if !output.status.success() {
+        return Err(CaptureError::CompileFailed {
+            command: shown,
+            messages: output.stderr,
+        });
+    }
+    Ok(())
 }
 
 /// How much of each of a child's output streams is kept: the rest is read

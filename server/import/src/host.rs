@@ -1014,6 +1014,25 @@ fn inline<'t>(
                 _ => return fail(report, "the variable it initialises is not a scalar".to_owned()),
             }
         }
+        (Some(p), Some(g))
+            if p.kind() == "init_declarator"
+                && g.kind() == "declaration"
+                && p.child_by_field_name("value") == Some(call) =>
+        {
+            // One of several declarators: the variable is named, not counted
+            // (counting per call would be quadratic in the declarators).
+            let variable = p
+                .child_by_field_name("declarator")
+                .map_or("the variable", |d| source.text(d));
+            report.not_translated(
+                source.location(p),
+                format!(
+                    "call to `{name}`, which op2 import cannot inline: it initialises `{variable}`, one of several variables this declaration declares; op2 import inlines a call whose result initialises a declaration's only variable (`T x = f(…);`)"
+                ),
+                Some(&format!("declare `{variable}` in a declaration of its own")),
+            );
+            return false;
+        }
         _ => return fail(report, "it is called inside an expression; op2 import inlines calls that make up a statement (`f(…);`, `x = f(…);`, `T x = f(…);`)".to_owned()),
     };
     let declarator = function.child_by_field_name("declarator");

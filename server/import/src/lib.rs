@@ -22,6 +22,7 @@
 
 pub mod c;
 pub mod capture;
+pub mod compdb;
 pub mod host;
 pub mod inline;
 pub mod kernel;
@@ -70,6 +71,11 @@ pub struct Options {
     pub include_dirs: Vec<PathBuf>,
     /// `-D NAME[=VALUE]` for the compiler.
     pub defines: Vec<String>,
+    /// The compilation database (`compile_commands.json`) that gives each
+    /// translation unit its own `-I`, `-D`, `-U`, `-std` and `-include`;
+    /// when `None`, `compile_commands.json` or `build/compile_commands.json`
+    /// where the application runs, if it lists the main file.
+    pub compile_commands: Option<PathBuf>,
     /// Arguments the application is run with.
     pub args: Vec<String>,
     /// Where the application runs (so that it finds its mesh files); the
@@ -91,6 +97,12 @@ pub struct Imported {
     pub report: Report,
     /// What the set-up printed while it was captured.
     pub setup_output: String,
+    /// Notes on how it was imported (the compilation database used), each
+    /// printed as `note: …`.
+    pub notes: Vec<String>,
+    /// The application's other translation units, imported with the main
+    /// file.
+    pub sources: Vec<PathBuf>,
 }
 
 impl Imported {
@@ -99,6 +111,9 @@ impl Imported {
     /// was written and, when the result is not faithful, that it is not.
     pub fn summary(&self) -> String {
         let mut text = String::new();
+        for note in &self.notes {
+            text.push_str(&format!("note: {note}\n"));
+        }
         if !self.setup_output.is_empty() {
             text.push_str("the set-up printed:\n");
             for line in self.setup_output.lines() {
@@ -265,6 +280,11 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             options.out.display()
         )));
     }
+    let mut notes = Vec::new();
+    let unit_flags = unit_flags(options, &mut notes)?;
+    for note in &notes {
+        progress(&format!("note: {note}"));
+    }
     let run = |instrumented: Instrumented| capture::Run {
         main: instrumented.main,
         instrumented: instrumented.text,
@@ -272,6 +292,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         sources: &options.sources,
         include_dirs: &options.include_dirs,
         defines: &options.defines,
+        unit_flags: &unit_flags,
         args: &options.args,
         working_dir: options.working_dir.as_deref(),
         cancel: options.cancel.as_deref(),
@@ -283,8 +304,11 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         |instrumented: Instrumented| capture::capture(&run(instrumented), *progress.borrow_mut());
     let translation = translate_units(
         &options.main,
-        &options.sources,
-        &options.include_dirs,
+        &Given {
+            units: &options.sources,
+            include_dirs: &options.include_dirs,
+            unit_flags: &unit_flags,
+        },
         &options.out,
         &Disk,
         &mut macros,
@@ -311,7 +335,199 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         instance: translation.instance_path,
         report: translation.report,
         setup_output: translation.setup_output,
+        notes,
+        sources: options.sources.clone(),
     })
+}
+
+/// Each translation unit's flags (`options.main`'s and each of
+/// `options.sources`', by the path given) from the compilation database:
+/// `options.compile_commands`, else the first of [`compdb::FOUND_AS`] where
+/// the application runs that lists the main file (a note says which was
+/// used, or why one found was not). Every unit must be listed in a database
+/// used.
+fn unit_flags(
+    options: &Options,
+    notes: &mut Vec<String>,
+) -> Result<BTreeMap<PathBuf, compdb::Flags>, ImportError> {
+    let identity = |path: &Path| Disk.identity(path);
+    let exists = |path: &Path| path.is_file();
+    let database = match &options.compile_commands {
+        Some(path) => compdb::read(path).map_err(ImportError::Read)?,
+        None => {
+            let dir = options.working_dir.clone().unwrap_or_default();
+            match find_database(&options.main, &dir, notes) {
+                Some(database) => database,
+                None => return Ok(BTreeMap::new()),
+            }
+        }
+    };
+    let compdb::ByFile {
+        first: by_file,
+        again,
+    } = database
+        .by_file(&exists, &identity)
+        .map_err(ImportError::Read)?;
+    let mut flags = BTreeMap::new();
+    let mut used = Vec::new();
+    for unit in std::iter::once(&options.main).chain(&options.sources) {
+        let entry = by_file.get(&identity(unit)).ok_or_else(|| {
+            ImportError::Read(format!(
+                "`{}` is not listed in the compilation database `{}`\n  help: op2 import compiles each translation unit with the flags of its entry: build the application with the database's build once more, or name another database with --compile-commands",
+                unit.display(),
+                database.path.display()
+            ))
+        })?;
+        used.push(format!("`[{}]`", entry.index));
+        flags.insert(unit.clone(), entry.flags.clone());
+        for (later, first) in again.iter().filter(|(_, first)| *first == entry.index) {
+            notes.push(format!(
+                "`{}` lists `{}` again at `[{}]` with other flags; those of `[{first}]` were used",
+                database.path.display(),
+                later.file.display(),
+                later.index
+            ));
+        }
+    }
+    notes.insert(
+        0,
+        format!(
+            "each translation unit was compiled with its flags in `{}` (entries {})",
+            database.path.display(),
+            used.join(", ")
+        ),
+    );
+    Ok(flags)
+}
+
+/// The first of [`compdb::FOUND_AS`] in `dir` that lists `main`; a note in
+/// `notes` for each found that does not, or cannot be read.
+fn find_database(main: &Path, dir: &Path, notes: &mut Vec<String>) -> Option<compdb::Database> {
+    let main_identity = Disk.identity(main);
+    for candidate in compdb::candidates(dir) {
+        if !candidate.is_file() {
+            continue;
+        }
+        match compdb::read(&candidate) {
+            Ok(database)
+                if database
+                    .entries
+                    .iter()
+                    .any(|e| e.file.is_file() && Disk.identity(&e.file) == main_identity) =>
+            {
+                return Some(database);
+            }
+            Ok(_) => notes.push(format!(
+                "`{}` does not list `{}`, so it was not used",
+                candidate.display(),
+                main.display()
+            )),
+            Err(why) => notes.push(format!("not used: {why}")),
+        }
+    }
+    None
+}
+
+/// An application's other translation units, chosen from a compilation
+/// database (for the editor's import, which is given only the main file).
+#[derive(Debug, Clone)]
+pub struct DatabaseUnits {
+    /// The database.
+    pub database: PathBuf,
+    /// The other units, in the database's order.
+    pub units: Vec<PathBuf>,
+}
+
+/// The compilation database for `main` found in `dir` (as [`import`] finds
+/// it: [`compdb::FOUND_AS`], listing `main`), and the application's other
+/// translation units among its entries inside `within`, chosen as a linker
+/// chooses the members of a library ([`units::linked`]: a unit is taken
+/// when it defines a function that the main file, or a unit taken, calls or
+/// runs as a kernel and does not define; never a unit with its own `main`).
+/// `None` when no database lists `main`. Notes (in `notes`) say what was
+/// found and chosen. At most [`units::MAX_FILES`] files and
+/// [`units::MAX_BYTES`] of text are read.
+pub fn database_units(
+    main: &Path,
+    dir: &Path,
+    within: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Option<DatabaseUnits>, ImportError> {
+    let Some(database) = find_database(main, dir, notes) else {
+        notes.push(format!(
+            "no compilation database lists `{}` (looked for {} in `{}`): only the main file and the headers it includes were imported; for an application of several files, write one with its build (CMake: `-DCMAKE_EXPORT_COMPILE_COMMANDS=ON`; make: `bear -- make`)",
+            main.display(),
+            compdb::FOUND_AS.join(" and "),
+            dir.display()
+        ));
+        return Ok(None);
+    };
+    let identity = |path: &Path| Disk.identity(path);
+    let by_file = database
+        .by_file(&|p| p.is_file(), &identity)
+        .map_err(ImportError::Read)?
+        .first;
+    let main_identity = identity(main);
+    let parse = |path: &Path| -> Result<Source, ImportError> {
+        let text = Disk.read(path).map_err(ImportError::Read)?;
+        Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)
+    };
+    let main_symbols = units::symbols(&parse(main)?);
+    let mut paths = Vec::new();
+    let mut symbols = Vec::new();
+    let mut bytes = 0usize;
+    for entry in database.entries.iter() {
+        let id = identity(&entry.file);
+        let first = by_file.get(&id).is_some_and(|e| e.index == entry.index);
+        let extension = entry
+            .file
+            .extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("");
+        if !first
+            || id == main_identity
+            || !id.starts_with(within)
+            || !units::UNIT_EXTENSIONS.contains(&extension)
+        {
+            continue;
+        }
+        let source = parse(&entry.file)?;
+        bytes = bytes.saturating_add(source.text.len());
+        if paths.len() >= units::MAX_FILES || bytes > units::MAX_BYTES {
+            return Err(ImportError::Read(format!(
+                "{}: its files in `{}` come to more than {} files or {} MiB, which is more than op2 import reads to choose the application's translation units",
+                database.path.display(),
+                within.display(),
+                units::MAX_FILES,
+                units::MAX_BYTES >> 20
+            )));
+        }
+        symbols.push(units::symbols(&source));
+        paths.push(entry.file.clone());
+    }
+    let units: Vec<PathBuf> = units::linked(&main_symbols, &symbols)
+        .into_iter()
+        .map(|i| paths[i].clone())
+        .collect();
+    notes.push(match units.len() {
+        0 => format!(
+            "`{}` lists no other translation unit that the main file needs: imported as one file",
+            database.path.display()
+        ),
+        _ => format!(
+            "the application's other translation units, chosen from `{}` as a linker chooses from a library: {}",
+            database.path.display(),
+            units
+                .iter()
+                .map(|u| format!("`{}`", u.display()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    });
+    Ok(Some(DatabaseUnits {
+        database: database.path,
+        units,
+    }))
 }
 
 /// Translates the application whose `main` is in `main`, reading its
@@ -329,7 +545,30 @@ pub fn translate(
     macros: &mut dyn FnMut(Instrumented) -> Result<String, CaptureError>,
     capture: &mut dyn FnMut(Instrumented) -> Result<Capture, CaptureError>,
 ) -> Result<Translation, ImportError> {
-    translate_units(main, &[], include_dirs, out, files, macros, capture)
+    translate_units(
+        main,
+        &Given {
+            units: &[],
+            include_dirs,
+            unit_flags: &BTreeMap::new(),
+        },
+        out,
+        files,
+        macros,
+        capture,
+    )
+}
+
+/// What [`translate_units`] is given besides the main file.
+#[derive(Debug, Clone, Copy)]
+pub struct Given<'a> {
+    /// The application's other C/C++ files.
+    pub units: &'a [PathBuf],
+    /// `-I` directories for every unit.
+    pub include_dirs: &'a [PathBuf],
+    /// Each unit's own flags (its compilation database entry), by its path
+    /// as given.
+    pub unit_flags: &'a BTreeMap<PathBuf, compdb::Flags>,
 }
 
 /// [`translate`] of an application of several translation units: `main`
@@ -339,8 +578,7 @@ pub fn translate(
 /// include, are searched for kernels and host functions.
 pub fn translate_units(
     main: &Path,
-    units: &[PathBuf],
-    include_dirs: &[PathBuf],
+    given: &Given<'_>,
     out: &Path,
     files: &dyn Files,
     macros: &mut dyn FnMut(Instrumented) -> Result<String, CaptureError>,
@@ -369,7 +607,12 @@ pub fn translate_units(
         source.defines = defines;
         Ok(source)
     };
-    let application = units::read(main, units, include_dirs, files, &read)?;
+    let Given {
+        units,
+        include_dirs,
+        unit_flags,
+    } = *given;
+    let application = units::read(main, units, include_dirs, unit_flags, files, &read)?;
     // What the main file's translation unit sees: what the capture, made
     // there, can name.
     let visible: Vec<&Source> = application.all[..application.visible].iter().collect();
@@ -462,7 +705,94 @@ pub fn translate_units(
             Some((name.clone(), (global.clone(), d.location.clone())))
         })
         .collect();
+    let sources: Vec<&Source> = application.all.iter().collect();
+    let helper_functions: Vec<(&Source, Node<'_>)> = sources
+        .iter()
+        .flat_map(|source| {
+            functions(source)
+                .into_iter()
+                .map(move |(_, n)| (*source, n))
+        })
+        .collect();
+    // A kernel or a function the host code or a kernel runs, defined in two
+    // files: which one the application runs is the linker's (or, for
+    // `static` functions, each unit's) to say, not op2 import's; the first
+    // is translated.
+    let mut every_definition: BTreeMap<String, Vec<(&Source, Node<'_>)>> = BTreeMap::new();
+    for (source, node) in &helper_functions {
+        if let Some(name) = inline::function_name(source, *node)
+            && name != "main"
+        {
+            every_definition
+                .entry(name.to_owned())
+                .or_default()
+                .push((*source, *node));
+        }
+    }
     let mut consts = BTreeMap::new();
+    // An `op_decl_const(dim, "type", &var)` (or `op_decl_const2(name, …)`)
+    // of the set-up, in `main` or (`function`) in a function it calls: the
+    // global `var` is a const of the program.
+    let decl_const = |source: &Source,
+                      node: Node<'_>,
+                      function: Option<&str>,
+                      consts: &mut BTreeMap<String, Location>,
+                      report: &mut Report| {
+        let args = c::call_arguments(node);
+        let data = if c::called_name(source, node) == Some("op_decl_const") {
+            args.get(2)
+        } else {
+            args.get(3)
+        };
+        match (data.and_then(|d| pointee(source, *d)), function) {
+            (Some(var), None) => {
+                consts
+                    .entry(var.to_owned())
+                    .or_insert_with(|| source.location(node));
+            }
+            // In a function, a global's: the capture, made in `main`, reads
+            // globals (another unit's is reported where it is defined).
+            (Some(var), Some(_))
+                if file_declared.contains_key(var) || elsewhere.contains_key(var) =>
+            {
+                consts
+                    .entry(var.to_owned())
+                    .or_insert_with(|| source.location(node));
+            }
+            (Some(var), Some(function)) => report.add(
+                Kind::NotTranslated,
+                Some(source.location(node)),
+                format!(
+                    "`op_decl_const` of `{var}` in `{function}`, which is not a global variable; the capture, made in `main`, can read only `main`'s variables and globals"
+                ),
+                Some("declare the const from a global variable"),
+            ),
+            (None, _) => report.add(
+                Kind::NotTranslated,
+                Some(source.location(node)),
+                "`op_decl_const` of something other than a variable",
+                Some("declare the const from a named variable"),
+            ),
+        }
+    };
+    // The functions the set-up calls, followed from call to call.
+    let setup_functions = units::reached(
+        statements[..stop].iter().map(|s| (main_source, *s)),
+        &every_definition,
+    );
+    for function in &setup_functions {
+        for (source, node) in every_definition.get(function).into_iter().flatten() {
+            walk(*node, |call, _| {
+                if matches!(
+                    c::called_name(source, call),
+                    Some("op_decl_const" | "op_decl_const2")
+                ) {
+                    decl_const(source, call, Some(function), &mut consts, &mut report);
+                }
+                true
+            });
+        }
+    }
     let mut decl_sites: BTreeMap<String, Location> = BTreeMap::new();
     // Host buffer → the dat variable declared with it.
     let mut dat_buffers: BTreeMap<String, String> = BTreeMap::new();
@@ -476,24 +806,7 @@ pub fn translate_units(
             };
             let args = c::call_arguments(node);
             if name == "op_decl_const" || name == "op_decl_const2" {
-                let data = if name == "op_decl_const" {
-                    args.get(2)
-                } else {
-                    args.get(3)
-                };
-                match data.and_then(|d| pointee(main_source, *d)) {
-                    Some(var) => {
-                        consts
-                            .entry(var.to_owned())
-                            .or_insert_with(|| main_source.location(node));
-                    }
-                    None => report.add(
-                        Kind::NotTranslated,
-                        Some(main_source.location(node)),
-                        "`op_decl_const` of something other than a variable",
-                        Some("declare the const from a named variable"),
-                    ),
-                }
+                decl_const(main_source, node, None, &mut consts, &mut report);
             } else if name.starts_with("op_decl_") {
                 if let Some(var) = assigned_variable(main_source, ancestors) {
                     if name == "op_decl_dat"
@@ -543,15 +856,6 @@ pub fn translate_units(
         handles.insert(temporary.name.clone());
         decl_sites.insert(temporary.name.clone(), temporary.location.clone());
     }
-    let sources: Vec<&Source> = application.all.iter().collect();
-    let helper_functions: Vec<(&Source, Node<'_>)> = sources
-        .iter()
-        .flat_map(|source| {
-            functions(source)
-                .into_iter()
-                .map(move |(_, n)| (*source, n))
-        })
-        .collect();
     // The macros in effect where the main file ends, as the preprocessor
     // left them (conditionals, `-D`, `#undef` and redefinitions resolved),
     // and those only another unit defines where it ends.
@@ -703,21 +1007,6 @@ pub fn translate_units(
     for (index, source) in sources.iter().enumerate() {
         for (name, node) in functions(source) {
             definitions.entry(name).or_insert((index, node));
-        }
-    }
-    // A kernel or a function the host code or a kernel runs, defined in two
-    // files: which one the application runs is the linker's (or, for
-    // `static` functions, each unit's) to say, not op2 import's; the first
-    // is translated.
-    let mut every_definition: BTreeMap<String, Vec<(&Source, Node<'_>)>> = BTreeMap::new();
-    for (source, node) in &helper_functions {
-        if let Some(name) = inline::function_name(source, *node)
-            && name != "main"
-        {
-            every_definition
-                .entry(name.to_owned())
-                .or_default()
-                .push((*source, *node));
         }
     }
     let mut run_names: BTreeSet<String> = scan.kernels.iter().map(|(k, _)| k.clone()).collect();
@@ -1913,6 +2202,19 @@ mod tests {
     }
 
     #[test]
+    fn an_op_decl_const_of_a_set_up_functions_local_is_reported_where_it_is_made() {
+        let app = "#include \"op_seq.h\"\nvoid k1(double *g) { g[0] += 1.0; }\nvoid setup() {\n  double local = 2.0;\n  op_decl_const(1, \"double\", &local);\n}\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  setup();\n  double acc[1] = {0.0};\n  op_par_loop(k1, \"k1\", cells, op_arg_gbl(acc, 1, \"double\", OP_INC));\n}\n";
+        let translation =
+            translated(app, "set 0 1\nhandle cells set 0\nstop\n").expect("a translation");
+        let (entry, location) = reported(&translation, "`op_decl_const` of `local`");
+        assert_eq!(
+            entry.message,
+            "`op_decl_const` of `local` in `setup`, which is not a global variable; the capture, made in `main`, can read only `main`'s variables and globals"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:5:3"));
+    }
+
+    #[test]
     fn a_kernels_printf_of_many_arguments_is_translated_in_linear_time() {
         // Each string argument of a kernel's `printf` collected the whole
         // argument list to ask whether it was the format: 10,000 arguments
@@ -1946,10 +2248,15 @@ mod tests {
         let declarators: Vec<String> = (0..8_000).map(|i| format!("v{i} = one(acc[0])")).collect();
         let host = format!("    double {};\n", declarators.join(", "));
         let translation = translated_in_linear_time(&generated_app(top, "", &host));
-        // Such a call is still reported: only a declaration's only
-        // declarator can take an inlined call's result.
-        let (_, location) = reported(&translation, "it is called inside an expression");
-        assert_eq!(location.as_deref(), Some("app/app.cpp:12:17"));
+        // Such a call is still reported, as what it is, at its declarator:
+        // only a declaration's only declarator can take an inlined call's
+        // result.
+        let (entry, location) = reported(&translation, "one of several variables");
+        assert_eq!(
+            entry.message,
+            "call to `one`, which op2 import cannot inline: it initialises `v0`, one of several variables this declaration declares; op2 import inlines a call whose result initialises a declaration's only variable (`T x = f(…);`)"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:12:12"));
     }
 
     #[test]
@@ -2013,8 +2320,11 @@ mod tests {
         };
         translate_units(
             &main,
-            &units,
-            &include_dirs,
+            &Given {
+                units: &units,
+                include_dirs: &include_dirs,
+                unit_flags: &BTreeMap::new(),
+            },
             Path::new(""),
             &files,
             &mut macros,

@@ -10,6 +10,7 @@ use std::path::{Component, Path, PathBuf};
 use tree_sitter::Node;
 
 use crate::c::{self, Define, Location, Source, walk};
+use crate::compdb::Flags;
 use crate::{Files, ImportError};
 
 /// The most files (sources and headers) an import reads.
@@ -20,7 +21,7 @@ pub const MAX_FILES: usize = 1024;
 pub const MAX_BYTES: usize = 64 << 20;
 
 /// The endings of the files a translation unit may be.
-const UNIT_EXTENSIONS: &[&str] = &["c", "cc", "cpp", "cxx", "C", "c++"];
+pub const UNIT_EXTENSIONS: &[&str] = &["c", "cc", "cpp", "cxx", "C", "c++"];
 
 /// The application's sources, read.
 #[derive(Debug)]
@@ -39,20 +40,31 @@ pub struct Application {
 
 /// Reads `main`, `units` and the headers they include with `"…"`, looked
 /// for as the capture's compiler looks (the including file's directory,
-/// the recorder's, the main file's, then `include_dirs`), with `read`, at
-/// most [`MAX_FILES`] files and [`MAX_BYTES`] bytes.
+/// the recorder's, the main file's, then the unit's own `-I` directories in
+/// `unit_flags` and `include_dirs`), with `read`, at most [`MAX_FILES`]
+/// files and [`MAX_BYTES`] bytes.
 pub fn read(
     main: &Path,
     units: &[PathBuf],
     include_dirs: &[PathBuf],
+    unit_flags: &BTreeMap<PathBuf, Flags>,
     files: &dyn Files,
     read: &dyn Fn(&Path) -> Result<Source, ImportError>,
 ) -> Result<Application, ImportError> {
+    let dirs = |unit: &Path| -> Vec<PathBuf> {
+        unit_flags
+            .get(unit)
+            .into_iter()
+            .flat_map(|f| f.include_dirs.iter())
+            .chain(include_dirs)
+            .cloned()
+            .collect()
+    };
     let mut reader = Reader {
         files,
         read,
         main_dir: main.parent().unwrap_or(Path::new("")).to_owned(),
-        include_dirs,
+        include_dirs: dirs(main),
         seen: BTreeSet::new(),
         bytes: 0,
         all: Vec::new(),
@@ -74,6 +86,7 @@ pub fn read(
                 unit.display()
             )));
         }
+        reader.include_dirs = dirs(unit);
         reader.unit(unit)?;
     }
     Ok(Application {
@@ -88,7 +101,8 @@ struct Reader<'a> {
     files: &'a dyn Files,
     read: &'a dyn Fn(&Path) -> Result<Source, ImportError>,
     main_dir: PathBuf,
-    include_dirs: &'a [PathBuf],
+    /// The `-I` directories of the unit being read.
+    include_dirs: Vec<PathBuf>,
     /// Every file read, as [`Files::identity`] names it.
     seen: BTreeSet<PathBuf>,
     bytes: usize,
@@ -133,7 +147,7 @@ impl Reader<'_> {
                     None
                 } else {
                     std::iter::once(&self.main_dir)
-                        .chain(self.include_dirs)
+                        .chain(&self.include_dirs)
                         .map(|d| d.join(&include))
                         .find(|p| self.files.is_file(p))
                 };
@@ -161,6 +175,89 @@ fn too_many(at: Option<&Location>, what: String) -> ImportError {
     ImportError::Read(format!(
         "{at}the application's sources and the headers they include come to {what}, which is more than op2 import reads"
     ))
+}
+
+/// What a translation unit gives the link and asks of it: the functions it
+/// defines that other units can call (not `static`), whether one is
+/// `main`, and the functions it calls or names as a par_loop's kernel.
+#[derive(Debug, Default)]
+pub struct Symbols {
+    /// Functions defined, not `static`.
+    pub defines: Vec<String>,
+    /// Whether it defines `main`.
+    pub main: bool,
+    /// Functions called, and kernels named by `op_par_loop`.
+    pub uses: Vec<String>,
+}
+
+/// The [`Symbols`] of `source`'s own text (its headers are not read: what
+/// they define inline is every unit's), in one walk.
+pub fn symbols(source: &Source) -> Symbols {
+    let mut symbols = Symbols::default();
+    walk(source.tree.root_node(), |node, _| {
+        if node.kind() == "function_definition"
+            && let Some(name) = crate::inline::function_name(source, node)
+        {
+            let is_static = c::named_children(node).iter().any(|child| {
+                child.kind() == "storage_class_specifier" && source.text(*child) == "static"
+            });
+            if name == "main" {
+                symbols.main = true;
+            } else if !is_static {
+                symbols.defines.push(name.to_owned());
+            }
+        }
+        if let Some(name) = c::called_name(source, node) {
+            if name == "op_par_loop"
+                && let Some(kernel) = node
+                    .child_by_field_name("arguments")
+                    .and_then(c::first_named_child)
+                && kernel.kind() == "identifier"
+            {
+                symbols.uses.push(source.text(kernel).to_owned());
+            }
+            symbols.uses.push(name.to_owned());
+        }
+        true
+    });
+    symbols
+}
+
+/// Which of `candidates` (with their [`Symbols`]) an application whose main
+/// file has `main` links, chosen as a linker chooses the members of a
+/// library: a unit that defines a function that the units already chosen
+/// use and do not define, in the order given, never a unit with a `main` of
+/// its own. Each name and each unit is taken once.
+pub fn linked(main: &Symbols, candidates: &[Symbols]) -> Vec<usize> {
+    let mut providers: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, candidate) in candidates.iter().enumerate() {
+        if candidate.main {
+            continue;
+        }
+        for name in &candidate.defines {
+            providers.entry(name.as_str()).or_default().push(i);
+        }
+    }
+    let mut defined: BTreeSet<&str> = main.defines.iter().map(String::as_str).collect();
+    let mut asked: BTreeSet<&str> = BTreeSet::new();
+    let mut pending: Vec<&str> = main.uses.iter().map(String::as_str).collect();
+    let mut chosen = Vec::new();
+    let mut taken = vec![false; candidates.len()];
+    while let Some(name) = pending.pop() {
+        if defined.contains(name) || !asked.insert(name) {
+            continue;
+        }
+        if let Some(&i) = providers.get(name).and_then(|p| p.first())
+            && !taken[i]
+        {
+            taken[i] = true;
+            chosen.push(i);
+            defined.extend(candidates[i].defines.iter().map(String::as_str));
+            pending.extend(candidates[i].uses.iter().map(String::as_str));
+        }
+    }
+    chosen.sort_unstable();
+    chosen
 }
 
 /// `path` without `.` and with each `dir/..` taken away, for telling two
@@ -348,6 +445,52 @@ mod tests {
             .map(|d| source.text(d))
             .collect();
         assert_eq!(declared, ["a", "b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn units_are_linked_as_a_linker_chooses_library_members() {
+        let parse = |text: &str| {
+            symbols(
+                &Source::parse(Path::new("u.cpp"), "u.cpp".to_owned(), text.to_owned()).unwrap(),
+            )
+        };
+        let main = parse(
+            "static double local() { return 1.0; }\nint main() { op_par_loop(kern, \"kern\", s); build(); local(); }\n",
+        );
+        assert!(main.main);
+        assert_eq!(main.defines, Vec::<String>::new());
+        let candidates = [
+            // Another program: never linked, though it defines `build`.
+            parse("void build() {}\nint main() {}\n"),
+            parse("void unrelated() {}\n"),
+            // Defines the kernel, and calls what the last defines.
+            parse("void kern(double *x) { helper(x); }\n"),
+            // `build`, not `static`: linked; its `static` helper is its own.
+            parse("static void own() {}\nvoid build() { own(); }\n"),
+            parse("void helper(double *x) {}\nvoid local() {}\n"),
+        ];
+        assert_eq!(linked(&main, &candidates), [2, 3, 4]);
+    }
+
+    #[test]
+    fn units_are_linked_in_linear_time() {
+        // A chain of 50,000 units, each calling the next one's function.
+        let n = 50_000;
+        let main = Symbols {
+            uses: vec!["f0".to_owned()],
+            ..Symbols::default()
+        };
+        let candidates: Vec<Symbols> = (0..n)
+            .rev()
+            .map(|i| Symbols {
+                defines: vec![format!("f{i}")],
+                main: false,
+                uses: vec![format!("f{}", i + 1), "f0".to_owned()],
+            })
+            .collect();
+        let start = std::time::Instant::now();
+        assert_eq!(linked(&main, &candidates).len(), n);
+        assert!(start.elapsed().as_secs() < 10, "{:?}", start.elapsed());
     }
 
     #[test]

@@ -10,12 +10,12 @@ use std::process::Command;
 use op2_analysis::{Analyser, NoImports, Options as AnalysisOptions};
 use op2_import::{ImportError, Imported, Kind, Options, import};
 
-fn apps() -> PathBuf {
+pub(crate) fn apps() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/apps")
 }
 
 /// The compiler, or `None` after saying loudly why the test is skipped.
-fn compiler(test: &str) -> Option<String> {
+pub(crate) fn compiler(test: &str) -> Option<String> {
     let found = op2_import::capture::compiler();
     if found.is_none() {
         eprintln!(
@@ -87,7 +87,7 @@ fn native(
 }
 
 /// What `op2 run` prints for an imported program and instance.
-fn run_imported(imported: &Imported) -> String {
+pub(crate) fn run_imported(imported: &Imported) -> String {
     let text = std::fs::read_to_string(&imported.program).expect("program written");
     let parse = op2_syntax::Parse::new(&text);
     let analysis = Analyser::new().analyse(
@@ -122,7 +122,7 @@ fn run_imported(imported: &Imported) -> String {
 }
 
 /// Every number in `text`, as written.
-fn numbers(text: &str) -> Vec<String> {
+pub(crate) fn numbers(text: &str) -> Vec<String> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+')))
         .filter(|w| w.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '.'))
         .filter(|w| w.parse::<f64>().is_ok())
@@ -246,7 +246,7 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
         })
         .collect();
     found.sort();
-    let expected: [(usize, usize, &str); 10] = [
+    let expected: [(usize, usize, &str); 12] = [
         (
             16,
             10,
@@ -291,6 +291,16 @@ fn unsupported_constructs_are_reported_at_their_c_location() {
         ),
         (
             68,
+            10,
+            "call to `twice`, which op2 import cannot inline: it initialises `lo`, one of several variables this declaration declares; op2 import inlines a call whose result initialises a declaration's only variable (`T x = f(…);`)",
+        ),
+        (
+            68,
+            29,
+            "call to `twice`, which op2 import cannot inline: it initialises `hi`, one of several variables this declaration declares; op2 import inlines a call whose result initialises a declaration's only variable (`T x = f(…);`)",
+        ),
+        (
+            70,
             29,
             "`ends` is a pointer (declared at vector.cpp:53:8), which `.op2` has no place for; the host code after the first par_loop uses it 2 times, first here",
         ),
@@ -947,4 +957,28 @@ fn host_blocks_whose_locals_hide_other_variables_print_what_the_native_build_pri
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
+}
+
+#[test]
+fn consts_declared_in_functions_the_set_up_calls_print_what_the_native_build_prints() {
+    if compiler("consts").is_none() {
+        return;
+    }
+    // `op_decl_const` in `read_input`, which `main` calls, and in
+    // `declare_more` of another unit, which `read_input` calls.
+    let (imported, _work) =
+        same_numbers_with("consts", "consts", "consts.cpp", &["consts_more.cpp"], &[]);
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    // `cfl`, an `op_arg_gbl` READ of a const, is the const (a global of
+    // the program otherwise), and each const names its `op_decl_const`.
+    for expected in [
+        "consts_more.cpp:6\nconst cfl: double = 0.5;",
+        "consts.cpp:15\nconst gam: double = 1.25;",
+        "consts_more.cpp:7\nconst order: int = 2;",
+        "(p_x RW, cfl READ)",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    assert!(!program.contains("global cfl"), "{program}");
 }

@@ -5,3 +5,4 @@
 //! `cargo test -p op2-import --test integration FILE::`.
 
 mod apps;
+mod database;

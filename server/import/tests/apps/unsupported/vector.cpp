@@ -1,9 +1,9 @@
 // Constructs op2 import reports rather than translates: a vector-map
 // parameter used other than as `x[i][j]`, printf's value in a kernel, a helper that
 // is not one `return`, a macro whose body calls a function, `expf` and C++'s
-// `float` `pow`, host functions that cannot be inlined into `main` (a
-// `return` inside a loop; a call inside an expression), and a pointer of the
-// set-up that the host code reads.
+// `float` `pow`, host functions that cannot be inlined into `main` (a `return` in
+// a loop; a call in an expression; calls initialising two variables of one
+// declaration), and a pointer of the set-up that the host code reads.
 #include <stdio.h>
 
 #include "op_seq.h"
@@ -65,6 +65,8 @@ int main(int argc, char **argv) {
   op_printf("fs %g\n", fs[1]);
   int at = first_big(xs, 3);
   op_printf("first big %d, then %d\n", at, 1 + first_big(xs, 2));
+  double lo = twice(xs[0]), hi = twice(xs[2]);
+  op_printf("lo %g hi %g\n", lo, hi);
   op_printf("ends %d %d\n", ends[0], ends[3]);
   op_exit();
 }

@@ -1,0 +1,4 @@
+#ifndef DATABASE_MESH_H
+#define DATABASE_MESH_H
+#define SPACING 0.5
+#endif

@@ -1,0 +1,1 @@
+#define OFFSET 0.25
