@@ -334,12 +334,43 @@ check(':Op2Import imports an OP2 application of the workspace and opens the prog
   eq(vim.bo.filetype, 'op2', 'filetype of the program')
   eq(vim.fn.filereadable(app .. '/grid.json'), 1, 'the instance is written')
   assert(notes[#notes].message:find('imported grid.cpp into grid.op2 and grid.json', 1, true), vim.inspect(notes[#notes]))
+  eq(#result.answer.units, 0, 'no other translation unit without a compilation database')
   -- The program opened is analysed by the server like any other.
   wait_for('the imported program to be attached', function()
     return #vim.lsp.get_clients({ bufnr = 0, name = 'op2' }) == 1
   end)
   vim.cmd('bwipeout!')
   vim.cmd('bwipeout! ' .. vim.fn.fnameescape(app .. '/grid.cpp'))
+  -- An application of two units with a compilation database: both are
+  -- imported, each with its entry's flags.
+  local from = repo .. '/server/import/tests/apps/database'
+  local db = vim.uv.fs_realpath(workspace) .. '/db'
+  for _, dir in ipairs({ 'main_inc', 'mesh_inc', 'kernels', 'pre', 'build' }) do
+    vim.fn.mkdir(db .. '/' .. dir, 'p')
+  end
+  local files = { 'database.cpp', 'database_mesh.cpp', 'main_inc/params.h', 'mesh_inc/mesh.h', 'kernels/step.h', 'pre/forced.h' }
+  for _, name in ipairs(files) do
+    assert(vim.fn.writefile(vim.fn.readfile(from .. '/' .. name, 'b'), db .. '/' .. name, 'b') == 0, name)
+  end
+  local entries = {
+    { directory = db, file = 'database.cpp', command = "c++ -std=c++17 -Imain_inc -iquote kernels '-DHALF=(0.5 * 1.0)' -DFAST -include pre/forced.h -c database.cpp" },
+    { directory = db, file = 'database_mesh.cpp', arguments = { 'c++', '-std=gnu++14', '-Imesh_inc', '-DNCELLS=7', '-c', 'database_mesh.cpp' } },
+  }
+  assert(vim.fn.writefile({ vim.json.encode(entries) }, db .. '/build/compile_commands.json') == 0)
+  result = nil
+  assert(require('op2').import(db .. '/database.cpp', function(answer)
+    result = { answer = answer }
+  end), 'the import of several units started')
+  wait_for('the import of several units', function()
+    return result
+  end, 120000)
+  assert(result.answer, 'the import failed: ' .. vim.inspect(notes[#notes]))
+  eq(result.answer.faithful, true, 'faithful')
+  assert(
+    notes[#notes].message:find('imported database.cpp with database_mesh.cpp into database.op2 and database.json', 1, true),
+    vim.inspect(notes[#notes])
+  )
+  vim.cmd('bwipeout!')
   -- A file that is not C or C++ is refused before anything is asked.
   eq(require('op2').import(workspace .. '/broken.op2'), false, 'an .op2 file is not imported')
 end)

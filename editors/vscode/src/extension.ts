@@ -46,6 +46,8 @@ const C_SOURCE = /\.(c|cc|cpp|cxx|C)$/;
 interface Imported {
   program: string | null;
   instance: string | null;
+  /** The application's other translation units imported with the main file (from its compilation database). */
+  units?: string[];
   faithful: boolean;
   report: string;
 }
@@ -329,7 +331,8 @@ export class Op2Extension implements vscode.Disposable {
       .map((u) => path.posix.basename(u.path))
       .join(' and ');
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(program), { preview: false });
-    const from = path.posix.basename(target.path);
+    const units = (answer.units ?? []).map((u) => path.posix.basename(vscode.Uri.parse(u).path));
+    const from = path.posix.basename(target.path) + (units.length > 0 ? ` with ${units.join(', ')}` : '');
     const shown = answer.faithful
       ? vscode.window.showInformationMessage(`op2: imported ${from} into ${written}.`, 'Show Report')
       : vscode.window.showWarningMessage(

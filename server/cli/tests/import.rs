@@ -58,6 +58,63 @@ fn a_faithful_import_writes_both_files_and_exits_0() {
     );
 }
 
+#[test]
+fn a_compilation_database_given_is_used_for_each_unit_and_its_errors_name_the_json_path() {
+    if op2_import_compiler_missing() {
+        return;
+    }
+    let work = tempfile::tempdir().unwrap();
+    let units = app("units", "units.cpp");
+    let dir = units.parent().unwrap();
+    let entry = |file: &str| serde_json::json!({"directory": dir, "file": file, "arguments": ["c++", "-c", file]});
+    let database = work.path().join("compile_commands.json");
+    let import = |database_text: String| {
+        std::fs::write(&database, database_text).unwrap();
+        Command::new(env!("CARGO_BIN_EXE_op2"))
+            .arg("import")
+            .arg(&units)
+            .args(["units_mesh.cpp", "units_kernels.cpp", "units_host.cpp"].map(|f| dir.join(f)))
+            .arg("--out")
+            .arg(work.path())
+            .arg("--compile-commands")
+            .arg(&database)
+            .current_dir(dir)
+            .output()
+            .unwrap()
+    };
+    let files = [
+        "units.cpp",
+        "units_mesh.cpp",
+        "units_kernels.cpp",
+        "units_host.cpp",
+    ];
+    let output = import(serde_json::Value::from(files.map(entry).to_vec()).to_string());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.starts_with(&format!(
+            "note: each translation unit was compiled with its flags in `{}` (entries `[0]`, `[1]`, `[2]`, `[3]`)\n",
+            database.display()
+        )),
+        "{stdout}"
+    );
+    std::fs::remove_file(work.path().join("units.op2")).unwrap();
+    // An entry of the last unit whose command is not closed: nothing written.
+    let mut entries: Vec<serde_json::Value> = files[..3].iter().map(|f| entry(f)).collect();
+    entries.push(serde_json::json!({"directory": dir, "file": "units_host.cpp", "command": "c++ -c 'units_host.cpp"}));
+    let output = import(serde_json::Value::from(entries).to_string());
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "error: {}: `[3].command`: the `'` at byte 7 is not closed\n",
+            database.display()
+        )
+    );
+    assert!(!work.path().join("units.op2").exists());
+}
+
 /// True (after saying so loudly) when no C++ compiler exists.
 #[allow(clippy::print_stderr)]
 fn op2_import_compiler_missing() -> bool {

@@ -96,8 +96,17 @@ async fn an_application_in_the_workspace_imports_beside_itself_with_progress() {
     assert_eq!(answer["program"], json!(file_uri(&program)), "{answer}");
     assert_eq!(answer["instance"], json!(file_uri(&instance)), "{answer}");
     assert_eq!(answer["faithful"], json!(true), "{answer}");
+    assert_eq!(answer["units"], json!([]), "{answer}");
     let report = answer["report"].as_str().expect("the report text");
     assert!(report.contains("translated ("), "{report}");
+    // No compilation database: the main file alone, as a note says.
+    assert!(
+        report.starts_with(&format!(
+            "note: no compilation database lists `{}`",
+            app.canonicalize().unwrap().join("grid.cpp").display()
+        )),
+        "{report}"
+    );
     assert!(
         report.contains(&format!("wrote {}", program.display())),
         "{report}"
@@ -131,6 +140,100 @@ async fn an_application_in_the_workspace_imports_beside_itself_with_progress() {
             .any(|l| l.starts_with("op2 import of ") && l.contains("wrote ")),
         "{logs:?}"
     );
+    session.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_application_of_several_units_imports_every_unit_its_compilation_database_links() {
+    if !have_compiler(
+        "an_application_of_several_units_imports_every_unit_its_compilation_database_links",
+    ) {
+        return;
+    }
+    let workspace = Workspace::new();
+    let app = workspace.folder().join("db");
+    let from = Path::new(env!("CARGO_MANIFEST_DIR")).join("../import/tests/apps/database");
+    for dir in ["", "main_inc", "mesh_inc", "kernels", "pre", "build"] {
+        std::fs::create_dir_all(app.join(dir)).unwrap();
+    }
+    for name in [
+        "database.cpp",
+        "database_mesh.cpp",
+        "main_inc/params.h",
+        "mesh_inc/mesh.h",
+        "kernels/step.h",
+        "pre/forced.h",
+    ] {
+        std::fs::copy(from.join(name), app.join(name)).unwrap();
+    }
+    // Beside them, a program of its own (a `main` that calls the mesh's
+    // function too) and a unit nothing calls: neither is linked.
+    std::fs::write(
+        app.join("other.cpp"),
+        "void build_mesh(void *, void *);\nint main() { build_mesh(0, 0); }\n",
+    )
+    .unwrap();
+    std::fs::write(app.join("unused.cpp"), "void unrelated() {}\n").unwrap();
+    let app = app.canonicalize().unwrap();
+    let entry = |file: &str, flags: &[&str]| {
+        let mut arguments = vec!["c++"];
+        arguments.extend(flags);
+        arguments.extend(["-c", file]);
+        json!({"directory": app, "file": file, "arguments": arguments})
+    };
+    let database = json!([
+        entry("other.cpp", &[]),
+        entry(
+            "database.cpp",
+            &[
+                "-std=c++17",
+                "-Imain_inc",
+                "-iquote",
+                "kernels",
+                "-DHALF=(0.5 * 1.0)",
+                "-DFAST",
+                "-include",
+                "pre/forced.h",
+            ]
+        ),
+        entry("unused.cpp", &[]),
+        entry(
+            "database_mesh.cpp",
+            &["-std=gnu++14", "-Imesh_inc", "-DNCELLS=7"]
+        ),
+    ]);
+    std::fs::write(
+        app.join("build/compile_commands.json"),
+        serde_json::to_string_pretty(&database).unwrap(),
+    )
+    .unwrap();
+    let mut session = workspace.session().await;
+    let answer = session
+        .call(
+            "workspace/executeCommand",
+            import_params(&app.join("database.cpp"), None),
+        )
+        .await;
+    assert_eq!(answer["faithful"], json!(true), "{answer}");
+    assert_eq!(
+        answer["units"],
+        json!([file_uri(&app.join("database_mesh.cpp"))]),
+        "{answer}"
+    );
+    let report = answer["report"].as_str().expect("the report text");
+    let db = app.join("build/compile_commands.json");
+    assert!(
+        report.starts_with(&format!(
+            "note: the application's other translation units, chosen from `{}` as a linker chooses from a library: `{}`\nnote: each translation unit was compiled with its flags in `{}` (entries `[1]`, `[3]`)\n",
+            db.display(),
+            app.join("database_mesh.cpp").display(),
+            db.display()
+        )),
+        "{report}"
+    );
+    // The mesh unit's set and dat were captured: 7 cells.
+    let program = std::fs::read_to_string(app.join("database.op2")).unwrap();
+    assert!(program.contains("set cells; // 7 elements"), "{program}");
     session.shutdown().await;
 }
 

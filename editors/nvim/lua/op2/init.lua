@@ -260,6 +260,15 @@ function M.import(path, on_done)
         written = written .. ' and ' .. vim.fn.fnamemodify(vim.uri_to_fname(result.instance), ':t')
       end
       local from = vim.fn.fnamemodify(path, ':t')
+      -- The other translation units the server took from the application's
+      -- compilation database.
+      local units = {}
+      for _, unit in ipairs(type(result.units) == 'table' and result.units or {}) do
+        table.insert(units, vim.fn.fnamemodify(vim.uri_to_fname(unit), ':t'))
+      end
+      if #units > 0 then
+        from = from .. ' with ' .. table.concat(units, ', ')
+      end
       if result.faithful then
         notify(('imported %s into %s'):format(from, written))
       else

@@ -245,6 +245,21 @@ describe('activation', () => {
     assert.equal(mock.messages[0].message, 'op2: imported grid.cpp into grid.op2 and grid.json.');
   });
 
+  it('names the other translation units the server imported from the compilation database', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    const main = vscode.Uri.file('/work/proj/app/airfoil.cpp');
+    lc.__mock.respond = () => ({
+      program: vscode.Uri.file('/work/proj/app/airfoil.op2').toString(),
+      instance: vscode.Uri.file('/work/proj/app/airfoil.json').toString(),
+      units: [vscode.Uri.file('/work/proj/app/mesh.cpp').toString(), vscode.Uri.file('/work/proj/src/kernels.cpp').toString()],
+      faithful: true,
+      report: 'note: the application\'s other translation units, chosen from …\n',
+    });
+    mock.files.add('/work/proj/app/airfoil.op2');
+    await vscode.commands.executeCommand(COMMANDS.importApplication, main);
+    assert.equal(mock.messages[0].message, 'op2: imported airfoil.cpp with mesh.cpp, kernels.cpp into airfoil.op2 and airfoil.json.');
+  });
+
   it('imports the active C++ editor, and warns when the result is not faithful', async () => {
     extension = await activate(context(), host(['/usr/bin/op2']));
     const main = vscode.Uri.file('/work/proj/app/airfoil.cpp');

@@ -25,6 +25,10 @@ pub struct Target {
     pub main: PathBuf,
     /// The existing directory the program and instance are written into.
     pub out: PathBuf,
+    /// The workspace folder (canonical) that holds both: the application's
+    /// other translation units are taken from the compilation database only
+    /// inside it.
+    pub folder: PathBuf,
 }
 
 /// Decides the target of an import of `main` into `out` (else the main
@@ -63,9 +67,12 @@ pub fn target(main: &Path, out: Option<&Path>, folders: &[PathBuf]) -> Result<Ta
             }
             canonical
         }
-        None => main.parent().map(Path::to_path_buf).unwrap_or(folder),
+        None => main
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| folder.clone()),
     };
-    Ok(Target { main, out })
+    Ok(Target { main, out, folder })
 }
 
 /// Whether C/C++ `text` calls `op_init` (a whole word followed by `(`).
@@ -117,8 +124,10 @@ impl Drop for Unregister<'_> {
 
 /// Runs the import with progress (when the client shows it) and logs the
 /// report. The answer names what was written (`program`, `instance`, as
-/// URIs), whether the result is `faithful`, and the `report` text that
-/// `op2 import` prints; a failure is the error message, nothing written.
+/// URIs), the application's other translation units imported with the main
+/// file (`units`, URIs, chosen from its compilation database), whether the
+/// result is `faithful`, and the `report` text that `op2 import` prints; a
+/// failure is the error message, nothing written.
 pub async fn import_with_progress(
     client: &Client,
     target: Target,
@@ -160,17 +169,38 @@ pub async fn import_with_progress(
     };
 
     let (steps, mut said) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let working_dir = target.main.parent().map(Path::to_path_buf);
     let options = op2_import::Options {
         main: target.main.clone(),
         out: target.out.clone(),
-        working_dir: target.main.parent().map(Path::to_path_buf),
+        working_dir: working_dir.clone(),
         cancel: Some(Arc::clone(&flag)),
         ..op2_import::Options::default()
     };
+    let folder = target.folder.clone();
     let mut work = tokio::task::spawn_blocking(move || {
-        op2_import::import(&options, &mut |step: &str| {
+        // The application's other translation units: those its compilation
+        // database lists in the workspace folder and the main file links
+        // (none without a database, as notes say).
+        let mut options = options;
+        let mut notes = Vec::new();
+        if let Some(found) = op2_import::database_units(
+            &options.main,
+            working_dir.as_deref().unwrap_or(Path::new("")),
+            &folder,
+            &mut notes,
+        )? {
+            options.sources = found.units;
+            options.compile_commands = Some(found.database);
+        }
+        for note in &notes {
+            let _ = steps.send(format!("note: {note}"));
+        }
+        let mut imported = op2_import::import(&options, &mut |step: &str| {
             let _ = steps.send(step.to_owned());
-        })
+        })?;
+        imported.notes.splice(0..0, notes);
+        Ok::<_, op2_import::ImportError>(imported)
     });
     let result = loop {
         tokio::select! {
@@ -212,6 +242,7 @@ pub async fn import_with_progress(
             Ok(serde_json::json!({
                 "program": uri(&imported.program),
                 "instance": uri(&imported.instance),
+                "units": imported.sources.iter().map(|p| uri(p)).collect::<Vec<_>>(),
                 "faithful": faithful,
                 "report": summary,
             }))
