@@ -194,6 +194,34 @@ impl Helpers {
         sources: &[&'s Source],
         functions: &[(&'s Source, Node<'s>)],
     ) -> Helpers {
+        Helpers::build(table, sources, functions, &BTreeSet::new(), true)
+    }
+
+    /// The words of the bodies of the macros of `table` that `sources` use
+    /// (see [`Helpers::new`]): what [`Helpers::build`] of another table
+    /// adds to [`Helpers::words`].
+    pub fn macro_words(table: &[c::Define], sources: &[&Source]) -> BTreeSet<String> {
+        let written: BTreeSet<String> = sources.iter().flat_map(|s| code_words(&s.text)).collect();
+        let by_name: BTreeMap<&str, &c::Define> =
+            table.iter().map(|d| (d.name.as_str(), d)).collect();
+        let mut words = BTreeSet::new();
+        used_macros(&by_name, &written, &mut words);
+        words
+    }
+
+    /// [`Helpers::new`], with `extra_words` (the [`Helpers::macro_words`]
+    /// of other tables whose helpers will translate kernels of the same
+    /// program) among its words; `install`: whether its words make the
+    /// program's names ([`c::ProgramNames`]). Helpers of another table of
+    /// the same import are built with `install` false while the first
+    /// lives, so that every kernel spells the program's names alike.
+    pub fn build<'s>(
+        table: &[c::Define],
+        sources: &[&'s Source],
+        functions: &[(&'s Source, Node<'s>)],
+        extra_words: &BTreeSet<String>,
+        install: bool,
+    ) -> Helpers {
         let mut helpers = Helpers::default();
         let mut parser = tree_sitter::Parser::new();
         let language_loaded = parser
@@ -219,31 +247,13 @@ impl Helpers {
         }
         let by_name: BTreeMap<&str, &c::Define> =
             table.iter().map(|d| (d.name.as_str(), d)).collect();
-        // The macros used: those written, and those their bodies name.
-        let mut used: BTreeSet<&str> = BTreeSet::new();
-        let mut pending: Vec<&str> = written
-            .iter()
-            .filter_map(|w| by_name.get_key_value(w.as_str()).map(|(k, _)| *k))
-            .collect();
-        while let Some(name) = pending.pop() {
-            if !used.insert(name) {
-                continue;
-            }
-            c::map_words(&by_name[name].body, |word| {
-                if !helpers.words.contains(word) {
-                    helpers.words.insert(word.to_owned());
-                }
-                if let Some((k, _)) = by_name.get_key_value(word)
-                    && !used.contains(k)
-                {
-                    pending.push(k);
-                }
-                None
-            });
-        }
+        let used = used_macros(&by_name, &written, &mut helpers.words);
+        helpers.words.extend(extra_words.iter().cloned());
         // Every name is known: the program's names can be made unique
         // before any body is translated.
-        helpers.program_names = Some(c::ProgramNames::install(&helpers.words));
+        if install {
+            helpers.program_names = Some(c::ProgramNames::install(&helpers.words));
+        }
         // Where each is defined: a definition of the same name, parameters
         // and body (spaces aside) in a source; none for one from `-D` or a
         // system header.
@@ -547,6 +557,38 @@ impl Helpers {
 
 /// The words of C `text` outside preprocessor lines (a line starting
 /// with `#`, and the lines it continues with a backslash).
+/// The macros of `by_name` used: those `written`, and those their bodies
+/// name, in turn (iteratively; each once); the words of their bodies are
+/// added to `words`.
+fn used_macros<'t>(
+    by_name: &BTreeMap<&'t str, &c::Define>,
+    written: &BTreeSet<String>,
+    words: &mut BTreeSet<String>,
+) -> BTreeSet<&'t str> {
+    let mut used: BTreeSet<&str> = BTreeSet::new();
+    let mut pending: Vec<&str> = written
+        .iter()
+        .filter_map(|w| by_name.get_key_value(w.as_str()).map(|(k, _)| *k))
+        .collect();
+    while let Some(name) = pending.pop() {
+        if !used.insert(name) {
+            continue;
+        }
+        c::map_words(&by_name[name].body, |word| {
+            if !words.contains(word) {
+                words.insert(word.to_owned());
+            }
+            if let Some((k, _)) = by_name.get_key_value(word)
+                && !used.contains(k)
+            {
+                pending.push(k);
+            }
+            None
+        });
+    }
+    used
+}
+
 fn code_words(text: &str) -> BTreeSet<String> {
     let mut words = BTreeSet::new();
     let mut continued = false;

@@ -44,6 +44,10 @@ use crate::capture::Value;
 use crate::host::Context;
 pub use crate::report::{Entry, Kind, Report};
 
+/// The most translation units whose kernels are expanded with a table of
+/// macros of their own (each costs a walk of the application's macros).
+pub const MAX_UNIT_TABLES: usize = 16;
+
 /// OP2's calls that write HDF5 files; the recorder makes them do nothing.
 const SETUP_FILE_OUTPUT: &[&str] = &[
     "op_dump_to_hdf5",
@@ -868,7 +872,43 @@ pub fn translate_units(
         .map_err(ImportError::Capture)?;
         tables.push(c::macro_table(&table));
     }
+    // Each other unit whose table defines a macro of the application
+    // differently from the main file's expands its own kernels with its own
+    // table (with the main file's macros it lacks), at most
+    // `MAX_UNIT_TABLES` of them; past that, the difference is reported.
+    let unit_tables: Vec<Vec<c::Define>> = tables
+        .iter()
+        .skip(1)
+        .map(|unit| units::merge_macros(vec![unit.clone(), tables[0].clone()]).0)
+        .collect();
     let (table, differing) = units::merge_macros(tables);
+    let written_differently = |define: &c::Define| {
+        sources
+            .iter()
+            .flat_map(|s| &s.defines)
+            .find(|d| d.name == define.name && d.body.trim() == define.body.trim())
+            .and_then(|d| d.location.clone())
+    };
+    let own_table: Vec<bool> = unit_tables
+        .iter()
+        .map(|unit| {
+            let (_, differing) = units::merge_macros(vec![table.clone(), unit.clone()]);
+            differing
+                .iter()
+                .any(|(_, other)| written_differently(other).is_some())
+        })
+        .collect();
+    let own_units: Vec<usize> = own_table
+        .iter()
+        .enumerate()
+        .filter(|(_, own)| **own)
+        .map(|(i, _)| i + 1)
+        .take(MAX_UNIT_TABLES)
+        .collect();
+    let extra_words: BTreeSet<String> = own_units
+        .iter()
+        .flat_map(|u| inline::Helpers::macro_words(&unit_tables[u - 1], &sources))
+        .collect();
     for (kept, other) in differing {
         // Only the application's own: a difference in what system headers
         // define is no difference a kernel sees.
@@ -882,18 +922,42 @@ pub fn translate_units(
         let (Some(at), first) = (written(&other), written(&kept)) else {
             continue;
         };
+        // Expanded with their own unit's table where they are used.
+        if own_units.iter().any(|u| {
+            unit_tables[u - 1]
+                .iter()
+                .any(|d| d.name == other.name && d.body == other.body)
+        }) {
+            continue;
+        }
         report.add(
             Kind::NotTranslated,
             Some(at),
             format!(
-                "the macro `{}` is defined here differently from the main file's translation unit{}; op2 import expands every kernel's macros with one table, the main file's",
+                "the macro `{}` is defined here differently from the main file's translation unit{}; op2 import expands the kernels of at most {MAX_UNIT_TABLES} translation units with their own tables, and those of the others with the main file's",
                 kept.name,
                 first.map_or(String::new(), |first| format!(" (at {first})"))
             ),
             Some("give the macro one definition in a header every source includes"),
         );
     }
-    let helpers = inline::Helpers::new(&table, &sources, &helper_functions);
+    let helpers = inline::Helpers::build(&table, &sources, &helper_functions, &extra_words, true);
+    // Built while `helpers` lives, so that the program's names are its.
+    let own_helpers: BTreeMap<usize, inline::Helpers> = own_units
+        .iter()
+        .map(|&u| {
+            (
+                u,
+                inline::Helpers::build(
+                    &unit_tables[u - 1],
+                    &sources,
+                    &helper_functions,
+                    &BTreeSet::new(),
+                    false,
+                ),
+            )
+        })
+        .collect();
     let mut context = Context {
         consts: consts.keys().cloned().collect(),
         handles: handles.clone(),
@@ -1038,8 +1102,12 @@ pub fn translate_units(
                     inc: increments(args),
                     vectors: vectors(args),
                 };
+                // Its macros as its translation unit defines them.
+                let helpers = own_helpers
+                    .get(&application.unit_of(*index))
+                    .unwrap_or(&helpers);
                 let translated =
-                    kernel::translate(sources[*index], *node, &helpers, &bindings, &mut report);
+                    kernel::translate(sources[*index], *node, helpers, &bindings, &mut report);
                 for (global, (at, local)) in translated
                     .free_names
                     .iter()
@@ -2425,8 +2493,7 @@ mod tests {
     #[test]
     fn what_another_unit_defines_and_the_main_file_cannot_name_is_reported() {
         // The kernel's global, defined in its unit and declared nowhere the
-        // main file sees; a macro that unit defines differently; a kernel
-        // no file defines.
+        // main file sees; a kernel no file defines.
         let main = UNITS_MAIN.replace(
             "  double y",
             "  op_par_loop(gone, \"gone\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"double\", OP_RW));\n  double y",
@@ -2452,11 +2519,22 @@ mod tests {
             "`gain` is a variable of another translation unit",
         );
         assert_eq!(at.as_deref(), Some("app/kernels.cpp:2:8"));
-        let (_, at) = reported(
-            &translation,
-            "the macro `SCALE` is defined here differently",
+        // The kernel of the unit that defines `SCALE` as 2.0 is expanded
+        // with its unit's definition, not reported.
+        assert!(
+            !translation
+                .report
+                .entries
+                .iter()
+                .any(|e| e.message.contains("defined here differently")),
+            "{}",
+            translation.report
         );
-        assert_eq!(at.as_deref(), Some("app/kernels.cpp:1:1"));
+        assert!(
+            translation.program.contains("*x *= gain * 2.0;"),
+            "{}",
+            translation.program
+        );
         let (entry, at) = reported(&translation, "kernel `gone` is not defined");
         assert!(entry.message.contains("the other sources given"));
         assert_eq!(at.as_deref(), Some("app/app.cpp:8:3"));

@@ -36,6 +36,17 @@ pub struct Application {
     /// sees (its headers and itself): what the capture, compiled there, can
     /// name.
     pub visible: usize,
+    /// Where each translation unit's files end in `all` (the main file's
+    /// first, `visible`): a file belongs to the first unit that read it.
+    pub unit_ends: Vec<usize>,
+}
+
+impl Application {
+    /// The translation unit (0: the main file's, then the others in the
+    /// order given) that first read `all[index]`.
+    pub fn unit_of(&self, index: usize) -> usize {
+        self.unit_ends.partition_point(|&end| end <= index)
+    }
 }
 
 /// Reads `main`, `units` and the headers they include with `"…"`, looked
@@ -72,6 +83,7 @@ pub fn read(
     reader.seen.insert(files.identity(main));
     reader.unit(main)?;
     let visible = reader.all.len();
+    let mut unit_ends = vec![visible];
     for unit in units {
         let extension = unit.extension().and_then(|e| e.to_str()).unwrap_or("");
         if !UNIT_EXTENSIONS.contains(&extension) {
@@ -88,11 +100,13 @@ pub fn read(
         }
         reader.include_dirs = dirs(unit);
         reader.unit(unit)?;
+        unit_ends.push(reader.all.len());
     }
     Ok(Application {
         all: reader.all,
         main: visible - 1,
         visible,
+        unit_ends,
     })
 }
 

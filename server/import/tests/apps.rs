@@ -982,3 +982,19 @@ fn consts_declared_in_functions_the_set_up_calls_print_what_the_native_build_pri
     }
     assert!(!program.contains("global cfl"), "{program}");
 }
+
+#[test]
+fn kernels_of_units_that_define_a_macro_differently_print_what_the_native_build_prints() {
+    if compiler("tables").is_none() {
+        return;
+    }
+    // `grow` is expanded with its unit's `SCALE` (2.0), `shrink` with its
+    // own (0.5).
+    let (imported, _work) =
+        same_numbers_with("tables", "tables", "tables.cpp", &["tables_other.cpp"], &[]);
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in ["*x = *x * 2.0 + 1.0;", "*x = *x * 0.5;"] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+}
