@@ -307,64 +307,165 @@ pub fn macro_body(text: &str) -> String {
 
 /// The macros of a preprocessor's final table, as `CXX -E -dM` prints it
 /// (`#define NAME BODY` and `#define NAME(A,B) BODY`, one a line; the last
-/// definition of a name wins), without locations. Lines of any other form
-/// are left out, and so is a GNU named variadic parameter (`args...`).
+/// definition of a name wins; `#undef NAME` takes a name away, as in the
+/// stream of `CXX -E -dD`), without locations. Lines of any other form are
+/// left out, and so is a GNU named variadic parameter (`args...`).
 pub fn macro_table(text: &str) -> Vec<Define> {
-    let mut found: Vec<Define> = Vec::new();
-    let mut index = std::collections::HashMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix("#define ") else {
-            continue;
-        };
-        let len = rest
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-            .unwrap_or(rest.len());
-        let (name, rest) = rest.split_at(len);
-        if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-            continue;
-        }
-        let (params, variadic, body) = match rest.strip_prefix('(') {
-            Some(list) => {
-                let Some((list, body)) = list.split_once(')') else {
-                    continue;
-                };
-                let mut params: Vec<String> = list
-                    .split(',')
-                    .map(|p| p.trim().to_owned())
-                    .filter(|p| !p.is_empty())
-                    .collect();
-                let variadic = params.last().is_some_and(|p| p == "...");
-                if variadic {
-                    params.pop();
+    let stream = macro_stream(text);
+    stream.table_at(stream.events.len())
+}
+
+/// The `#define`s and `#undef`s of a preprocessor's output in order, and
+/// where each file of it had seen how many of them: from `CXX -E -dD`
+/// (line markers `# LINE "FILE" FLAGS`, with runs of other lines counted by
+/// `#op2-lines N`, as [`crate::capture::macros`] writes it), or from a
+/// final table (`-dM`, no positions).
+#[derive(Debug, Default)]
+pub struct MacroStream {
+    /// Each definition (`Some`) or `#undef` (`None`) of a name, in order.
+    pub events: Vec<(String, Option<Define>)>,
+    /// By file, as the markers name it: `(line, events before it)`, lines
+    /// increasing, from the first time the output is in the file (a header
+    /// included again is not followed).
+    pub checkpoints: BTreeMap<String, Vec<(usize, usize)>>,
+}
+
+impl MacroStream {
+    /// The table after the first `count` events, in the order names were
+    /// first defined.
+    pub fn table_at(&self, count: usize) -> Vec<Define> {
+        let mut slots: Vec<Option<&Define>> = Vec::new();
+        let mut index = std::collections::HashMap::new();
+        for (name, define) in self.events.iter().take(count) {
+            match (index.get(name.as_str()), define) {
+                (Some(&i), _) => slots[i] = define.as_ref(),
+                (None, Some(define)) => {
+                    index.insert(name.as_str(), slots.len());
+                    slots.push(Some(define));
                 }
-                let plain = |p: &String| {
-                    !p.starts_with(|c: char| c.is_ascii_digit())
-                        && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                };
-                if !params.iter().all(plain) {
-                    continue;
-                }
-                (Some(params), variadic, body)
-            }
-            None if rest.is_empty() || rest.starts_with(' ') => (None, false, rest),
-            None => continue,
-        };
-        let define = Define {
-            name: name.to_owned(),
-            params,
-            variadic,
-            body: body.trim().to_owned(),
-            location: None,
-        };
-        match index.get(name) {
-            Some(&i) => found[i] = define,
-            None => {
-                index.insert(name.to_owned(), found.len());
-                found.push(define);
+                (None, None) => {}
             }
         }
+        slots.into_iter().flatten().cloned().collect()
     }
-    found
+
+    /// How many events the output had seen where `file` (as its markers
+    /// name it) reaches `line`, the first time; `None` when it never does.
+    pub fn seen_at(&self, file: &str, line: usize) -> Option<usize> {
+        let points = self.checkpoints.get(file)?;
+        let at = points.partition_point(|(l, _)| *l <= line);
+        at.checked_sub(1).map(|i| points[i].1)
+    }
+}
+
+/// Reads a preprocessor's output into a [`MacroStream`], in one pass.
+pub fn macro_stream(text: &str) -> MacroStream {
+    let mut stream = MacroStream::default();
+    let mut file: Option<String> = None;
+    let mut line = 0usize;
+    let mut closed: BTreeSet<String> = BTreeSet::new();
+    let checkpoint = |stream: &mut MacroStream,
+                      closed: &BTreeSet<String>,
+                      file: &Option<String>,
+                      line: usize| {
+        let Some(file) = file else {
+            return;
+        };
+        if closed.contains(file) {
+            return;
+        }
+        let count = stream.events.len();
+        let points = stream.checkpoints.entry(file.clone()).or_default();
+        match points.last_mut() {
+            Some(last) if last.0 == line => last.1 = count,
+            Some(last) if last.0 > line => {}
+            _ => points.push((line, count)),
+        }
+    };
+    for text_line in text.lines() {
+        if let Some((number, name, flags)) = line_marker(text_line) {
+            // Returning to an including file: the one left is done.
+            if flags.split_whitespace().any(|f| f == "2")
+                && let Some(left) = file.take()
+            {
+                closed.insert(left);
+            }
+            file = Some(name.to_owned());
+            line = number;
+            checkpoint(&mut stream, &closed, &file, line);
+            continue;
+        }
+        if let Some(count) = text_line.strip_prefix("#op2-lines ") {
+            line = line.saturating_add(count.trim().parse().unwrap_or(0));
+            continue;
+        }
+        if let Some(rest) = text_line.strip_prefix("#define ") {
+            if let Some(define) = parse_define(rest) {
+                stream.events.push((define.name.clone(), Some(define)));
+            }
+        } else if let Some(rest) = text_line.strip_prefix("#undef ") {
+            let name = rest.trim();
+            if !name.is_empty() {
+                stream.events.push((name.to_owned(), None));
+            }
+        }
+        line = line.saturating_add(1);
+        checkpoint(&mut stream, &closed, &file, line);
+    }
+    stream
+}
+
+/// `# LINE "FILE" FLAGS` (as the preprocessor writes its line markers):
+/// the line, the file and the flags.
+fn line_marker(text: &str) -> Option<(usize, &str, &str)> {
+    let rest = text.strip_prefix("# ")?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    let number = rest[..digits].parse().ok()?;
+    let rest = rest[digits..].strip_prefix(" \"")?;
+    let close = rest.rfind('"')?;
+    Some((number, &rest[..close], &rest[close + 1..]))
+}
+
+/// The define of a `#define ` line's `rest`, as [`macro_table`] reads it.
+fn parse_define(rest: &str) -> Option<Define> {
+    let len = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    let (name, rest) = rest.split_at(len);
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let (params, variadic, body) = match rest.strip_prefix('(') {
+        Some(list) => {
+            let (list, body) = list.split_once(')')?;
+            let mut params: Vec<String> = list
+                .split(',')
+                .map(|p| p.trim().to_owned())
+                .filter(|p| !p.is_empty())
+                .collect();
+            let variadic = params.last().is_some_and(|p| p == "...");
+            if variadic {
+                params.pop();
+            }
+            let plain = |p: &String| {
+                !p.starts_with(|c: char| c.is_ascii_digit())
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            };
+            if !params.iter().all(plain) {
+                return None;
+            }
+            (Some(params), variadic, body)
+        }
+        None if rest.is_empty() || rest.starts_with(' ') => (None, false, rest),
+        None => return None,
+    };
+    Some(Define {
+        name: name.to_owned(),
+        params,
+        variadic,
+        body: body.trim().to_owned(),
+        location: None,
+    })
 }
 
 /// `defines` written as `CXX -E -dM` prints a table (for a translation
@@ -853,6 +954,48 @@ pub const BUILTINS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_macros_in_effect_where_each_file_reaches_a_line_are_known() {
+        // As `capture::directives` keeps `-E -dD`'s output: the main file
+        // defines N, includes a.h (which uses it at its line 3) and b.h
+        // (which redefines it), and a.h again, whose guard skips it.
+        let text = "# 0 \"main.cpp\"\n# 0 \"<built-in>\"\n#define __GNUC__ 12\n# 1 \"main.cpp\"\n#define N 1\n# 1 \"a.h\" 1\n#op2-lines 4\n# 3 \"main.cpp\" 2\n# 1 \"b.h\" 1\n#undef N\n#define N 2\n#op2-lines 1\n# 4 \"main.cpp\" 2\n# 1 \"a.h\" 1\n#undef N\n# 5 \"main.cpp\" 2\n#op2-lines 7\n";
+        let stream = macro_stream(text);
+        assert_eq!(stream.events.len(), 5);
+        let body = |table: Vec<Define>| table.into_iter().find(|d| d.name == "N").map(|d| d.body);
+        let at =
+            |file: &str, line: usize| stream.seen_at(file, line).map(|n| body(stream.table_at(n)));
+        assert_eq!(at("a.h", 3), Some(Some("1".to_owned())));
+        assert_eq!(at("b.h", 3), Some(Some("2".to_owned())));
+        assert_eq!(at("main.cpp", 1), Some(None));
+        assert_eq!(at("main.cpp", 2), Some(Some("1".to_owned())));
+        assert_eq!(at("main.cpp", 9), Some(None));
+        // a.h included again (after an `#undef` there) is not followed.
+        assert_eq!(stream.checkpoints["a.h"], [(1, 2)]);
+        assert_eq!(at("c.h", 1), None);
+        assert_eq!(body(macro_table(text)), None);
+        // A final table (`-dM`) has no places.
+        let table = macro_stream("#define A 1\n#define B(x) x\n");
+        assert!(table.checkpoints.is_empty());
+        assert_eq!(table.table_at(2).len(), 2);
+    }
+
+    #[test]
+    fn a_long_macro_stream_is_read_in_linear_time() {
+        // 100,000 definitions of one name in 100,000 files, and a line far
+        // into each.
+        let text: String = (0..100_000)
+            .map(|i| {
+                format!("# 1 \"f{i}.h\" 1\n#define N {i}\n#op2-lines 1000000\n# 2 \"main.cpp\" 2\n")
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let stream = macro_stream(&text);
+        assert_eq!(stream.seen_at("f99999.h", 2_000_000), Some(100_000));
+        assert_eq!(stream.table_at(100_000)[0].body, "99999");
+        assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    }
 
     #[test]
     fn fresh_names_are_the_preferred_ones_then_numbered() {

@@ -329,17 +329,21 @@ fn compiler_command(
     command
 }
 
-/// The preprocessor's final table of macros for the main file (`CXX -E
-/// -dM`, compiled as the capture compiles it: `run.instrumented` is the
-/// main file's text), for [`crate::c::macro_table`].
+/// The preprocessor's macros for a translation unit, where each is defined
+/// and undefined (`CXX -E -dD`, compiled as the capture compiles it:
+/// `run.instrumented` is the unit's text), kept as [`directives`] keeps
+/// them, for [`crate::c::macro_stream`] (whose final table is `-dM`'s).
 pub fn macros(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<String, CaptureError> {
     let cxx = compiler().ok_or(CaptureError::NoCompiler)?;
     let dir = prepare(run)?;
+    let preprocessed = dir.path().join("op2_import_main.ii");
     let mut command = compiler_command(&cxx, dir.path(), run, &run.main, None);
     command
         .arg("-E")
-        .arg("-dM")
-        .arg(dir.path().join("op2_import_main.cpp"));
+        .arg("-dD")
+        .arg(dir.path().join("op2_import_main.cpp"))
+        .arg("-o")
+        .arg(&preprocessed);
     let shown = format!("{command:?}").replace('"', "");
     progress(&format!(
         "reading the macros of {} with {cxx}",
@@ -356,13 +360,53 @@ pub fn macros(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<String, C
     if !output.status.success() {
         return Err(failed(output.stderr));
     }
-    if output.stdout.len() >= OUTPUT_LIMIT {
-        return Err(failed(format!(
-            "its table of macros is longer than {} MiB",
-            OUTPUT_LIMIT >> 20
-        )));
+    let file =
+        std::fs::File::open(&preprocessed).map_err(io("cannot read the preprocessor's output"))?;
+    directives(std::io::BufReader::new(file), MACRO_STREAM_LIMIT).map_err(failed)
+}
+
+/// The most text [`directives`] keeps of the preprocessor's output.
+const MACRO_STREAM_LIMIT: usize = 4 << 20;
+
+/// What the translation needs of the preprocessor's output (`-E -dD`): its
+/// `#define`s, `#undef`s and line markers, each run of other lines written
+/// as `#op2-lines N` (see [`crate::c::macro_stream`]); read a line at a
+/// time, at most `limit` bytes kept.
+fn directives(mut reader: impl std::io::BufRead, limit: usize) -> Result<String, String> {
+    let mut out = String::new();
+    let mut run = 0usize;
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| format!("cannot read the preprocessor's output: {e}"))?;
+        if read == 0 {
+            break;
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_end_matches(['\n', '\r']);
+        let kept = text.starts_with("#define ")
+            || text.starts_with("#undef ")
+            || text.starts_with("# ") && text[2..].starts_with(|c: char| c.is_ascii_digit());
+        if !kept {
+            run += 1;
+            continue;
+        }
+        if run > 0 {
+            out.push_str(&format!("#op2-lines {run}\n"));
+            run = 0;
+        }
+        out.push_str(text);
+        out.push('\n');
+        if out.len() > limit {
+            return Err(format!(
+                "its macros and line markers come to more than {} MiB",
+                limit >> 20
+            ));
+        }
     }
-    Ok(output.stdout)
+    Ok(out)
 }
 
 /// Compiles and runs the application in the current directory, with
@@ -667,6 +711,22 @@ pub fn parse(text: &str) -> Result<Capture, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_preprocessors_output_keeps_its_directives_and_counts_the_rest() {
+        let output = "# 0 \"a.cpp\"\n#define A 1\nint x;\r\n\nint y;\n# 5 \"a.cpp\"\n#undef A\n#pragma once\nz\n";
+        assert_eq!(
+            directives(output.as_bytes(), 1 << 20).unwrap(),
+            "# 0 \"a.cpp\"\n#define A 1\n#op2-lines 3\n# 5 \"a.cpp\"\n#undef A\n"
+        );
+        // Bounded: past the limit, an error.
+        let many = "#define A 1\n".repeat(1000);
+        assert!(
+            directives(many.as_bytes(), 100)
+                .unwrap_err()
+                .contains("more than")
+        );
+    }
 
     #[test]
     fn declarations_named_by_index_must_exist() {

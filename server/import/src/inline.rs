@@ -201,12 +201,18 @@ impl Helpers {
     /// (see [`Helpers::new`]): what [`Helpers::build`] of another table
     /// adds to [`Helpers::words`].
     pub fn macro_words(table: &[c::Define], sources: &[&Source]) -> BTreeSet<String> {
-        let written: BTreeSet<String> = sources.iter().flat_map(|s| code_words(&s.text)).collect();
+        let written = Helpers::written_words(sources);
         let by_name: BTreeMap<&str, &c::Define> =
             table.iter().map(|d| (d.name.as_str(), d)).collect();
         let mut words = BTreeSet::new();
         used_macros(&by_name, &written, &mut words);
         words
+    }
+
+    /// The words `sources` write outside preprocessor lines (the names
+    /// whose macros count).
+    pub fn written_words(sources: &[&Source]) -> BTreeSet<String> {
+        sources.iter().flat_map(|s| code_words(&s.text)).collect()
     }
 
     /// [`Helpers::new`], with `extra_words` (the [`Helpers::macro_words`]

@@ -864,14 +864,18 @@ pub fn translate_units(
     // left them (conditionals, `-D`, `#undef` and redefinitions resolved),
     // and those only another unit defines where it ends.
     let mut tables = Vec::new();
+    let mut streams = Vec::new();
     for unit in std::iter::once(main).chain(units.iter().map(PathBuf::as_path)) {
-        let table = macros(Instrumented {
+        let text = macros(Instrumented {
             main: unit.to_owned(),
             text: files.read(unit).map_err(ImportError::Read)?,
         })
         .map_err(ImportError::Capture)?;
-        tables.push(c::macro_table(&table));
+        let stream = c::macro_stream(&text);
+        tables.push(stream.table_at(stream.events.len()));
+        streams.push(stream);
     }
+    let main_table = tables.first().cloned().unwrap_or_default();
     // Each other unit whose table defines a macro of the application
     // differently from the main file's expands its own kernels with its own
     // table (with the main file's macros it lacks), at most
@@ -879,9 +883,10 @@ pub fn translate_units(
     let unit_tables: Vec<Vec<c::Define>> = tables
         .iter()
         .skip(1)
-        .map(|unit| units::merge_macros(vec![unit.clone(), tables[0].clone()]).0)
+        .map(|unit| units::merge_macros(vec![unit.clone(), main_table.clone()]).0)
         .collect();
     let (table, differing) = units::merge_macros(tables);
+    // Where the sources write `define` (the application's own macros).
     let written_differently = |define: &c::Define| {
         sources
             .iter()
@@ -905,21 +910,29 @@ pub fn translate_units(
         .map(|(i, _)| i + 1)
         .take(MAX_UNIT_TABLES)
         .collect();
-    let extra_words: BTreeSet<String> = own_units
+    let mut extra_words: BTreeSet<String> = own_units
         .iter()
         .flat_map(|u| inline::Helpers::macro_words(&unit_tables[u - 1], &sources))
         .collect();
+    // And every definition, where it is in effect, of a macro the sources
+    // write (a kernel may be expanded with it: below).
+    let written = inline::Helpers::written_words(&sources);
+    for (name, define) in streams.iter().flat_map(|s| &s.events) {
+        if let Some(define) = define
+            && written.contains(name)
+        {
+            c::map_words(&define.body, |word| {
+                if !extra_words.contains(word) {
+                    extra_words.insert(word.to_owned());
+                }
+                None
+            });
+        }
+    }
     for (kept, other) in differing {
         // Only the application's own: a difference in what system headers
         // define is no difference a kernel sees.
-        let written = |define: &c::Define| {
-            sources
-                .iter()
-                .flat_map(|s| &s.defines)
-                .find(|d| d.name == define.name && d.body.trim() == define.body.trim())
-                .and_then(|d| d.location.clone())
-        };
-        let (Some(at), first) = (written(&other), written(&kept)) else {
+        let (Some(at), first) = (written_differently(&other), written_differently(&kept)) else {
             continue;
         };
         // Expanded with their own unit's table where they are used.
@@ -1092,19 +1105,93 @@ pub fn translate_units(
             Some("give the function one definition, or different names"),
         );
     }
+    // A kernel is expanded with the macros in effect where it is defined
+    // in its unit (two headers may define one macro differently, with an
+    // `#undef` between them), where they differ from those in effect where
+    // the unit ends in a macro the sources name: the preprocessor's stream
+    // says how many of its `#define`s and `#undef`s come before the
+    // kernel's last line.
+    let marker_names: Vec<BTreeMap<PathBuf, &str>> = streams
+        .iter()
+        .map(|stream| {
+            stream
+                .checkpoints
+                .keys()
+                .map(|k| (files.identity(Path::new(k)), k.as_str()))
+                .collect()
+        })
+        .collect();
+    // Per unit, how many events that touch a name of the sources come
+    // before each event.
+    let relevant: Vec<Vec<usize>> = streams
+        .iter()
+        .map(|stream| {
+            let mut prefix = Vec::with_capacity(stream.events.len() + 1);
+            let mut count = 0;
+            prefix.push(0);
+            for (name, _) in &stream.events {
+                if helpers.words.contains(name) {
+                    count += 1;
+                }
+                prefix.push(count);
+            }
+            prefix
+        })
+        .collect();
+    let mut place_helpers: BTreeMap<(usize, usize), inline::Helpers> = BTreeMap::new();
     let mut kernels = Vec::new();
     let mut kernel_reads = BTreeSet::new();
     for (name, used_at) in &scan.kernels {
         match definitions.get(name) {
             Some((index, node)) => {
+                let unit = application.unit_of(*index);
+                let stream = &streams[unit];
+                let seen = marker_names[unit]
+                    .get(&files.identity(&sources[*index].path))
+                    .and_then(|file| stream.seen_at(file, node.end_position().row + 1));
+                let place = seen.filter(|&count| {
+                    relevant[unit][count] < relevant[unit][stream.events.len()]
+                });
+                if let Some(count) = place {
+                    let key = (unit, relevant[unit][count]);
+                    if !place_helpers.contains_key(&key) {
+                        if place_helpers.len() < MAX_UNIT_TABLES {
+                            let mut table = stream.table_at(count);
+                            if unit > 0 {
+                                table = units::merge_macros(vec![table, main_table.clone()]).0;
+                            }
+                            place_helpers.insert(
+                                key,
+                                inline::Helpers::build(
+                                    &table,
+                                    &sources,
+                                    &helper_functions,
+                                    &BTreeSet::new(),
+                                    false,
+                                ),
+                            );
+                        } else {
+                            report.add(
+                                Kind::NotTranslated,
+                                Some(sources[*index].location(*node)),
+                                format!(
+                                    "kernel `{name}` is defined where its unit's macros are not yet what they are where the unit ends; op2 import expands the kernels of at most {MAX_UNIT_TABLES} such places with the macros in effect there, and this one with those of the unit's end"
+                                ),
+                                Some("give each macro one definition"),
+                            );
+                        }
+                    }
+                }
                 let args = scan.kernel_args.get(name);
                 let bindings = kernel::Bindings {
                     inc: increments(args),
                     vectors: vectors(args),
                 };
-                // Its macros as its translation unit defines them.
-                let helpers = own_helpers
-                    .get(&application.unit_of(*index))
+                // Its macros as its translation unit defines them where
+                // it is defined.
+                let helpers = place
+                    .and_then(|count| place_helpers.get(&(unit, relevant[unit][count])))
+                    .or_else(|| own_helpers.get(&unit))
                     .unwrap_or(&helpers);
                 let translated =
                     kernel::translate(sources[*index], *node, helpers, &bindings, &mut report);

@@ -337,7 +337,7 @@ fn a_preprocessor_failure_shows_the_compilers_messages() {
     if compiler("missing header").is_none() {
         return;
     }
-    // The macros are read with `CXX -E -dM` before anything is captured: a
+    // The macros are read with `CXX -E -dD` before anything is captured: a
     // header that is not found stops the import there, with the
     // preprocessor's own message.
     let work = tempfile::tempdir().unwrap();
@@ -363,7 +363,7 @@ fn a_preprocessor_failure_shows_the_compilers_messages() {
         message.starts_with("the preprocessor could not read the application's macros"),
         "{message}"
     );
-    assert!(message.contains("-dM"), "{message}");
+    assert!(message.contains("-E -dD"), "{message}");
     assert!(message.contains("no_such_kernels.h"), "{message}");
     assert!(
         std::fs::read_dir(&out).unwrap().next().is_none(),
@@ -988,13 +988,17 @@ fn kernels_of_units_that_define_a_macro_differently_print_what_the_native_build_
     if compiler("tables").is_none() {
         return;
     }
-    // `grow` is expanded with its unit's `SCALE` (2.0), `shrink` with its
-    // own (0.5).
+    // `grow` is expanded with `SCALE` as its header defines it (2.0),
+    // `lift` with the next header's (3.0), `shrink` with its unit's (0.5).
     let (imported, _work) =
         same_numbers_with("tables", "tables", "tables.cpp", &["tables_other.cpp"], &[]);
     assert!(imported.report.faithful(), "{}", imported.report);
     let program = std::fs::read_to_string(&imported.program).unwrap();
-    for expected in ["*x = *x * 2.0 + 1.0;", "*x = *x * 0.5;"] {
+    for expected in [
+        "*x = *x * 2.0 + 1.0;",
+        "*x = *x * 3.0 - 1.0;",
+        "*x = *x * 0.5;",
+    ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
 }
