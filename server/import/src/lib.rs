@@ -2370,6 +2370,73 @@ mod tests {
     }
 
     #[test]
+    fn many_kernels_each_after_a_redefinition_are_translated_in_linear_time() {
+        // 3,000 kernels, each after `#undef N` / `#define N i.0`, as the
+        // preprocessor's stream (`-E -dD`) places them: the first 16 places
+        // get their own tables, the others are reported and take the last.
+        let n = 3_000;
+        let mut top = String::new();
+        let mut stream = String::from("# 1 \"app/app.cpp\"\n");
+        let mut host = String::new();
+        for i in 0..n {
+            // `#include` is line 1, and each kernel's three lines follow.
+            let line = 2 + 3 * i;
+            top.push_str(&format!(
+                "#undef N\n#define N {i}.0\nvoid k{i}(double *x) {{ *x = N; }}\n"
+            ));
+            stream.push_str(&format!(
+                "# {line} \"app/app.cpp\"\n#undef N\n#define N {i}.0\n"
+            ));
+            host.push_str(&format!(
+                "  op_par_loop(k{i}, \"k{i}\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"double\", OP_WRITE));\n"
+            ));
+        }
+        let app = format!(
+            "#include \"op_seq.h\"\n{top}int main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  op_dat p_x = op_decl_dat(cells, 1, \"double\", 0, \"p_x\");\n{host}}}\n"
+        );
+        let main = PathBuf::from("app/app.cpp");
+        let files = BTreeMap::from([(main.clone(), app.clone())]);
+        let mut macros = |_: Instrumented| Ok(stream.clone());
+        let mut run = |_: Instrumented| {
+            capture::parse(
+                "set 0 1\nhandle cells set 0\ndat 0 0 1 double\nnull\nhandle p_x dat 0\nstop\n",
+            )
+            .map_err(CaptureError::Malformed)
+        };
+        let started = std::time::Instant::now();
+        let translation = translate(&main, &[], Path::new(""), &files, &mut macros, &mut run)
+            .expect("a translation");
+        let took = started.elapsed();
+        assert!(
+            took < std::time::Duration::from_secs(10),
+            "{} bytes took {took:?}",
+            app.len()
+        );
+        for i in 0..16 {
+            assert!(
+                translation
+                    .program
+                    .contains(&format!("kernel k{i}(double *x) {{\n    *x = {i}.0;")),
+                "{i}"
+            );
+        }
+        let last = n - 1;
+        assert!(
+            translation
+                .program
+                .contains(&format!("kernel k{last}(double *x) {{\n    *x = {last}.0;"))
+        );
+        let reported = translation
+            .report
+            .entries
+            .iter()
+            .filter(|e| e.message.contains("at most 16 such places"))
+            .count();
+        // The last kernel is where the unit ends: its own table.
+        assert_eq!(reported, n - 16 - 1);
+    }
+
+    #[test]
     fn a_kernels_printf_of_many_arguments_is_translated_in_linear_time() {
         // Each string argument of a kernel's `printf` collected the whole
         // argument list to ask whether it was the format: 10,000 arguments
