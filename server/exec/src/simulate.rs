@@ -851,13 +851,24 @@ struct Receiver {
     input: Input,
 }
 
-/// What an output pin of a set device type does.
+/// What an output pin of a set device type does: for which plan, and
+/// which of its sends. (The plan is outside the role so that a send
+/// dispatches on the role once.)
 #[derive(Clone, Copy)]
-enum Output {
-    ReadSend { plan: usize, bit: usize },
-    Execute { plan: usize },
-    WriteSend { plan: usize, bit: usize },
-    End { plan: usize },
+struct Output {
+    plan: usize,
+    role: Role,
+}
+
+/// Which of its invocation's sends an output pin makes.
+#[derive(Clone, Copy)]
+enum Role {
+    /// Its read send `bit`.
+    ReadSend(usize),
+    Execute,
+    /// Its write send `bit`.
+    WriteSend(usize),
+    End,
 }
 
 struct TypeInfo {
@@ -1246,7 +1257,13 @@ impl<'a> Simulator<'a> {
             };
             let mut plans = Vec::new();
             let mut inputs: Vec<Input> = vec![Input::Begin(0); device.inputs.len()];
-            let mut outputs: Vec<Output> = vec![Output::Execute { plan: 0 }; device.outputs.len()];
+            let mut outputs: Vec<Output> = vec![
+                Output {
+                    plan: 0,
+                    role: Role::Execute
+                };
+                device.outputs.len()
+            ];
             let first = all_plans.len();
             for (index, plan) in device.plans.iter().enumerate() {
                 let index = first + index;
@@ -1377,14 +1394,15 @@ impl<'a> Simulator<'a> {
                         add: *add,
                     };
                 }
+                let output = |role| Output { plan: index, role };
                 for (bit, (_, pin)) in info.read_sends.iter().enumerate() {
-                    outputs[*pin] = Output::ReadSend { plan: index, bit };
+                    outputs[*pin] = output(Role::ReadSend(bit));
                 }
-                outputs[info.execute_out] = Output::Execute { plan: index };
+                outputs[info.execute_out] = output(Role::Execute);
                 for (bit, (_, pin)) in info.write_sends.iter().enumerate() {
-                    outputs[*pin] = Output::WriteSend { plan: index, bit };
+                    outputs[*pin] = output(Role::WriteSend(bit));
                 }
-                outputs[info.end_out] = Output::End { plan: index };
+                outputs[info.end_out] = output(Role::End);
                 plans.push(info);
             }
             let pads: Vec<GlobalId> = program
@@ -2435,16 +2453,11 @@ impl<'a> Simulator<'a> {
             return Ok(());
         };
         let e = index as usize;
-        let (p, role) = match self.types[t].outputs[pin] {
-            Output::ReadSend { plan, bit } => (plan, (0, bit)),
-            Output::Execute { plan } => (plan, (1, 0)),
-            Output::WriteSend { plan, bit } => (plan, (2, bit)),
-            Output::End { plan } => (plan, (3, 0)),
-        };
+        let Output { plan: p, role } = self.types[t].outputs[pin];
         let info = &self.plans[p];
         let (plan_index, progress) = (info.plan, info.progress + e);
         match role {
-            (0, bit) => {
+            Role::ReadSend(bit) => {
                 // Send `dat_D` once; the edges fan it out.
                 let dat = info.read_sends[bit].0.index();
                 self.states[progress].read_send_mask &= !(1 << bit);
@@ -2457,11 +2470,11 @@ impl<'a> Simulator<'a> {
                 }
                 self.sent_ready(device, p, e, pin);
             }
-            (1, _) => {
+            Role::Execute => {
                 self.execute(device, t, p, e)?;
                 self.update_plan_ready(device, p, e);
             }
-            (2, bit) => {
+            Role::WriteSend(bit) => {
                 let buffer = info.arg_store[info.write_sends[bit].0];
                 self.states[progress].write_send_mask &= !(1 << bit);
                 if let Some(fan) = self.fan_out(device, pin) {
@@ -2473,7 +2486,7 @@ impl<'a> Simulator<'a> {
                 }
                 self.sent_ready(device, p, e, pin);
             }
-            _ => {
+            Role::End => {
                 // End: the partial reductions, or identities where the kernel
                 // did not run.
                 let state = &mut self.states[progress];
