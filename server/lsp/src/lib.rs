@@ -24,6 +24,7 @@ pub mod config;
 pub mod documents;
 pub mod handlers;
 pub mod ide;
+mod intervals;
 mod server;
 mod slices;
 pub mod transport;

@@ -33,6 +33,9 @@ pub struct Analysed {
     /// The line index of the text, made by the first request that needs
     /// many positions and shared by the others of this version.
     line_index: std::sync::OnceLock<op2_syntax::LineIndex>,
+    /// The ranges of the diagnostics of the document itself, made by the
+    /// first code action request and shared by the others of this version.
+    diagnostic_ranges: std::sync::OnceLock<crate::intervals::Intervals>,
 }
 
 impl Analysed {
@@ -40,6 +43,34 @@ impl Analysed {
     pub fn line_index(&self) -> &op2_syntax::LineIndex {
         self.line_index
             .get_or_init(|| op2_syntax::LineIndex::new(self.document.text()))
+    }
+
+    /// The diagnostics of the document itself (not of its imports) whose
+    /// range overlaps `range`, touching counts, in the order of
+    /// [`Analysed::diagnostics`]. O((k + 1) log n) for k of n diagnostics,
+    /// after an O(n log n) index made once per analysis.
+    pub fn diagnostics_overlapping(
+        &self,
+        range: op2_syntax::TextRange,
+    ) -> impl Iterator<Item = &op2_syntax::Diagnostic> {
+        let ranges = self.diagnostic_ranges.get_or_init(|| {
+            crate::intervals::Intervals::new(
+                self.diagnostics
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, d)| d.location.file == op2_syntax::FileId::MAIN)
+                    .map(|(i, d)| {
+                        let at = d.location.range;
+                        (at.start, at.end, u32::try_from(i).unwrap_or(u32::MAX))
+                    })
+                    .collect(),
+            )
+        });
+        let mut found = Vec::new();
+        ranges.overlapping(range.start, range.end, &mut found);
+        found
+            .into_iter()
+            .filter_map(|i| self.diagnostics.get(i as usize))
     }
 }
 
@@ -291,6 +322,7 @@ pub fn analyse_cancellable(
         graph,
         diagnostics,
         line_index: std::sync::OnceLock::new(),
+        diagnostic_ranges: std::sync::OnceLock::new(),
     })
 }
 

@@ -975,6 +975,80 @@ fn quick_fixes_apply_the_diagnostic_fix() {
     assert_eq!(none.map(|a| a.len()), Some(0));
 }
 
+/// Issue #12: a code action request converted every diagnostic of the
+/// document to its published form and only then kept those over the
+/// requested range, so each request (editors send one on every move of the
+/// cursor) cost the whole document's diagnostics: 4 s for a range of a few
+/// characters among 50,000 diagnostics, in the debug build. Now the
+/// diagnostics over the range are found in an index kept with the
+/// analysis, and only they are converted. Counted, not timed: the requests
+/// below convert exactly the diagnostics they answer with, where the old
+/// code converted all 20,000 on each; and their answers are the old ones.
+#[test]
+#[allow(clippy::mutable_key_type)] // `WorkspaceEdit` keys changes by `Uri`.
+fn quick_fixes_convert_only_the_diagnostics_over_the_range() {
+    const STATEMENTS: usize = 20_000;
+    // Each statement misspells a name: one diagnostic (E101) with a fix
+    // per line.
+    let text = format!(
+        "main {{\n    double total = 0.0;\n{}}}\n",
+        "    total = totl + 1.0;\n".repeat(STATEMENTS)
+    );
+    let uri = "file:///many-fixes.op2";
+    let analysed = analysed(&text);
+    let mine: Vec<&op2_syntax::Diagnostic> = analysed
+        .diagnostics
+        .iter()
+        .filter(|d| d.location.file == op2_syntax::FileId::MAIN)
+        .collect();
+    let fixable = mine.iter().filter(|d| !d.fixes.is_empty()).count();
+    assert!(fixable >= STATEMENTS, "{fixable} diagnostics with fixes");
+    with_analysed(&analysed, uri, |c| {
+        // What the old code answered: the published form of each
+        // diagnostic, and its fixes when it overlaps the range.
+        let published = handlers::diagnostics::to_lsp(c.analysed, c.uri, c.encoding);
+        assert_eq!(published.len(), mine.len());
+        let mut answered = 0;
+        for line in (2..STATEMENTS as u32 + 2).step_by(97) {
+            let range = Range {
+                start: Position::new(line, 4),
+                end: Position::new(line + 1, 0),
+            };
+            let (start, end) = (c.offset(range.start), c.offset(range.end));
+            let expected: Vec<_> = mine
+                .iter()
+                .zip(&published)
+                .filter(|(d, _)| d.location.range.start <= end && start <= d.location.range.end)
+                .flat_map(|(d, p)| d.fixes.iter().map(move |f| (f.title.clone(), p.clone())))
+                .collect();
+            let converted_before = handlers::diagnostics::converted_on_this_thread();
+            let actions = handlers::code_actions::code_actions(c, range).expect("actions");
+            let converted = handlers::diagnostics::converted_on_this_thread() - converted_before;
+            let found: Vec<_> = actions
+                .into_iter()
+                .map(|a| match a {
+                    CodeActionOrCommand::CodeAction(action) => {
+                        let attached = action.diagnostics.expect("a diagnostic");
+                        assert_eq!(attached.len(), 1);
+                        (action.title, attached[0].clone())
+                    }
+                    CodeActionOrCommand::Command(command) => panic!("{command:?}"),
+                })
+                .collect();
+            assert!(!expected.is_empty(), "line {line}: no fix to offer");
+            assert_eq!(found, expected, "line {line}");
+            // One conversion per diagnostic answered, none for the others.
+            assert!(
+                converted as usize <= expected.len(),
+                "line {line}: {converted} diagnostics converted for {} actions",
+                expected.len()
+            );
+            answered += 1;
+        }
+        assert!(answered > 200, "{answered} requests");
+    });
+}
+
 // ----------------------------------------------------------------------
 // Formatting
 // ----------------------------------------------------------------------

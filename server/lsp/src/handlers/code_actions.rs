@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use op2_syntax::{FileId, Location, TextRange};
+use op2_syntax::{Location, TextRange};
 use tower_lsp_server::lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionResponse, Range, TextEdit, Uri,
     WorkspaceEdit,
@@ -21,22 +21,16 @@ pub fn code_actions(context: &Context<'_>, range: Range) -> Option<CodeActionRes
         context.offset(range.start),
         context.offset(range.end).max(context.offset(range.start)),
     );
-    // The published form of each diagnostic of this document, in the same
-    // order as the document's diagnostics.
-    let shown: Vec<&op2_syntax::Diagnostic> = context
-        .analysed
-        .diagnostics
-        .iter()
-        .filter(|d| d.location.file == FileId::MAIN)
-        .collect();
-    let published = diagnostics::to_lsp(context.analysed, context.uri, context.encoding);
+    // Only the diagnostics over the range are looked at and converted to
+    // their published form: editors ask on every move of the cursor, and a
+    // broken document may have tens of thousands of diagnostics.
+    let converter = diagnostics::Converter::new(context.analysed, context.uri, context.encoding);
     let mut actions = Vec::new();
-    for (diagnostic, lsp_diagnostic) in shown.into_iter().zip(published) {
-        let at = diagnostic.location.range;
-        let overlaps = at.start <= requested.end && requested.start <= at.end;
-        if !overlaps {
+    for diagnostic in context.analysed.diagnostics_overlapping(requested) {
+        if diagnostic.fixes.is_empty() {
             continue;
         }
+        let lsp_diagnostic = converter.convert(diagnostic);
         for (i, fix) in diagnostic.fixes.iter().enumerate() {
             let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
             for edit in &fix.edits {

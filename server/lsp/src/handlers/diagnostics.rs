@@ -4,7 +4,7 @@
 use op2_syntax::{Severity, Tag};
 use tower_lsp_server::lsp_types::{
     CodeDescription, Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, DiagnosticTag,
-    NumberOrString, Uri,
+    NumberOrString, Range, Uri,
 };
 
 use crate::documents::PositionEncoding;
@@ -28,69 +28,127 @@ fn diagnostics_index() -> Option<std::path::PathBuf> {
         .and_then(|p| p.canonicalize().ok())
 }
 
+/// The `file:` URI of the diagnostics index, found once per process (it
+/// is looked for on the file system, which every diagnostic's link would
+/// otherwise do again).
+fn index_uri() -> Option<&'static str> {
+    static INDEX: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    INDEX
+        .get_or_init(|| Some(path_to_uri(&diagnostics_index()?)?.as_str().to_owned()))
+        .as_deref()
+}
+
 fn code_description(code: op2_syntax::Code) -> Option<CodeDescription> {
-    let index = diagnostics_index()?;
-    let uri = path_to_uri(&index)?;
-    let href: Uri = format!("{}#{}", uri.as_str(), code.as_str().to_lowercase())
+    let href: Uri = format!("{}#{}", index_uri()?, code.as_str().to_lowercase())
         .parse()
         .ok()?;
     Some(CodeDescription { href })
 }
 
+thread_local! {
+    /// How many diagnostics this thread has converted to LSP form: the
+    /// work count the tests of code actions hold to the requested range.
+    static CONVERTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many diagnostics the calling thread has converted to LSP form so
+/// far (requests run on one thread each, so a test can count a request's
+/// work).
+pub fn converted_on_this_thread() -> u64 {
+    CONVERTED.get()
+}
+
+/// Converts diagnostics of one analysis to LSP form, one at a time: the
+/// document's line index is the analysis's own (made once per analysis),
+/// an import's is made when a diagnostic first needs it.
+#[derive(Debug)]
+pub struct Converter<'a> {
+    analysed: &'a Analysed,
+    uri: &'a Uri,
+    encoding: PositionEncoding,
+    indexes: Vec<std::sync::OnceLock<op2_syntax::LineIndex>>,
+}
+
+impl<'a> Converter<'a> {
+    /// A converter for the diagnostics of `analysed`, a document at `uri`.
+    pub fn new(analysed: &'a Analysed, uri: &'a Uri, encoding: PositionEncoding) -> Self {
+        let files = analysed.analysis.program.files.len();
+        Self {
+            analysed,
+            uri,
+            encoding,
+            indexes: (0..files).map(|_| std::sync::OnceLock::new()).collect(),
+        }
+    }
+
+    fn index(&self, file: usize) -> Option<&op2_syntax::LineIndex> {
+        if file == 0 {
+            return Some(self.analysed.line_index());
+        }
+        let text = &self.analysed.analysis.program.files.get(file)?.text;
+        Some(self.indexes[file].get_or_init(|| op2_syntax::LineIndex::new(text)))
+    }
+
+    /// One diagnostic of the document itself, in LSP form.
+    pub fn convert(&self, d: &op2_syntax::Diagnostic) -> Diagnostic {
+        CONVERTED.set(CONVERTED.get() + 1);
+        let program = &self.analysed.analysis.program;
+        let encoding = self.encoding;
+        let related = d
+            .related
+            .iter()
+            .filter_map(|r| {
+                let file = r.location.file.0 as usize;
+                let location_uri = if file == 0 {
+                    self.uri.clone()
+                } else {
+                    path_to_uri(&program.files.get(file)?.path)?
+                };
+                Some(DiagnosticRelatedInformation {
+                    location: tower_lsp_server::lsp_types::Location {
+                        uri: location_uri,
+                        range: range_in(self.index(file)?, r.location.range, encoding),
+                    },
+                    message: r.message.clone(),
+                })
+            })
+            .collect::<Vec<_>>();
+        let range = match self.index(0) {
+            Some(index) => range_in(index, d.location.range, encoding),
+            None => Range::default(),
+        };
+        Diagnostic {
+            range,
+            severity: Some(match d.severity {
+                Severity::Error => DiagnosticSeverity::ERROR,
+                Severity::Warning => DiagnosticSeverity::WARNING,
+                Severity::Hint => DiagnosticSeverity::HINT,
+            }),
+            code: Some(NumberOrString::String(d.code.as_str().into())),
+            code_description: code_description(d.code),
+            source: Some("op2".into()),
+            message: if d.label.is_empty() {
+                d.message.clone()
+            } else {
+                format!("{}\n{}", d.message, d.label)
+            },
+            related_information: (!related.is_empty()).then_some(related),
+            tags: d
+                .tags
+                .contains(&Tag::Unnecessary)
+                .then(|| vec![DiagnosticTag::UNNECESSARY]),
+            data: None,
+        }
+    }
+}
+
 /// The diagnostics of the document itself, in LSP form.
 pub fn to_lsp(analysed: &Analysed, uri: &Uri, encoding: PositionEncoding) -> Vec<Diagnostic> {
-    let program = &analysed.analysis.program;
-    let indexes: Vec<op2_syntax::LineIndex> = program
-        .files
-        .iter()
-        .map(|f| op2_syntax::LineIndex::new(&f.text))
-        .collect();
+    let converter = Converter::new(analysed, uri, encoding);
     analysed
         .diagnostics
         .iter()
         .filter(|d| d.location.file == op2_syntax::FileId::MAIN)
-        .map(|d| {
-            let related = d
-                .related
-                .iter()
-                .filter_map(|r| {
-                    let file = r.location.file.0 as usize;
-                    let location_uri = if file == 0 {
-                        uri.clone()
-                    } else {
-                        path_to_uri(&program.files.get(file)?.path)?
-                    };
-                    Some(DiagnosticRelatedInformation {
-                        location: tower_lsp_server::lsp_types::Location {
-                            uri: location_uri,
-                            range: range_in(indexes.get(file)?, r.location.range, encoding),
-                        },
-                        message: r.message.clone(),
-                    })
-                })
-                .collect::<Vec<_>>();
-            Diagnostic {
-                range: range_in(&indexes[0], d.location.range, encoding),
-                severity: Some(match d.severity {
-                    Severity::Error => DiagnosticSeverity::ERROR,
-                    Severity::Warning => DiagnosticSeverity::WARNING,
-                    Severity::Hint => DiagnosticSeverity::HINT,
-                }),
-                code: Some(NumberOrString::String(d.code.as_str().into())),
-                code_description: code_description(d.code),
-                source: Some("op2".into()),
-                message: if d.label.is_empty() {
-                    d.message.clone()
-                } else {
-                    format!("{}\n{}", d.message, d.label)
-                },
-                related_information: (!related.is_empty()).then_some(related),
-                tags: d
-                    .tags
-                    .contains(&Tag::Unnecessary)
-                    .then(|| vec![DiagnosticTag::UNNECESSARY]),
-                data: None,
-            }
-        })
+        .map(|d| converter.convert(d))
         .collect()
 }
