@@ -259,6 +259,71 @@ fn output_never_replaces_what_is_not_a_regular_file() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// SIGTERM, then in a second run SIGINT, sent to `op2 ARGS` (run in
+/// `scratch`) as soon as a temporary file whose name starts with
+/// `temporary` appears: the process ends by the signal (the shell's 143 and
+/// 130), and neither the temporary file nor `target` is left.
+#[cfg(unix)]
+fn a_signal_mid_write_leaves_nothing(
+    scratch: &Scratch,
+    args: &[&str],
+    temporary: &str,
+    target: &str,
+) {
+    let temporary_in = |dir: &std::path::Path| {
+        fs::read_dir(dir)
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| e.file_name().to_string_lossy().starts_with(temporary))
+    };
+    for (signal, name) in [(15, "TERM"), (2, "INT")] {
+        // The signal is sent by `kill`, a process of its own: a write that
+        // is renamed into place before it lands is complete and proves
+        // nothing about the temporary file, so it is tried again (a few
+        // times at most).
+        let mut interrupted = None;
+        for _ in 0..5 {
+            let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("op2"))
+                .current_dir(scratch.path("."))
+                .args(args)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            let started = std::time::Instant::now();
+            while !temporary_in(&scratch.path(".")) {
+                assert!(
+                    child.try_wait().unwrap().is_none(),
+                    "{args:?} ended before its temporary file was seen"
+                );
+                assert!(
+                    started.elapsed() < Duration::from_secs(60),
+                    "{args:?}: no temporary file"
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let status = std::process::Command::new("kill")
+                .args([format!("-{name}"), child.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            let status = child.wait().unwrap();
+            assert!(
+                !temporary_in(&scratch.path(".")),
+                "{args:?}: a temporary file survived SIG{name} ({status})"
+            );
+            if scratch.path(target).exists() {
+                fs::remove_file(scratch.path(target)).unwrap();
+                continue;
+            }
+            interrupted = Some(status);
+            break;
+        }
+        let status = interrupted.unwrap_or_else(|| panic!("{args:?}: SIG{name} never landed"));
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(signal), "{args:?}: {status}");
+    }
+}
+
 /// SIGINT or SIGTERM while a build writes its temporary file: the file is
 /// removed and the process ends by the signal.
 #[cfg(unix)]
@@ -267,43 +332,62 @@ fn no_temporary_file_survives_a_signal() {
     let scratch = Scratch::new();
     let program = scratch.file("p.op2", ONE_SET);
     scratch.file("big.json", r#"{"sets": {"cells": 3000000}}"#);
-    for (signal, name) in [(15, "TERM"), (2, "INT")] {
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("op2"))
-            .current_dir(scratch.path("."))
-            .args(["build", program, "--instance", "big.json", "-o", "out.xml"])
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let temporary = |dir: &std::path::Path| {
-            fs::read_dir(dir)
-                .unwrap()
-                .filter_map(Result::ok)
-                .any(|e| e.file_name().to_string_lossy().starts_with(".op2-build-"))
-        };
-        let started = std::time::Instant::now();
-        while !temporary(&scratch.path(".")) {
-            assert!(
-                child.try_wait().unwrap().is_none(),
-                "the build ended before its temporary file was seen"
-            );
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "no temporary file"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let status = std::process::Command::new("kill")
-            .args([format!("-{name}"), child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success());
-        let status = child.wait().unwrap();
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(status.signal(), Some(signal), "{status}");
-        assert!(
-            !temporary(&scratch.path(".")),
-            "a temporary file survived SIG{name}"
-        );
-        assert!(!scratch.path("out.xml").exists());
-    }
+    a_signal_mid_write_leaves_nothing(
+        &scratch,
+        &["build", program, "--instance", "big.json", "-o", "out.xml"],
+        ".op2-build-",
+        "out.xml",
+    );
+}
+
+/// A program whose instance of 4,000,000 cells (given by its size alone,
+/// the dat by its initial value) is 64 MB of HDF5: long enough to write
+/// that a signal lands while it is written.
+const LARGE_DAT: &str = "set cells;\ndat p: double[2] on cells = 1.0;\n\
+    kernel k(double *x) { x[0] = x[1] + 1.0; }\n\
+    main { par_loop k over cells (p RW); }\n";
+const LARGE_INSTANCE: &str = r#"{"sets": {"cells": 4000000}}"#;
+
+/// The same for `op2 instance convert`'s output.
+#[cfg(unix)]
+#[test]
+fn no_temporary_file_of_a_conversion_survives_a_signal() {
+    let scratch = Scratch::new();
+    let program = scratch.file("p.op2", LARGE_DAT);
+    scratch.file("big.json", LARGE_INSTANCE);
+    a_signal_mid_write_leaves_nothing(
+        &scratch,
+        &[
+            "instance",
+            "convert",
+            "big.json",
+            "out.h5",
+            "--program",
+            program,
+        ],
+        ".op2-",
+        "out.h5",
+    );
+}
+
+/// The same for the final state `op2 run --final-state` writes.
+#[cfg(unix)]
+#[test]
+fn no_temporary_file_of_a_final_state_survives_a_signal() {
+    let scratch = Scratch::new();
+    let program = scratch.file("p.op2", LARGE_DAT);
+    scratch.file("big.json", LARGE_INSTANCE);
+    a_signal_mid_write_leaves_nothing(
+        &scratch,
+        &[
+            "run",
+            program,
+            "--instance",
+            "big.json",
+            "--final-state",
+            "out.h5",
+        ],
+        ".op2-",
+        "out.h5",
+    );
 }
