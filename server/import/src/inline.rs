@@ -260,19 +260,28 @@ impl Helpers {
         if install {
             helpers.program_names = Some(c::ProgramNames::install(&helpers.words));
         }
-        // Where each is defined: a definition of the same name, parameters
-        // and body (spaces aside) in a source; none for one from `-D` or a
-        // system header.
+        // Where each is defined: the first definition of the same name,
+        // parameters and body (spaces aside) in a source; none for one from
+        // `-D` or a system header. The sources' definitions by name, so that
+        // each macro looks only at those of its name (each name is looked
+        // up once: linear in the definitions).
         let squeeze = |text: &str| text.split_whitespace().collect::<String>();
+        let mut defined: BTreeMap<&str, Vec<&c::Define>> = BTreeMap::new();
+        for define in sources.iter().flat_map(|s| &s.defines) {
+            defined
+                .entry(define.name.as_str())
+                .or_default()
+                .push(define);
+        }
         let location = |define: &c::Define| {
-            sources
+            let body = squeeze(&define.body);
+            defined
+                .get(define.name.as_str())?
                 .iter()
-                .flat_map(|s| &s.defines)
                 .find(|d| {
-                    d.name == define.name
-                        && d.params == define.params
+                    d.params == define.params
                         && d.variadic == define.variadic
-                        && squeeze(&d.body) == squeeze(&define.body)
+                        && squeeze(&d.body) == body
                 })
                 .and_then(|d| d.location.clone())
         };

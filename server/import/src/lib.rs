@@ -2503,6 +2503,39 @@ mod tests {
         );
     }
 
+    #[test]
+    fn many_function_like_macros_each_used_are_translated_in_linear_time() {
+        // Each macro used looked for its location among every `#define` of
+        // the sources before its own: 50,000 macros (2.8 MB), each used
+        // once, took 19 s, and 4.4 s without that search.
+        let n = 50_000;
+        let mut top: String = (0..n - 1)
+            .map(|i| format!("#define M{i}(x) ((x) + {i}.0)\n"))
+            .collect();
+        // The last takes an address, which the kernel subset has not.
+        let last = n - 1;
+        top.push_str(&format!("#define M{last}(x) &x\n"));
+        let kernel: String = (0..n).map(|i| format!("  g[0] += M{i}(1.0);\n")).collect();
+        let translation = translated_in_linear_time(&generated_app(&top, &kernel, ""));
+        // Each expanded, and the last said at its own `#define`.
+        let before = last - 1;
+        assert!(
+            translation
+                .program
+                .contains(&format!("g[0] += ((1.0) + {before}.0);")),
+            "{}",
+            &translation.program[..translation.program.len().min(800)]
+        );
+        let (entry, _) = reported(&translation, &format!("`M{last}`"));
+        assert!(
+            entry
+                .message
+                .contains(&format!("macro `M{last}` (at app/app.cpp:{}:", n + 1)),
+            "{}",
+            entry.message
+        );
+    }
+
     /// The translation of an application of several files (`files`, by
     /// path under `app/`, the first the main file; `units` its other
     /// translation units), each unit's macros read from its own text.
