@@ -424,23 +424,14 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
         None
     };
     let dir = prepare(run)?;
-    progress(&format!(
-        "compiling {}{} with {cxx}",
-        run.main.display(),
-        match run.sources.len() {
-            0 => String::new(),
-            n => format!(
-                " and {}",
-                crate::report::count(n, "other source", "other sources")
-            ),
-        }
-    ));
-    // Each unit with its own flags, then the link.
+    // Each unit with its own flags, then the link; progress names each.
+    let units = 1 + run.sources.len();
     let mut objects = Vec::new();
     for (i, (unit, source)) in std::iter::once((&run.main, dir.path().join("op2_import_main.cpp")))
         .chain(run.sources.iter().map(|s| (s, s.clone())))
         .enumerate()
     {
+        progress(&compiling_progress(unit, i, units, &cxx));
         let object = dir.path().join(format!("op2_import_unit{i}.o"));
         let mut command = compiler_command(&cxx, dir.path(), run, unit, hdf5.as_ref());
         command
@@ -454,6 +445,9 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
         objects.push(object);
     }
     let binary = dir.path().join("op2_import_app");
+    if units > 1 {
+        progress(&format!("linking {units} translation units"));
+    }
     let mut command = Command::new(&cxx);
     command.args(&objects).arg("-o").arg(&binary);
     if let Some(flags) = &hdf5 {
@@ -489,6 +483,18 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let mut capture = parse(&text).map_err(CaptureError::Malformed)?;
     capture.output = printed;
     Ok(capture)
+}
+
+/// The capture's progress as it compiles `unit`, the `index`th (from 0)
+/// of `units`: `compiling app.cpp with g++`, or with `(2 of 200)` after the
+/// file where there are several.
+fn compiling_progress(unit: &Path, index: usize, units: usize, cxx: &str) -> String {
+    let of = if units > 1 {
+        format!(" ({} of {units})", index + 1)
+    } else {
+        String::new()
+    };
+    format!("compiling {}{of} with {cxx}", unit.display())
 }
 
 /// Runs the compiler or the linker `command`; its messages when it fails.
@@ -725,6 +731,18 @@ mod tests {
             directives(many.as_bytes(), 100)
                 .unwrap_err()
                 .contains("more than")
+        );
+    }
+
+    #[test]
+    fn the_progress_of_a_capture_names_each_unit_it_compiles() {
+        assert_eq!(
+            compiling_progress(Path::new("app.cpp"), 0, 1, "g++"),
+            "compiling app.cpp with g++"
+        );
+        assert_eq!(
+            compiling_progress(Path::new("src/mesh.cpp"), 1, 200, "c++"),
+            "compiling src/mesh.cpp (2 of 200) with c++"
         );
     }
 
