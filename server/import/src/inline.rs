@@ -114,6 +114,11 @@ pub struct Helpers {
     /// The program-level names of this import, made unique against
     /// [`Helpers::words`] while the helpers live ([`c::ProgramNames`]).
     program_names: Option<c::ProgramNames>,
+    /// How many of the sources' `#define`s the search for the macros'
+    /// locations compared with a macro used: the work of that search,
+    /// which a test holds to a few per macro used (it compared each with
+    /// every `#define` before its own once).
+    pub location_comparisons: usize,
 }
 
 /// What a kernel's variables are called where a macro is expanded into it:
@@ -273,12 +278,14 @@ impl Helpers {
                 .or_default()
                 .push(define);
         }
+        let compared = std::cell::Cell::new(0);
         let location = |define: &c::Define| {
             let body = squeeze(&define.body);
             defined
                 .get(define.name.as_str())?
                 .iter()
                 .find(|d| {
+                    compared.set(compared.get() + 1);
                     d.params == define.params
                         && d.variadic == define.variadic
                         && squeeze(&d.body) == body
@@ -308,6 +315,7 @@ impl Helpers {
                 None => {}
             }
         }
+        helpers.location_comparisons = compared.get();
         for (name, params, body) in OP2_MACROS {
             raw_macros.entry((*name).to_owned()).or_insert_with(|| {
                 (
@@ -1169,6 +1177,37 @@ mod tests {
             .text
             .push_str(&format!("\n// uses: {}\n", names.join(" ")));
         Helpers::new(&source.defines, &[&source], &[])
+    }
+
+    #[test]
+    fn many_function_like_macros_each_used_find_their_locations_in_linear_time() {
+        // Each macro used looked for its location among every `#define` of
+        // the sources before its own: n * (n + 1) / 2 comparisons, which
+        // took 57 s for 80,000 macros. Counted, not timed: a few per macro.
+        let n = 2_000;
+        let mut text: String = (0..n - 1)
+            .map(|i| format!("#define M{i}(x) ((x) + {i}.0)\n"))
+            .collect();
+        // The last takes an address, which the kernel subset has not.
+        let last = n - 1;
+        text.push_str(&format!("#define M{last}(x) &x\n"));
+        let helpers = helpers(&text);
+        assert_eq!(helpers.macros.len(), n + OP2_MACROS.len());
+        // One each; a search that has stopped counting fails too.
+        assert!(
+            (n..=2 * n).contains(&helpers.location_comparisons),
+            "{} comparisons for {n} macros",
+            helpers.location_comparisons
+        );
+        // Each still at its own `#define`, the last's error too.
+        let own = &helpers.macros[&format!("M{last}")];
+        let location = own.location.as_ref().expect("a location");
+        assert_eq!((location.file.as_str(), location.line), ("t.h", n));
+        assert!(own.body.is_err());
+        assert_eq!(
+            helpers.macros["M7"].location.as_ref().map(|l| l.line),
+            Some(8)
+        );
     }
 
     fn args(texts: &[&str]) -> Vec<String> {

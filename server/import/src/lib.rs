@@ -2540,37 +2540,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn many_function_like_macros_each_used_are_translated_in_linear_time() {
-        // Each macro used looked for its location among every `#define` of
-        // the sources before its own: 80,000 macros (3.4 MB) took 57 s, and
-        // 2.9 s without that search (side by side, beside the fuzz
-        // campaign); 60,000, which keep the test clear of its limit beside
-        // the others, took 10.5 s with that search and 2.2 s without.
-        let n = 60_000;
-        let mut top: String = (0..n - 1)
-            .map(|i| format!("#define M{i}(x) ((x) + {i}.0)\n"))
-            .collect();
-        // The last takes an address, which the kernel subset has not.
-        let last = n - 1;
-        top.push_str(&format!("#define M{last}(x) &x\n"));
-        // All used by one macro that a comment names (a word written
-        // outside a preprocessor line), and the last by the kernel.
-        let all: Vec<String> = (0..n).map(|i| format!("M{i}")).collect();
-        top.push_str(&format!("#define ALL {}\n", all.join(" + ")));
-        let kernel = format!("  // ALL\n  g[0] += M{last}(1.0);\n");
-        let translation = translated_in_linear_time(&generated_app(&top, &kernel, ""));
-        // It is said at its own `#define`.
-        let (entry, _) = reported(&translation, &format!("`M{last}`"));
-        assert!(
-            entry
-                .message
-                .contains(&format!("macro `M{last}` (at app/app.cpp:{}:", n + 1)),
-            "{}",
-            entry.message
-        );
-    }
-
     /// The translation of an application of several files (`files`, by
     /// path under `app/`, the first the main file; `units` its other
     /// translation units), each unit's macros read from its own text.
