@@ -308,7 +308,9 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
             writeln!(stderr, "error: {error}")?;
             return Ok(Outcome::Failed);
         }
-        Err(SimulationError::Runtime(error)) => {
+        // A graph past a limit of the simulator is refused like a program
+        // that fails: the input's error, exit status 1.
+        Err(error @ (SimulationError::Runtime(_) | SimulationError::Limit(_))) => {
             writeln!(stderr, "error: {error}")?;
             return Ok(Outcome::Errors);
         }

@@ -289,9 +289,12 @@ pub enum SimulationError {
     /// count past its total).
     Assertion(String),
     /// The program itself failed (division by zero, index out of range,
-    /// iteration limit), or an invocation sends more than the simulator
-    /// keeps ([`MAX_SENDS`]).
+    /// iteration limit).
     Runtime(RuntimeError),
+    /// The graph is past a limit of the simulator (an invocation sends
+    /// more than [`MAX_SENDS`] messages from one element): refused before
+    /// anything runs, naming the invocation, the device type and the pin.
+    Limit(String),
 }
 
 impl fmt::Display for SimulationError {
@@ -300,6 +303,7 @@ impl fmt::Display for SimulationError {
             SimulationError::Deadlock(report) => write!(f, "deadlock: {report}"),
             SimulationError::Assertion(report) => write!(f, "handler assertion failed: {report}"),
             SimulationError::Runtime(error) => write!(f, "{error}"),
+            SimulationError::Limit(report) => write!(f, "{report}"),
         }
     }
 }
@@ -684,17 +688,31 @@ fn send_mask(sends: usize) -> u32 {
 }
 
 /// The error of an invocation with more than [`MAX_SENDS`] read or write
-/// sends on the device type of `set`, naming the invocation and where it is.
-fn too_many_sends(program: &Program, id: InvocationId, set: &str, sends: usize) -> SimulationError {
-    let invocation = &program.invocations[id.index()];
+/// sends on a set device type, naming the invocation and where it is, the
+/// device type, its first output pin past the limit and what to do.
+fn too_many_sends(
+    program: &Program,
+    device: &DeviceType,
+    set: &str,
+    info: &PlanInfo,
+) -> SimulationError {
+    let invocation = &program.invocations[info.invocation.index()];
     let at =
         crate::reference::position(program, invocation.location.file, invocation.location.range);
-    SimulationError::Runtime(RuntimeError {
-        message: format!(
-            "{at}: `{}` would send {sends} messages from one element of `{set}`, more than the {MAX_SENDS} the simulator keeps per invocation (split the loop)",
-            invocation.name
-        ),
-    })
+    let (sends, kind, pin) = if info.read_sends.len() > MAX_SENDS {
+        (info.read_sends.len(), "read", info.read_sends[MAX_SENDS].1)
+    } else {
+        (
+            info.write_sends.len(),
+            "write",
+            info.write_sends[MAX_SENDS].1,
+        )
+    };
+    let pin = device.outputs.get(pin).map_or("?", |p| p.name.as_str());
+    SimulationError::Limit(format!(
+        "{at}: `{}` would send {sends} {kind} messages from one element of `{set}`, more than the {MAX_SENDS} the simulator keeps per invocation: device type `{}` has no room for pin `{pin}` (split the par_loop into loops of at most {MAX_SENDS} indirect arguments each)",
+        invocation.name, device.id
+    ))
 }
 
 impl PlanInfo {
@@ -1347,9 +1365,9 @@ impl<'a> Simulator<'a> {
                 if sends > MAX_SENDS {
                     return Err(too_many_sends(
                         &program,
-                        id,
+                        device,
                         &program.sets[set.index()].name,
-                        sends,
+                        &info,
                     ));
                 }
                 info.read_send_pins = info

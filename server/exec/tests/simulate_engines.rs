@@ -268,12 +268,17 @@ fn an_invocation_with_more_sends_than_the_simulator_keeps_is_refused() {
     case.assert_agree(0, op2_exec::Tolerance::default());
     let case = scatter_with_sends(most + 1);
     match case.simulate(op2_exec::simulate::Options::default()) {
-        Err(op2_exec::simulate::SimulationError::Runtime(error)) => {
-            let message = error.to_string();
+        Err(op2_exec::simulate::SimulationError::Limit(message)) => {
             assert!(
                 // The par_loop is on line 9 + 33, after the kernel's body.
-                message.starts_with("sends:42:5: `spread` would send 33 messages")
-                    && message.contains("more than the 32"),
+                message.starts_with("sends:42:5: `spread` would send 33 write messages")
+                    && message.contains("more than the 32")
+                    && message.contains(
+                        "device type `set_cells` has no room for pin `spread_arg33_write_send`"
+                    )
+                    && message.ends_with(
+                        "(split the par_loop into loops of at most 32 indirect arguments each)"
+                    ),
                 "{message}"
             );
         }
