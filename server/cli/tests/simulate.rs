@@ -112,3 +112,37 @@ fn simulate_stops_at_the_iteration_limit_where_run_stops() {
         }
     }
 }
+
+/// `op2 simulate` never reaches the simulator's limit of 32 sends per
+/// invocation (`SimulationError::Limit`, which op2-exec's
+/// `an_invocation_with_more_sends_than_the_simulator_keeps_is_refused`
+/// checks): `sends.op2`'s par_loop has 33 write sends, more than POETS'
+/// 32 output pins, so the check refuses it first with E802, status 1, and
+/// nothing runs.
+#[test]
+fn a_loop_past_the_simulators_sends_is_refused_by_the_check_first() {
+    let directory = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/simulate");
+    let program = std::fs::read_to_string(directory.join("sends.op2")).expect("the fixture");
+    let sends = op2_exec::simulate::MAX_SENDS + 1;
+    assert_eq!(
+        program.matches(" INC").count(),
+        sends,
+        "the fixture's sends"
+    );
+    let output = op2()
+        .arg("simulate")
+        .arg(directory.join("sends.op2"))
+        .arg("--instance")
+        .arg(directory.join("sends.instance.json"))
+        .output()
+        .expect("op2 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error[E802]: device type `set_cells` would need 35 output pins")
+            && stderr.contains("sends.op2` has errors; nothing was run")
+            && !stderr.contains("the simulator keeps"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
+}
