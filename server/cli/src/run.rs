@@ -6,10 +6,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use op2_analysis::{Analyser, Analysis, Options};
+use op2_exec::compare::FLOAT_PRECISION;
 use op2_exec::simulate::{self, SimulationError};
 use op2_exec::{Engine, Reference, State, Tolerance, compare};
 use op2_instance::{self as instance, InstanceData};
 use op2_syntax::Severity;
+use op2_syntax::ast::ScalarType;
 
 use crate::check::{check_file, render};
 use crate::{ColorChoice, MessageFormat, Outcome};
@@ -365,10 +367,17 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
             op2_exec::state::json_number(difference.actual),
         )?;
         if difference.tolerable() {
+            // `absolute` counts in the type's precision (the `atol` it
+            // needs); the user is shown the plain ratio to the data.
+            let of_data = if difference.expected.ty() == ScalarType::Float {
+                difference.absolute * FLOAT_PRECISION
+            } else {
+                difference.absolute
+            };
             writeln!(
                 stderr,
                 " (relative difference {:.3e}, {:.3e} of the data's magnitude)",
-                difference.relative, difference.absolute
+                difference.relative, of_data
             )?;
         } else {
             writeln!(stderr)?;

@@ -4,24 +4,35 @@
 //! A floating value passes when
 //!
 //! ```text
-//! |a - b| <= absolute × scale + relative × max(|a|, |b|)
+//! |a - b| <= absolute × scale × precision + relative × max(|a|, |b|)
 //! ```
 //!
 //! as in numpy's `isclose`, except that the absolute term is scaled to the
 //! magnitude of the data: `scale` is the largest magnitude of the dat in the
 //! reference's final state (for a global, and for a dat that is zero
-//! everywhere, the largest magnitude of any dat in that state, or of any
-//! global in a program without floating dats).
+//! everywhere, the largest magnitude of any value of any dat in that state,
+//! integers included, or of any global in a program whose dats are all zero).
 //! Summing in another order changes a result by a few units in the last
 //! place of the *terms*, not of the sum, so a value that cancels to about
 //! zero (a net flux, a converged residual) can differ by far more than its
 //! own size; the size of the terms is close to the size of the data they
-//! come from.
+//! come from, and an integer dat summed into a floating global is such data.
+//!
+//! A unit in the last place is the type's: the tolerances are stated for
+//! `double`, and `precision` is 1 for a `double` and [`FLOAT_PRECISION`]
+//! (2^29, `f32::EPSILON / f64::EPSILON`) for a `float`, whose terms round
+//! 2^29 times more coarsely. The relative term is not widened: a `float`
+//! that does not cancel is still compared to `relative` of itself.
 
 use op2_analysis::model::Program;
 use op2_analysis::value::Value;
+use op2_syntax::ast::ScalarType;
 
 use crate::state::State;
+
+/// How much more coarsely a `float` rounds than a `double`: the absolute
+/// part of the tolerance is multiplied by this for `float` values.
+pub const FLOAT_PRECISION: f64 = (f32::EPSILON as f64) / f64::EPSILON;
 
 /// How close floating values must be.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -62,8 +73,11 @@ pub struct Difference {
     /// `|a - b| / max(|a|, |b|)`: infinite for integers, NaN against a
     /// number, and values of different sign or infinity.
     pub relative: f64,
-    /// `|a - b| / scale`, the difference relative to the magnitude of the
-    /// data (infinite where `relative` is, or where the scale is zero).
+    /// `|a - b| / (scale × precision)`: the difference relative to the
+    /// magnitude of the data, in units of the type's precision (1 for a
+    /// `double`, [`FLOAT_PRECISION`] for a `float`), which is the `atol`
+    /// that this value needs (infinite where `relative` is, or where the
+    /// scale is zero).
     pub absolute: f64,
 }
 
@@ -156,6 +170,11 @@ fn differs(a: Value, b: Value, scale: f64, tolerance: Tolerance) -> Option<(f64,
         return Some((f64::INFINITY, f64::INFINITY));
     }
     let magnitude = x.abs().max(y.abs());
+    let scale = if a.ty() == ScalarType::Float || b.ty() == ScalarType::Float {
+        scale * FLOAT_PRECISION
+    } else {
+        scale
+    };
     if difference <= tolerance.absolute * scale + tolerance.relative * magnitude {
         return None;
     }
@@ -168,11 +187,11 @@ fn differs(a: Value, b: Value, scale: f64, tolerance: Tolerance) -> Option<(f64,
     Some((relative, absolute))
 }
 
-/// The largest finite magnitude among floating `values`.
+/// The largest finite magnitude among `values`, integers included: an
+/// integer dat summed into a floating global gives terms of its size.
 fn magnitude<'a>(values: impl IntoIterator<Item = &'a Value>) -> f64 {
     values
         .into_iter()
-        .filter(|v| v.ty().is_floating())
         .map(|v| v.as_f64().abs())
         .filter(|m| m.is_finite())
         .fold(0.0, f64::max)
@@ -290,6 +309,37 @@ mod tests {
         assert!(differs(Value::Double(f64::NAN), Value::Double(f64::NAN), 1.0, t).is_none());
         assert!(differs(Value::Double(f64::NAN), Value::Double(1.0), 1.0, t).is_some());
         assert!(d(f64::INFINITY, 1.0, 1.0, t));
+    }
+
+    #[test]
+    fn a_float_is_compared_in_floats_precision() {
+        let t = Tolerance::DEFAULT;
+        // The fuzz campaign's case (seed 7, 2796680): `int` values of about
+        // ±2^28 added into a `float` global in two orders give 0 and -32,
+        // one unit in the last place of a `float` term.
+        let scale = f64::from(1u32 << 28);
+        let float = |x: f32| Value::Float(x);
+        assert!(differs(float(0.0), float(-32.0), scale, t).is_none());
+        // As doubles the same difference is far beyond the terms' rounding.
+        assert!(d(0.0, -32.0, scale, t));
+        // A `float` wrong by 1e-3 of the data is still caught, and its
+        // `absolute` is the `atol` it would need.
+        let (_, absolute) = differs(float(0.0), float(-3.0e5), scale, t).unwrap();
+        assert!((absolute - 3.0e5 / (scale * FLOAT_PRECISION)).abs() < 1e-18);
+        assert!(
+            differs(
+                float(0.0),
+                float(-3.0e5),
+                scale,
+                Tolerance {
+                    absolute: absolute * 1.01,
+                    ..t
+                }
+            )
+            .is_none()
+        );
+        // The relative part is not widened: 1e-7 of a value far from zero.
+        assert!(differs(float(1e6), float(1e6 + 0.125), 1.0, t).is_some());
     }
 
     #[test]
