@@ -279,6 +279,13 @@ impl Case {
                 .map_err(|e| format!("{}: {e}", path.display()));
         }
         let instance = std::fs::read(sidecar(path, ".instance.json")).ok();
+        let options_path = sidecar(path, ".options");
+        let (seed, max_iterations) = match std::fs::read_to_string(&options_path) {
+            Ok(text) => {
+                read_options(&text).map_err(|e| format!("{}:{e}", options_path.display()))?
+            }
+            Err(_) => (0, 20),
+        };
         let mut imports = Vec::new();
         if let Ok(entries) = std::fs::read_dir(sidecar(path, ".imports")) {
             for entry in entries.flatten() {
@@ -292,8 +299,8 @@ impl Case {
             text: bytes,
             imports,
             instance,
-            max_iterations: 20,
-            seed: 0,
+            max_iterations,
+            seed,
             execute: true,
             full: true,
         }))
@@ -328,6 +335,15 @@ impl Case {
             Case::Program(program) => {
                 let path = folder.join(format!("{stem}.op2"));
                 std::fs::write(&path, &program.text)?;
+                // The order `simulate` delivers in is the seed's: without
+                // it a replay may not meet a property finding again.
+                std::fs::write(
+                    sidecar(&path, ".options"),
+                    format!(
+                        "seed {}\nmax-iterations {}\n",
+                        program.seed, program.max_iterations
+                    ),
+                )?;
                 if let Some(json) = program.instance.as_deref().or(instance) {
                     std::fs::write(sidecar(&path, ".instance.json"), json)?;
                 }
@@ -342,6 +358,35 @@ impl Case {
             }
         }
     }
+}
+
+/// Reads `STEM.options`: the lines `seed N` (the delivery order of
+/// `simulate`, 0 when absent) and `max-iterations N` (20 when absent).
+/// An error says `LINE: what`.
+fn read_options(text: &str) -> Result<(u64, u64), String> {
+    let (mut seed, mut max_iterations) = (0, 20);
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+        let value = value
+            .trim()
+            .parse::<u64>()
+            .map_err(|_| format!("{}: expected `{key} N` with N a whole number", number + 1));
+        match key {
+            "seed" => seed = value?,
+            "max-iterations" => max_iterations = value?,
+            _ => {
+                return Err(format!(
+                    "{}: unknown option `{key}` (expected `seed` or `max-iterations`)",
+                    number + 1
+                ));
+            }
+        }
+    }
+    Ok((seed, max_iterations))
 }
 
 /// `dir/stem.op2` → `dir/stem<suffix>`.
@@ -419,5 +464,25 @@ pub fn run_case(
                 session: false,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_options;
+
+    #[test]
+    fn options_are_read_with_their_defaults_and_errors_name_the_line() {
+        assert_eq!(read_options(""), Ok((0, 20)));
+        assert_eq!(read_options("seed 12\nmax-iterations 3\n"), Ok((12, 3)));
+        assert_eq!(read_options("\nseed 5\n"), Ok((5, 20)));
+        assert_eq!(
+            read_options("seed 1\nmax-iterations x\n"),
+            Err("2: expected `max-iterations N` with N a whole number".into())
+        );
+        assert_eq!(
+            read_options("speed 1"),
+            Err("1: unknown option `speed` (expected `seed` or `max-iterations`)".into())
+        );
     }
 }
