@@ -483,8 +483,9 @@ pub struct DatabaseUnits {
 /// it: [`compdb::FOUND_AS`], listing `main`), and the application's other
 /// translation units among its entries inside `within`, chosen as a linker
 /// chooses the members of a library ([`units::linked`]: a unit is taken
-/// when it defines a function that the main file, or a unit taken, calls or
-/// runs as a kernel and does not define; never a unit with its own `main`).
+/// when it defines a function or a global that the main file, or a unit
+/// taken, calls, runs as a kernel or names, and does not define; never a
+/// unit with its own `main`).
 /// `None` when no database lists `main`. Notes (in `notes`) say what was
 /// found and chosen. At most [`units::MAX_FILES`] files and
 /// [`units::MAX_BYTES`] of text are read.

@@ -191,35 +191,85 @@ fn too_many(at: Option<&Location>, what: String) -> ImportError {
     ))
 }
 
-/// What a translation unit gives the link and asks of it: the functions it
-/// defines that other units can call (not `static`), whether one is
-/// `main`, and the functions it calls or names as a par_loop's kernel.
+/// What a translation unit gives the link and asks of it: the functions and
+/// variables it defines that other units can use (not `static`), whether one
+/// is `main`, and the names it uses without defining them.
 #[derive(Debug, Default)]
 pub struct Symbols {
-    /// Functions defined, not `static`.
+    /// Functions defined, and variables defined at file scope, not `static`
+    /// (a linker takes a unit for either).
     pub defines: Vec<String>,
     /// Whether it defines `main`.
     pub main: bool,
-    /// Functions called, and kernels named by `op_par_loop`.
+    /// Functions called, kernels named by `op_par_loop`, names declared
+    /// `extern` in its own text, and every other name its code uses that
+    /// its own text does not declare (a global of another unit, declared
+    /// `extern` in a header it includes).
     pub uses: Vec<String>,
 }
 
 /// The [`Symbols`] of `source`'s own text (its headers are not read: what
-/// they define inline is every unit's), in one walk.
+/// they define inline is every unit's), in one walk. A name counts as used
+/// where the text never declares it, in any scope: a local or a parameter
+/// named as another unit's global hides it (a linker would not take that
+/// unit for it either, or only for another use).
 pub fn symbols(source: &Source) -> Symbols {
     let mut symbols = Symbols::default();
-    walk(source.tree.root_node(), |node, _| {
-        if node.kind() == "function_definition"
-            && let Some(name) = crate::inline::function_name(source, node)
-        {
-            let is_static = c::named_children(node).iter().any(|child| {
-                child.kind() == "storage_class_specifier" && source.text(*child) == "static"
-            });
-            if name == "main" {
-                symbols.main = true;
-            } else if !is_static {
-                symbols.defines.push(name.to_owned());
+    // Names this text declares (locals, parameters, `static`s, its own
+    // definitions), and the identifiers its code names.
+    let mut declared: BTreeSet<&str> = BTreeSet::new();
+    let mut named: BTreeSet<&str> = BTreeSet::new();
+    walk(source.tree.root_node(), |node, ancestors| {
+        match node.kind() {
+            "function_definition" => {
+                if let Some(name) = crate::inline::function_name(source, node) {
+                    declared.insert(name);
+                    if name == "main" {
+                        symbols.main = true;
+                    } else if !has_storage(source, node, "static") {
+                        symbols.defines.push(name.to_owned());
+                    }
+                }
             }
+            "declaration" | "parameter_declaration" => {
+                let at_file_scope = node.kind() == "declaration"
+                    && ancestors.iter().all(|a| {
+                        matches!(
+                            a.kind(),
+                            "translation_unit"
+                                | "linkage_specification"
+                                | "declaration_list"
+                                | "preproc_if"
+                                | "preproc_ifdef"
+                                | "preproc_else"
+                                | "preproc_elif"
+                                | "preproc_elifdef"
+                        )
+                    });
+                let is_extern = has_storage(source, node, "extern");
+                let is_static = has_storage(source, node, "static");
+                let mut cursor = node.walk();
+                for declarator in node.children_by_field_name("declarator", &mut cursor) {
+                    // A prototype declares a function, which is a use
+                    // only where it is called.
+                    let Some((name, _, _)) = c::declared_name(declarator) else {
+                        continue;
+                    };
+                    let name = source.text(name);
+                    if is_extern {
+                        symbols.uses.push(name.to_owned());
+                    } else {
+                        declared.insert(name);
+                        if at_file_scope && !is_static {
+                            symbols.defines.push(name.to_owned());
+                        }
+                    }
+                }
+            }
+            "identifier" => {
+                named.insert(source.text(node));
+            }
+            _ => {}
         }
         if let Some(name) = c::called_name(source, node) {
             if name == "op_par_loop"
@@ -234,7 +284,21 @@ pub fn symbols(source: &Source) -> Symbols {
         }
         true
     });
+    symbols.uses.extend(
+        named
+            .into_iter()
+            .filter(|name| !declared.contains(name))
+            .map(str::to_owned),
+    );
     symbols
+}
+
+/// Whether `node` (a definition or declaration) has the storage class
+/// `word` (`static`, `extern`).
+fn has_storage(source: &Source, node: Node<'_>, word: &str) -> bool {
+    c::named_children(node)
+        .iter()
+        .any(|child| child.kind() == "storage_class_specifier" && source.text(*child) == word)
 }
 
 /// Which of `candidates` (with their [`Symbols`]) an application whose main
@@ -484,6 +548,51 @@ mod tests {
             parse("void helper(double *x) {}\nvoid local() {}\n"),
         ];
         assert_eq!(linked(&main, &candidates), [2, 3, 4]);
+    }
+
+    #[test]
+    fn a_unit_that_only_defines_globals_the_others_use_is_linked() {
+        let parse = |text: &str| {
+            symbols(
+                &Source::parse(Path::new("u.cpp"), "u.cpp".to_owned(), text.to_owned()).unwrap(),
+            )
+        };
+        // `gam` and `cfl` come from a header's `extern`s (not read here);
+        // `eps` is declared `extern` in the main file itself; `i` and `n`
+        // are the main file's own.
+        let main = parse(
+            "extern double eps;\nint n = 4;\nint main() { int i = 0; op_decl_const(1, \"double\", &gam); double c = cfl * eps + i + n; }\n",
+        );
+        assert_eq!(main.defines, ["n"]);
+        for name in ["gam", "cfl", "eps", "op_decl_const"] {
+            assert!(
+                main.uses.iter().any(|u| u == name),
+                "{name}: {:?}",
+                main.uses
+            );
+        }
+        for name in ["i", "n", "c", "main"] {
+            assert!(
+                !main.uses.iter().any(|u| u == name),
+                "{name}: {:?}",
+                main.uses
+            );
+        }
+        let candidates = [
+            // Globals only, one of them in `extern "C"`: linked.
+            parse("double gam = 1.4, gm1;\nextern \"C\" { double cfl; }\n"),
+            // A `static` global and a local named as the main file's uses,
+            // and a global of a name nobody uses: not linked.
+            parse("static double eps = 1e-9;\nvoid f() { double i; }\ndouble unused;\n"),
+            // Defines `eps`, and uses `gm1`, which the first defines.
+            parse("double eps = gm1 * 1e-9;\n"),
+            // Only declares: `extern` is a use, not a definition.
+            parse("extern double gam;\n"),
+        ];
+        assert_eq!(candidates[0].defines, ["gam", "gm1", "cfl"]);
+        assert_eq!(candidates[1].defines, ["f", "unused"]);
+        assert_eq!(candidates[3].defines, Vec::<String>::new());
+        assert_eq!(linked(&main, &candidates), [0, 2]);
     }
 
     #[test]

@@ -238,6 +238,67 @@ async fn an_application_of_several_units_imports_every_unit_its_compilation_data
 }
 
 #[tokio::test]
+async fn a_unit_that_only_defines_a_global_the_application_uses_is_linked() {
+    if !have_compiler("a_unit_that_only_defines_a_global_the_application_uses_is_linked") {
+        return;
+    }
+    let workspace = Workspace::new();
+    let app = workspace.folder().join("gains");
+    std::fs::create_dir_all(&app).unwrap();
+    let files = [
+        (
+            "gains.cpp",
+            "#include <stdlib.h>\n#include \"op_seq.h\"\n#include \"gains.h\"\n\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  float *x = (float *)malloc(3 * sizeof(float));\n  for (int i = 0; i < 3; i++)\n    x[i] = i + 1.0f;\n  op_set cells = op_decl_set(3, \"cells\");\n  op_dat p_x = op_decl_dat(cells, 1, \"float\", x, \"p_x\");\n  op_decl_const(1, \"float\", &gain);\n  op_par_loop(boost, \"boost\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"float\", OP_RW));\n  op_exit();\n  return 0;\n}\n",
+        ),
+        (
+            "gains.h",
+            "extern float gain;\nstatic inline void boost(float *x) { *x = *x * gain; }\n",
+        ),
+        // Defines no function: only the global the others use.
+        ("gain.cpp", "float gain = 2.5f;\n"),
+        // A global nobody uses: not linked.
+        ("spare.cpp", "float spare = 1.0f;\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(app.join(name), text).unwrap();
+    }
+    let app = app.canonicalize().unwrap();
+    let database = json!(
+        ["gains.cpp", "spare.cpp", "gain.cpp"]
+            .iter()
+            .map(|file| json!({"directory": app, "file": file, "arguments": ["c++", "-c", file]}))
+            .collect::<Vec<_>>()
+    );
+    std::fs::write(
+        app.join("compile_commands.json"),
+        serde_json::to_string_pretty(&database).unwrap(),
+    )
+    .unwrap();
+    let mut session = workspace.session().await;
+    let answer = session
+        .call(
+            "workspace/executeCommand",
+            import_params(&app.join("gains.cpp"), None),
+        )
+        .await;
+    assert_eq!(answer["faithful"], json!(true), "{answer}");
+    assert_eq!(
+        answer["units"],
+        json!([file_uri(&app.join("gain.cpp"))]),
+        "{answer}"
+    );
+    // The global's value, from the unit that defines it.
+    let program = std::fs::read_to_string(app.join("gains.op2")).unwrap();
+    assert!(
+        program
+            .lines()
+            .any(|l| l.starts_with("const gain: float = 2.5f;")),
+        "{program}"
+    );
+    session.shutdown().await;
+}
+
+#[tokio::test]
 async fn files_outside_the_workspace_and_other_files_are_refused_before_anything_runs() {
     let workspace = Workspace::new();
     let mut session = workspace.session().await;
