@@ -10,7 +10,9 @@
 //!    them). What it holds is a function of that text and file, and, for the
 //!    parts that lowering derives, of what the lowering looked up among the
 //!    top-level names (rule 2); nothing else is consulted, so nothing else
-//!    can make it stale.
+//!    can make it stale. What an item gives that depends on more than that
+//!    is not kept: where the whole file is one ERROR, its items report no
+//!    unsupported C ([`ItemEntry::unsupported`]).
 //! 2. **Lookups are checked.** A lowered kernel or `main` records each
 //!    top-level name it looked up and what it found ([`Seen`]): the symbol,
 //!    and for a const or global its type (and a const's value, which kernel
@@ -404,12 +406,24 @@ impl ItemEntry {
     }
 
     /// Unsupported C in the item `node` of `file`, found once.
+    ///
+    /// Where the whole file is one ERROR, its items report none
+    /// ([`Parse::is_one_error`]): that depends on the rest of the file, not
+    /// on the item's text, so it is answered without the entry (invariant
+    /// 1). Keeping it made an item analysed while its file was one ERROR go
+    /// on without its errors once the file was repaired around it (the
+    /// language server published one diagnostic fewer than a fresh
+    /// analysis: CI's `the_servers_text_is_the_clients_after_random_edits`),
+    /// and an item analysed before its file became one ERROR kept them.
     pub(crate) fn unsupported(
         &mut self,
         node: Node<'_>,
         parse: &Parse,
         file: FileId,
     ) -> &[Diagnostic] {
+        if parse.is_one_error() {
+            return &[];
+        }
         let start = u32::try_from(node.start_byte()).unwrap_or(u32::MAX);
         self.unsupported
             .get_or_insert_with(|| Placed::new(start, parse.unsupported_in(node, file)))

@@ -366,12 +366,22 @@ impl Parse {
     /// asking tree-sitter for the item's parent instead would walk the root's
     /// children up to the item, which over every item of a file of thousands
     /// of broken lines took time quadratic in its size (issue #12).
+    ///
+    /// So this depends on more than the item's text: see
+    /// [`Parse::is_one_error`].
     pub fn unsupported_in(&self, item: Node<'_>, file: FileId) -> Vec<Diagnostic> {
-        let root = self.tree.root_node();
-        if root.is_error() && item.id() != root.id() {
+        if self.is_one_error() && item.id() != self.tree.root_node().id() {
             return Vec::new();
         }
         errors_in(item, &self.text, file, Part::Unsupported)
+    }
+
+    /// Whether the whole file is one ERROR (the parser could not end it as
+    /// a file): then its top-level items report no unsupported C
+    /// ([`Parse::unsupported_in`]), and what the items report depends on
+    /// the rest of the file, not on their own text alone.
+    pub fn is_one_error(&self) -> bool {
+        self.tree.root_node().is_error()
     }
 
     /// `errors` and, when the parser gave up, E002 at the place instead of
