@@ -92,6 +92,35 @@ fn broken_keystroke(c: &mut Criterion) {
             black_box(typing.tree().root_node());
         });
     });
+    // Two keystrokes reparsed at once (`Parse::edit_many`, as the language
+    // server does with the changes that arrived while it was parsing): one
+    // in the kernel that has the error, one in a valid kernel a quarter into
+    // the file. The parts that held an error before are parsed with nothing
+    // inside them reused, then those that hold one after.
+    let other = text[..text.len() / 4]
+        .rfind("= 1.0e3;")
+        .map(|i| i + 2)
+        .expect("a kernel body before the error");
+    let mut batch = typing.clone();
+    let mut typed = true;
+    c.bench_function(
+        "two keystrokes reparsed at once 5000 lines, error kept",
+        |b| {
+            b.iter(|| {
+                if typed {
+                    batch
+                        .edit_many([(inside..inside + 1, ""), (other..other + 1, "")])
+                        .expect("valid edits");
+                } else {
+                    batch
+                        .edit_many([(inside..inside, "y"), (other..other, "1")])
+                        .expect("valid edits");
+                }
+                typed = !typed;
+                black_box(batch.tree().root_node());
+            });
+        },
+    );
     // The keystroke after it, which makes the file valid again: an
     // incremental reparse of the tree that had the error.
     c.bench_function("keystroke reparse 5000 lines, fixing an error", |b| {

@@ -519,7 +519,20 @@ impl Parse {
     /// top-level items that hold an error are parsed again with nothing
     /// inside them reused ([`Parse::reparse_damaged`]). That costs a parse
     /// of the damaged items, not of the file.
+    ///
+    /// The parts that held an error *before* the edits are parsed with
+    /// nothing inside them reused as well (as [`Parse::edit`] does for one
+    /// edit: [`Parse::items_to_parse_afresh`]). Their tokens were read during
+    /// error recovery, which lexes a keyword where a name is expected as a
+    /// name: reused where the edits made that name fit, such a token gives a
+    /// part without an error that a fresh parse rejects (`double` read as a
+    /// name inside an ERROR, then `struct` typed before it: a struct named
+    /// `double`), and a part without an error is not parsed again.
     fn reparse(&mut self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<(), Stopped> {
+        if self.tree.root_node().has_error() {
+            // The edited tree's positions are those of the edited text.
+            self.mark_unreusable(self.damaged_items());
+        }
         self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
         if self.tree.root_node().has_error() {
             self.reparse_damaged(cancelled)?;
@@ -658,10 +671,17 @@ impl Parse {
     /// does); without this step they find a difference in about one edit in
     /// five hundred.
     fn reparse_damaged(&mut self, cancelled: &(dyn Fn() -> bool + Sync)) -> Result<(), Stopped> {
-        let damaged = self.damaged_items();
-        for (start_byte, end_byte, start_position, end_position) in damaged {
+        self.mark_unreusable(self.damaged_items());
+        self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
+        Ok(())
+    }
+
+    /// Marks every node in the `ranges` (byte and point ranges in the
+    /// current text) as changed, so that the next parse reuses none of them.
+    fn mark_unreusable(&mut self, ranges: Vec<(usize, usize, Point, Point)>) {
+        for (start_byte, end_byte, start_position, end_position) in ranges {
             // An edit that replaces the range by itself marks every node in
-            // it as changed, so none of them is reused.
+            // it as changed.
             self.tree.edit(&InputEdit {
                 start_byte,
                 old_end_byte: end_byte,
@@ -671,8 +691,6 @@ impl Parse {
                 new_end_position: end_position,
             });
         }
-        self.tree = run_parser(&self.text, Some(&self.tree), self.limit, cancelled)?;
-        Ok(())
     }
 
     /// The byte and point ranges of the runs of top-level items holding an
