@@ -1,12 +1,14 @@
 //! The graph of `fetch DAT into GLOBAL;` (compilation.md, "A `fetch` on
-//! POETS"): a reduction. The statement becomes, in the program the graph is
-//! built from, a par_loop of a generated kernel `op2_fetch_DAT` over the
-//! dat's set, with the arguments `(DAT READ, idx, GLOBAL INC)`, whose body
-//! adds the element's values into `GLOBAL[idx * DIM + j]`. The invocation
-//! [zeroes its `INC` globals](Invocation::zeroes_inc_globals): the
-//! controller sets `GLOBAL` to zero when it starts it, so `main` gains no
-//! statement, no local and no loop. Everything downstream (the controller's
-//! state machine, the pins, the simulator) sees an invocation.
+//! POETS"). The statement becomes, in the program the graph is built from,
+//! an invocation of a generated kernel `op2_fetch_DAT` over the dat's set,
+//! with the arguments `(DAT READ, idx, GLOBAL INC)`, whose body adds the
+//! element's values into `GLOBAL[idx * DIM + j]`: what the fetch computes,
+//! written as a par_loop. The invocation is marked
+//! [a fetch](Invocation::is_fetch), and the graph builds it as the linear
+//! fetch (the controller asks for the dat's values in windows of items and
+//! stores each in its place), not by running the kernel. `main` gains no
+//! statement, no local and no loop; the controller's state machine, the
+//! trees and the simulator see an invocation.
 //!
 //! `op2 run` keeps its linear copy: only the graph is built from the
 //! [`Lowered`] program, which [`crate::Analysis::lowered`] makes once per
@@ -34,7 +36,7 @@ pub fn kernel_name(dat: &str) -> String {
     format!("op2_fetch_{dat}")
 }
 
-/// A program with every `fetch` of `main` replaced by its reduction: what a
+/// A program with every `fetch` of `main` replaced by its invocation: what a
 /// graph is built from. Only [`lower`] makes one, so a function that takes a
 /// `&Lowered` cannot be given a program whose `fetch`es are still there.
 #[derive(Clone, Debug)]
@@ -51,7 +53,7 @@ impl Lowered {
     }
 
     /// How many invocations the program had before the lowering: the
-    /// reductions' ids come after.
+    /// fetches' invocations' ids come after.
     pub fn own_invocations(&self) -> usize {
         self.own_invocations
     }
@@ -79,7 +81,7 @@ pub fn lower(program: &Arc<Program>) -> Lowered {
     }
 }
 
-/// `program` with every `fetch` of `main` replaced by its reduction; the
+/// `program` with every `fetch` of `main` replaced by its invocation; the
 /// program itself when `main` fetches nothing. The synthetic kernels and
 /// invocations come after the program's own, so every id of `program`
 /// keeps its meaning.
@@ -296,8 +298,7 @@ fn fetch_kernel(
     }
 }
 
-/// `par_loop op2_fetch_D over S (D READ, idx, G INC)`, which starts with
-/// `G` set to zero.
+/// `par_loop op2_fetch_D over S (D READ, idx, G INC)`, marked a fetch.
 fn fetch_invocation(
     program: &Program,
     fetch: hir::Fetch,
@@ -338,6 +339,6 @@ fn fetch_invocation(
                 program.globals[fetch.global.index()].ty,
             ),
         ],
-        zeroes_inc_globals: true,
+        is_fetch: true,
     }
 }

@@ -194,7 +194,7 @@ impl Resolver<'_, '_> {
             kernel,
             set,
             args,
-            zeroes_inc_globals: false,
+            is_fetch: false,
         };
         (invocation, positions)
     }

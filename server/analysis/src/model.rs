@@ -323,11 +323,12 @@ pub struct Invocation {
     pub set: Option<SetId>,
     /// The arguments that resolved, in order; `None` for one that did not.
     pub args: Vec<Option<Arg>>,
-    /// True for the reduction of a `fetch` ([`crate::fetch`]): its `INC`
-    /// globals start from zero, which the controller sets when it starts
-    /// the invocation. False for every par_loop of the program, whose `INC`
-    /// globals add to the values they hold.
-    pub zeroes_inc_globals: bool,
+    /// True for the invocation a `fetch` becomes ([`crate::fetch`]): its
+    /// arguments `(DAT READ, idx, GLOBAL INC)` say what it computes, and a
+    /// graph builds it as the linear fetch of compilation.md ("A `fetch` on
+    /// POETS"), never by running its kernel. False for every par_loop of
+    /// the program.
+    pub is_fetch: bool,
 }
 
 impl Invocation {

@@ -20,8 +20,8 @@ use crate::controller;
 use crate::cpp::{Printer, Spelling, double_literal, line_flush, scalar_type_decl};
 use crate::kernels::KernelCache;
 use crate::model::{
-    CType, Controller, DeviceKind, DevicePlan, DeviceType, GraphType, InfoPlan, InvocationPlan,
-    Member, MessageRole, MessageType, Pin, PinRole, Terminator,
+    CType, Controller, DeviceKind, DevicePlan, DeviceType, FetchPlan, GraphType, InfoPlan,
+    InvocationPlan, Member, MessageRole, MessageType, Pin, PinRole, Terminator,
 };
 use crate::names;
 
@@ -138,13 +138,19 @@ pub(crate) fn build(
     fan_limit: u32,
     kernels: &mut KernelCache,
 ) -> GraphType {
-    // A `fetch` is built as its reduction (op2_analysis::fetch).
+    // A `fetch` is built as the linear fetch (op2_analysis::fetch,
+    // crate::fetch).
     let program: &Program = program;
     let invocations = invocation_plans(program);
     let message_types = message_types(program, &invocations);
     let controller = controller(program);
     let data = DataNames::new(program);
-    let mut device_types = vec![controller_device(program, &invocations, &controller)];
+    let mut device_types = vec![controller_device(
+        program,
+        &invocations,
+        &controller,
+        fan_limit,
+    )];
     for (index, set) in program.sets.iter().enumerate() {
         let set_id = SetId(u32::try_from(index).unwrap_or(u32::MAX));
         if invocations
@@ -156,7 +162,10 @@ pub(crate) fn build(
     }
     if fan_limit > 0 {
         for plan in &invocations {
-            device_types.push(tree_device(program, plan));
+            device_types.push(match &plan.fetch {
+                Some(fetch) => crate::fetch::tree_device(plan, fetch, fan_limit),
+                None => tree_device(program, plan),
+            });
         }
     }
     let mut properties = Vec::with_capacity(program.consts.len() + program.sets.len());
@@ -210,7 +219,8 @@ pub(crate) fn shared_code(
     cache: &mut KernelCache,
 ) -> String {
     let mut runs: Vec<Vec<InvocationId>> = vec![Vec::new(); program.kernels.len()];
-    for plan in invocations {
+    // A fetch runs no kernel (crate::fetch).
+    for plan in invocations.iter().filter(|p| p.fetch.is_none()) {
         runs[plan.kernel.index()].push(plan.id);
     }
     let kernels: Vec<(KernelId, Vec<bool>)> = runs
@@ -329,15 +339,16 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
             }
         }
         involved[1..].sort();
-        let zeroed_globals = if invocation.zeroes_inc_globals {
-            end_globals
-                .iter()
-                .filter(|(_, mode)| *mode == AccessMode::Inc)
-                .map(|(global, _)| *global)
-                .collect()
-        } else {
-            Vec::new()
-        };
+        // A fetch carries requests and items, no globals.
+        let fetch = invocation
+            .is_fetch
+            .then(|| fetch_plan(program, invocation))
+            .flatten();
+        if fetch.is_some() {
+            begin_globals.clear();
+            end_globals.clear();
+            infos.clear();
+        }
         plans.push(InvocationPlan {
             id: InvocationId(u32::try_from(index).unwrap_or(u32::MAX)),
             name: invocation.name.clone(),
@@ -347,10 +358,25 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
             begin_globals,
             end_globals,
             infos,
-            zeroed_globals,
+            fetch,
         });
     }
     plans
+}
+
+/// The fetch of a `fetch`'s invocation, from its arguments `(DAT READ, idx,
+/// GLOBAL INC)`.
+fn fetch_plan(program: &Program, invocation: &Invocation) -> Option<FetchPlan> {
+    let dat = invocation.resolved_args().find_map(|(_, a)| match a.kind {
+        ArgKind::DirectDat(dat) => Some(dat),
+        _ => None,
+    })?;
+    let global = invocation.resolved_args().find_map(|(_, a)| match a.kind {
+        ArgKind::Global(global) => Some(global),
+        _ => None,
+    })?;
+    let ty = program.dats[dat.index()].ty;
+    Some(FetchPlan::new(dat, global, ty.scalar, ty.dimension))
 }
 
 fn global_member(program: &Program, global: GlobalId) -> Member {
@@ -442,6 +468,10 @@ fn message_types(program: &Program, invocations: &[InvocationPlan]) -> Vec<Messa
         });
     }
     for plan in invocations {
+        if let Some(fetch) = &plan.fetch {
+            types.extend(crate::fetch::message_types(plan, fetch));
+            continue;
+        }
         types.push(MessageType {
             id: names::begin(&plan.name),
             members: plan
@@ -663,7 +693,10 @@ fn set_device(
     // One landing pad per global per set, for the invocations iterating it,
     // in the order of the globals.
     let mut pads = vec![false; program.globals.len()];
-    for plan in invocations.iter().filter(|p| p.set == set) {
+    for plan in invocations
+        .iter()
+        .filter(|p| p.set == set && p.fetch.is_none())
+    {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
             if let ArgKind::Global(global) | ArgKind::Info { global, .. } = arg.kind {
                 pads[global.index()] = true;
@@ -688,6 +721,22 @@ fn set_device(
     let mut outputs = Vec::new();
     let mut ready = String::new();
     for (device, plan) in plans.iter().zip(&involved) {
+        if let Some(fetch) = &plan.fetch {
+            let mut members = Vec::new();
+            crate::fetch::set_pins(
+                program,
+                plan,
+                fetch,
+                &mut members,
+                &mut inputs,
+                &mut outputs,
+                &mut ready,
+            );
+            for member in members {
+                state.push(member);
+            }
+            continue;
+        }
         let inv = device.name.as_str();
         let invocation = &program.invocations[device.invocation.index()];
         let n = InvocationNames::new(inv, set_name);
@@ -1229,6 +1278,7 @@ fn controller_device(
     program: &Program,
     invocations: &[InvocationPlan],
     controller: &Controller,
+    fan_limit: u32,
 ) -> DeviceType {
     let mut state: Vec<Member> = (0..program.globals.len())
         .map(|g| global_member(program, GlobalId(u32::try_from(g).unwrap_or(u32::MAX))))
@@ -1259,8 +1309,14 @@ fn controller_device(
     state.push(Member::scalar(names::RUNNING, CType::U8));
     state.push(Member::scalar(names::BEGIN_PENDING, CType::U32));
     state.push(Member::scalar(names::END_COUNT, CType::U32));
+    // The window a fetch asked for (crate::fetch).
+    if invocations.iter().any(|p| p.fetch.is_some()) {
+        state.push(Member::scalar(names::FETCH_FIRST, CType::U32));
+        state.push(Member::scalar(names::FETCH_LAST, CType::U32));
+    }
     let properties = invocations
         .iter()
+        .filter(|p| p.fetch.is_none())
         .map(|p| Member::scalar(names::end_total(&p.name), CType::U32))
         .collect();
 
@@ -1365,6 +1421,30 @@ fn controller_device(
     );
     for (index, plan) in invocations.iter().enumerate() {
         let inv = plan.name.as_str();
+        let begin_name = names::begin(inv);
+        let _ = writeln!(
+            ready,
+            "if (deviceState->{} == {}) *readyToSend |= RTS_FLAG_{begin_name};",
+            names::BEGIN_PENDING,
+            index + 1,
+        );
+        if let Some(fetch) = &plan.fetch {
+            let (begin, end) =
+                crate::fetch::controller_handlers(program, plan, fetch, index, fan_limit);
+            outputs.push(Pin {
+                name: begin_name.clone(),
+                message_type: begin_name,
+                role: PinRole::ControllerBegin(plan.id),
+                handler: begin,
+            });
+            inputs.push(Pin {
+                name: names::end(inv),
+                message_type: names::end(inv),
+                role: PinRole::ControllerEnd(plan.id),
+                handler: end,
+            });
+            continue;
+        }
         let mut begin = String::new();
         for global in &plan.begin_globals {
             let member = global_member(program, *global);
@@ -1376,13 +1456,6 @@ fn controller_device(
                 );
             });
         }
-        // A `fetch`'s reduction adds into a global that starts from zero.
-        for global in &plan.zeroed_globals {
-            let member = global_member(program, *global);
-            copy_loop(&mut begin, member.components(), |out, c| {
-                let _ = write!(out, "deviceState->{}[{c}] = 0;", member.name);
-            });
-        }
         reset_info_elements(&mut begin, program, plan);
         let _ = writeln!(begin, "deviceState->{} = 0;", names::BEGIN_PENDING);
         let _ = writeln!(begin, "deviceState->{} = 0;", names::END_COUNT);
@@ -1392,13 +1465,6 @@ fn controller_device(
             "if (deviceProperties->{} == 0) deviceState->{} = 1;",
             names::end_total(inv),
             names::RUNNING
-        );
-        let begin_name = names::begin(inv);
-        let _ = writeln!(
-            ready,
-            "if (deviceState->{} == {}) *readyToSend |= RTS_FLAG_{begin_name};",
-            names::BEGIN_PENDING,
-            index + 1,
         );
         outputs.push(Pin {
             name: begin_name.clone(),
@@ -1581,50 +1647,72 @@ fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
     let _ = writeln!(end, "deviceState->{}++;", names::END_COUNT);
     let _ = writeln!(end_forward, "deviceState->{} = 0;", names::END_COUNT);
 
-    let begin_name = names::begin(inv);
-    let end_name = names::end(inv);
-    let begin_forward = names::begin_forward(inv);
-    let end_forward_name = names::end_forward(inv);
     let ready = format!(
-        "if (deviceState->{pending}) *readyToSend |= RTS_FLAG_{begin_forward};\nif (deviceState->{count} != 0 && deviceState->{count} == deviceProperties->{end_total}) *readyToSend |= RTS_FLAG_{end_forward_name};\n",
+        "if (deviceState->{pending}) *readyToSend |= RTS_FLAG_{};\nif (deviceState->{count} != 0 && deviceState->{count} == deviceProperties->{end_total}) *readyToSend |= RTS_FLAG_{};\n",
+        names::begin_forward(inv),
+        names::end_forward(inv),
         pending = names::BEGIN_PENDING,
         count = names::END_COUNT,
     );
+    aggregator_type(
+        plan,
+        vec![Member::scalar(end_total, CType::U32)],
+        state,
+        [begin, end, forward, end_forward],
+        ready,
+    )
+}
+
+/// The device type `tree_{inv}` of the aggregators of `plan`'s tree: inputs
+/// `{inv}_begin` and `{inv}_end`, outputs `{inv}_begin_forward` and
+/// `{inv}_end_forward`, with `handlers` in that order.
+pub(crate) fn aggregator_type(
+    plan: &InvocationPlan,
+    properties: Vec<Member>,
+    state: Vec<Member>,
+    handlers: [String; 4],
+    ready_to_send: String,
+) -> DeviceType {
+    let inv = plan.name.as_str();
+    let [begin, end, forward, end_forward] = handlers;
+    let begin_name = names::begin(inv);
+    let end_name = names::end(inv);
+    let pin = |name: String, message_type: &str, role, handler| Pin {
+        name,
+        message_type: message_type.to_owned(),
+        role,
+        handler,
+    };
     DeviceType {
         id: names::tree_device_type(inv),
         kind: DeviceKind::Aggregator(plan.id),
-        properties: vec![Member::scalar(end_total, CType::U32)],
+        properties,
         state,
         shared_code: String::new(),
         inputs: vec![
-            Pin {
-                name: begin_name.clone(),
-                message_type: begin_name.clone(),
-                role: PinRole::TreeBegin(plan.id),
-                handler: begin,
-            },
-            Pin {
-                name: end_name.clone(),
-                message_type: end_name.clone(),
-                role: PinRole::TreeEnd(plan.id),
-                handler: end,
-            },
+            pin(
+                begin_name.clone(),
+                &begin_name,
+                PinRole::TreeBegin(plan.id),
+                begin,
+            ),
+            pin(end_name.clone(), &end_name, PinRole::TreeEnd(plan.id), end),
         ],
         outputs: vec![
-            Pin {
-                name: begin_forward,
-                message_type: begin_name,
-                role: PinRole::TreeBeginForward(plan.id),
-                handler: forward,
-            },
-            Pin {
-                name: end_forward_name,
-                message_type: end_name,
-                role: PinRole::TreeEndForward(plan.id),
-                handler: end_forward,
-            },
+            pin(
+                names::begin_forward(inv),
+                &begin_name,
+                PinRole::TreeBeginForward(plan.id),
+                forward,
+            ),
+            pin(
+                names::end_forward(inv),
+                &end_name,
+                PinRole::TreeEndForward(plan.id),
+                end_forward,
+            ),
         ],
-        ready_to_send: ready,
+        ready_to_send,
         on_init: String::new(),
         plans: Vec::new(),
     }

@@ -157,7 +157,7 @@ impl Builder {
                 self.terminate_and_continue(Terminator::Exit(Some(status.clone())));
             }
             // The graph is built from the program with its `fetch`es
-            // lowered to their reductions (crate::fetch): none is left.
+            // lowered to their invocations (op2_analysis::fetch): none is left.
             StmtKind::Fetch { .. } => {}
             StmtKind::ParLoop(invocation) => {
                 let next = self.new_block();

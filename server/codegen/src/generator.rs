@@ -101,7 +101,7 @@ impl Generator {
     /// Builds the graph type of an analysed program that has no errors,
     /// reusing what earlier builds made where it still holds.
     pub fn graph_type(&mut self, analysis: &Analysis, graph_id: &str) -> GraphType {
-        // A `fetch` is built as its reduction (op2_analysis::fetch), lowered
+        // A `fetch` is built from its invocation (op2_analysis::fetch), lowered
         // once per analysis: the same analysis gives the same `Arc`.
         let lowered = analysis.lowered();
         let program = lowered.program();

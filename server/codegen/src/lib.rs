@@ -15,6 +15,7 @@
 pub mod build;
 mod controller;
 mod cpp;
+mod fetch;
 pub mod files;
 mod generator;
 pub mod instance;

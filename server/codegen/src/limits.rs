@@ -36,9 +36,9 @@ fn main_location(program: &Program) -> Location {
 
 /// Diagnostics about the limits of a graph type built from `program`.
 pub fn check(program: &Lowered, graph: &GraphType) -> Vec<Diagnostic> {
-    // The graph was built from the program with its `fetch`es lowered; the
-    // invocations past the program's own are their reductions.
-    let written = program.own_invocations();
+    // The graph was built from the program with its `fetch`es lowered; a
+    // fetch's messages, a request and an item of at most 52 bytes of
+    // values, always fit (crate::fetch).
     let program: &Program = program;
     let mut diagnostics = Vec::new();
     for message in &graph.message_types {
@@ -54,9 +54,6 @@ pub fn check(program: &Lowered, graph: &GraphType) -> Vec<Diagnostic> {
                     program.dats[dat.index()].name
                 ),
             ),
-            MessageRole::End(id) if id.index() >= written => {
-                (invocation_location(program, id), fetched(program, id))
-            }
             MessageRole::Begin(id) | MessageRole::End(id) => (
                 invocation_location(program, id),
                 format!(
@@ -87,21 +84,6 @@ pub fn check(program: &Lowered, graph: &GraphType) -> Vec<Diagnostic> {
     }
     collisions(program, graph, &mut diagnostics);
     diagnostics
-}
-
-/// What the end message of a `fetch`'s reduction carries: all of the
-/// global the `fetch` fills.
-fn fetched(program: &Program, id: InvocationId) -> String {
-    let invocation = &program.invocations[id.index()];
-    let global = invocation.resolved_args().find_map(|(_, a)| match a.kind {
-        ArgKind::Global(global) => Some(&program.globals[global.index()].name),
-        _ => None,
-    });
-    format!(
-        "the whole global `{}` that `fetch` fills, which its reduction `{}` returns, does",
-        global.map_or("?", String::as_str),
-        invocation.name
-    )
 }
 
 /// E802 for a device type with more than `most` pins in `direction`,

@@ -290,11 +290,71 @@ pub struct InvocationPlan {
     /// The `INFO` globals, returned in `{inv}_end` after the end globals
     /// with the element that set them.
     pub infos: Vec<InfoPlan>,
-    /// Globals the controller sets to zero as it sends `{inv}_begin`: the
-    /// `INC` globals of an invocation that
-    /// [zeroes them](op2_analysis::model::Invocation::zeroes_inc_globals),
-    /// the reduction of a `fetch`. Empty for every par_loop.
-    pub zeroed_globals: Vec<GlobalId>,
+    /// The fetch it is, for the invocation a `fetch` becomes
+    /// ([`Invocation::is_fetch`](op2_analysis::model::Invocation::is_fetch));
+    /// `None` for every par_loop. A fetch has no begin or end globals: its
+    /// `{inv}_begin` carries a window's request, its `{inv}_end` one item.
+    pub fetch: Option<FetchPlan>,
+}
+
+/// The values of a dat an item carries at most, in bytes: with the item's
+/// number, 56 bytes, one hardware message (compilation.md, "A `fetch` on
+/// POETS").
+pub const ITEM_BYTES: u32 = 52;
+
+/// How a `fetch DAT into GLOBAL;` travels (compilation.md, "A `fetch` on
+/// POETS"): the dat's values are numbered as items of at most
+/// [`ITEM_BYTES`], `parts` per element, item `k` being part `k mod parts`
+/// of element `k div parts`, components `(k mod parts) × components …` of
+/// it. The controller asks for them in windows of items
+/// ([`FetchPlan::window`]) and stores each in its place in the global.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FetchPlan {
+    /// The dat fetched.
+    pub dat: DatId,
+    /// The global it fills.
+    pub global: GlobalId,
+    /// The dat's type.
+    pub scalar: ScalarType,
+    /// Its dimension, `DIM`.
+    pub dimension: u32,
+    /// Components in an item: `min(DIM, ⌊52 / size of T⌋)`; the last part
+    /// of an element may use fewer.
+    pub components: u32,
+    /// Items per element: `⌈DIM / components⌉`.
+    pub parts: u32,
+}
+
+impl FetchPlan {
+    /// The fetch of a dat of `dimension` components of `scalar` into `global`.
+    pub fn new(dat: DatId, global: GlobalId, scalar: ScalarType, dimension: u32) -> FetchPlan {
+        let dimension = dimension.max(1);
+        let components = (ITEM_BYTES / CType::of(scalar).size()).min(dimension);
+        FetchPlan {
+            dat,
+            global,
+            scalar,
+            dimension,
+            components,
+            parts: dimension.div_ceil(components),
+        }
+    }
+
+    /// The items of a set of `elements` elements.
+    pub fn items(&self, elements: u32) -> u64 {
+        u64::from(elements) * u64::from(self.parts)
+    }
+
+    /// Items the controller asks for at once with fan limit `fan_limit`:
+    /// K, the slots of an aggregator's buffer, so that no buffer can
+    /// overflow; with the flat controller (0), all of them, `u32::MAX`.
+    pub fn window(fan_limit: u32) -> u32 {
+        if fan_limit == 0 {
+            u32::MAX
+        } else {
+            fan_limit.max(2)
+        }
+    }
 }
 
 /// An `INFO` global of an invocation (`G INFO(R)`): sent in `{inv}_begin`

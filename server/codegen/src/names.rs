@@ -269,3 +269,49 @@ pub fn cpp_identifier(name: &str) -> String {
         name.to_owned()
     }
 }
+
+/// Member of a fetch's `{inv}_begin` (a window's request): its first item.
+pub const FIRST: &str = "first";
+
+/// Member of a fetch's `{inv}_begin`: the item after its last.
+pub const LAST: &str = "last";
+
+/// Member of a fetch's `{inv}_end`: the item's number; its values are
+/// [`VALUE`].
+pub const ITEM: &str = "item";
+
+/// Set device state of a fetch: the items of the element sent, `{inv}_sent`.
+pub fn fetch_sent(inv: &str) -> String {
+    format!("{inv}_sent")
+}
+
+/// Set device state of a fetch: the item after the last of the window it
+/// was asked for, `{inv}_last`.
+pub fn fetch_last(inv: &str) -> String {
+    format!("{inv}_last")
+}
+
+/// Controller state: the first item of the window a fetch asked for.
+pub const FETCH_FIRST: &str = "fetch_first";
+
+/// Controller state: the item after the last of that window, 0 between
+/// fetches.
+pub const FETCH_LAST: &str = "fetch_last";
+
+/// Aggregator property of a fetch's tree: the first item of its leaves.
+pub const ITEM_LO: &str = "item_lo";
+
+/// Aggregator property of a fetch's tree: the item after the last of its
+/// leaves.
+pub const ITEM_HI: &str = "item_hi";
+
+/// Aggregator state of a fetch's tree: the numbers of the buffered items
+/// (the request to forward is kept as [`FIRST`] and [`LAST`]).
+pub const BUFFER_ITEM: &str = "buffer_item";
+
+/// Aggregator state of a fetch's tree: the values of the buffered items,
+/// [`BUFFER_ITEM`]'s slot `i` at `i × components`.
+pub const BUFFER_VALUE: &str = "buffer_value";
+
+/// Aggregator state of a fetch's tree: the items in the buffer.
+pub const BUFFER_COUNT: &str = "buffer_count";

@@ -152,11 +152,11 @@ fn invocation(a: &Invocation, b: &Invocation) -> bool {
         kernel,
         set,
         args,
-        zeroes_inc_globals,
+        is_fetch,
     } = a;
     *name == b.name
         && *named_explicitly == b.named_explicitly
-        && *zeroes_inc_globals == b.zeroes_inc_globals
+        && *is_fetch == b.is_fetch
         && *kernel == b.kernel
         && *set == b.set
         && args.len() == b.args.len()

@@ -165,6 +165,28 @@ impl Tree {
         }
     }
 
+    /// Each aggregator's leaves, by number: the positions `[from, to)` of
+    /// the leaves below it. The leaves are grouped in order, so they are
+    /// contiguous: aggregator `i` of level `l` has `[i × K^(l+1),
+    /// (i + 1) × K^(l+1))`, cut at the number of leaves.
+    pub fn aggregator_leaves(&self) -> Vec<(u64, u64)> {
+        let leaves = self.leaves();
+        let k = u64::from(self.k());
+        let mut ranges = Vec::with_capacity(self.aggregators() as usize);
+        for level in (0..self.levels.len()).rev() {
+            let span = u32::try_from(level + 1)
+                .ok()
+                .and_then(|e| k.checked_pow(e))
+                .unwrap_or(u64::MAX);
+            for i in 0..u64::from(self.levels[level]) {
+                let from = i.saturating_mul(span).min(leaves);
+                let to = (i + 1).saturating_mul(span).min(leaves);
+                ranges.push((from, to));
+            }
+        }
+        ranges
+    }
+
     /// Each aggregator's parent, by number.
     pub fn aggregator_parents(&self) -> Vec<Parent> {
         let mut parents = Vec::with_capacity(self.aggregators() as usize);

@@ -1,15 +1,15 @@
 //! `fetch DAT into GLOBAL;` on POETS (compilation.md, "A `fetch` on POETS"):
-//! the controller runs the generated reduction `op2_fetch_DAT` over the
-//! dat's set, `(DAT READ, idx, GLOBAL INC)`, zeroing the global as it starts
-//! it; the kernel adds each element's values at `idx * DIM + j`; its end
-//! message carries the whole global (W801 beyond a packet).
+//! the statement becomes the invocation `op2_fetch_DAT` over the dat's set,
+//! built as the linear fetch: the controller asks for windows of items,
+//! each element sends its items of a window (at most 52 bytes of values
+//! each, so no message passes a packet), and the controller stores them in
+//! the global.
 
 use crate::graph_type_support;
 
 use op2_analysis::hir::{self, StmtKind};
 use op2_analysis::model::ArgKind;
 use op2_codegen::model::{DeviceKind, PinRole};
-use op2_syntax::Code;
 use op2_syntax::ast::AccessMode;
 
 use graph_type_support::graph_of_source;
@@ -21,13 +21,13 @@ fn program(length: u32, extra: &str, fetches: &str) -> String {
 }
 
 #[test]
-fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
+fn the_graph_of_a_fetch_is_a_linear_fetch_in_windows() {
     let text = program(6, "", "    fetch p_u into u;\n");
     let (analysis, graph, xml) = graph_of_source("fetch", &text);
     let lowered = analysis.lowered();
     // The program as written keeps its `fetch` (what `op2 run` runs); the
-    // one the graph is built from has none left, and a par_loop instead,
-    // with no statement or local more.
+    // one the graph is built from has none left, and an invocation
+    // instead, with no statement or local more.
     assert_eq!(
         hir::fetches(analysis.program.main.as_deref().unwrap()).count(),
         1
@@ -47,7 +47,7 @@ fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
     );
     let invocation = &lowered.invocations[0];
     assert_eq!(invocation.name, "op2_fetch_p_u");
-    assert!(invocation.zeroes_inc_globals);
+    assert!(invocation.is_fetch);
     assert_eq!(invocation.set, analysis.program.dats[0].set);
     let args: Vec<(ArgKind, AccessMode)> = invocation
         .resolved_args()
@@ -64,13 +64,46 @@ fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
         ),
         "{args:?}"
     );
-    // The graph's plan: over `nodes`, nothing begins, `u` comes back added.
+    // The graph's plan: a fetch of `double[2]`, one item per element, no
+    // globals in its messages.
     let plan = graph.invocations.first().expect("one invocation");
     assert_eq!(plan.name, "op2_fetch_p_u");
     assert!(plan.begin_globals.is_empty());
-    assert_eq!(plan.end_globals.len(), 1);
-    assert_eq!(plan.end_globals[0].1, AccessMode::Inc);
-    assert_eq!(plan.zeroed_globals, [plan.end_globals[0].0]);
+    assert!(plan.end_globals.is_empty());
+    let fetch = plan.fetch.expect("a fetch");
+    assert_eq!((fetch.components, fetch.parts), (2, 1));
+    // The request and the item.
+    assert!(
+        xml.contains("<MessageType id=\"op2_fetch_p_u_begin\">\n        <Message><![CDATA[\nuint32_t first;\nuint32_t last;\n]]>"),
+        "{xml}"
+    );
+    assert!(
+        xml.contains("<MessageType id=\"op2_fetch_p_u_end\">\n        <Message><![CDATA[\nuint32_t item;\ndouble value[2];\n]]>"),
+        "{xml}"
+    );
+    // No kernel runs: its function is not generated.
+    assert!(!xml.contains("op2_v_op2_fetch_p_u"), "{xml}");
+    // The set devices: a counter and the window's end, no copy of the
+    // global; they send their items of the window.
+    let nodes = graph
+        .device_types
+        .iter()
+        .find(|d| matches!(d.kind, DeviceKind::Set(_)))
+        .expect("the nodes");
+    let state: Vec<&str> = nodes.state.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(
+        state,
+        ["dat_p_u", "op2_fetch_p_u_sent", "op2_fetch_p_u_last"]
+    );
+    assert!(
+        nodes
+            .ready_to_send
+            .contains("if (deviceState->op2_fetch_p_u_sent < 1u && (uint32_t)deviceProperties->index + deviceState->op2_fetch_p_u_sent < deviceState->op2_fetch_p_u_last) *readyToSend |= RTS_FLAG_op2_fetch_p_u_end;"),
+        "{}",
+        nodes.ready_to_send
+    );
+    // The controller asks for windows of 16 items (the fan limit) and
+    // stores each item in its place.
     let controller = graph
         .device_types
         .iter()
@@ -81,55 +114,87 @@ fn the_graph_of_a_fetch_is_a_reduction_over_the_dats_set() {
         .iter()
         .find(|p| p.role == PinRole::ControllerBegin(plan.id))
         .expect("a begin pin");
-    // The controller zeroes `u` as it sends the begin message: no loop of
-    // `main`, no generated local.
     assert!(
-        begin
-            .handler
-            .contains("for (uint32_t c = 0; c < 6; c++) deviceState->global_u[c] = 0;\n"),
+        begin.handler.contains(
+            "uint32_t op2_last = op2_items - op2_first > 16u ? op2_first + 16u : op2_items;\n"
+        ),
         "{}",
         begin.handler
     );
-    assert!(!xml.contains("op2_fetch_k"), "{xml}");
-    // The kernel adds both components of each element at `idx * 2 + j`.
+    let end = controller
+        .inputs
+        .iter()
+        .find(|p| p.role == PinRole::ControllerEnd(plan.id))
+        .expect("an end pin");
     assert!(
-        xml.contains(
-            "(const double *d, const int32_t *i, double *g) {\n    (g[((2 * i[0]) + 0)] += d[0]);\n    (g[((2 * i[0]) + 1)] += d[1]);\n}"
+        end.handler.contains(
+            "for (uint32_t c = 0; c < 2; c++) deviceState->global_u[op2_item * 2u + c] = message->value[c];\n"
         ),
-        "{xml}"
+        "{}",
+        end.handler
     );
-    // The end message carries all of `u`.
+    // The aggregators: the items of their leaves and a buffer of 16.
+    let tree = graph.tree_device_type(plan.id).expect("a tree");
+    let properties: Vec<&str> = tree.properties.iter().map(|m| m.name.as_str()).collect();
+    assert_eq!(properties, ["item_lo", "item_hi"]);
+    let buffer = tree
+        .state
+        .iter()
+        .find(|m| m.name == "buffer_value")
+        .expect("a buffer");
+    assert_eq!(buffer.length, Some(32));
+    // Without trees, one window of all the items.
+    let flat = op2_codegen::graph_type_with_fan_limit(&analysis, "fetch", 0);
+    let controller = &flat.device_types[0];
+    let begin = controller
+        .outputs
+        .iter()
+        .find(|p| p.role == PinRole::ControllerBegin(plan.id))
+        .expect("a begin pin");
     assert!(
-        xml.contains("<MessageType id=\"op2_fetch_p_u_end\">\n        <Message><![CDATA[\ndouble global_u[6];\n]]>"),
-        "{xml}"
+        begin.handler.contains("uint32_t op2_last = op2_items;\n"),
+        "{}",
+        begin.handler
     );
-    // 48 bytes fit a packet.
     let diagnostics = op2_codegen::diagnostics(&analysis, "fetch");
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
 }
 
 #[test]
-fn a_fetched_global_larger_than_a_packet_is_w801_at_the_fetch() {
-    let text = program(8, "", "    fetch p_u into u;\n");
-    let (analysis, _, _) = graph_of_source("fetch", &text);
+fn a_fetch_of_a_large_dat_is_not_w801() {
+    // `double[10]` (6 and 4 values per item) and `float[20]` (13 and 7)
+    // into globals of 1000 and 2000 values: every message of the graph
+    // fits a packet. The reduction of before sent the whole global in
+    // each end message (W801 at the fetch).
+    let text = "set nodes;\n\ndat p_v: double[10] on nodes;\ndat p_w: float[20] on nodes;\n\nglobal v: double[1000];\nglobal w: float[2000];\n\nmain {\n    fetch p_v into v;\n    fetch p_w into w;\n    print(\"%g %g\", v[999], w[1999]);\n}\n";
+    let (analysis, graph, xml) = graph_of_source("fetch", text);
     let diagnostics = op2_codegen::diagnostics(&analysis, "fetch");
-    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
-    let w801 = &diagnostics[0];
-    assert_eq!(w801.code, Code::W801);
+    assert!(diagnostics.is_empty(), "{diagnostics:?}");
+    let sizes: Vec<(&str, u32)> = graph
+        .message_types
+        .iter()
+        .map(|m| (m.id.as_str(), m.size()))
+        .collect();
+    assert_eq!(
+        sizes,
+        [
+            ("empty", 0),
+            ("op2_fetch_p_v_begin", 8),
+            ("op2_fetch_p_v_end", 52),
+            ("op2_fetch_p_w_begin", 8),
+            ("op2_fetch_p_w_end", 56),
+        ]
+    );
+    let fetches: Vec<(u32, u32)> = graph
+        .invocations
+        .iter()
+        .map(|p| p.fetch.map(|f| (f.components, f.parts)).expect("fetches"))
+        .collect();
+    assert_eq!(fetches, [(6, 2), (13, 2)]);
+    // The second part of an element stops at its last component.
     assert!(
-        w801.message
-            .contains("message `op2_fetch_p_u_end` carries 64 bytes"),
-        "{}",
-        w801.message
-    );
-    assert_eq!(
-        w801.label,
-        "the whole global `u` that `fetch` fills, which its reduction `op2_fetch_p_u` returns, does not fit one hardware message; simulators accept it, hardware does not"
-    );
-    let at = w801.location.range;
-    assert_eq!(
-        &text[at.start as usize..at.end as usize],
-        "fetch p_u into u;"
+        xml.contains("uint32_t op2_at = op2_item / 2u * 10u + op2_item % 2u * 6u;\nuint32_t op2_end = op2_item / 2u * 10u + 10u;\nfor (uint32_t c = 0; c < 6 && op2_at + c < op2_end; c++) deviceState->global_v[op2_at + c] = message->value[c];"),
+        "{xml}"
     );
 }
 
@@ -150,12 +215,8 @@ fn the_generated_names_skip_names_in_use_as_par_loop_names_do() {
         ["op2_fetch_p_u", "op2_fetch_p_u_1", "op2_fetch_p_u_1_1"]
     );
     assert!(xml.contains("<MessageType id=\"op2_fetch_p_u_1_1_end\">"));
-    // Both reductions zero their global; the program's par_loop does not.
-    let zeroes: Vec<bool> = lowered
-        .invocations
-        .iter()
-        .map(|i| i.zeroes_inc_globals)
-        .collect();
+    // Both fetches are marked; the program's par_loop is not.
+    let zeroes: Vec<bool> = lowered.invocations.iter().map(|i| i.is_fetch).collect();
     assert_eq!(zeroes, [false, true, true]);
     assert_eq!(lowered.own_invocations(), 1);
     // The analysis lowers once; lowering again changes nothing, as no

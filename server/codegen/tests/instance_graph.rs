@@ -416,6 +416,15 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
                         }
                     }
                 }
+                // A fetch counts no messages (compilation.md, "A `fetch`
+                // on POETS"): it has no count properties.
+                if graph
+                    .invocation(plan.invocation)
+                    .is_some_and(|p| p.fetch.is_some())
+                {
+                    assert!(!p.contains_key(&names::read_recv_total(inv)), "`{device}`");
+                    continue;
+                }
                 write.entry(inv.clone()).or_insert(1);
                 let expect = |name: String, value: u32| {
                     assert_eq!(p[&name], vec![value.to_string()], "`{device}`: `{name}`");
@@ -424,16 +433,23 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
                 expect(names::write_recv_total(inv), write[inv]);
             }
             if device_type.kind == DeviceKind::Controller {
-                for plan in &graph.invocations {
+                for plan in graph.invocations.iter().filter(|p| p.fetch.is_none()) {
                     let total = &p[&names::end_total(&plan.name)];
                     assert_eq!(total, &vec![end[&plan.name].to_string()], "`{}`", plan.name);
                 }
             }
             if let DeviceKind::Aggregator(id) = device_type.kind {
                 let inv = inv_name(id);
+                assert!(end[&inv] >= 1, "`{device}` has children");
+                // A fetch's aggregator holds the items of its leaves, a
+                // range that is not empty; the others count their children.
+                if graph.invocation(id).is_some_and(|p| p.fetch.is_some()) {
+                    let bound = |name: &str| -> u64 { p[name][0].parse().unwrap() };
+                    assert!(bound(names::ITEM_LO) < bound(names::ITEM_HI), "`{device}`");
+                    continue;
+                }
                 let total = &p[&names::end_total(&inv)];
                 assert_eq!(total, &vec![end[&inv].to_string()], "`{device}`");
-                assert!(end[&inv] >= 1, "`{device}` has children");
             }
         }
     }
@@ -493,7 +509,7 @@ fn build_and_check_with(program: &Path, json_path: &Path, fan_limit: u32) {
                 DeviceKind::Controller | DeviceKind::Aggregator(_) => None,
             })
             .sum::<u64>()
-        + op2_codegen::topology::Counts::new(&analysis.program, &graph, &data)
+        + op2_codegen::topology::Counts::new(analysis.lowered(), &graph, &data)
             .trees
             .iter()
             .map(|t| u64::from(t.aggregators()))
@@ -884,4 +900,62 @@ main { par_loop sum over cells (p_flux READ, g_total INC); }
     };
     assert!(message.starts_with("dats.p_flux[1][0]: "), "{message}");
     assert!(message.contains("NaN"), "{message}");
+}
+
+/// A fetch's aggregators hold the items of their leaves, `item_lo` and
+/// `item_hi` (compilation.md, "A `fetch` on POETS"): 40 nodes of a
+/// `double[10]` (two items each) under 3 aggregators of at most 16 leaves.
+/// The instance is consistent with its graph type for every fan limit.
+#[test]
+fn a_fetchs_aggregators_hold_the_items_of_their_leaves() {
+    let directory = tempfile::tempdir().unwrap();
+    let program = directory.path().join("fetch.op2");
+    let json = directory.path().join("fetch.json");
+    std::fs::write(
+        &program,
+        "set nodes;\n\ndat p_v: double[10] on nodes;\n\nglobal v: double[400];\n\nmain {\n    fetch p_v into v;\n    print(\"%g\", v[399]);\n}\n",
+    )
+    .unwrap();
+    let rows: Vec<String> = (0..40)
+        .map(|i| format!("[{}]", vec![i.to_string(); 10].join(",")))
+        .collect();
+    std::fs::write(
+        &json,
+        format!(
+            r#"{{"sets": {{"nodes": 40}}, "dats": {{"p_v": [{}]}}}}"#,
+            rows.join(",")
+        ),
+    )
+    .unwrap();
+    build_and_check(&program, &json);
+    let analysis = analyse(&program);
+    let graph = op2_codegen::graph_type(&analysis, "fetch");
+    let loaded = instance::read(
+        &std::fs::read(&json).unwrap(),
+        &analysis.program,
+        &mut NoProgress,
+    );
+    let data = loaded.data.unwrap();
+    let out = directory.path().join("graph.xml");
+    let mut progress = NoProgress;
+    let mut writer = GraphInstance::new(analysis.lowered(), &data, &mut progress);
+    write_graph(&out, &graph, Some(&mut writer)).unwrap();
+    let xml = std::fs::read_to_string(&out).unwrap();
+    let aggregators: Vec<&str> = xml
+        .lines()
+        .filter(|l| l.contains("type=\"tree_op2_fetch_p_v\""))
+        .map(|l| {
+            let l = l.trim();
+            let end = l.find("}\"").map_or(l.len(), |at| at + 2);
+            &l[..end]
+        })
+        .collect();
+    assert_eq!(
+        aggregators,
+        [
+            "<DevI id=\"tree_op2_fetch_p_v_0\" type=\"tree_op2_fetch_p_v\" P=\"{0,32}\"",
+            "<DevI id=\"tree_op2_fetch_p_v_1\" type=\"tree_op2_fetch_p_v\" P=\"{32,64}\"",
+            "<DevI id=\"tree_op2_fetch_p_v_2\" type=\"tree_op2_fetch_p_v\" P=\"{64,80}\"",
+        ]
+    );
 }

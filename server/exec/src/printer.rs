@@ -14,7 +14,7 @@ pub(crate) enum Printing {
     /// A kernel evaluation: its loops spend the kernel's budget.
     Kernel,
     /// The simulator's controller, running `main` block by block: a
-    /// par_loop ends a block and a `fetch` was lowered to a reduction
+    /// par_loop ends a block and a `fetch` was lowered to an invocation
     /// before the graph was built, so neither reaches the host.
     Controller,
 }

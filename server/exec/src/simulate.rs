@@ -34,6 +34,7 @@ use crate::printer::{Printer, Printing};
 use order::{Bits, Wheel};
 use store::{Column, Payloads, add_slots, column_values, combine_slots, copy_slots, rows};
 
+mod fetch;
 mod order;
 mod store;
 use crate::reference::{Engine, RuntimeError, add_into, combine, describe, prepare};
@@ -106,6 +107,9 @@ pub struct Traffic {
     pub sent: u64,
     /// Deliveries (one per edge of each send).
     pub delivered: u64,
+    /// Values delivered: the components of each delivery's payload (a
+    /// fetch's item carries its number and its values).
+    pub values: u64,
 }
 
 /// The cost model's record of one invocation (one par_loop statement).
@@ -372,6 +376,12 @@ struct PlanInfo {
     /// A bit per read send and per write send (all set past 31).
     read_mask: u32,
     write_mask: u32,
+    /// For a fetch, its items per element (`FetchPlan::parts`): the plan
+    /// has a request input and an item output, and its elements' progress
+    /// holds the generated `{inv}_sent` in `read_recv_count`, `{inv}_last`
+    /// in `write_recv_count` and the element's first item in `read_total`
+    /// (compilation.md, "A `fetch` on POETS"); `in_progress` stays false.
+    fetch_parts: Option<u32>,
 }
 
 /// One step of staging a kernel call's arguments into their slots
@@ -721,6 +731,13 @@ impl PlanInfo {
     /// in (`PlanInfo::word`): [`PlanInfo::ready`] when that word is all.
     #[inline]
     fn ready_in_word(&self, s: &Progress) -> u64 {
+        if let Some(parts) = self.fetch_parts {
+            return if fetch_ready(s, parts) {
+                self.end_pin.bit
+            } else {
+                0
+            };
+        }
         if !s.in_progress {
             return 0;
         }
@@ -805,6 +822,14 @@ impl PlanInfo {
     /// `ReadyToSend`, this invocation's part).
     #[inline]
     fn ready(&self, s: &Progress, mask: &mut [u64]) {
+        if let Some(parts) = self.fetch_parts {
+            if fetch_ready(s, parts)
+                && let Some(word) = mask.get_mut(self.end_pin.word)
+            {
+                *word |= self.end_pin.bit;
+            }
+            return;
+        }
         if !s.in_progress {
             return;
         }
@@ -836,6 +861,13 @@ impl PlanInfo {
             set(self.end_pin);
         }
     }
+}
+
+/// Whether an element of a fetch (`parts` items each) has an item to send:
+/// one it has not sent, in the window it was asked for.
+#[inline(always)]
+fn fetch_ready(s: &Progress, parts: u32) -> bool {
+    s.read_recv_count < parts && s.read_total + s.read_recv_count < s.write_recv_count
 }
 
 /// Which count of its invocation's progress a received message adds to.
@@ -970,7 +1002,44 @@ struct Aggregator {
     /// The partial reductions of its children.
     partials: Vec<Value>,
     begin_pending: bool,
+    /// The ends received; for a fetch's aggregator, the items in its
+    /// buffer.
     end_count: u32,
+    /// For a fetch's aggregator: its items and its buffer.
+    fetch: Option<FetchBuffer>,
+}
+
+impl Aggregator {
+    /// Whether its end pin is ready: all its children's ends arrived, or a
+    /// fetch's aggregator holds an item.
+    #[inline(always)]
+    fn end_ready(&self) -> bool {
+        self.end_count != 0 && (self.fetch.is_some() || self.end_count == self.end_total)
+    }
+}
+
+/// A fetch's aggregator (compilation.md, "A `fetch` on POETS"): the items
+/// of its leaves, `[lo, hi)` (the generated `item_lo`, `item_hi`), and the
+/// buffer of `window` items of `width` slots each (the item's number and
+/// its values), `end_count` of them held.
+#[derive(Clone)]
+struct FetchBuffer {
+    lo: u32,
+    hi: u32,
+    window: u32,
+    width: usize,
+    slots: Vec<u64>,
+}
+
+/// What the simulator keeps of a fetch (`op2_codegen::model::FetchPlan`),
+/// per invocation in graph order.
+#[derive(Clone, Copy)]
+struct FetchRun {
+    plan: op2_codegen::model::FetchPlan,
+    /// Its items: the set's size times the items per element.
+    items: u32,
+    /// Items asked for at once.
+    window: u32,
 }
 
 /// `main` compiled for the controller.
@@ -1032,6 +1101,9 @@ struct Controller {
     /// Per `INFO` global of the running invocation: the element of the
     /// best partial so far (the generated `element_G`).
     info_elements: Vec<u32>,
+    /// The window a fetch asked for, `[first, last)` (the generated
+    /// `fetch_first`, `fetch_last`); `last` is 0 between fetches.
+    window: (u32, u32),
 }
 
 /// The simulation.
@@ -1128,6 +1200,11 @@ struct Simulator<'a> {
     /// Messages with a floating value sent so far, and the one to perturb.
     floating_sent: u64,
     perturb: Option<u64>,
+    /// Per invocation, in graph order: the fetch it is, if it is one.
+    fetches: Vec<Option<FetchRun>>,
+    /// A fetch's requests in flight: a request that does not meet its
+    /// receiver's items may still be on its way when `main` ends.
+    requests_in_flight: usize,
 }
 
 /// The bit of the controller's ready mask that stands for its pending
@@ -1162,7 +1239,7 @@ pub fn simulate_with_progress(
     out: &mut dyn FnMut(&str),
     progress: &mut dyn FnMut(&Statistics),
 ) -> Result<(State, Statistics), SimulationError> {
-    // The graph was built with every `fetch` lowered to its reduction
+    // The graph was built with every `fetch` lowered to its invocation
     // (op2_analysis::fetch): the simulator runs that program.
     let program = analysis.lowered().program();
     let start = Instant::now();
@@ -1359,6 +1436,7 @@ impl<'a> Simulator<'a> {
                     write_send_bits: Vec::new(),
                     read_mask: 0,
                     write_mask: 0,
+                    fetch_parts: graph.invocations[plan_position(id)].fetch.map(|f| f.parts),
                 };
                 let mut info = info;
                 let sends = info.read_sends.len().max(info.write_sends.len());
@@ -1380,6 +1458,11 @@ impl<'a> Simulator<'a> {
                     .iter()
                     .map(|(_, pin)| PinBit::of(*pin))
                     .collect();
+                if info.fetch_parts.is_some() {
+                    // A fetch has no execute step: its request and its
+                    // items only.
+                    info.execute_out = info.end_out;
+                }
                 info.execute_pin = PinBit::of(info.execute_out);
                 info.end_pin = PinBit::of(info.end_out);
                 info.pins = pin_words(
@@ -1514,11 +1597,18 @@ impl<'a> Simulator<'a> {
                 let reads = totals(&mut counts.read_recv_total);
                 let writes = totals(&mut counts.write_recv_total);
                 p.progress = states.len();
-                states.extend((0..elements).map(|e| Progress {
-                    read_total: reads.get(e).copied().unwrap_or(0),
-                    write_total: writes.get(e).copied().unwrap_or(0),
-                    ..Progress::default()
-                }));
+                match p.fetch_parts {
+                    // A fetch's element keeps its first item in `read_total`.
+                    Some(parts) => states.extend((0..elements).map(|e| Progress {
+                        read_total: u32::try_from(e).unwrap_or(u32::MAX).saturating_mul(parts),
+                        ..Progress::default()
+                    })),
+                    None => states.extend((0..elements).map(|e| Progress {
+                        read_total: reads.get(e).copied().unwrap_or(0),
+                        write_total: writes.get(e).copied().unwrap_or(0),
+                        ..Progress::default()
+                    })),
+                }
                 plan_columns.push(PlanColumns {
                     buffers: rows(p.buffers.iter().map(|a| {
                         let ty = program.invocations[p.invocation.index()].args[*a]
@@ -1562,15 +1652,36 @@ impl<'a> Simulator<'a> {
             let end_width = width(&mut plan.end_globals.iter().map(|(g, _)| *g))
                 + width(&mut plan.infos.iter().map(|i| i.global))
                 + plan.infos.len();
+            // A fetch's aggregators: the items of their leaves and a
+            // buffer of a window's items.
+            let leaves = plan
+                .fetch
+                .map(|_| counts.trees[plan_index].aggregator_leaves())
+                .unwrap_or_default();
             for (index, &end_total) in counts.tree_end_total[plan_index].iter().enumerate() {
+                let fetch = plan.fetch.map(|f| {
+                    let (from, to) = leaves.get(index).copied().unwrap_or_default();
+                    let item =
+                        |leaf: u64| u32::try_from(leaf * u64::from(f.parts)).unwrap_or(u32::MAX);
+                    let window = op2_codegen::model::FetchPlan::window(graph.fan_limit);
+                    let width = 1 + f.components as usize;
+                    FetchBuffer {
+                        lo: item(from),
+                        hi: item(to),
+                        window,
+                        width,
+                        slots: Vec::new(),
+                    }
+                });
                 aggregators.push(Aggregator {
                     plan: plan_index,
                     index: u32::try_from(index).unwrap_or(u32::MAX),
                     end_total,
-                    begin: vec![Value::Int(0); begin_width],
+                    begin: vec![Value::Int(0); if fetch.is_some() { 2 } else { begin_width }],
                     partials: vec![Value::Int(0); end_width],
                     begin_pending: false,
                     end_count: 0,
+                    fetch,
                 });
             }
         }
@@ -1736,6 +1847,7 @@ impl<'a> Simulator<'a> {
                 .any(|k| op2_analysis::hir::first_print(&program.kernels[k.index()].body).is_some())
                 .then(String::new),
             info_elements: Vec::new(),
+            window: (0, 0),
         };
         let statistics = Statistics {
             invocations: graph
@@ -1768,6 +1880,19 @@ impl<'a> Simulator<'a> {
             },
         };
         let bases = types.iter().map(|info| set_base[&info.set].0).collect();
+        // The fetches: the global holds the set's size times the dimension
+        // values (E609), so their items fit a `uint32`.
+        let fetches = graph
+            .invocations
+            .iter()
+            .map(|p| {
+                p.fetch.map(|plan| FetchRun {
+                    plan,
+                    items: u32::try_from(plan.items(data.set_size(p.set))).unwrap_or(u32::MAX),
+                    window: op2_codegen::model::FetchPlan::window(graph.fan_limit),
+                })
+            })
+            .collect();
         let layouts = graph
             .invocations
             .iter()
@@ -1825,6 +1950,8 @@ impl<'a> Simulator<'a> {
                 Some(Injection::PerturbMessage(number)) => Some(number),
                 _ => None,
             },
+            fetches,
+            requests_in_flight: 0,
         };
         simulator.lengths = simulator.state.lengths();
         if let Some(calls) = simulator.calls.as_mut() {
@@ -1897,7 +2024,7 @@ impl<'a> Simulator<'a> {
             if a.begin_pending {
                 set(0);
             }
-            if a.end_count != 0 && a.end_count == a.end_total {
+            if a.end_ready() {
                 set(1);
             }
             return;
@@ -1946,8 +2073,7 @@ impl<'a> Simulator<'a> {
                 }
             } else {
                 self.aggregator(device).map_or(0, |a| {
-                    u64::from(a.begin_pending)
-                        | (u64::from(a.end_count != 0 && a.end_count == a.end_total) << 1)
+                    u64::from(a.begin_pending) | (u64::from(a.end_ready()) << 1)
                 })
             };
             self.ready_masks[device] = mask;
@@ -2051,10 +2177,12 @@ impl<'a> Simulator<'a> {
             .iter()
             .filter(|a| a.begin_pending || a.end_count != 0)
             .count();
-        if !pending.is_empty() || self.wheel.waiting() != 0 || aggregators_pending > 0 {
+        // A fetch's request that meets no item of its receiver may still be
+        // on its way: it would change nothing.
+        let in_flight = self.wheel.waiting() - self.requests_in_flight.min(self.wheel.waiting());
+        if !pending.is_empty() || in_flight != 0 || aggregators_pending > 0 {
             return Err(SimulationError::Deadlock(format!(
-                "`main` ended with {} message(s) in flight, {aggregators_pending} aggregator(s) and these devices still inside an invocation:\n{}",
-                self.wheel.waiting(),
+                "`main` ended with {in_flight} message(s) in flight, {aggregators_pending} aggregator(s) and these devices still inside an invocation:\n{}",
                 pending.join("\n")
             )));
         }
@@ -2408,6 +2536,9 @@ impl<'a> Simulator<'a> {
         let delivered = (end - start) as u64;
         self.statistics.total.delivered += delivered;
         self.statistics.invocations[plan].1.delivered += delivered;
+        let values = delivered * length as u64;
+        self.statistics.total.values += values;
+        self.statistics.invocations[plan].1.values += values;
         let plan = u32::try_from(plan).unwrap_or(u32::MAX);
         // Each delivery due after its own random delay.
         self.wheel.expect(end - start);
@@ -2449,6 +2580,14 @@ impl<'a> Simulator<'a> {
             return Ok(());
         }
         if device >= self.first_aggregator {
+            if self.aggregators[device - self.first_aggregator]
+                .fetch
+                .is_some()
+            {
+                self.fetch_aggregator_send(device, pin)?;
+                self.update_ready(device);
+                return Ok(());
+            }
             let a = &mut self.aggregators[device - self.first_aggregator];
             let plan = a.plan;
             let (values, types) = if pin == 0 {
@@ -2503,6 +2642,10 @@ impl<'a> Simulator<'a> {
                     self.post(fan, plan_index, id, length, ty)?;
                 }
                 self.sent_ready(device, p, e, pin);
+            }
+            Role::End if info.fetch_parts.is_some() => {
+                self.fetch_item(device, p, e, pin)?;
+                self.update_plan_ready(device, p, e);
             }
             Role::End => {
                 // End: the partial reductions, or identities where the kernel
@@ -2914,6 +3057,23 @@ impl<'a> Simulator<'a> {
                 self.assertion(device, "a message arrived on the pin of another invocation")
             );
         }
+        if let Some(parts) = info.fetch_parts {
+            // A fetch's request: kept if its window meets the element's
+            // items, and the first such of a fetch starts it again.
+            let (first, last) = (payload[0] as u32, payload[1] as u32);
+            let state = &mut self.states[info.progress + e];
+            let own = state.read_total;
+            if first < own.saturating_add(parts) && last > own {
+                if first <= own {
+                    state.read_recv_count = 0;
+                }
+                state.write_recv_count = last;
+            }
+            self.requests_in_flight -= 1;
+            info.refresh(state, &mut self.ready_masks, self.words, device);
+            self.plan_ready_updated(device);
+            return Ok(());
+        }
         // Step 1: the first message of the invocation.
         let read_mask = info.read_mask;
         let iterates = info.iterates;
@@ -3000,6 +3160,9 @@ impl<'a> Simulator<'a> {
                 self.assertion(device, "a message arrived on the pin of another invocation")
             );
         }
+        if a.fetch.is_some() {
+            return self.fetch_aggregator_receive(message);
+        }
         let plan = &self.graph.invocations[a.plan];
         let layout = &self.layouts[a.plan];
         if message.pin == 0 {
@@ -3059,6 +3222,9 @@ impl<'a> Simulator<'a> {
         }
         // Begin of the invocation at graph position pin - 1.
         let plan_index = pin - 1;
+        if let Some(fetch) = self.fetches[plan_index] {
+            return self.fetch_request(pin, plan_index, fetch);
+        }
         self.invocation_start = self.clocks[0].at;
         let cost = &mut self.costs[plan_index];
         cost.first_begin.get_or_insert(self.invocation_start);
@@ -3069,11 +3235,6 @@ impl<'a> Simulator<'a> {
         self.controller
             .info_elements
             .resize(self.graph.invocations[plan_index].infos.len(), NO_ELEMENT);
-        // A `fetch`'s reduction adds into a global that starts from zero.
-        for global in &self.graph.invocations[plan_index].zeroed_globals {
-            let ty = self.program.globals[global.index()].ty.scalar;
-            self.state.globals[global.index()].fill(Value::zero(ty));
-        }
         let types = PayloadTypes::Begin(plan_index);
         self.deliver_with(0, pin, plan_index, types, |this, payload| {
             for global in &this.graph.invocations[plan_index].begin_globals {
@@ -3099,6 +3260,9 @@ impl<'a> Simulator<'a> {
             return Err(
                 self.assertion(0, "an end message arrived on the pin of another invocation")
             );
+        }
+        if let Some(fetch) = self.fetches[plan_index] {
+            return self.fetch_store(message, plan_index, fetch);
         }
         let plan = &self.graph.invocations[plan_index];
         let layout = &self.layouts[plan_index];
@@ -3273,7 +3437,8 @@ fn hold_unfinished_line(held: &mut String, out: &mut dyn FnMut(&str), text: &str
 fn handlers(program: &Program, plans: &[PlanInfo]) -> Vec<Option<Vec<HandlerArg>>> {
     let mut handlers = vec![None; program.invocations.len()];
     for plan in plans {
-        if plan.iterates {
+        // A fetch runs no kernel.
+        if plan.iterates && plan.fetch_parts.is_none() {
             handlers[plan.invocation.index()] = Some(plan.handler.clone());
         }
     }
@@ -3437,6 +3602,16 @@ struct PayloadLayout {
 }
 
 fn payload_layout(program: &Program, plan: &op2_codegen::model::InvocationPlan) -> PayloadLayout {
+    // A fetch's request and item (compilation.md, "A `fetch` on POETS").
+    if let Some(fetch) = plan.fetch {
+        let mut end = vec![ScalarType::Uint];
+        end.extend(std::iter::repeat_n(fetch.scalar, fetch.components as usize));
+        return PayloadLayout {
+            begin: vec![ScalarType::Uint; 2],
+            end,
+            infos: Vec::new(),
+        };
+    }
     let globals = |globals: &mut dyn Iterator<Item = GlobalId>| -> Vec<ScalarType> {
         globals
             .flat_map(|g| {

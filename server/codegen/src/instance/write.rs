@@ -1213,11 +1213,28 @@ fn write_instance(
             xml::attribute(&device.id)
         );
         let tail = format!("}}\"{}/>\n", attribute_text("S", &device.state, &s));
+        // A fetch's aggregators hold the items of their leaves,
+        // `item_lo` and `item_hi` (crate::fetch).
+        let ranges = plan
+            .fetch
+            .as_ref()
+            .map(|fetch| (edges.invocations[number].tree.aggregator_leaves(), fetch));
         for index in 0..aggregators {
             sink.bytes(head.as_bytes());
             sink.number(index);
             sink.bytes(middle.as_bytes());
-            sink.number(counts.tree[number][index as usize]);
+            match &ranges {
+                Some((leaves, fetch)) => {
+                    let (from, to) = leaves[index as usize];
+                    let item = |leaf: u64| {
+                        u32::try_from(leaf * u64::from(fetch.parts)).unwrap_or(u32::MAX)
+                    };
+                    sink.number(item(from));
+                    sink.bytes(b",");
+                    sink.number(item(to));
+                }
+                None => sink.number(counts.tree[number][index as usize]),
+            }
             sink.bytes(tail.as_bytes());
             sink.spill()?;
         }
