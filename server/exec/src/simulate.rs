@@ -69,6 +69,10 @@ pub enum Injection {
     /// that carry a floating value, with every floating value in it wrong
     /// by a relative [`PERTURBATION`].
     PerturbMessage(u64),
+    /// Give every fetch's aggregator a buffer of this many items instead of
+    /// a window's (compilation.md, "A `fetch` on POETS"), so that it can
+    /// overflow.
+    FetchBufferSlots(u32),
 }
 
 /// How wrong [`Injection::PerturbMessage`] makes a value: relative 1e-6.
@@ -1663,7 +1667,10 @@ impl<'a> Simulator<'a> {
                     let (from, to) = leaves.get(index).copied().unwrap_or_default();
                     let item =
                         |leaf: u64| u32::try_from(leaf * u64::from(f.parts)).unwrap_or(u32::MAX);
-                    let window = op2_codegen::model::FetchPlan::window(graph.fan_limit);
+                    let window = match options.injection {
+                        Some(Injection::FetchBufferSlots(slots)) => slots,
+                        _ => op2_codegen::model::FetchPlan::window(graph.fan_limit),
+                    };
                     let width = 1 + f.components as usize;
                     FetchBuffer {
                         lo: item(from),
