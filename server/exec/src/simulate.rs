@@ -735,13 +735,6 @@ impl PlanInfo {
     /// in (`PlanInfo::word`): [`PlanInfo::ready`] when that word is all.
     #[inline]
     fn ready_in_word(&self, s: &Progress) -> u64 {
-        if let Some(parts) = self.fetch_parts {
-            return if fetch_ready(s, parts) {
-                self.end_pin.bit
-            } else {
-                0
-            };
-        }
         if !s.in_progress {
             return 0;
         }
@@ -826,14 +819,6 @@ impl PlanInfo {
     /// `ReadyToSend`, this invocation's part).
     #[inline]
     fn ready(&self, s: &Progress, mask: &mut [u64]) {
-        if let Some(parts) = self.fetch_parts {
-            if fetch_ready(s, parts)
-                && let Some(word) = mask.get_mut(self.end_pin.word)
-            {
-                *word |= self.end_pin.bit;
-            }
-            return;
-        }
         if !s.in_progress {
             return;
         }
@@ -872,6 +857,27 @@ impl PlanInfo {
 #[inline(always)]
 fn fetch_ready(s: &Progress, parts: u32) -> bool {
     s.read_recv_count < parts && s.read_total + s.read_recv_count < s.write_recv_count
+}
+
+impl PlanInfo {
+    /// A fetch's part of [`PlanInfo::ready`]: its item pin.
+    fn ready_fetch(&self, s: &Progress, mask: &mut [u64]) {
+        if let Some(parts) = self.fetch_parts
+            && fetch_ready(s, parts)
+            && let Some(word) = mask.get_mut(self.end_pin.word)
+        {
+            *word |= self.end_pin.bit;
+        }
+    }
+
+    /// A fetch's part of [`PlanInfo::refresh`]: its item pin of `device`
+    /// in `masks` (`words` words per device), the other pins kept.
+    fn refresh_fetch(&self, s: &Progress, masks: &mut [u64], words: usize, device: usize) {
+        let ready = self.fetch_parts.is_some_and(|parts| fetch_ready(s, parts));
+        if let Some(word) = masks.get_mut(device * words + self.end_pin.word) {
+            *word = (*word & !self.end_pin.bit) | if ready { self.end_pin.bit } else { 0 };
+        }
+    }
 }
 
 /// Which count of its invocation's progress a received message adds to.
@@ -927,8 +933,12 @@ enum Role {
 
 struct TypeInfo {
     set: SetId,
-    /// Its invocations' plans (`Simulator::plans`, `plan_columns`).
+    /// Its invocations' plans (`Simulator::plans`, `plan_columns`) but
+    /// its fetches'.
     plans: std::ops::Range<usize>,
+    /// Its fetches' plans, right after: kept apart so that the ready pins
+    /// of the others are found without asking whether each is a fetch.
+    fetch_plans: std::ops::Range<usize>,
     inputs: Vec<Input>,
     outputs: Vec<Output>,
     /// Globals with a landing pad on this type, in slot order.
@@ -1364,7 +1374,20 @@ impl<'a> Simulator<'a> {
                 device.outputs.len()
             ];
             let first = all_plans.len();
-            for (index, plan) in device.plans.iter().enumerate() {
+            // The fetches' plans last (`TypeInfo::fetch_plans`).
+            let is_fetch = |plan: &&op2_codegen::model::DevicePlan| {
+                graph.invocations[plan_position(plan.invocation)]
+                    .fetch
+                    .is_some()
+            };
+            let ordered: Vec<&op2_codegen::model::DevicePlan> = device
+                .plans
+                .iter()
+                .filter(|p| !is_fetch(p))
+                .chain(device.plans.iter().filter(is_fetch))
+                .collect();
+            let fetches_from = first + ordered.iter().filter(|p| !is_fetch(p)).count();
+            for (index, plan) in ordered.into_iter().enumerate() {
                 let index = first + index;
                 let id = plan.invocation;
                 let mut buffers: Vec<usize> = Vec::new();
@@ -1577,7 +1600,8 @@ impl<'a> Simulator<'a> {
             all_plans.extend(plans);
             types.push(TypeInfo {
                 set,
-                plans: first..all_plans.len(),
+                plans: first..fetches_from,
+                fetch_plans: fetches_from..all_plans.len(),
                 inputs,
                 outputs,
                 pads,
@@ -1591,7 +1615,7 @@ impl<'a> Simulator<'a> {
         let mut owners: Vec<u32> = vec![u32::MAX; device_count];
         for (t, info) in types.iter().enumerate() {
             let elements = state.set_sizes[info.set.index()];
-            for p in &mut all_plans[info.plans.clone()] {
+            for p in &mut all_plans[info.plans.start..info.fetch_plans.end] {
                 // The count properties move here from `counts`.
                 let totals = |all: &mut Vec<Vec<Vec<u32>>>| {
                     p.involved
@@ -2055,6 +2079,9 @@ impl<'a> Simulator<'a> {
         let e = index as usize;
         for plan in &self.plans[self.types[t].plans.clone()] {
             plan.ready(&self.states[plan.progress + e], mask);
+        }
+        for plan in &self.plans[self.types[t].fetch_plans.clone()] {
+            plan.ready_fetch(&self.states[plan.progress + e], mask);
         }
     }
 
@@ -2652,7 +2679,10 @@ impl<'a> Simulator<'a> {
             }
             Role::End if info.fetch_parts.is_some() => {
                 self.fetch_item(device, p, e, pin)?;
-                self.update_plan_ready(device, p, e);
+                let plan = &self.plans[p];
+                let progress = &self.states[plan.progress + e];
+                plan.refresh_fetch(progress, &mut self.ready_masks, self.words, device);
+                self.plan_ready_updated(device);
             }
             Role::End => {
                 // End: the partial reductions, or identities where the kernel
@@ -3077,7 +3107,7 @@ impl<'a> Simulator<'a> {
                 state.write_recv_count = last;
             }
             self.requests_in_flight -= 1;
-            info.refresh(state, &mut self.ready_masks, self.words, device);
+            info.refresh_fetch(state, &mut self.ready_masks, self.words, device);
             self.plan_ready_updated(device);
             return Ok(());
         }
