@@ -143,6 +143,26 @@ async fn an_application_in_the_workspace_imports_beside_itself_with_progress() {
     session.shutdown().await;
 }
 
+/// Writes the compilation database `database` at `at`, imports `main`
+/// through the server and checks that the import is faithful and linked
+/// exactly the other unit `unit`; the session and the answer.
+async fn import_linking(
+    workspace: &Workspace,
+    at: &Path,
+    database: &Value,
+    main: &Path,
+    unit: &Path,
+) -> (Session, Value) {
+    std::fs::write(at, serde_json::to_string_pretty(database).unwrap()).unwrap();
+    let mut session = workspace.session().await;
+    let answer = session
+        .call("workspace/executeCommand", import_params(main, None))
+        .await;
+    assert_eq!(answer["faithful"], json!(true), "{answer}");
+    assert_eq!(answer["units"], json!([file_uri(unit)]), "{answer}");
+    (session, answer)
+}
+
 #[tokio::test]
 async fn an_application_of_several_units_imports_every_unit_its_compilation_database_links() {
     if !have_compiler(
@@ -202,24 +222,14 @@ async fn an_application_of_several_units_imports_every_unit_its_compilation_data
             &["-std=gnu++14", "-Imesh_inc", "-DNCELLS=7"]
         ),
     ]);
-    std::fs::write(
-        app.join("build/compile_commands.json"),
-        serde_json::to_string_pretty(&database).unwrap(),
+    let (session, answer) = import_linking(
+        &workspace,
+        &app.join("build/compile_commands.json"),
+        &database,
+        &app.join("database.cpp"),
+        &app.join("database_mesh.cpp"),
     )
-    .unwrap();
-    let mut session = workspace.session().await;
-    let answer = session
-        .call(
-            "workspace/executeCommand",
-            import_params(&app.join("database.cpp"), None),
-        )
-        .await;
-    assert_eq!(answer["faithful"], json!(true), "{answer}");
-    assert_eq!(
-        answer["units"],
-        json!([file_uri(&app.join("database_mesh.cpp"))]),
-        "{answer}"
-    );
+    .await;
     let report = answer["report"].as_str().expect("the report text");
     let db = app.join("build/compile_commands.json");
     assert!(
@@ -269,24 +279,14 @@ async fn a_unit_that_only_defines_a_global_the_application_uses_is_linked() {
             .map(|file| json!({"directory": app, "file": file, "arguments": ["c++", "-c", file]}))
             .collect::<Vec<_>>()
     );
-    std::fs::write(
-        app.join("compile_commands.json"),
-        serde_json::to_string_pretty(&database).unwrap(),
+    let (session, _) = import_linking(
+        &workspace,
+        &app.join("compile_commands.json"),
+        &database,
+        &app.join("gains.cpp"),
+        &app.join("gain.cpp"),
     )
-    .unwrap();
-    let mut session = workspace.session().await;
-    let answer = session
-        .call(
-            "workspace/executeCommand",
-            import_params(&app.join("gains.cpp"), None),
-        )
-        .await;
-    assert_eq!(answer["faithful"], json!(true), "{answer}");
-    assert_eq!(
-        answer["units"],
-        json!([file_uri(&app.join("gain.cpp"))]),
-        "{answer}"
-    );
+    .await;
     // The global's value, from the unit that defines it.
     let program = std::fs::read_to_string(app.join("gains.op2")).unwrap();
     assert!(
