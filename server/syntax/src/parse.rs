@@ -699,21 +699,33 @@ impl Parse {
         let root = self.tree.root_node();
         let mut damaged: Vec<(usize, usize, Point, Point)> = Vec::new();
         let mut cursor = root.walk();
+        let mut previous: Option<Node<'_>> = None;
         for item in root.children(&mut cursor) {
             if !item.has_error() {
+                previous = Some(item);
                 continue;
             }
             match damaged_statements(item) {
                 // The error is inside the body's statements, which stays a
                 // block: only the runs of damaged statements.
                 Some(runs) => damaged.extend(runs),
-                None => damaged.push((
-                    item.start_byte(),
-                    item.end_byte(),
-                    item.start_position(),
-                    item.end_position(),
-                )),
+                // From the last token of the item before, whose parse state
+                // an error at the item's start reads its expected tokens
+                // from: a token reused from another parse may carry none
+                // (state 0), and the message would then depend on the
+                // edits, not on the text. Only that token is parsed again;
+                // the rest of the item before stays reusable.
+                None => {
+                    let first = previous.map_or(item, last_leaf);
+                    damaged.push((
+                        first.start_byte(),
+                        item.end_byte(),
+                        first.start_position(),
+                        item.end_position(),
+                    ));
+                }
             }
+            previous = Some(item);
         }
         if damaged.is_empty() {
             // The error sits in the root itself (a MISSING token at the end,
@@ -837,7 +849,10 @@ fn damaged_statements(item: Node<'_>) -> Option<Vec<(usize, usize, Point, Point)
     // One walk over the children: `body.child(index)` would count its way
     // from the first child each time, quadratic in a long `main` (issue #12).
     let mut cursor = body.walk();
-    for (_, statement) in (1..count - 1).zip(body.children(&mut cursor).skip(1)) {
+    let mut children = body.children(&mut cursor);
+    // The child before the statement: the block's `{`, then each statement.
+    let mut previous = children.next();
+    for (_, statement) in (1..count - 1).zip(children) {
         let damaged = statement.has_error();
         if damaged {
             match runs.last_mut() {
@@ -845,17 +860,39 @@ fn damaged_statements(item: Node<'_>) -> Option<Vec<(usize, usize, Point, Point)
                     run.1 = statement.end_byte();
                     run.3 = statement.end_position();
                 }
-                _ => runs.push((
-                    statement.start_byte(),
-                    statement.end_byte(),
-                    statement.start_position(),
-                    statement.end_position(),
-                )),
+                // A run starts at the last token of the child before it:
+                // that token's parse state is what an error at the run's
+                // start reads its expected tokens from, and a reused token
+                // may not carry one (see `Parse::damaged_items`).
+                _ => {
+                    let first = previous.map_or(statement, last_leaf);
+                    runs.push((
+                        first.start_byte(),
+                        statement.end_byte(),
+                        first.start_position(),
+                        statement.end_position(),
+                    ));
+                }
             }
         }
         previous_damaged = damaged;
+        previous = Some(statement);
     }
     (!runs.is_empty()).then_some(runs)
+}
+
+/// The last leaf of `node`, found without recursion. Each node's children
+/// are counted once, and callers ask for distinct nodes, so their walks add
+/// up to the tree's size at most.
+fn last_leaf(mut node: Node<'_>) -> Node<'_> {
+    while let Some(last) = node
+        .child_count()
+        .checked_sub(1)
+        .and_then(|i| node.child(i))
+    {
+        node = last;
+    }
+    node
 }
 
 /// The tree-sitter point of a byte offset: rows end at `\n` (tree-sitter's
