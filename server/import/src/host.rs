@@ -45,6 +45,11 @@ pub struct Context<'a> {
     pub hoisted: BTreeMap<String, String>,
     /// Scalar host values captured where the set-up ended, as written.
     pub values: BTreeMap<String, String>,
+    /// The `.op2` type of each of those values.
+    pub value_types: BTreeMap<String, String>,
+    /// The `.op2` name of the set of each dat, by its C variable (known
+    /// once captured).
+    pub dat_sets: BTreeMap<String, String>,
     /// Host variables the host code assigns.
     pub assigned: BTreeSet<String>,
     /// Inside an inlined function: its parameters' names in the caller.
@@ -79,6 +84,10 @@ pub struct Context<'a> {
     /// new name of each identifier (by its first byte in the main file)
     /// that declares or names one of them.
     pub block_renames: std::collections::HashMap<usize, String>,
+    /// The names given with `as` to the par_loops that an optional
+    /// argument's flag makes branch (one per combination of flags), shared
+    /// by every level of inlining so that no two are alike.
+    pub invocation_names: Rc<std::cell::RefCell<BTreeSet<String>>>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -274,6 +283,7 @@ pub fn translate(
 ) -> Host {
     let entries = report.entries.len();
     let inlined = context.inlined.get();
+    let invocation_names = context.invocation_names.borrow().clone();
     let mut host = translate_once(source, statements, context, report);
     // A local spelled in `.op2` as a name they read from outside (the
     // local `exit`, `exit_` in `.op2`, and a global `exit_`) is renamed
@@ -297,6 +307,7 @@ pub fn translate(
     }
     report.entries.truncate(entries);
     context.inlined.set(inlined);
+    *context.invocation_names.borrow_mut() = invocation_names;
     let mut host = translate_once(source, statements, &again, report);
     host.renamed = again.local_renames;
     host
@@ -317,6 +328,7 @@ fn translate_once(
     let mut edits = Edits::default();
     let mut pending = Vec::new();
     let mut hoists: Vec<Hoist<'_, '_>> = Vec::new();
+    let mut branches: Vec<Branch<'_>> = Vec::new();
     if context.depth == 0 {
         host.hoisted = context.hoisted.clone();
     }
@@ -350,6 +362,19 @@ fn translate_once(
     }
     for statement in statements {
         walk(*statement, |node, ancestors| {
+            // Inside a par_loop that branches on its flags, only the flags
+            // are host code (the rest was translated with the par_loop).
+            if let Some(branch) = branches.last()
+                && node != branch.call
+                && branch.call.byte_range().contains(&node.start_byte())
+            {
+                let inside = |outer: Node<'_>, inner: Node<'_>| {
+                    outer.start_byte() <= inner.start_byte() && inner.end_byte() <= outer.end_byte()
+                };
+                if !branch.flags.iter().any(|f| inside(*f, node)) {
+                    return branch.flags.iter().any(|f| inside(node, *f));
+                }
+            }
             if !node.is_named() {
                 return true;
             }
@@ -637,6 +662,7 @@ fn translate_once(
                     context,
                     &dead,
                     &mut pending,
+                    &mut branches,
                     &mut host,
                     &mut edits,
                     report,
@@ -697,6 +723,21 @@ fn translate_once(
         }
         edits.replace(declaration, assignments.join(" "));
     }
+    for branch in branches {
+        let conditions: Vec<String> = branch
+            .flags
+            .iter()
+            .map(|flag| {
+                let text = edits.apply(&source.text, flag.byte_range());
+                if int_like(source, *flag, context, &host) {
+                    text
+                } else {
+                    format!("(int) ({text})")
+                }
+            })
+            .collect();
+        edits.replace(branch.statement, branching(&conditions, &branch.variants));
+    }
     for call in pending {
         let mut text = String::new();
         let target = call
@@ -734,6 +775,7 @@ fn call<'t>(
     context: &Context<'_>,
     dead: &BTreeSet<String>,
     pending: &mut Vec<Pending<'t>>,
+    branches: &mut Vec<Branch<'t>>,
     host: &mut Host,
     edits: &mut Edits,
     report: &mut Report,
@@ -748,7 +790,29 @@ fn call<'t>(
     match name {
         "op_par_loop" => {
             match par_loop(source, node, &args, context, host, report) {
-                Some(text) => edits.replace(node, text),
+                Some(Loop::Plain(text)) => edits.replace(node, text),
+                // Emitted once the walk has translated the flags, which it
+                // walks into.
+                Some(Loop::Branching { flags, variants }) => match whole_statement {
+                    Some(statement) => {
+                        branches.push(Branch {
+                            statement,
+                            call: node,
+                            flags,
+                            variants,
+                        });
+                        return true;
+                    }
+                    None => {
+                        report.add(
+                            Kind::NotTranslated,
+                            Some(location),
+                            "`op_par_loop` whose optional arguments' flags are not known at import, inside an expression: op2 import writes it as `if`/`else` statements".to_owned(),
+                            Some("call `op_par_loop` as a statement of its own"),
+                        );
+                        edits.replace(node, "0");
+                    }
+                },
                 // Left out (reported), so that the rest still parses.
                 None => match whole_statement {
                     Some(statement) => edits.replace(
@@ -1136,6 +1200,8 @@ fn inline<'t>(
         buffers: context.buffers.clone(),
         functions: context.functions.clone(),
         values: context.values.clone(),
+        value_types: context.value_types.clone(),
+        dat_sets: context.dat_sets.clone(),
         assigned: context.assigned.clone(),
         hoisted: context.hoisted.clone(),
         renames,
@@ -1143,6 +1209,7 @@ fn inline<'t>(
         result,
         depth: context.depth + 1,
         inlined: Rc::clone(&context.inlined),
+        invocation_names: Rc::clone(&context.invocation_names),
         words: Rc::clone(&context.words),
         local_renames: BTreeMap::new(),
         shadowed: context.shadowed.clone(),
@@ -1645,46 +1712,196 @@ fn variable<'s>(source: &'s Source, node: Node<'_>) -> Option<&'s str> {
     }
 }
 
-/// Whether the flag of an `op_opt_arg_dat` is set: a literal, or a host
-/// variable the set-up computed (captured) and the host code never
-/// assigns; or why it cannot be known.
-fn optional_flag(
+/// The most distinct flags not known at import that the optional arguments
+/// of one par_loop may have: it is written once for each combination of
+/// them, so at most [`MAX_BRANCH_VARIANTS`] times.
+pub const MAX_BRANCH_FLAGS: usize = 3;
+
+/// The most par_loops one `op_par_loop` becomes (`2^MAX_BRANCH_FLAGS`).
+pub const MAX_BRANCH_VARIANTS: usize = 1 << MAX_BRANCH_FLAGS;
+
+/// A translated `op_par_loop`.
+enum Loop<'t> {
+    /// One `par_loop` statement.
+    Plain(String),
+    /// Optional arguments whose flags `main` decides: the distinct flags,
+    /// and the `par_loop` statement for each combination of them (bit `i`
+    /// of the index set when flag `i` is).
+    Branching {
+        flags: Vec<Node<'t>>,
+        variants: Vec<String>,
+    },
+}
+
+/// A par_loop statement that branches on its flags, written once the walk
+/// has translated them.
+struct Branch<'t> {
+    /// The statement replaced.
+    statement: Node<'t>,
+    /// The `op_par_loop` call, inside which only the flags are walked.
+    call: Node<'t>,
+    flags: Vec<Node<'t>>,
+    variants: Vec<String>,
+}
+
+/// How an optional argument's flag is decided.
+#[derive(Clone, Copy)]
+enum Flag {
+    /// At import: set or not.
+    Known(bool),
+    /// By `main`: the par_loop's distinct flag of this position.
+    Branch(usize),
+}
+
+/// OP2's truth of a flag's value as written (`op_opt_arg_dat` takes an
+/// `int`: C converts a `double` toward zero and a `long long` modulo 2^32).
+fn truth(value: &str) -> Option<bool> {
+    if let Ok(v) = value.parse::<i64>() {
+        // As C++ converts (modulo 2^32), the truncation is meant.
+        #[allow(clippy::cast_possible_truncation)]
+        return Some(v as i32 != 0);
+    }
+    let v = value.parse::<f64>().ok()?;
+    // NaN and values out of `int`'s range convert to a non-zero `int`.
+    Some(v.is_nan() || v.trunc() != 0.0)
+}
+
+/// Whether the flag of an `op_opt_arg_dat` is set, when that is known at
+/// import: a literal (or a macro of one), or a host variable the set-up
+/// computed (captured) and the host code never assigns. `None`: `main`
+/// decides it.
+fn known_flag(
     source: &Source,
     flag: Node<'_>,
     context: &Context<'_>,
     host: &mut Host,
-) -> Result<bool, String> {
+) -> Option<bool> {
     match flag.kind() {
-        "true" => Ok(true),
-        "false" => Ok(false),
-        "number_literal" => integer(source, flag)
-            .map(|v| v != 0)
-            .ok_or_else(|| "is not an integer".to_owned()),
+        "true" => Some(true),
+        "false" => Some(false),
+        "number_literal" => truth(source.text(flag)),
         "identifier" => {
             let name = source.text(flag);
+            if let Some(value) = integer_or_macro(source, flag, context) {
+                #[allow(clippy::cast_possible_truncation)]
+                return Some(value as i32 != 0);
+            }
+            if context.assigned.contains(name)
+                || host.locals.contains(name)
+                || context.renames.contains_key(name)
+                || context.setup_renames.contains_key(name)
+                || context.block_renames.contains_key(&flag.start_byte())
+            {
+                return None;
+            }
+            // Captured, so that the import decides it where it can (even
+            // where the flag changes none of the arguments and is not
+            // walked as `main`'s).
             host.referenced.insert(name.to_owned());
-            if context.assigned.contains(name) {
-                return Err(format!("`{name}` is assigned by the host code"));
-            }
-            match context.values.get(name) {
-                Some(value) => Ok(value.parse::<f64>().is_ok_and(|v| v != 0.0)),
-                None => Err(format!("`{name}` was not captured")),
-            }
+            truth(context.values.get(name)?)
         }
-        _ => Err("is an expression".to_owned()),
+        _ => None,
     }
 }
 
-/// `op_par_loop(kernel, "name", set, args…)` as a `par_loop` statement, or
-/// `None` (reported) when an argument cannot be translated.
-fn par_loop(
+/// The first place in a flag that `main` would evaluate with an effect of
+/// its own (an assignment, `++`, a call other than a math built-in or
+/// `op_get_size`): C evaluates each flag as often as it is written, the
+/// branches once.
+fn side_effect<'t>(source: &Source, flag: Node<'t>) -> Option<Node<'t>> {
+    let mut found = None;
+    walk(flag, |node, _| {
+        if found.is_some() {
+            return false;
+        }
+        let effect = match node.kind() {
+            "assignment_expression" | "update_expression" => true,
+            "call_expression" => {
+                let name = c::called_name(source, node).unwrap_or("");
+                !(c::is_builtin(name) || name == "op_get_size")
+            }
+            _ => false,
+        };
+        if effect {
+            found = Some(node);
+        }
+        !effect
+    });
+    found
+}
+
+/// Whether `main` may test `flag` as written for OP2's truth of it: an
+/// `int` of at most 32 bits (or `bool`, a comparison, a logical operation),
+/// whose conversion to `int` keeps it non-zero; anything else is converted
+/// with `(int)` first, as `op_opt_arg_dat` converts it.
+fn int_like(source: &Source, flag: Node<'_>, context: &Context<'_>, host: &Host) -> bool {
+    let mut node = flag;
+    while node.kind() == "parenthesized_expression" {
+        match c::named_children(node).first() {
+            Some(inner) => node = *inner,
+            None => return false,
+        }
+    }
+    let operator = || {
+        node.child_by_field_name("operator")
+            .map_or("", |o| source.text(o))
+    };
+    match node.kind() {
+        "true" | "false" => true,
+        "number_literal" => integer(source, node).is_some_and(|v| i32::try_from(v).is_ok()),
+        "binary_expression" => matches!(
+            operator(),
+            "==" | "!=" | "<" | ">" | "<=" | ">=" | "&&" | "||"
+        ),
+        "unary_expression" => operator() == "!",
+        "identifier" => {
+            let name = source.text(node);
+            let ty = if host.locals.contains(name) {
+                host.local_types.get(name)
+            } else {
+                context.value_types.get(name)
+            };
+            matches!(ty.map(String::as_str), Some("int" | "uint" | "bool"))
+        }
+        _ => false,
+    }
+}
+
+/// The statements that run the par_loop `variants` (bit `i` of the index
+/// set where `conditions[i]` holds): `if`/`else` on each condition in turn.
+fn branching(conditions: &[String], variants: &[String]) -> String {
+    // Built from the innermost (the last condition) out, without
+    // recursion: at level `L` the arms left are indexed by the bits below
+    // `L`, and each becomes an `if` on condition `L` of the arm with bit
+    // `L` set and the arm without.
+    let mut arms: Vec<String> = variants.iter().map(|v| format!("{v};")).collect();
+    for (level, condition) in conditions.iter().enumerate().rev() {
+        let bit = 1 << level;
+        arms = (0..bit)
+            .map(|mask| {
+                format!(
+                    "if ({condition}) {{\n{}\n}} else {{\n{}\n}}",
+                    arms[mask | bit],
+                    arms[mask]
+                )
+            })
+            .collect();
+    }
+    arms.concat()
+}
+
+/// `op_par_loop(kernel, "name", set, args…)` as a `par_loop` statement (or,
+/// when optional arguments' flags are decided by `main`, one for each
+/// combination of them), or `None` (reported) when an argument cannot be
+/// translated.
+fn par_loop<'t>(
     source: &Source,
-    node: Node<'_>,
-    args: &[Node<'_>],
+    node: Node<'t>,
+    args: &[Node<'t>],
     context: &Context<'_>,
     host: &mut Host,
     report: &mut Report,
-) -> Option<String> {
+) -> Option<Loop<'t>> {
     let location = source.location(node);
     let fail = |report: &mut Report, at: Node<'_>, message: String, help: Option<&str>| {
         report.add(
@@ -1716,44 +1933,240 @@ fn par_loop(
         host.kernels.push((kernel_name.clone(), location.clone()));
     }
     let set_name = op2_name(source.text(*set));
+    // `op_opt_arg_dat(flag, …)`: an `op_arg_dat` when the flag is set;
+    // when it is not, OP2 hands the kernel the argument unused. Each flag
+    // is known at import or one of the distinct flags (by their text) that
+    // `main` tests.
+    let mut flags: Vec<(String, Node<'t>)> = Vec::new();
+    let mut decided: Vec<Option<Flag>> = Vec::with_capacity(rest.len());
+    for arg in rest {
+        let inner = c::call_arguments(*arg);
+        if c::called_name(source, *arg) != Some("op_opt_arg_dat") || inner.len() != 7 {
+            decided.push(None);
+            continue;
+        }
+        let flag = inner[0];
+        if let Some(set) = known_flag(source, flag, context, host) {
+            report.add(
+                Kind::Translated,
+                Some(source.location(*arg)),
+                if set {
+                    "`op_opt_arg_dat` whose flag is set: an argument like any other".to_owned()
+                } else {
+                    "`op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored".to_owned()
+                },
+                None,
+            );
+            if !set && integer_or_macro(source, inner[2], context).is_some_and(|k| k < -1) {
+                return fail(
+                    report,
+                    inner[2],
+                    "`op_opt_arg_dat` of a vector-map argument whose flag is not set: the kernel's parameter takes the map's entries, which a dat passed directly does not give".into(),
+                    Some("pass the argument with `op_arg_dat`, or each map entry as an optional argument of its own"),
+                );
+            }
+            decided.push(Some(Flag::Known(set)));
+            continue;
+        }
+        if let Some(at) = side_effect(source, flag) {
+            return fail(
+                report,
+                at,
+                "`op_opt_arg_dat` whose flag has an effect (an assignment, `++`, a call): `main` tests each distinct flag once, where C evaluates it for each argument".into(),
+                Some("compute the flag into a variable before the `op_par_loop`, and pass that"),
+            );
+        }
+        if integer_or_macro(source, inner[2], context).is_some_and(|k| k < -1) {
+            return fail(
+                report,
+                inner[2],
+                "`op_opt_arg_dat` of a vector-map argument whose flag is not known at import: the kernel's parameter takes the map's entries, which the argument passed directly where the flag is not set does not give".into(),
+                Some("pass the argument with `op_arg_dat`, or each map entry as an optional argument of its own"),
+            );
+        }
+        let text: String = source
+            .text(flag)
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect();
+        let position = match flags.iter().position(|(t, _)| *t == text) {
+            Some(position) => position,
+            None if flags.len() == MAX_BRANCH_FLAGS => {
+                return fail(
+                    report,
+                    flag,
+                    format!(
+                        "`op_par_loop` of `{kernel_name}` whose optional arguments have more than {MAX_BRANCH_FLAGS} distinct flags not known at import: op2 import writes the par_loop once for each combination of its flags, at most {MAX_BRANCH_VARIANTS} times"
+                    ),
+                    Some(
+                        "give optional arguments that go together the same flag, or compute the flags before the set-up ends",
+                    ),
+                );
+            }
+            None => {
+                flags.push((text, flag));
+                flags.len() - 1
+            }
+        };
+        decided.push(Some(Flag::Branch(position)));
+    }
+    let all = (1usize << flags.len()) - 1;
+    let mut variants: Vec<String> = Vec::with_capacity(all + 1);
+    for mask in 0..=all {
+        // The kernel's bindings follow the par_loop with every flag set:
+        // where one is not, the argument is passed directly, which any
+        // binding takes.
+        let text = loop_arguments(
+            source,
+            &kernel_name,
+            &set_name,
+            rest,
+            &decided,
+            mask,
+            mask == all,
+            context,
+            host,
+            report,
+        )?;
+        variants.push(text);
+    }
+    // A flag whose arguments are passed alike set or not (a `READ` of a
+    // dat passed directly, or of one of another set, which stays indirect)
+    // needs no branch: the variants where it is set are dropped.
+    let mut same = Vec::new();
+    let mut k = 0;
+    while k < flags.len() {
+        let bit = 1 << k;
+        let alike = (0..variants.len())
+            .filter(|mask| mask & bit == 0)
+            .all(|mask| variants[mask] == variants[mask | bit]);
+        if alike {
+            same.push(flags.remove(k).0);
+            // Keep the variants without bit `k`, renumbered without it.
+            variants = (0..variants.len() / 2)
+                .map(|mask| {
+                    let low = mask & (bit - 1);
+                    let high = (mask & !(bit - 1)) << 1;
+                    std::mem::take(&mut variants[high | low])
+                })
+                .collect();
+        } else {
+            k += 1;
+        }
+    }
+    let all = variants.len() - 1;
+    let alike = match same.as_slice() {
+        [] => String::new(),
+        [one] => format!(
+            "; the flag `{one}` of its optional arguments, which `main` decides, changes none of them (passed alike set or not), so it is not tested"
+        ),
+        many => format!(
+            "; the flags `{}` of its optional arguments, which `main` decides, change none of them (passed alike set or not), so they are not tested",
+            many.join("`, `")
+        ),
+    };
+    let kernel_op2 = op2_name(&kernel_name);
+    if flags.is_empty() {
+        report.add(
+            Kind::Translated,
+            Some(location),
+            format!("par_loop `{kernel_name}` over `{set_name}`{alike}"),
+            None,
+        );
+        return Some(Loop::Plain(format!(
+            "par_loop {kernel_op2} over {set_name} ({})",
+            variants.concat()
+        )));
+    }
+    // Each variant is named `KERNEL_` and `on` or `off` for each flag in
+    // turn (`res_calc_on_off`), or the first of those numbered (`_1`, …)
+    // that no source and no other variant uses.
+    let mut taken = context.invocation_names.borrow_mut();
+    let mut names = Vec::with_capacity(variants.len());
+    for mask in 0..=all {
+        let states: Vec<&str> = (0..flags.len())
+            .map(|i| if mask & (1 << i) == 0 { "off" } else { "on" })
+            .collect();
+        let base = format!("{kernel_op2}_{}", states.join("_"));
+        let name = c::first_free(
+            |attempt| vec![c::numbered(&base, std::slice::from_ref(&base), attempt)],
+            |n| !context.words.contains(n) && !taken.contains(n),
+        )
+        .into_iter()
+        .next()
+        .unwrap_or(base);
+        taken.insert(name.clone());
+        names.push(name);
+    }
+    let listed: Vec<String> = flags.iter().map(|(t, _)| format!("`{t}`")).collect();
+    report.add(
+        Kind::Translated,
+        Some(location),
+        format!(
+            "par_loop `{kernel_name}` over `{set_name}`, branching on {} of its optional arguments, which `main` decides: {} par_loops in `if`/`else` (`{}`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` as `RW`) where it is not",
+            if flags.len() == 1 {
+                format!("the flag {}", listed[0])
+            } else {
+                format!("the flags {}", listed.join(", "))
+            },
+            variants.len(),
+            names.join("`, `")
+        ) + &alike,
+        None,
+    );
+    let variants = variants
+        .iter()
+        .zip(&names)
+        .map(|(arguments, name)| {
+            format!("par_loop {kernel_op2} as {name} over {set_name} ({arguments})")
+        })
+        .collect();
+    Some(Loop::Branching {
+        flags: flags.into_iter().map(|(_, f)| f).collect(),
+        variants,
+    })
+}
+
+/// The arguments of the par_loop running `kernel_name` with `args` where
+/// the flags of `mask` are set (bit `i` for the flag `Flag::Branch(i)`);
+/// `record`: the kernel's bindings follow these. `None` when reported.
+#[allow(clippy::too_many_arguments)]
+fn loop_arguments(
+    source: &Source,
+    kernel_name: &str,
+    set_name: &str,
+    args: &[Node<'_>],
+    decided: &[Option<Flag>],
+    mask: usize,
+    record: bool,
+    context: &Context<'_>,
+    host: &mut Host,
+    report: &mut Report,
+) -> Option<String> {
+    let fail = |report: &mut Report, at: Node<'_>, message: String, help: Option<&str>| {
+        report.add(
+            Kind::NotTranslated,
+            Some(source.location(at)),
+            message,
+            help,
+        );
+        None
+    };
     // The modes and names of global arguments, for op_arg_info's reference.
     let mut modes: Vec<Option<(&str, String)>> = Vec::new();
     let mut out = Vec::new();
     let mut uses = Vec::new();
-    for arg in rest {
+    for (arg, flag) in args.iter().zip(decided) {
         let mut callee = c::called_name(source, *arg).unwrap_or("");
         let mut inner = c::call_arguments(*arg);
-        // `op_opt_arg_dat(flag, …)`: an `op_arg_dat` when the flag is set;
-        // when it is not, OP2 hands the kernel the argument unused.
-        let mut unused = false;
-        if callee == "op_opt_arg_dat" && inner.len() == 7 {
-            match optional_flag(source, inner[0], context, host) {
-                Ok(flag) => {
-                    unused = !flag;
-                    report.add(
-                        Kind::Translated,
-                        Some(source.location(*arg)),
-                        if flag {
-                            "`op_opt_arg_dat` whose flag is set: an argument like any other".to_owned()
-                        } else {
-                            "`op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored".to_owned()
-                        },
-                        None,
-                    );
-                    callee = "op_arg_dat";
-                    inner.remove(0);
-                }
-                Err(why) => {
-                    return fail(
-                        report,
-                        inner[0],
-                        format!("`op_opt_arg_dat` whose flag {why}"),
-                        Some(
-                            "the flag must be a literal, or a variable the set-up computes and `main` never assigns",
-                        ),
-                    );
-                }
-            }
+        let unused = match flag {
+            None => false,
+            Some(Flag::Known(set)) => !set,
+            Some(Flag::Branch(i)) => mask & (1 << i) == 0,
+        };
+        if flag.is_some() {
+            callee = "op_arg_dat";
+            inner.remove(0);
         }
         let text = match (callee, inner.as_slice()) {
             ("op_arg_dat", [dat, idx, map, dim, _ty, acc]) => {
@@ -1784,7 +2197,7 @@ fn par_loop(
                     && mode == "INC"
                     && context
                         .increments_read
-                        .get(&kernel_name)
+                        .get(kernel_name)
                         .is_some_and(|k| k.contains(&(uses.len() - 1)))
                 {
                     mode = "RW";
@@ -1792,10 +2205,28 @@ fn par_loop(
                 if unused && mode == "WRITE" {
                     mode = "RW";
                 }
+                // As OP2 does, an unused optional argument is direct; but
+                // `.op2` takes a dat directly only on the iteration set
+                // (E302), so one of another set stays indirect, which is
+                // harmless where the kernel only reads or adds.
+                let elsewhere = !direct
+                    && context
+                        .dat_sets
+                        .get(source.text(*dat))
+                        .is_some_and(|s| s != set_name);
+                if unused && elsewhere && mode == "RW" {
+                    return fail(
+                        report,
+                        *acc,
+                        "`op_opt_arg_dat` whose flag is not set, of a dat on another set than the par_loop's that it writes through a map: OP2 hands the kernel the dat as if direct, which `.op2` cannot pass (E302), and passed through the map it would be written by every element reaching it (E704)".to_owned(),
+                        Some(
+                            "declare a dat on the par_loop's set for the kernel to be handed where the flag is not set, and pass that",
+                        ),
+                    );
+                }
                 let dat = op2_name(source.text(*dat));
                 match index {
-                    // As OP2 does, an unused optional argument is direct.
-                    _ if unused => format!("{dat} {mode}"),
+                    _ if unused && !elsewhere => format!("{dat} {mode}"),
                     Some(-1) if map_text == "OP_ID" => format!("{dat} {mode}"),
                     Some(k) if k >= 0 && map.kind() == "identifier" && map_text != "OP_ID" => {
                         format!("{dat}[{}[{k}]] {mode}", op2_name(map_text))
@@ -1960,21 +2391,13 @@ fn par_loop(
         };
         out.push(text);
     }
-    host.kernel_args
-        .entry(kernel_name.clone())
-        .or_default()
-        .push(uses);
-    report.add(
-        Kind::Translated,
-        Some(location),
-        format!("par_loop `{kernel_name}` over `{set_name}`"),
-        None,
-    );
-    Some(format!(
-        "par_loop {} over {set_name} ({})",
-        op2_name(&kernel_name),
-        out.join(", ")
-    ))
+    if record {
+        host.kernel_args
+            .entry(kernel_name.to_owned())
+            .or_default()
+            .push(uses);
+    }
+    Some(out.join(", "))
 }
 
 /// The host buffer a fetch of a whole dat fills: `op_fetch_data(DAT,

@@ -1404,13 +1404,27 @@ pub fn translate_units(
             );
         }
     }
+    context.dat_sets = captured
+        .handles
+        .iter()
+        .filter(|(_, kind, _)| *kind == "dat")
+        .filter_map(|(name, _, i)| Some((name.clone(), names.set(captured.dats.get(*i)?.set))))
+        .collect();
     context.values = captured
         .values
         .iter()
         .filter(|(_, v)| !v.array && v.values.len() == 1)
         .map(|(n, v)| (n.clone(), v.values[0].clone()))
         .collect();
+    context.value_types = captured
+        .values
+        .iter()
+        .filter(|(_, v)| !v.array && v.values.len() == 1)
+        .map(|(n, v)| (n.clone(), v.ty.clone()))
+        .collect();
     context.assigned = scan.assigned.clone();
+    // The names the scan gave the par_loops that branch are given again.
+    context.invocation_names.borrow_mut().clear();
     // Locals of `main` that par_loops take as globals.
     for (name, at) in &scan.globals {
         if !scan.locals.contains(name) {
@@ -2844,6 +2858,63 @@ mod tests {
             .find(|e| e.message.contains(text))
             .unwrap_or_else(|| panic!("not reported: {:?}", translation.report.entries));
         (entry, entry.location.as_ref().map(ToString::to_string))
+    }
+
+    #[test]
+    fn a_par_loop_branches_on_at_most_three_distinct_flags_not_known_at_import() {
+        // `f` is assigned by the time loop, so `main` tests the flags. The
+        // first par_loop has three distinct flags (the fourth argument's is
+        // the first's again): 8 par_loops; the second a fourth distinct one,
+        // reported where it is written.
+        let args = |flags: [&str; 5]| {
+            flags
+                .iter()
+                .map(|f| format!("op_opt_arg_dat({f}, p, -1, OP_ID, 1, \"double\", OP_WRITE)"))
+                .collect::<Vec<_>>()
+                .join(",\n      ")
+        };
+        let app = format!(
+            "#include \"op_seq.h\"\nvoid k(double *a, double *b, double *c, double *d, double *e) {{ a[0] = 1.0; }}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  op_dat p = op_decl_dat(cells, 1, \"double\", (double *)0, \"p\");\n  int f = 0;\n  for (int i = 0; i < 2; i++) {{\n    f = i;\n    op_par_loop(k, \"k\", cells,\n      {});\n    op_par_loop(k, \"k\", cells,\n      {});\n  }}\n}}\n",
+            args(["f", "f + 1", "f > 1", "f", "f>1"]),
+            args(["f", "f + 1", "f > 1", "f", "f - 1"]),
+        );
+        let translation = translated(
+            &app,
+            "set 0 1\nhandle cells set 0\ndat 0 0 1 double\nnull\nhandle p dat 0\nvalue f int 1\n0\nstop\n",
+        )
+        .expect("a translation");
+        let (entry, location) = reported(&translation, "distinct flags");
+        assert_eq!(entry.kind, Kind::NotTranslated);
+        assert_eq!(
+            entry.message,
+            "`op_par_loop` of `k` whose optional arguments have more than 3 distinct flags not known at import: op2 import writes the par_loop once for each combination of its flags, at most 8 times"
+        );
+        assert_eq!(location.as_deref(), Some("app/app.cpp:21:22"));
+        let (entry, _) = reported(&translation, "branching on the flags");
+        assert_eq!(entry.kind, Kind::Translated);
+        assert!(
+            entry.message.contains(
+                "`f`, `f+1`, `f>1` of its optional arguments, which `main` decides: 8 par_loops"
+            ),
+            "{}",
+            entry.message
+        );
+        assert_eq!(translation.program.matches("par_loop k as k_").count(), 8);
+        let compact: String = translation
+            .program
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        for expected in [
+            "if (f) { if ((int) (f + 1)) { if (f > 1) { par_loop k as k_on_on_on over cells ( p WRITE, p WRITE, p WRITE, p WRITE, p WRITE, ); } else {",
+            "par_loop k as k_off_on_off over cells (p RW, p WRITE, p RW, p RW, p RW);",
+        ] {
+            assert!(
+                compact.contains(expected),
+                "{expected}\n{}",
+                translation.program
+            );
+        }
     }
 
     const BUFFER_APP: &str = "#include \"op_seq.h\"\nvoid step(const double *w, double *x) { x[0] += w[0]; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double *w = 0;\n  op_set cells = op_decl_set(n, \"cells\");\n  op_dat p_w = op_decl_dat(cells, DIM, \"double\", w, \"p_w\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_READ), op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_RW));\n  op_printf(\"%g\\n\", w[0]);\n}\n";

@@ -1002,3 +1002,64 @@ fn kernels_of_units_that_define_a_macro_differently_print_what_the_native_build_
         assert!(program.contains(expected), "{expected}\n{program}");
     }
 }
+
+#[test]
+fn optional_arguments_whose_flags_come_from_the_input_file_print_what_the_native_build_prints() {
+    if compiler("options").is_none() {
+        return;
+    }
+    // `visc != 0` (shared by two arguments passed alike set or not) and
+    // `order > 1` are set by options.dat, `limit > 0.5` is not: expressions
+    // that `main` tests.
+    let (imported, _work) = same_numbers("options", "options", "options.cpp");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "        if (order > 1) {\n            par_loop smooth as smooth_on over edges (\n",
+        "                p_mu[pedge[1]]  READ,\n                p_grad          WRITE,\n",
+        "        } else {\n            par_loop smooth as smooth_off over edges (\n",
+        // Not set: direct, WRITE as RW; a dat of another set through its map.
+        "                p_mu[pedge[1]]  READ,\n                p_grad          RW,\n",
+        "        if (limit > 0.5) {\n            par_loop clip as clip_on over nodes (p_x RW, p_res READ, p_cap WRITE, total INC);\n        } else {\n            par_loop clip as clip_off over nodes (p_x RW, p_res READ, p_cap RW, total INC);\n        }",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    assert!(!program.contains("    if (visc != 0) {"), "{program}");
+    let translated: Vec<&str> = imported
+        .report
+        .entries
+        .iter()
+        .filter(|e| e.kind == Kind::Translated && e.message.contains("`main` decides"))
+        .map(|e| e.message.as_str())
+        .collect();
+    assert_eq!(
+        translated,
+        [
+            "par_loop `smooth` over `edges`, branching on the flag `order>1` of its optional arguments, which `main` decides: 2 par_loops in `if`/`else` (`smooth_off`, `smooth_on`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` as `RW`) where it is not; the flag `visc!=0` of its optional arguments, which `main` decides, changes none of them (passed alike set or not), so it is not tested",
+            "par_loop `clip` over `nodes`, branching on the flag `limit>0.5` of its optional arguments, which `main` decides: 2 par_loops in `if`/`else` (`clip_off`, `clip_on`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` as `RW`) where it is not",
+        ],
+        "{}",
+        imported.report
+    );
+}
+
+#[test]
+fn optional_arguments_that_the_time_loop_switches_print_what_the_native_build_prints() {
+    if compiler("switched").is_none() {
+        return;
+    }
+    let (imported, _work) = same_numbers("switched", "switched", "switched.cpp");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "        if (it % 3 == 0) {\n            par_loop relax as relax_on over nodes (\n",
+        "                p_src       READ,\n                p_out       WRITE,\n",
+        "                p_src       READ,\n                p_out       RW,\n",
+        // Passed alike set or not: not tested.
+        "        par_loop gather over edges (use_out READ, p_out[pedge[1]] READ, p_y[pedge[0]] INC);\n",
+        "        if (use_out) {\n            par_loop gather as gather_on over nodes (\n                use_out         READ,\n                p_out[pnext[0]] READ,\n                p_y[pnext[0]]   INC,\n            );\n        } else {\n            par_loop gather as gather_off over nodes (use_out READ, p_out READ, p_y INC);\n        }\n",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    assert!(!program.contains("if (use_src)"), "{program}");
+}
