@@ -88,6 +88,17 @@ pub struct Context<'a> {
     /// argument's flag makes branch (one per combination of flags), shared
     /// by every level of inlining so that no two are alike.
     pub invocation_names: Rc<std::cell::RefCell<BTreeSet<String>>>,
+    /// The translation unit of each of the application's own files that is
+    /// one (the main file 0, the others in the order given), by path.
+    pub unit_sources: Rc<BTreeMap<std::path::PathBuf, usize>>,
+    /// The translation unit whose code this is: the main file's, or that of
+    /// the file of the function inlined here (a header's function is its
+    /// caller's).
+    pub unit: usize,
+    /// A kernel whose text in a translation unit differs from its first
+    /// one's (a macro the unit defines otherwise), by its C name and the
+    /// unit: the `.op2` kernel that unit's par_loops run.
+    pub unit_kernels: Rc<BTreeMap<(String, usize), String>>,
 }
 
 /// A function the host code may call: its source, definition and template
@@ -158,6 +169,8 @@ pub struct Host {
     /// mode (`None` for `idx` and `INFO`) and dimension (`None` when not an
     /// integer literal).
     pub kernel_args: BTreeMap<String, Vec<Vec<ArgUse>>>,
+    /// For each kernel, the translation units whose par_loops run it.
+    pub kernel_units: BTreeMap<String, BTreeSet<usize>>,
     /// Temporary dats (`op_decl_dat_temp`) the statements declare, each
     /// zeroed there by a par_loop of the kernel `op2_zero_NAME`.
     pub temporaries: BTreeSet<String>,
@@ -1210,6 +1223,13 @@ fn inline<'t>(
         depth: context.depth + 1,
         inlined: Rc::clone(&context.inlined),
         invocation_names: Rc::clone(&context.invocation_names),
+        unit: context
+            .unit_sources
+            .get(&fsource.path)
+            .copied()
+            .unwrap_or(context.unit),
+        unit_sources: Rc::clone(&context.unit_sources),
+        unit_kernels: Rc::clone(&context.unit_kernels),
         words: Rc::clone(&context.words),
         local_renames: BTreeMap::new(),
         shadowed: context.shadowed.clone(),
@@ -1306,6 +1326,9 @@ fn inline<'t>(
         if !host.kernels.iter().any(|(k, _)| *k == kernel) {
             host.kernels.push((kernel, at));
         }
+    }
+    for (kernel, units) in translated.kernel_units {
+        host.kernel_units.entry(kernel).or_default().extend(units);
     }
     for (kernel, loops) in translated.kernel_args {
         host.kernel_args.entry(kernel).or_default().extend(loops);
@@ -1932,6 +1955,10 @@ fn par_loop<'t>(
     if !host.kernels.iter().any(|(k, _)| *k == kernel_name) {
         host.kernels.push((kernel_name.clone(), location.clone()));
     }
+    host.kernel_units
+        .entry(kernel_name.clone())
+        .or_default()
+        .insert(context.unit);
     let set_name = op2_name(source.text(*set));
     // `op_opt_arg_dat(flag, …)`: an `op_arg_dat` when the flag is set;
     // when it is not, OP2 hands the kernel the argument unused. Each flag
@@ -2065,7 +2092,12 @@ fn par_loop<'t>(
             many.join("`, `")
         ),
     };
-    let kernel_op2 = op2_name(&kernel_name);
+    // This unit's own text of the kernel, where it differs.
+    let kernel_op2 = context
+        .unit_kernels
+        .get(&(kernel_name.clone(), context.unit))
+        .cloned()
+        .unwrap_or_else(|| op2_name(&kernel_name));
     if flags.is_empty() {
         report.add(
             Kind::Translated,

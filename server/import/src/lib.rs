@@ -1026,6 +1026,20 @@ pub fn translate_units(
         words: std::rc::Rc::new(helpers.words.clone()),
         ..Context::default()
     };
+    let unit_paths: Vec<PathBuf> = std::iter::once(main)
+        .chain(units.iter().map(PathBuf::as_path))
+        .map(|p| files.identity(p))
+        .collect();
+    context.unit_sources = std::rc::Rc::new(
+        sources
+            .iter()
+            .filter_map(|s| {
+                let id = files.identity(&s.path);
+                let unit = unit_paths.iter().position(|p| *p == id)?;
+                Some((s.path.clone(), unit))
+            })
+            .collect(),
+    );
     // A scalar that `main` declares before its first par_loop where a
     // global of that name exists: `main`'s is renamed (`gam_1`, a name no
     // source uses) wherever `main` names it after the set-up, and captured
@@ -1179,80 +1193,165 @@ pub fn translate_units(
     let mut place_helpers: BTreeMap<(usize, usize), inline::Helpers> = BTreeMap::new();
     let mut kernels = Vec::new();
     let mut kernel_reads = BTreeSet::new();
+    let mut unit_kernels: BTreeMap<(String, usize), String> = BTreeMap::new();
     for (name, used_at) in &scan.kernels {
         match definitions.get(name) {
             Some((index, node)) => {
-                let unit = application.unit_of(*index);
-                let stream = &streams[unit];
-                let seen = marker_names[unit]
-                    .get(&files.identity(&sources[*index].path))
-                    .and_then(|file| stream.seen_at(file, node.end_position().row + 1));
-                let place = seen.filter(|&count| {
-                    relevant[unit][count] < relevant[unit][stream.events.len()]
-                });
-                if let Some(count) = place {
-                    let key = (unit, relevant[unit][count]);
-                    if !place_helpers.contains_key(&key) {
-                        if place_helpers.len() < MAX_UNIT_TABLES {
-                            let mut table = stream.table_at(count);
-                            if unit > 0 {
-                                table = units::merge_macros(vec![table, main_table.clone()]).0;
+                // The unit that first includes the kernel's file, then each
+                // other unit whose par_loops run it and that defines it too
+                // (its file is in the unit's preprocessor stream).
+                let first = application.unit_of(*index);
+                let file = files.identity(&sources[*index].path);
+                let callers: Vec<usize> = std::iter::once(first)
+                    .chain(
+                        scan.kernel_units
+                            .get(name)
+                            .into_iter()
+                            .flatten()
+                            .copied()
+                            .filter(|u| *u != first && marker_names[*u].contains_key(&file)),
+                    )
+                    .collect();
+                let mut places = Vec::with_capacity(callers.len());
+                for &unit in &callers {
+                    let stream = &streams[unit];
+                    let seen = marker_names[unit]
+                        .get(&file)
+                        .and_then(|file| stream.seen_at(file, node.end_position().row + 1));
+                    let place = seen.filter(|&count| {
+                        relevant[unit][count] < relevant[unit][stream.events.len()]
+                    });
+                    if let Some(count) = place {
+                        let key = (unit, relevant[unit][count]);
+                        if !place_helpers.contains_key(&key) {
+                            if place_helpers.len() < MAX_UNIT_TABLES {
+                                let mut table = stream.table_at(count);
+                                if unit > 0 {
+                                    table =
+                                        units::merge_macros(vec![table, main_table.clone()]).0;
+                                }
+                                place_helpers.insert(
+                                    key,
+                                    inline::Helpers::build(
+                                        &table,
+                                        &sources,
+                                        &helper_functions,
+                                        &BTreeSet::new(),
+                                        false,
+                                    ),
+                                );
+                            } else {
+                                report.add(
+                                    Kind::NotTranslated,
+                                    Some(sources[*index].location(*node)),
+                                    format!(
+                                        "kernel `{name}` is defined where its unit's macros are not yet what they are where the unit ends; op2 import expands the kernels of at most {MAX_UNIT_TABLES} such places with the macros in effect there, and this one with those of the unit's end"
+                                    ),
+                                    Some("give each macro one definition"),
+                                );
                             }
-                            place_helpers.insert(
-                                key,
-                                inline::Helpers::build(
-                                    &table,
-                                    &sources,
-                                    &helper_functions,
-                                    &BTreeSet::new(),
-                                    false,
-                                ),
-                            );
-                        } else {
-                            report.add(
-                                Kind::NotTranslated,
-                                Some(sources[*index].location(*node)),
-                                format!(
-                                    "kernel `{name}` is defined where its unit's macros are not yet what they are where the unit ends; op2 import expands the kernels of at most {MAX_UNIT_TABLES} such places with the macros in effect there, and this one with those of the unit's end"
-                                ),
-                                Some("give each macro one definition"),
-                            );
                         }
                     }
+                    places.push((unit, place));
                 }
                 let args = scan.kernel_args.get(name);
                 let bindings = kernel::Bindings {
                     inc: increments(args),
                     vectors: vectors(args),
                 };
-                // Its macros as its translation unit defines them where
-                // it is defined.
-                let helpers = place
-                    .and_then(|count| place_helpers.get(&(unit, relevant[unit][count])))
-                    .or_else(|| own_helpers.get(&unit))
-                    .unwrap_or(&helpers);
-                let translated =
-                    kernel::translate(sources[*index], *node, helpers, &bindings, &mut report);
-                for (global, (at, local)) in translated
-                    .free_names
-                    .iter()
-                    .filter(|n| !setup_renames.contains_key(*n))
-                    .filter_map(|n| Some((n, shadowed.get(n)?)))
-                {
-                    report.add(
-                        Kind::NotTranslated,
-                        Some(translated.location.clone()),
-                        format!(
-                            "kernel `{name}` reads the global `{global}` (declared at {at}), and `main` declares a `{global}` of its own (at {local}) before its first par_loop, whose value the capture, made in `main`, would take instead"
-                        ),
-                        Some("rename `main`'s variable"),
-                    );
+                let mut first_text = None;
+                // The report of the first unit's translation.
+                let mut first_entries = 0..0;
+                for (unit, place) in places {
+                    // Its macros as the translation unit defines them where
+                    // it is defined.
+                    let helpers = place
+                        .and_then(|count| place_helpers.get(&(unit, relevant[unit][count])))
+                        .or_else(|| own_helpers.get(&unit))
+                        .unwrap_or(&helpers);
+                    let entries = report.entries.len();
+                    let mut translated =
+                        kernel::translate(sources[*index], *node, helpers, &bindings, &mut report);
+                    if let Some(first_text) = &first_text {
+                        // The same text as the first unit's: the same kernel.
+                        if translated.text == *first_text {
+                            report.entries.truncate(entries);
+                            continue;
+                        }
+                        // Another: a kernel of its own, which this unit's
+                        // par_loops run.
+                        let stem = units
+                            .get(unit - 1)
+                            .and_then(|u| u.file_stem())
+                            .map(|s| {
+                                s.to_string_lossy()
+                                    .chars()
+                                    .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                                    .collect::<String>()
+                            })
+                            .unwrap_or_default();
+                        let own = c::generated_name(&format!("{}_{stem}", op2_name(name)));
+                        translated.text = translated.text.replacen(
+                            &format!("\nkernel {}(", op2_name(name)),
+                            &format!("\nkernel {own}("),
+                            1,
+                        );
+                        let unit_file = units
+                            .get(unit - 1)
+                            .map_or(String::new(), |u| u.display().to_string());
+                        // Its report once: what differs from the first.
+                        let added: Vec<Entry> = report.entries.drain(entries..).collect();
+                        for entry in added {
+                            if !report.entries[first_entries.clone()].contains(&entry) {
+                                report.entries.push(entry);
+                            }
+                        }
+                        report.add(
+                            Kind::Translated,
+                            Some(translated.location.clone()),
+                            format!(
+                                "kernel `{name}` as `{own}` for the par_loops of `{unit_file}` as well, whose macros give it another text than the first translation unit that includes it"
+                            ),
+                            None,
+                        );
+                        if !is_static(sources[*index], *node) {
+                            report.add(
+                                Kind::NotTranslated,
+                                Some(translated.location.clone()),
+                                format!(
+                                    "kernel `{name}` is not `static`, and the translation units that define it give it different texts (the macros of `{unit_file}` differ): C++ requires one definition (the rule of one definition), and which the native build runs is its compiler's and linker's choice; op2 import translates each unit's"
+                                ),
+                                Some(
+                                    "declare the kernel `static`, or give the macros it uses one definition in a header every source includes",
+                                ),
+                            );
+                        }
+                        unit_kernels.insert((name.clone(), unit), own);
+                    } else {
+                        first_text = Some(translated.text.clone());
+                        first_entries = entries..report.entries.len();
+                    }
+                    for (global, (at, local)) in translated
+                        .free_names
+                        .iter()
+                        .filter(|n| !setup_renames.contains_key(*n))
+                        .filter_map(|n| Some((n, shadowed.get(n)?)))
+                    {
+                        report.add(
+                            Kind::NotTranslated,
+                            Some(translated.location.clone()),
+                            format!(
+                                "kernel `{name}` reads the global `{global}` (declared at {at}), and `main` declares a `{global}` of its own (at {local}) before its first par_loop, whose value the capture, made in `main`, would take instead"
+                            ),
+                            Some("rename `main`'s variable"),
+                        );
+                    }
+                    kernel_reads.extend(translated.free_names.iter().cloned());
+                    context
+                        .increments_read
+                        .insert(name.clone(), translated.increments_read.clone());
+                    kernels.push(translated);
                 }
-                kernel_reads.extend(translated.free_names.iter().cloned());
-                context
-                    .increments_read
-                    .insert(name.clone(), translated.increments_read.clone());
-                kernels.push(translated);
             }
             None => report.add(
                 Kind::NotTranslated,
@@ -1416,6 +1515,7 @@ pub fn translate_units(
         .filter(|(_, v)| !v.array && v.values.len() == 1)
         .map(|(n, v)| (n.clone(), v.values[0].clone()))
         .collect();
+    context.unit_kernels = std::rc::Rc::new(unit_kernels);
     context.value_types = captured
         .values
         .iter()
@@ -1668,6 +1768,15 @@ impl Names {
 }
 
 /// Function definitions outside other functions, by name.
+/// Whether the function `definition` is declared `static` (each
+/// translation unit has its own).
+fn is_static(source: &Source, definition: Node<'_>) -> bool {
+    let mut cursor = definition.walk();
+    definition
+        .children(&mut cursor)
+        .any(|c| c.kind() == "storage_class_specifier" && source.text(c) == "static")
+}
+
 fn functions(source: &Source) -> Vec<(String, Node<'_>)> {
     let mut out = Vec::new();
     walk(source.tree.root_node(), |node, _| {

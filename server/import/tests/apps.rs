@@ -1063,3 +1063,78 @@ fn optional_arguments_that_the_time_loop_switches_print_what_the_native_build_pr
     }
     assert!(!program.contains("if (use_src)"), "{program}");
 }
+
+#[test]
+fn a_kernel_whose_header_two_units_include_with_other_macros_is_translated_for_each() {
+    if compiler("shared").is_none() {
+        return;
+    }
+    // `scaled` is `*x * SCALE + 1.0` with 2.0 in the main file's unit and
+    // 0.5 in the other's, whose par_loop runs its own; `shift` is the same
+    // text in both, one kernel.
+    let (imported, _work) =
+        same_numbers_with("shared", "shared", "shared.cpp", &["shared_other.cpp"], &[]);
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "kernel scaled(double *x) {\n    *x = *x * 2.0 + 1.0;\n}",
+        "kernel scaled_shared_other(double *x) {\n    *x = *x * 0.5 + 1.0;\n}",
+        "par_loop scaled over cells (p_x RW);",
+        "par_loop scaled_shared_other over cells (p_x RW);",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
+    assert_eq!(program.matches("kernel shift(").count(), 1, "{program}");
+    assert_eq!(
+        program.matches("par_loop shift over").count(),
+        2,
+        "{program}"
+    );
+    let notes: Vec<String> = imported
+        .report
+        .entries
+        .iter()
+        .filter(|e| e.message.contains("another text"))
+        .map(|e| format!("{}: {}", e.location.as_ref().unwrap().line, e.message))
+        .collect();
+    assert_eq!(notes.len(), 1, "{}", imported.report);
+    assert!(
+        notes[0].starts_with("8: kernel `scaled` as `scaled_shared_other` for the par_loops of `")
+            && notes[0].ends_with("shared_other.cpp` as well, whose macros give it another text than the first translation unit that includes it"),
+        "{}",
+        notes[0]
+    );
+}
+
+#[test]
+fn a_kernel_not_static_that_two_units_give_two_texts_is_reported() {
+    if compiler("odr").is_none() {
+        return;
+    }
+    let work = tempfile::tempdir().expect("temporary directory");
+    let imported =
+        import_with("odr", "odr.cpp", &["odr_other.cpp"], work.path(), &[]).expect("imports");
+    assert!(!imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    assert!(
+        program.contains("par_loop scaled_odr_other over cells (p_x RW);"),
+        "{program}"
+    );
+    let reported: Vec<String> = imported
+        .report
+        .entries
+        .iter()
+        .filter(|e| e.kind == Kind::NotTranslated)
+        .map(|e| {
+            let at = e.location.as_ref().unwrap();
+            format!("{}:{}: {}", at.line, at.column, e.message)
+        })
+        .collect();
+    assert_eq!(reported.len(), 1, "{}", imported.report);
+    assert!(
+        reported[0].starts_with("7:1: kernel `scaled` is not `static`, and the translation units that define it give it different texts (the macros of `")
+            && reported[0].ends_with("odr_other.cpp` differ): C++ requires one definition (the rule of one definition), and which the native build runs is its compiler's and linker's choice; op2 import translates each unit's"),
+        "{}",
+        reported[0]
+    );
+}
