@@ -3026,6 +3026,24 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_double_flag_known_at_import_is_set_as_its_int_is() {
+        // `op_opt_arg_dat` takes an `int`: 0.5 is not set, 1.5 is.
+        let app = "#include \"op_seq.h\"\nvoid k(double *a, double *b) { }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  op_dat p = op_decl_dat(cells, 1, \"double\", (double *)0, \"p\");\n  double h = 0.5, g = 1.5;\n  op_par_loop(k, \"k\", cells,\n      op_opt_arg_dat(h, p, -1, OP_ID, 1, \"double\", OP_WRITE),\n      op_opt_arg_dat(g, p, -1, OP_ID, 1, \"double\", OP_WRITE));\n}\n";
+        let translation = translated(
+            app,
+            "set 0 1\nhandle cells set 0\ndat 0 0 1 double\nnull\nhandle p dat 0\nvalue g double 1\n1.5\nvalue h double 1\n0.5\nstop\n",
+        )
+        .expect("a translation");
+        assert!(
+            translation
+                .program
+                .contains("par_loop k over cells (p RW, p WRITE);"),
+            "{}",
+            translation.program
+        );
+    }
+
     const BUFFER_APP: &str = "#include \"op_seq.h\"\nvoid step(const double *w, double *x) { x[0] += w[0]; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double *w = 0;\n  op_set cells = op_decl_set(n, \"cells\");\n  op_dat p_w = op_decl_dat(cells, DIM, \"double\", w, \"p_w\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_READ), op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_RW));\n  op_printf(\"%g\\n\", w[0]);\n}\n";
 
     #[test]

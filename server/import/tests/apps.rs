@@ -1062,6 +1062,10 @@ fn optional_arguments_that_the_time_loop_switches_print_what_the_native_build_pr
         assert!(program.contains(expected), "{expected}\n{program}");
     }
     assert!(!program.contains("if (use_src)"), "{program}");
+    assert!(
+        program.contains("        if ((int) (ratio)) {\n            par_loop mark as mark_on over nodes (ratio READ, p_y WRITE);\n        } else {\n            par_loop mark as mark_off over nodes (ratio READ, p_y RW);\n        }\n"),
+        "{program}"
+    );
 }
 
 #[test]

@@ -1,7 +1,7 @@
 // A ring whose time loop switches optional arguments: one on every other
 // iteration (a flag the loop assigns, which changes nothing of how the
 // argument is passed), one from a counter's expression, and one that the
-// loop assigns, shared by two arguments through maps.
+// loop assigns, shared by two arguments through maps, and a `double` one.
 #include <cstdio>
 
 #include "op_seq.h"
@@ -56,6 +56,11 @@ int main(int argc, char **argv) {
                 op_arg_gbl(&use_src, 1, "int", OP_READ),
                 op_arg_dat(p_out, -1, OP_ID, 1, "double", OP_READ),
                 op_arg_gbl(&sum, 1, "double", OP_INC));
+    // A `double` flag: OP2 takes its `int`, so 0.5 is not set.
+    double ratio = 0.25 * it;
+    op_par_loop(mark, "mark", nodes,
+                op_arg_gbl(&ratio, 1, "double", OP_READ),
+                op_opt_arg_dat(ratio, p_y, -1, OP_ID, 1, "double", OP_WRITE));
     use_out = it < 3;
     printf("%d acc %.17g sum %.17g\n", it, acc, sum);
   }

@@ -14,3 +14,9 @@ inline void gather(const int *use, const double *x, double *sum) {
   if (*use)
     sum[0] += x[0];
 }
+
+// Stores its ratio where OP2's `int` of it is not 0 (from 1.0 on).
+inline void mark(const double *ratio, double *y) {
+  if ((int)*ratio != 0)
+    y[0] = *ratio;
+}
