@@ -1927,12 +1927,7 @@ fn par_loop<'t>(
 ) -> Option<Loop<'t>> {
     let location = source.location(node);
     let fail = |report: &mut Report, at: Node<'_>, message: String, help: Option<&str>| {
-        report.add(
-            Kind::NotTranslated,
-            Some(source.location(at)),
-            message,
-            help,
-        );
+        report.not_translated(source.location(at), message, help);
         None
     };
     let [kernel, _name, set, rest @ ..] = args else {
@@ -2176,12 +2171,7 @@ fn loop_arguments(
     report: &mut Report,
 ) -> Option<String> {
     let fail = |report: &mut Report, at: Node<'_>, message: String, help: Option<&str>| {
-        report.add(
-            Kind::NotTranslated,
-            Some(source.location(at)),
-            message,
-            help,
-        );
+        report.not_translated(source.location(at), message, help);
         None
     };
     // The modes and names of global arguments, for op_arg_info's reference.
