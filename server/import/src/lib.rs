@@ -3044,6 +3044,29 @@ mod tests {
         );
     }
 
+    #[test]
+    fn an_unset_argument_of_another_sets_dat_stays_indirect_where_it_only_reads() {
+        // `p` is on `nodes`, the loop over `edges`: not set, a READ of it
+        // stays `p[pedge[0]] READ` (`p READ` would be E302), and a WRITE
+        // through the map is reported at its mode.
+        let app = "#include \"op_seq.h\"\nvoid k(const double *a, double *b) { }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set nodes = op_decl_set(2, \"nodes\");\n  op_set edges = op_decl_set(1, \"edges\");\n  op_map pedge = op_decl_map(edges, nodes, 2, (int *)0, \"pedge\");\n  op_dat p = op_decl_dat(nodes, 1, \"double\", (double *)0, \"p\");\n  op_par_loop(k, \"k\", edges,\n      op_opt_arg_dat(0, p, 0, pedge, 1, \"double\", OP_READ),\n      op_opt_arg_dat(0, p, 1, pedge, 1, \"double\", OP_READ));\n  op_par_loop(k, \"k\", edges,\n      op_opt_arg_dat(0, p, 0, pedge, 1, \"double\", OP_READ),\n      op_opt_arg_dat(0, p, 1, pedge, 1, \"double\", OP_WRITE));\n}\n";
+        let translation = translated(
+            app,
+            "set 0 2\nset 1 1\nmap 0 1 0 2\n0 1\ndat 0 0 1 double\nnull\nhandle nodes set 0\nhandle edges set 1\nhandle pedge map 0\nhandle p dat 0\nstop\n",
+        )
+        .expect("a translation");
+        assert!(
+            translation
+                .program
+                .contains("par_loop k over edges (p[pedge[0]] READ, p[pedge[1]] READ);"),
+            "{}",
+            translation.program
+        );
+        let (entry, location) = reported(&translation, "written by every element");
+        assert_eq!(entry.kind, Kind::NotTranslated);
+        assert_eq!(location.as_deref(), Some("app/app.cpp:14:51"));
+    }
+
     const BUFFER_APP: &str = "#include \"op_seq.h\"\nvoid step(const double *w, double *x) { x[0] += w[0]; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  double *w = 0;\n  op_set cells = op_decl_set(n, \"cells\");\n  op_dat p_w = op_decl_dat(cells, DIM, \"double\", w, \"p_w\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_READ), op_arg_dat(p_w, -1, OP_ID, 1, \"double\", OP_RW));\n  op_printf(\"%g\\n\", w[0]);\n}\n";
 
     #[test]
