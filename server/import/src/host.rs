@@ -1975,7 +1975,7 @@ fn par_loop<'t>(
                 if set {
                     "`op_opt_arg_dat` whose flag is set: an argument like any other".to_owned()
                 } else {
-                    "`op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored".to_owned()
+                    "`op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE` or (of a dat on the par_loop's set) `INC`, so that nothing is stored".to_owned()
                 },
                 None,
             );
@@ -2130,7 +2130,7 @@ fn par_loop<'t>(
         Kind::Translated,
         Some(location),
         format!(
-            "par_loop `{kernel_name}` over `{set_name}`, branching on {} of its optional arguments, which `main` decides: {} par_loops in `if`/`else` (`{}`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` as `RW`) where it is not",
+            "par_loop `{kernel_name}` over `{set_name}`, branching on {} of its optional arguments, which `main` decides: {} par_loops in `if`/`else` (`{}`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` and `INC` as `RW`) where it is not",
             if flags.len() == 1 {
                 format!("the flag {}", listed[0])
             } else {
@@ -2224,9 +2224,6 @@ fn loop_arguments(
                 {
                     mode = "RW";
                 }
-                if unused && mode == "WRITE" {
-                    mode = "RW";
-                }
                 // As OP2 does, an unused optional argument is direct; but
                 // `.op2` takes a dat directly only on the iteration set
                 // (E302), so one of another set stays indirect, which is
@@ -2236,6 +2233,13 @@ fn loop_arguments(
                         .dat_sets
                         .get(source.text(*dat))
                         .is_some_and(|s| s != set_name);
+                // The kernel does not touch an unused argument: passed
+                // directly as RW, it stores back what was there, bit for
+                // bit, where WRITE would store what the kernel left and
+                // INC would add a zero (`-0.0` → `0.0`).
+                if unused && (mode == "WRITE" || (mode == "INC" && !elsewhere)) {
+                    mode = "RW";
+                }
                 if unused && elsewhere && mode == "RW" {
                     return fail(
                         report,

@@ -602,7 +602,7 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
             "28:3: kernel `spread` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument and as `.op2` defines INC",
             "34:22: kernel `grow` reads or assigns `v`, bound to a dat passed directly with OP_INC: OP2 hands a kernel the element's own data for a direct argument, so the argument is passed as RW",
             "56:15: `op_opt_arg_dat` whose flag is set: an argument like any other",
-            "57:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE`, so that nothing is stored",
+            "57:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE` or (of a dat on the par_loop's set) `INC`, so that nothing is stored",
         ],
         "{}",
         imported.report
@@ -1035,8 +1035,8 @@ fn optional_arguments_whose_flags_come_from_the_input_file_print_what_the_native
     assert_eq!(
         translated,
         [
-            "par_loop `smooth` over `edges`, branching on the flag `order>1` of its optional arguments, which `main` decides: 2 par_loops in `if`/`else` (`smooth_off`, `smooth_on`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` as `RW`) where it is not; the flag `visc!=0` of its optional arguments, which `main` decides, changes none of them (passed alike set or not), so it is not tested",
-            "par_loop `clip` over `nodes`, branching on the flag `limit>0.5` of its optional arguments, which `main` decides: 2 par_loops in `if`/`else` (`clip_off`, `clip_on`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` as `RW`) where it is not",
+            "par_loop `smooth` over `edges`, branching on the flag `order>1` of its optional arguments, which `main` decides: 2 par_loops in `if`/`else` (`smooth_off`, `smooth_on`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` and `INC` as `RW`) where it is not; the flag `visc!=0` of its optional arguments, which `main` decides, changes none of them (passed alike set or not), so it is not tested",
+            "par_loop `clip` over `nodes`, branching on the flag `limit>0.5` of its optional arguments, which `main` decides: 2 par_loops in `if`/`else` (`clip_off`, `clip_on`), each optional argument passed as an argument like any other where its flag is set, directly (`WRITE` and `INC` as `RW`) where it is not",
         ],
         "{}",
         imported.report
@@ -1057,7 +1057,7 @@ fn optional_arguments_that_the_time_loop_switches_print_what_the_native_build_pr
         "                p_src       READ,\n                p_out       RW,\n",
         // Passed alike set or not: not tested.
         "        par_loop gather over edges (use_out READ, p_out[pedge[1]] READ, p_y[pedge[0]] INC);\n",
-        "        if (use_out) {\n            par_loop gather as gather_on over nodes (\n                use_out         READ,\n                p_out[pnext[0]] READ,\n                p_y[pnext[0]]   INC,\n            );\n        } else {\n            par_loop gather as gather_off over nodes (use_out READ, p_out READ, p_y INC);\n        }\n",
+        "        if (use_out) {\n            par_loop gather as gather_on over nodes (\n                use_out         READ,\n                p_out[pnext[0]] READ,\n                p_y[pnext[0]]   INC,\n            );\n        } else {\n            par_loop gather as gather_off over nodes (use_out READ, p_out READ, p_y RW);\n        }\n",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
@@ -1066,6 +1066,25 @@ fn optional_arguments_that_the_time_loop_switches_print_what_the_native_build_pr
         program.contains("        if ((int) (ratio)) {\n            par_loop mark as mark_on over nodes (ratio READ, p_y WRITE);\n        } else {\n            par_loop mark as mark_off over nodes (ratio READ, p_y RW);\n        }\n"),
         "{program}"
     );
+}
+
+#[test]
+fn an_optional_inc_argument_not_set_keeps_the_sign_of_a_zero_in_its_dat() {
+    if compiler("signed").is_none() {
+        return;
+    }
+    // `p_z` (direct) and `p_w` (through a map of the par_loop's own set)
+    // hold `-0.0` where the flag is not set: the native build prints `-0`,
+    // and adding the kernel's zero (INC) would print `0`.
+    let (imported, _work) = same_numbers("signed", "signed", "signed.cpp");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    for expected in [
+        "    par_loop bump over nodes (off READ, p_x READ, p_z RW, p_w RW);\n",
+        "        if (flag) {\n            par_loop bump as bump_on over nodes (flag READ, p_x READ, p_z INC, p_w[pnext[0]] INC);\n        } else {\n            par_loop bump as bump_off over nodes (flag READ, p_x READ, p_z RW, p_w RW);\n        }\n",
+    ] {
+        assert!(program.contains(expected), "{expected}\n{program}");
+    }
 }
 
 #[test]
