@@ -299,9 +299,10 @@ pub enum SimulationError {
     /// The program itself failed (division by zero, index out of range,
     /// iteration limit).
     Runtime(RuntimeError),
-    /// The graph is past a limit of the simulator (an invocation sends
-    /// more than [`MAX_SENDS`] messages from one element): refused before
-    /// anything runs, naming the invocation, the device type and the pin.
+    /// The graph is past a limit of the simulator: an invocation sends
+    /// more than [`MAX_SENDS`] messages from one element (refused before
+    /// anything runs, naming the invocation, the device type and the pin),
+    /// or more payload slots are in flight at once than a `u32` numbers.
     Limit(String),
 }
 
@@ -675,11 +676,12 @@ impl Fan {
     }
 }
 
-/// A payload's id in the pool, or the error of a full pool.
+/// A payload's id in the pool, or the error of a full pool: a limit of the
+/// simulator (ids are `u32`), not a broken invariant of the graph.
 fn stored(id: Result<u32, store::Full>) -> Result<u32, SimulationError> {
     id.map_err(|_| {
-        SimulationError::Assertion(
-            "more than 4294967295 slots of messages in flight: too many to simulate".to_owned(),
+        SimulationError::Limit(
+            "more than 4294967295 slots of message payloads in flight at once: past what the simulator can number (simulate a smaller instance)".to_owned(),
         )
     })
 }
@@ -3771,5 +3773,21 @@ mod tests {
         for (dat, size) in [3, 1, 2].into_iter().enumerate() {
             assert_eq!(state.dats[dat], vec![expected; size]);
         }
+    }
+
+    /// A full payload pool is a limit of the simulator, which the CLI ends
+    /// with status 1 and the fuzz campaign counts as an answer, not a
+    /// broken handler invariant (`Assertion`), which the campaign reports
+    /// as a finding. (The pool itself cannot be filled in a test: 2^32
+    /// slots are 32 GiB.)
+    #[test]
+    fn a_full_payload_pool_is_a_limit_not_an_assertion() {
+        match stored(Err(store::Full)) {
+            Err(SimulationError::Limit(message)) => {
+                assert!(message.contains("4294967295 slots"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(stored(Ok(7)), Ok(7)));
     }
 }

@@ -259,9 +259,11 @@ pub fn check(
         }
         (Err(_), Err(SimulationError::Runtime(_))) => {}
         // A graph past a documented limit of the simulator (`MAX_SENDS`,
-        // in docs/reliability.md's limits) is not a finding: the simulator
-        // refuses it before anything runs, naming the par_loop's place, the
-        // device type and the pin, and the CLI ends with status 1.
+        // or the payload slots in flight, in docs/reliability.md's limits)
+        // is not a finding: the simulator refuses it with an error saying
+        // which limit (`MAX_SENDS` before anything runs, naming the
+        // par_loop's place, the device type and the pin), and the CLI ends
+        // with status 1.
         (_, Err(SimulationError::Limit(_))) => {}
     }
     Ok(reached)
