@@ -13,22 +13,14 @@ use std::process::ExitStatus;
 
 /// `op2-fuzz` with `args`, its findings in a fresh temporary folder, quiet.
 fn fuzz(args: &[&str], env: &[(&str, &str)]) -> (ExitStatus, String) {
-    let out = tempfile_dir();
+    let out = crate::temporary_folder("op2-fuzz-test-");
     let mut all: Vec<&OsStr> = args.iter().map(OsStr::new).collect();
-    all.extend([OsStr::new("--out"), out.as_os_str(), OsStr::new("--quiet")]);
+    all.extend([
+        OsStr::new("--out"),
+        out.path().as_os_str(),
+        OsStr::new("--quiet"),
+    ]);
     crate::op2_fuzz(all, env)
-}
-
-fn tempfile_dir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "op2-fuzz-test-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 /// The suite's campaign: 2,000 cases with every hostile input (huge sizes,
@@ -169,7 +161,7 @@ fn a_pause_of_the_campaign_makes_no_case_slow_or_hung() {
     use std::os::unix::process::CommandExt;
     use std::process::{Command, Stdio};
 
-    let out = tempfile_dir();
+    let out = crate::temporary_folder("op2-fuzz-test-");
     let mut campaign = Command::new(env!("CARGO_BIN_EXE_op2-fuzz"))
         .args([
             "--cases",
@@ -184,7 +176,7 @@ fn a_pause_of_the_campaign_makes_no_case_slow_or_hung() {
         .args(["--slow-secs", "3", "--hang-secs", "3"])
         .args(["--hang-wall-secs", "10"])
         .arg("--out")
-        .arg(&out)
+        .arg(out.path())
         .arg("--quiet")
         .env("OP2_FUZZ_SELF_TEST", "busy")
         .process_group(0)

@@ -12,14 +12,13 @@ use std::ffi::OsStr;
 
 #[test]
 fn a_short_import_campaign_finds_nothing() {
-    let out = std::env::temp_dir().join(format!("op2-fuzz-import-test-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&out);
+    // Removed with its findings when the test ends, passing or not.
+    let out = crate::temporary_folder("op2-fuzz-import-test-");
     let flags = "--import --quiet --cases 60 --seed 20261127 --jobs 2 \
                  --slow-secs 60 --hang-secs 120 --out";
     let args = flags.split_whitespace().map(OsStr::new);
-    let (status, report) = crate::op2_fuzz(args.chain([out.as_os_str()]), &[]);
+    let (status, report) = crate::op2_fuzz(args.chain([out.path().as_os_str()]), &[]);
     println!("{report}");
     assert!(status.success(), "the campaign found something:\n{report}");
     assert!(report.contains("60 cases (seed 20261127"), "{report}");
-    let _ = std::fs::remove_dir_all(&out);
 }

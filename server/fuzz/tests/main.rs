@@ -12,6 +12,16 @@ mod regressions;
 use std::ffi::OsStr;
 use std::process::{Command, ExitStatus};
 
+/// A fresh folder whose name begins with `prefix`, removed with everything
+/// in it when the guard is dropped: at the end of the test, or as a failing
+/// test unwinds.
+fn temporary_folder(prefix: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .expect("a temporary folder")
+}
+
 /// Runs the `op2-fuzz` binary with `args` and the environment variables
 /// `env` set, and returns how it ended and its report: its standard output
 /// and standard error, joined.

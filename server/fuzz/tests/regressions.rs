@@ -236,16 +236,15 @@ fn a_kernel_of_many_branches_runs_within_memory() {
          kernel k(const double *p, double *x) {{\n    double h = {chain};\n    x[0] = h;\n}}\n\
          main {{\n    par_loop k over s (a READ, b WRITE);\n}}\n"
     );
-    let folder = std::env::temp_dir().join(format!("op2-fuzz-branches-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("a temporary folder");
+    let guard = crate::temporary_folder("op2-fuzz-branches-");
+    let folder = guard.path();
     std::fs::write(folder.join("many-branches.op2"), program).expect("write the input");
     std::fs::write(
         folder.join("many-branches.instance.json"),
         r#"{"sets": {"s": 3}}"#,
     )
     .expect("write the instance");
-    let (status, report) = replay(&folder, 30);
-    let _ = std::fs::remove_dir_all(&folder);
+    let (status, report) = replay(folder, 30);
     assert!(status.success(), "{report}");
     assert!(report.contains("run and simulate 1"), "{report}");
 }
@@ -253,13 +252,12 @@ fn a_kernel_of_many_branches_runs_within_memory() {
 /// Writes `programs` (name, text) into a temporary folder and replays them
 /// through the binary with `--slow-secs slow_secs`: every one must pass.
 fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {
-    let folder = std::env::temp_dir().join(format!("op2-fuzz-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&folder).expect("a temporary folder");
+    let guard = crate::temporary_folder(&format!("op2-fuzz-{tag}-"));
+    let folder = guard.path();
     for (name, text) in programs {
         std::fs::write(folder.join(name), text).expect("write the input");
     }
-    let (status, report) = replay(&folder, slow_secs);
-    let _ = std::fs::remove_dir_all(&folder);
+    let (status, report) = replay(folder, slow_secs);
     assert!(status.success(), "{report}");
     assert!(
         report.contains(&format!("{} cases", programs.len())),
@@ -267,9 +265,12 @@ fn replay_generated(tag: &str, programs: &[(&str, String)], slow_secs: u32) {
     );
 }
 
-/// `op2-fuzz replay` of `folder` with `--slow-secs slow_secs`, quiet.
+/// `op2-fuzz replay` of `folder` with `--slow-secs slow_secs`, quiet. A
+/// finding is saved in a temporary folder (the report says what it was), not
+/// in `fuzz-findings` beside the crate.
 fn replay(folder: &Path, slow_secs: u32) -> (ExitStatus, String) {
     let slow = slow_secs.to_string();
+    let out = crate::temporary_folder("op2-fuzz-replay-");
     let args = [
         OsStr::new("replay"),
         folder.as_os_str(),
@@ -277,6 +278,8 @@ fn replay(folder: &Path, slow_secs: u32) -> (ExitStatus, String) {
         OsStr::new("120"),
         OsStr::new("--slow-secs"),
         OsStr::new(&slow),
+        OsStr::new("--out"),
+        out.path().as_os_str(),
         OsStr::new("--quiet"),
     ];
     crate::op2_fuzz(args, &[])

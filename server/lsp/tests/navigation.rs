@@ -742,12 +742,14 @@ map m: cells -> cells[1];
 // Imports
 // ----------------------------------------------------------------------
 
-/// A directory of its own for a test, emptied first.
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("op2-navigation-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh directory of its own for a test, removed with everything in it
+/// when the guard is dropped: at the end of the test, or as a failing test
+/// unwinds.
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("op2-navigation-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 fn file_uri(path: &Path) -> String {
@@ -769,7 +771,8 @@ main {
 
 #[test]
 fn names_in_imported_files() {
-    let dir = temp_dir("imports");
+    let guard = temp_dir("imports");
+    let dir = guard.path();
     std::fs::write(dir.join("lib.op2"), LIBRARY).unwrap();
     let main_path = dir.join("main.op2");
     std::fs::write(&main_path, IMPORTER).unwrap();
@@ -847,7 +850,6 @@ fn names_in_imported_files() {
     let definition = navigation::definition(program, &target).unwrap();
     assert_eq!(definition.file, FileId(1));
     assert_eq!(slice(LIBRARY, definition.range), "scale");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ----------------------------------------------------------------------
