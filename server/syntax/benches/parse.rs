@@ -135,5 +135,62 @@ fn broken_keystroke(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, parse, broken_keystroke);
+fn after_a_long_main(c: &mut Criterion) {
+    // A keystroke just after a syntax error in the item that follows a
+    // `main` of 50,000 statements: each damaged item is parsed from the last
+    // token of the item before it (`Parse::damaged_items`), here the `}` of
+    // that `main`, found by walking down to its last leaf (`last_leaf`). For
+    // comparison, a keystroke inside that `main`, the file otherwise valid.
+    // A keystroke costs a large part of a second here: ten samples.
+    const STATEMENTS: usize = 50_000;
+    let mut body = String::with_capacity(STATEMENTS * 16 + 64);
+    body.push_str("set cells;\nmain {\n");
+    for _ in 0..STATEMENTS {
+        body.push_str("    int a = 1;\n");
+    }
+    body.push_str("}\n");
+    let broken = format!("{body}\ndat d: double on = 1.0;\n");
+    // Typing a digit into `1.0` keeps the error (the set is missing).
+    let after = broken.find("on = 1.0").map(|i| i + 5).expect("the broken item");
+    let mut parse = Parse::new(broken.as_str());
+    let root = parse.tree().root_node();
+    assert!(root.has_error(), "the item after `main` is broken");
+    let main = root.child(1).expect("main");
+    assert!(
+        main.kind() == "main_definition" && !main.has_error(),
+        "`main` is intact"
+    );
+    parse.edit(after..after, "2").expect("valid edit");
+    assert!(parse.tree().root_node().has_error(), "still broken");
+    parse.edit(after..after + 1, "").expect("valid edit");
+
+    // Typing a digit into the `1` of a statement in the middle of `main`.
+    let inside = body.len() / 2;
+    let inside = inside + body[inside..].find("= 1;").expect("a statement") + 2;
+    let mut valid = Parse::new(body.as_str());
+    assert!(!valid.tree().root_node().has_error(), "the file is valid");
+
+    let mut group = c.benchmark_group("main of 50000 statements");
+    group.sample_size(10);
+    for (name, parse, offset) in [
+        ("keystroke after an error that follows it", &mut parse, after),
+        ("keystroke inside it", &mut valid, inside),
+    ] {
+        let mut typed = false;
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                if typed {
+                    parse.edit(offset..offset + 1, "").expect("valid edit");
+                } else {
+                    parse.edit(offset..offset, "2").expect("valid edit");
+                }
+                typed = !typed;
+                black_box(parse.tree().root_node());
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, parse, broken_keystroke, after_a_long_main);
 criterion_main!(benches);

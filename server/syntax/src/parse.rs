@@ -883,7 +883,12 @@ fn damaged_statements(item: Node<'_>) -> Option<Vec<(usize, usize, Point, Point)
 
 /// The last leaf of `node`, found without recursion. Each node's children
 /// are counted once, and callers ask for distinct nodes, so their walks add
-/// up to the tree's size at most.
+/// up to the tree's size at most. A block does not cost one step per
+/// statement: its statements sit under hidden repetition nodes, which
+/// tree-sitter's `ts_node_child` skips whole by their stored count of visible
+/// children, so the `}` of a `main` of 50,000 statements is three children
+/// away (a `TreeCursor`'s `goto_last_child` walks the same children; measured
+/// in docs/benchmarks.md, *Syntax*).
 fn last_leaf(mut node: Node<'_>) -> Node<'_> {
     while let Some(last) = node
         .child_count()
