@@ -125,8 +125,22 @@ async fn replay(
     Ok(())
 }
 
+/// The property's case count: 32 in the test suite, or
+/// `OP2_TRANSPORT_CASES` for a long search by hand (docs/reliability.md).
+/// proptest's own `PROPTEST_CASES` only changes its default, which a
+/// `cases:` written here overrides; an unreadable value is an error, not
+/// a silent 32.
+fn cases() -> u32 {
+    match std::env::var("OP2_TRANSPORT_CASES") {
+        Ok(value) => value
+            .parse()
+            .unwrap_or_else(|_| panic!("OP2_TRANSPORT_CASES={value:?} is not a count")),
+        Err(_) => 32,
+    }
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, max_shrink_iters: 200, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), max_shrink_iters: 200, ..ProptestConfig::default() })]
 
     #[test]
     fn the_servers_text_is_the_clients_after_random_edits(
