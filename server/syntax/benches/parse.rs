@@ -151,7 +151,10 @@ fn after_a_long_main(c: &mut Criterion) {
     body.push_str("}\n");
     let broken = format!("{body}\ndat d: double on = 1.0;\n");
     // Typing a digit into `1.0` keeps the error (the set is missing).
-    let after = broken.find("on = 1.0").map(|i| i + 5).expect("the broken item");
+    let after = broken
+        .find("on = 1.0")
+        .map(|i| i + 5)
+        .expect("the broken item");
     let mut parse = Parse::new(broken.as_str());
     let root = parse.tree().root_node();
     assert!(root.has_error(), "the item after `main` is broken");
@@ -173,7 +176,11 @@ fn after_a_long_main(c: &mut Criterion) {
     let mut group = c.benchmark_group("main of 50000 statements");
     group.sample_size(10);
     for (name, parse, offset) in [
-        ("keystroke after an error that follows it", &mut parse, after),
+        (
+            "keystroke after an error that follows it",
+            &mut parse,
+            after,
+        ),
         ("keystroke inside it", &mut valid, inside),
     ] {
         let mut typed = false;
