@@ -1199,19 +1199,31 @@ pub fn translate_units(
             Some((index, node)) => {
                 // The unit that first includes the kernel's file, then each
                 // other unit whose par_loops run it and that defines it too
-                // (its file is in the unit's preprocessor stream).
+                // (its file is in the unit's preprocessor stream); the first
+                // of them gives the kernel its own name. A `static` kernel
+                // is each unit's own, so the first unit counts only if its
+                // par_loops run it, and no text is written unused; one that
+                // is not `static` is one function whose text any unit may
+                // give (the rule of one definition, reported below when the
+                // texts differ). Where no unit that runs it defines it (a
+                // prototype in the others), the unit that first includes
+                // its file.
                 let first = application.unit_of(*index);
                 let file = files.identity(&sources[*index].path);
-                let callers: Vec<usize> = std::iter::once(first)
+                let runs = scan.kernel_units.get(name);
+                let own_per_unit = is_static(sources[*index], *node);
+                let mut callers: Vec<usize> = std::iter::once(first)
+                    .filter(|u| !own_per_unit || runs.is_none_or(|units| units.contains(u)))
                     .chain(
-                        scan.kernel_units
-                            .get(name)
-                            .into_iter()
+                        runs.into_iter()
                             .flatten()
                             .copied()
                             .filter(|u| *u != first && marker_names[*u].contains_key(&file)),
                     )
                     .collect();
+                if callers.is_empty() {
+                    callers.push(first);
+                }
                 let mut places = Vec::with_capacity(callers.len());
                 for &unit in &callers {
                     let stream = &streams[unit];

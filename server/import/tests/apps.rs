@@ -1113,6 +1113,13 @@ fn a_kernel_whose_header_two_units_include_with_other_macros_is_translated_for_e
         2,
         "{program}"
     );
+    // `halve`, which only the other unit runs, is its text (0.5) under its
+    // own name, and no text of the main file's unit is written unused.
+    assert!(
+        program.contains("kernel halve(double *x) {\n    *x = *x * 0.5;\n}"),
+        "{program}"
+    );
+    assert_eq!(program.matches("kernel halve").count(), 1, "{program}");
     let notes: Vec<String> = imported
         .report
         .entries

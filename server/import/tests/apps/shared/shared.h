@@ -7,6 +7,9 @@
 
 static inline void scaled(double *x) { *x = *x * SCALE + 1.0; }
 
+// Run only by shared_other.cpp's `rescale`: SCALE is 0.5 there.
+static inline void halve(double *x) { *x = *x * SCALE; }
+
 inline void shift(double *x) { *x -= 0.75; }
 
 inline void sum(const double *x, double *total) { *total += *x; }
