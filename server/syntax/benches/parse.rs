@@ -199,5 +199,48 @@ fn after_a_long_main(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, parse, broken_keystroke, after_a_long_main);
+fn long_main_scaling(c: &mut Criterion) {
+    // How a keystroke inside one long block grows with the block, beside a
+    // fresh parse of the same text: tree-sitter's incremental reparse of a
+    // long repetition is superlinear, so the question is whether a
+    // keystroke ever costs more than parsing the whole file again.
+    let mut group = c.benchmark_group("long main");
+    group.sample_size(10);
+    for statements in [12_500usize, 25_000, 50_000, 100_000] {
+        let mut body = String::with_capacity(statements * 16 + 32);
+        body.push_str("set cells;\nmain {\n");
+        for _ in 0..statements {
+            body.push_str("    int a = 1;\n");
+        }
+        body.push_str("}\n");
+        let inside = body.len() / 2;
+        let inside = inside + body[inside..].find("= 1;").expect("a statement") + 2;
+        group.bench_function(format!("fresh parse, {statements} statements"), |b| {
+            b.iter(|| Parse::new(black_box(body.as_str())))
+        });
+        let mut parse = Parse::new(body.as_str());
+        assert!(!parse.tree().root_node().has_error(), "the file is valid");
+        let mut typed = false;
+        group.bench_function(format!("keystroke inside, {statements} statements"), |b| {
+            b.iter(|| {
+                if typed {
+                    parse.edit(inside..inside + 1, "").expect("valid edit");
+                } else {
+                    parse.edit(inside..inside, "2").expect("valid edit");
+                }
+                typed = !typed;
+                black_box(parse.tree().root_node());
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    parse,
+    broken_keystroke,
+    after_a_long_main,
+    long_main_scaling
+);
 criterion_main!(benches);
