@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use op2_analysis::Analysis;
-use op2_analysis::model::{ArgKind, DatId, InvocationId, Program};
+use op2_analysis::model::{Arg, ArgKind, DatId, InvocationId, Program};
 use op2_analysis::value::{self, Value};
 use op2_syntax::ast::{AccessMode, BinaryOp};
 use op2_syntax::{Encoding, LineIndex, TextRange};
@@ -332,15 +332,22 @@ impl<'a> Reference<'a> {
                 _ => None,
             })
             .collect();
+        // Which arguments start from their target, per element (see
+        // `in_place`).
+        let mut in_place = vec![false; args.len()];
         for element in 0..elements {
+            in_place_args(&args, &mut in_place, |kind| {
+                self.state.row_of(&program, kind, element)
+            });
             // Stage the arguments.
             for (k, arg) in args.iter().enumerate() {
                 let (base, length) = layout.params[k];
                 let target = &mut slots[base..base + length];
                 let zero = Value::zero(arg.ty.scalar);
+                let staged = arg.mode == AccessMode::Inc && !in_place[k];
                 match arg.kind {
                     ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
-                        if arg.mode == AccessMode::Inc {
+                        if staged {
                             target.fill(zero);
                         } else {
                             let row = self.state.row_of(&program, arg.kind, element);
@@ -350,7 +357,7 @@ impl<'a> Reference<'a> {
                         }
                     }
                     ArgKind::Global(global) => {
-                        if arg.mode == AccessMode::Inc {
+                        if staged {
                             target.fill(zero);
                         } else {
                             target.copy_from_slice(&globals[global.index()]);
@@ -421,9 +428,13 @@ impl<'a> Reference<'a> {
                             &mut self.state.dats[dat.index()][row * length..(row + 1) * length];
                         match mode {
                             AccessMode::Write | AccessMode::Rw => stored.copy_from_slice(values),
+                            AccessMode::Inc if in_place[k] => stored.copy_from_slice(values),
                             AccessMode::Inc => add_into(stored, values),
                             _ => {}
                         }
+                    }
+                    (ArgKind::Global(global), AccessMode::Inc) if in_place[k] => {
+                        globals[global.index()].copy_from_slice(values);
                     }
                     (ArgKind::Global(global), AccessMode::Inc) => {
                         add_into(&mut globals[global.index()], values)
@@ -461,6 +472,46 @@ fn kernel_fault(
     );
     let file = kernel.map(|k| k.location.file).unwrap_or_default();
     describe(program, file, fault, &context)
+}
+
+/// Whether an INC argument may work on its target in place: a `float` or
+/// `double` one, whose kernel (E502) only adds to it, so that starting from
+/// the target's value instead of zero changes nothing but the order in
+/// which the sums round. That order is then OP2's sequential build's, which
+/// hands the kernel a pointer into the dat or the global. An integer INC
+/// argument keeps its zeroed copy: `*a += 1.5` on an `int` truncates the
+/// increment alone, as every POETS device does (language.md §8).
+pub(crate) fn may_work_in_place(arg: &Arg) -> bool {
+    arg.mode == AccessMode::Inc && arg.ty.scalar.is_floating()
+}
+
+/// Sets `in_place[k]` for one element: whether argument `k` starts from
+/// its target's value and is stored back (a floating INC argument, see
+/// [`may_work_in_place`], whose target no earlier such argument of the
+/// element names), rather than starting at zero and being added to it.
+/// `row(kind)` is the element's row of a dat argument. A later argument on
+/// the same target (a map that names one row twice for the element, a
+/// direct and an indirect INC of one dat, a global passed twice) starts at
+/// zero so that its additions come on top of the earlier one's.
+pub(crate) fn in_place_args(args: &[Arg], in_place: &mut [bool], row: impl Fn(ArgKind) -> usize) {
+    for (k, arg) in args.iter().enumerate() {
+        in_place[k] = may_work_in_place(arg)
+            && !args[..k].iter().any(|earlier| {
+                may_work_in_place(earlier) && same_target(earlier.kind, arg.kind, &row)
+            });
+    }
+}
+
+/// Whether two dat or global arguments name the same row or global.
+fn same_target(a: ArgKind, b: ArgKind, row: &impl Fn(ArgKind) -> usize) -> bool {
+    match (a, b) {
+        (
+            ArgKind::DirectDat(x) | ArgKind::IndirectDat { dat: x, .. },
+            ArgKind::DirectDat(y) | ArgKind::IndirectDat { dat: y, .. },
+        ) => x == y && row(a) == row(b),
+        (ArgKind::Global(x), ArgKind::Global(y)) => x == y,
+        _ => false,
+    }
 }
 
 /// `target += values`, component by component, in the target's type.

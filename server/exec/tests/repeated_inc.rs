@@ -1,8 +1,9 @@
 //! INC arguments given more than once, and INC of integer dats with
-//! increments that are not integers (fuzz findings F3 and F4): every INC
-//! argument sees its own zeroed copy whose value is added to the target
-//! (language.md §8), under `op2 run` and in the generated graph, with the
-//! flat controller and with trees.
+//! increments that are not integers (fuzz findings F3 and F4): every
+//! integer INC argument sees its own zeroed copy whose value is added to
+//! the target (language.md §8), under `op2 run` and in the generated graph,
+//! with the flat controller and with trees. (A `float` or `double` INC
+//! argument works on its target in place under `op2 run`: `inc_in_place`.)
 
 use crate::support;
 

@@ -29,6 +29,7 @@ use op2_syntax::TextRange;
 use op2_syntax::ast::{AccessMode, BinaryOp, ScalarType, UnaryOp};
 
 use super::flat::size_of;
+use crate::reference::may_work_in_place;
 
 /// Why a loop is not compiled (the interpreter runs the program).
 pub(crate) type Unsupported = String;
@@ -628,14 +629,71 @@ pub(crate) fn compile_loop<'a>(
             _ => e,
         }
     };
+    // Which floating INC arguments work on their target in place, as
+    // `reference::in_place_args` decides: `Fresh` where no earlier such
+    // argument can name the same target, `Staged` where one always does (a
+    // global passed twice, a direct dat twice), and `Shared(flag)` where
+    // the element's rows decide at run time (`flag` set when an earlier
+    // argument's row is this one's: it starts at zero and adds, branch-free
+    // by `select`).
+    let mut place: Vec<InPlace> = Vec::with_capacity(args.len());
+    let mut inc_rows: Vec<Option<ir::Value>> = Vec::with_capacity(args.len());
+    for (k, arg) in args.iter().enumerate() {
+        let mut here = InPlace::No;
+        let mut row_here = None;
+        if may_work_in_place(arg) {
+            here = InPlace::Fresh;
+            match arg.kind {
+                ArgKind::Global(global) => {
+                    if args[..k]
+                        .iter()
+                        .any(|a| may_work_in_place(a) && a.kind == ArgKind::Global(global))
+                    {
+                        here = InPlace::Staged;
+                    }
+                }
+                ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+                    let row = row_of(&mut g, arg.kind);
+                    row_here = Some(row);
+                    let mut flag: Option<ir::Value> = None;
+                    for (j, earlier) in args[..k].iter().enumerate() {
+                        let same_dat = matches!(
+                            earlier.kind,
+                            ArgKind::DirectDat(d) | ArgKind::IndirectDat { dat: d, .. } if d == dat
+                        );
+                        let Some(earlier_row) = inc_rows[j] else {
+                            continue;
+                        };
+                        if !same_dat {
+                            continue;
+                        }
+                        let same = g.b.ins().icmp(IntCC::Equal, earlier_row, row);
+                        flag = Some(match flag {
+                            Some(f) => g.b.ins().bor(f, same),
+                            None => same,
+                        });
+                    }
+                    if let Some(flag) = flag {
+                        here = InPlace::Shared(flag);
+                    }
+                }
+                _ => here = InPlace::No,
+            }
+        }
+        place.push(here);
+        inc_rows.push(row_here);
+    }
     // Stage the arguments.
     for (k, arg) in args.iter().enumerate() {
         let ty = arg.ty.scalar;
         let length = arg.ty.dimension as usize;
         let param = g.array(Var::Param(k as u32))?.clone();
+        let here = place[k];
+        // Zeroed for an INC argument that does not work in place.
+        let staged = arg.mode == AccessMode::Inc && matches!(here, InPlace::No | InPlace::Staged);
         // The row, worked out before any loop over the components.
         let row = match arg.kind {
-            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } if arg.mode != AccessMode::Inc => {
+            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } if !staged => {
                 row_of(&mut g, arg.kind)
             }
             ArgKind::Index(_) => row_of(&mut g, arg.kind),
@@ -645,11 +703,18 @@ pub(crate) fn compile_loop<'a>(
         g.each_component(0..length, |g, c| {
             let value = match arg.kind {
                 ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
-                    if arg.mode == AccessMode::Inc {
+                    if staged {
                         g.zero(ty)
                     } else {
                         let address = g.dat_address(dat.index(), row, length, c, ty);
-                        g.b.ins().load(ir_type(ty), FLAGS, address, 0)
+                        let value = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
+                        match here {
+                            InPlace::Shared(flag) => {
+                                let zero = g.zero(ty);
+                                g.b.ins().select(flag, zero, value)
+                            }
+                            _ => value,
+                        }
                     }
                 }
                 ArgKind::Info { .. } => {
@@ -658,7 +723,7 @@ pub(crate) fn compile_loop<'a>(
                     g.load_from(start, c)?
                 }
                 ArgKind::Global(global) => {
-                    if arg.mode == AccessMode::Inc {
+                    if staged {
                         g.zero(ty)
                     } else {
                         let base = g.base(Slot::Global(global.index()));
@@ -720,14 +785,22 @@ pub(crate) fn compile_loop<'a>(
                     _ => e,
                 };
                 let param = g.array(Var::Param(k as u32))?.clone();
+                let here = place[k];
                 g.each_component(0..length, |g, c| {
                     let value = g.load_from(&param, c)?;
                     let address = g.dat_address(dat.index(), row, length, c, ty);
-                    let stored = if mode == AccessMode::Inc {
-                        let old = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
-                        g.add(old, value, ty)
-                    } else {
-                        value
+                    let stored = match (mode, here) {
+                        (AccessMode::Inc, InPlace::Fresh) => value,
+                        (AccessMode::Inc, InPlace::Shared(flag)) => {
+                            let old = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
+                            let sum = g.add(old, value, ty);
+                            g.b.ins().select(flag, sum, value)
+                        }
+                        (AccessMode::Inc, _) => {
+                            let old = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
+                            g.add(old, value, ty)
+                        }
+                        _ => value,
                     };
                     g.b.ins().store(FLAGS, stored, address, 0);
                     Ok(())
@@ -744,6 +817,7 @@ pub(crate) fn compile_loop<'a>(
                     let (address, offset) = g.slot_address(base, 0, c)?;
                     let old = g.b.ins().load(ir_type(ty), FLAGS, address, offset);
                     let new = match mode {
+                        AccessMode::Inc if place[k] == InPlace::Fresh => value,
                         AccessMode::Inc => g.add(old, value, ty),
                         _ => {
                             let better = g.better(mode, value, old, ty)?;
@@ -777,6 +851,21 @@ pub(crate) fn compile_loop<'a>(
 
     g.switch(done);
     Ok(g.end_function(element, out))
+}
+
+/// How a floating INC argument of a compiled loop starts and ends (see
+/// `reference::in_place_args`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum InPlace {
+    /// Not a floating INC argument.
+    No,
+    /// From the target's value, stored back.
+    Fresh,
+    /// At zero, added to the target: an earlier argument names the same.
+    Staged,
+    /// As `Staged` where the flag is set (an earlier argument's row is the
+    /// element's row of this one), else as `Fresh`.
+    Shared(ir::Value),
 }
 
 /// How a simulator's execute handler reaches one argument: where its row

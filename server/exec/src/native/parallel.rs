@@ -24,7 +24,11 @@ fn range(block: usize, elements: usize) -> (usize, usize) {
 /// The starting partials of every block: MIN and MAX start from the
 /// global's value (what the kernel sees, as in the sequential engine); INC
 /// starts from it in block 0 and from zero in the others, so that a loop of
-/// one block sums exactly as the sequential engine does.
+/// one block sums exactly as the sequential engine does. A `float` or
+/// `double` INC argument adds into its block's partial in place, element
+/// by element (`reference::in_place_args`), so each block sums in element
+/// order and the partials are added in block order: the same bits for
+/// every thread count above one.
 pub(crate) fn partials(
     blocks: usize,
     reductions: &[Reduction],

@@ -1,0 +1,323 @@
+//! A `float` or `double` INC argument works on its target in place, as
+//! OP2's sequential build hands the kernel a pointer into the dat or the
+//! global: a kernel that adds to one INC argument several times per call
+//! rounds each addition into the target in turn (language.md §8, "What a
+//! run computes"). Where two INC arguments of one element name the same
+//! target, the later starts at zero and its sum is added after the earlier
+//! is stored, so neither loses the other's additions. Both engines agree
+//! bit for bit (`Case::run` checks it); the expected values are summed here
+//! in Rust `f32` in the order the semantics give, and each test first shows
+//! that the old order (a zeroed copy per element, added afterwards) gives
+//! different bits for its inputs, so the test tells the two apart.
+
+use crate::support;
+
+use op2_analysis::value::Value;
+use support::{Case, load};
+
+/// Four additions to one indirect INC argument and to one global INC
+/// argument per call, as OP2's airfoil `update` does to `rms`.
+const REPEATED: &str = "\
+set cells;
+set nodes;
+map cn: cells -> nodes[1];
+dat x: float on cells;
+dat acc: float on nodes;
+global total: float;
+
+kernel bump(const float *x, float *a, float *t) {
+    for (int i = 0; i < 4; i++) {
+        *a += x[0] * (i + 1);
+        *t += x[0] * x[0] * (i + 1);
+    }
+}
+
+main {
+    par_loop bump over cells (x READ, acc[cn[0]] INC, total INC);
+}
+";
+
+fn floats(case: &Case, state: &op2_exec::State, dat: &str) -> Vec<f32> {
+    let index = case
+        .analysis
+        .program
+        .dats
+        .iter()
+        .position(|d| d.name == dat)
+        .expect("the dat exists");
+    state.dats[index]
+        .iter()
+        .map(|v| match *v {
+            Value::Float(x) => x,
+            other => panic!("{dat} holds {other:?}"),
+        })
+        .collect()
+}
+
+fn float_global(case: &Case, state: &op2_exec::State, name: &str) -> f32 {
+    match case.global(state, name)[..] {
+        [Value::Float(x)] => x,
+        ref other => panic!("{name} is {other:?}"),
+    }
+}
+
+/// The increments of element `x`: `(to a, to t)` for `i = 0..4`.
+fn increments(x: f32) -> Vec<(f32, f32)> {
+    (1..=4).map(|n| (x * n as f32, x * x * n as f32)).collect()
+}
+
+#[test]
+fn repeated_float_increments_round_into_the_target_in_turn() {
+    let cells = 40;
+    let nodes = 3;
+    let xs: Vec<f32> = (0..cells)
+        .map(|k| 0.1 + (k as f32) * 0.377 - ((k * k) % 7) as f32 * 0.0131)
+        .collect();
+    let map: Vec<usize> = (0..cells).map(|k| (k * 5 + 1) % nodes).collect();
+    let acc0: Vec<f32> = vec![1000.25, -3.5e3, 0.1];
+    let total0: f32 = 12345.67;
+    let json = format!(
+        r#"{{"sets": {{"cells": {cells}, "nodes": {nodes}}},
+             "maps": {{"cn": [{}]}},
+             "dats": {{"x": [{}], "acc": [{}]}},
+             "globals": {{"total": {total0}}}}}"#,
+        map.iter()
+            .map(|m| format!("[{m}]"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
+        acc0.iter()
+            .map(f32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    // OP2's sequential order: each addition into the target in turn.
+    let (mut acc, mut total) = (acc0.clone(), total0);
+    // The old order: each element's additions summed from zero, then added.
+    let (mut acc_old, mut total_old) = (acc0.clone(), total0);
+    for (k, &x) in xs.iter().enumerate() {
+        let (mut a, mut t) = (0.0f32, 0.0f32);
+        for (da, dt) in increments(x) {
+            acc[map[k]] += da;
+            total += dt;
+            a += da;
+            t += dt;
+        }
+        acc_old[map[k]] += a;
+        total_old += t;
+    }
+    assert_ne!(
+        total.to_bits(),
+        total_old.to_bits(),
+        "the inputs tell the orders apart"
+    );
+    assert!(
+        acc.iter()
+            .zip(&acc_old)
+            .any(|(a, b)| a.to_bits() != b.to_bits()),
+        "the inputs tell the orders apart"
+    );
+
+    let case = load("repeated.op2", REPEATED, json.as_bytes());
+    let (state, _) = case.run().expect("the run succeeds");
+    assert_eq!(
+        float_global(&case, &state, "total").to_bits(),
+        total.to_bits()
+    );
+    let got = floats(&case, &state, "acc");
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        acc.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "acc: {got:?} against {acc:?}"
+    );
+}
+
+/// Two INC arguments of one element on the same target: through one map
+/// whose two entries are one row for some elements, a direct and an
+/// indirect INC of one dat, and one global passed twice.
+const ALIASED: &str = "\
+set cells;
+map cc: cells -> cells[2];
+dat x: float on cells;
+dat acc: float on cells;
+global total: float;
+
+kernel both(const float *x, float *a0, float *a1, float *own, float *t0, float *t1) {
+    for (int i = 0; i < 3; i++) {
+        *a0 += x[0] * (i + 1);
+        *a1 += x[0] * x[0];
+        *own += x[0] + x[0];
+        *t0 += x[0];
+        *t1 += x[0] * x[0];
+    }
+}
+
+main {
+    par_loop both over cells (x READ, acc[cc[0]] INC, acc[cc[1]] INC, acc INC, total INC, total INC);
+}
+";
+
+#[test]
+fn inc_arguments_on_one_target_add_up_and_both_engines_agree() {
+    let cells = 16;
+    let xs: Vec<f32> = (0..cells)
+        .map(|k| 0.3 + (k as f32) * 1.137 - ((k * 3) % 5) as f32 * 0.071)
+        .collect();
+    // Some elements name one row twice, some their own row, some others.
+    let map: Vec<[usize; 2]> = (0..cells)
+        .map(|k| match k % 4 {
+            0 => [(k + 1) % cells, (k + 1) % cells],
+            1 => [k, (k + 2) % cells],
+            2 => [(k + 3) % cells, k],
+            _ => [(k + 5) % cells, (k + 7) % cells],
+        })
+        .collect();
+    let acc0: Vec<f32> = (0..cells).map(|k| 700.3 - k as f32 * 91.7).collect();
+    let total0: f32 = 77777.7;
+    let json = format!(
+        r#"{{"sets": {{"cells": {cells}}},
+             "maps": {{"cc": [{}]}},
+             "dats": {{"x": [{}], "acc": [{}]}},
+             "globals": {{"total": {total0}}}}}"#,
+        map.iter()
+            .map(|[a, b]| format!("[{a}, {b}]"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
+        acc0.iter()
+            .map(f32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    // The semantics: in argument order, the first argument on a target
+    // starts from its value and is stored back; a later one on the same
+    // target starts at zero and is added after it.
+    let (mut acc, mut total) = (acc0.clone(), total0);
+    let (mut acc_old, mut total_old) = (acc0.clone(), total0);
+    for (k, &x) in xs.iter().enumerate() {
+        let rows = [map[k][0], map[k][1], k];
+        let mut params = [0.0f32; 5];
+        let mut starts_at_target = [false; 5];
+        for (j, &row) in rows.iter().enumerate() {
+            starts_at_target[j] = !rows[..j].contains(&row);
+            if starts_at_target[j] {
+                params[j] = acc[row];
+            }
+        }
+        starts_at_target[3] = true;
+        params[3] = total;
+        let mut old = [0.0f32; 5];
+        for i in 1..=3 {
+            for p in [&mut params, &mut old] {
+                p[0] += x * i as f32;
+                p[1] += x * x;
+                p[2] += x + x;
+                p[3] += x;
+                p[4] += x * x;
+            }
+        }
+        for (j, &row) in rows.iter().enumerate() {
+            if starts_at_target[j] {
+                acc[row] = params[j];
+            } else {
+                acc[row] += params[j];
+            }
+            acc_old[row] += old[j];
+        }
+        total = params[3];
+        total += params[4];
+        total_old += old[3];
+        total_old += old[4];
+    }
+    assert_ne!(
+        total.to_bits(),
+        total_old.to_bits(),
+        "the inputs tell the orders apart"
+    );
+    assert!(
+        acc.iter()
+            .zip(&acc_old)
+            .any(|(a, b)| a.to_bits() != b.to_bits()),
+        "the inputs tell the orders apart"
+    );
+    // Neither argument's additions are lost: within rounding, the total is
+    // the starting value plus every contribution.
+    let exact: f64 = f64::from(total0)
+        + xs.iter()
+            .map(|&x| 3.0 * (f64::from(x) + f64::from(x) * f64::from(x)))
+            .sum::<f64>();
+    assert!((f64::from(total) - exact).abs() < 1e-3 * exact.abs());
+
+    let case = load("aliased.op2", ALIASED, json.as_bytes());
+    let (state, _) = case.run().expect("the run succeeds");
+    assert_eq!(
+        float_global(&case, &state, "total").to_bits(),
+        total.to_bits()
+    );
+    let got = floats(&case, &state, "acc");
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        acc.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "acc: {got:?} against {acc:?}"
+    );
+}
+
+#[test]
+fn threads_start_block_zero_from_the_global_and_the_others_from_zero() {
+    // 600 cells: three blocks of 256, each reducing `total` in place into a
+    // partial of its own (block 0's from the global, the others' from
+    // zero), added in block order afterwards. `acc` is reached through a
+    // map of one row per cell, so the blocks share no row.
+    let cells = 600;
+    let xs: Vec<f32> = (0..cells)
+        .map(|k| 0.01 + (k % 97) as f32 * 0.1371)
+        .collect();
+    let total0: f32 = 9.75;
+    let json = format!(
+        r#"{{"sets": {{"cells": {cells}, "nodes": {cells}}},
+             "maps": {{"cn": [{}]}},
+             "dats": {{"x": [{}]}},
+             "globals": {{"total": {total0}}}}}"#,
+        (0..cells)
+            .map(|k| format!("[{}]", (k * 7) % cells))
+            .collect::<Vec<_>>()
+            .join(", "),
+        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
+    );
+    // The partials in place, and in the old order (each element's sum
+    // from zero added to its block's partial).
+    let (mut partials, mut partials_old) = (Vec::new(), Vec::new());
+    for (block, chunk) in xs.chunks(256).enumerate() {
+        let mut t = if block == 0 { total0 } else { 0.0 };
+        let mut t_old = t;
+        for &x in chunk {
+            let mut sum = 0.0f32;
+            for (_, dt) in increments(x) {
+                t += dt;
+                sum += dt;
+            }
+            t_old += sum;
+        }
+        partials.push(t);
+        partials_old.push(t_old);
+    }
+    let (mut total, mut total_old) = (partials[0], partials_old[0]);
+    for (&p, &p_old) in partials[1..].iter().zip(&partials_old[1..]) {
+        total += p;
+        total_old += p_old;
+    }
+    assert_ne!(
+        total.to_bits(),
+        total_old.to_bits(),
+        "the inputs tell the orders apart"
+    );
+    let case = load("threads.op2", REPEATED, json.as_bytes());
+    for threads in [2, 3] {
+        let (state, _) = case.run_threaded(threads).expect("the run succeeds");
+        assert_eq!(
+            float_global(&case, &state, "total").to_bits(),
+            total.to_bits(),
+            "{threads} threads"
+        );
+    }
+}
