@@ -1088,6 +1088,28 @@ fn an_optional_inc_argument_not_set_keeps_the_sign_of_a_zero_in_its_dat() {
 }
 
 #[test]
+fn repeated_float_increments_of_one_inc_argument_print_the_native_builds_bytes() {
+    // `spread` adds to `acc` (a `float` dat through a map) and to `rms` (a
+    // `float` global) four times per call. The test OP2, as OP2's
+    // sequential build, hands the kernel pointers into both, so each
+    // addition rounds into the target in turn; `op2 run` must print the
+    // same bits, which `%.9e` shows.
+    let work = tempfile::tempdir().expect("temporary directory");
+    let imported = import_app("repeated", "repeated.cpp", work.path()).expect("imports");
+    assert!(imported.report.faithful(), "{}", imported.report);
+    let program = std::fs::read_to_string(&imported.program).unwrap();
+    let expected = "par_loop spread over cells (p_x READ, p_acc[pnode[0]] INC, rms INC);";
+    assert!(program.contains(expected), "{expected}\n{program}");
+    let Some(cxx) = compiler("repeated") else {
+        return;
+    };
+    let native = native(&cxx, "repeated", "repeated.cpp", &[], work.path(), &[]);
+    let ported = format!("{}{}", imported.setup_output, run_imported(&imported));
+    assert_eq!(ported, native);
+    assert_eq!(native.lines().count(), 4 + 14, "{native}");
+}
+
+#[test]
 fn a_kernel_whose_header_two_units_include_with_other_macros_is_translated_for_each() {
     if compiler("shared").is_none() {
         return;
