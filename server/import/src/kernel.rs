@@ -702,7 +702,7 @@ pub fn translate(
                 vector.staged.local,
                 vector.entries * vector.staged.dim,
                 match vector.staged.exit {
-                    Some("+=") => ", which starts at zero and is added to them where the kernel ends, as `.op2` defines INC",
+                    Some("+=") => ", which starts at zero and is added to them where the kernel ends, as OP2's parallel backends stage an INC argument",
                     Some(_) if vector.staged.fill => " of their values, stored back where the kernel ends",
                     Some(_) => ", which starts at zero and is stored where the kernel ends (OP2 requires a WRITE argument's every component to be set)",
                     None => " of their values",
@@ -785,7 +785,7 @@ pub fn translate(
             Kind::Translated,
             Some(source.location(*first)),
             format!(
-                "kernel `{name}` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument and as `.op2` defines INC"
+                "kernel `{name}` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument"
             ),
             Some(
                 "OP2's sequential backend hands the kernel the target itself instead; the two agree when the kernel only adds to the parameter",
@@ -1252,8 +1252,8 @@ fn increment_use<'t>(
 /// Stages each parameter bound to an INC argument that the body reads or
 /// assigns with `=`: OP2 defines an INC argument as an increment, which its
 /// parallel backends give the kernel as a zeroed local that is added to the
-/// target afterwards, and `.op2` defines INC the same way but allows only
-/// `+=`, `-=`, `++` and `--` on the parameter. So the body works on a local
+/// target afterwards, and `.op2` allows only `+=`, `-=`, `++` and `--` on
+/// the parameter (E502). So the body works on a local
 /// `NAME_inc[DIM]` (`params` holds the parameters' `.op2` names) that starts
 /// at zero and is added to the parameter where the kernel ends ([`stage`]),
 /// with `_` appended while [`Fresh`] has the name in use. Returns the

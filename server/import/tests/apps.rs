@@ -599,7 +599,7 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
     assert_eq!(
         notes,
         [
-            "28:3: kernel `spread` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument and as `.op2` defines INC",
+            "28:3: kernel `spread` reads or assigns a parameter bound to an INC argument: it works on a local that starts at zero and is added to the argument when the kernel ends, as OP2's parallel backends stage an INC argument",
             "34:22: kernel `grow` reads or assigns `v`, bound to a dat passed directly with OP_INC: OP2 hands a kernel the element's own data for a direct argument, so the argument is passed as RW",
             "56:15: `op_opt_arg_dat` whose flag is set: an argument like any other",
             "57:15: `op_opt_arg_dat` whose flag is not set: passed directly, as OP2 hands it to the kernel (which must not use it), and as `RW` where it is `WRITE` or (of a dat on the par_loop's set) `INC`, so that nothing is stored",
