@@ -1042,7 +1042,9 @@ op2_print.length = 0;
 /// INC accumulators, copy the consts and lengths passed as arguments, call
 /// the kernel function, and add the INC temporaries into their targets.
 ///
-/// Every INC argument sees its own zeroed copy (language.md §8): an
+/// Every INC argument sees its own zeroed copy (as `op2 run` gives an
+/// integer one; a floating one it works on in place, which differs only in
+/// the rounding of the sums, language.md §8): an
 /// indirect one its landing pad, the first INC argument of a global the
 /// global's state (its partial), and a direct dat or a repeated global a
 /// local `op2_arg{i}` added to the dat or the partial after the kernel. The
