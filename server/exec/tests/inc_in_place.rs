@@ -38,20 +38,37 @@ main {
 ";
 
 fn floats(case: &Case, state: &op2_exec::State, dat: &str) -> Vec<f32> {
-    let index = case
-        .analysis
-        .program
-        .dats
-        .iter()
-        .position(|d| d.name == dat)
-        .expect("the dat exists");
-    state.dats[index]
+    case.dat(state, dat)
         .iter()
         .map(|v| match *v {
             Value::Float(x) => x,
             other => panic!("{dat} holds {other:?}"),
         })
         .collect()
+}
+
+/// Instance JSON: the sets, the rows of map `map.0`, `x` on the cells, `acc`
+/// (when given) and the global `total`.
+fn instance(sets: &str, map: (&str, &[String]), xs: &[f32], acc: &[f32], total: f32) -> String {
+    let list = |values: &[f32]| {
+        values
+            .iter()
+            .map(f32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let acc = if acc.is_empty() {
+        String::new()
+    } else {
+        format!(r#", "acc": [{}]"#, list(acc))
+    };
+    format!(
+        r#"{{"sets": {{{sets}}}, "maps": {{"{}": [{}]}},
+             "dats": {{"x": [{}]{acc}}}, "globals": {{"total": {total}}}}}"#,
+        map.0,
+        map.1.join(", "),
+        list(xs),
+    )
 }
 
 fn float_global(case: &Case, state: &op2_exec::State, name: &str) -> f32 {
@@ -76,20 +93,13 @@ fn repeated_float_increments_round_into_the_target_in_turn() {
     let map: Vec<usize> = (0..cells).map(|k| (k * 5 + 1) % nodes).collect();
     let acc0: Vec<f32> = vec![1000.25, -3.5e3, 0.1];
     let total0: f32 = 12345.67;
-    let json = format!(
-        r#"{{"sets": {{"cells": {cells}, "nodes": {nodes}}},
-             "maps": {{"cn": [{}]}},
-             "dats": {{"x": [{}], "acc": [{}]}},
-             "globals": {{"total": {total0}}}}}"#,
-        map.iter()
-            .map(|m| format!("[{m}]"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
-        acc0.iter()
-            .map(f32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+    let rows: Vec<String> = map.iter().map(|m| format!("[{m}]")).collect();
+    let json = instance(
+        &format!(r#""cells": {cells}, "nodes": {nodes}"#),
+        ("cn", &rows),
+        &xs,
+        &acc0,
+        total0,
     );
     // OP2's sequential order: each addition into the target in turn.
     let (mut acc, mut total) = (acc0.clone(), total0);
@@ -174,20 +184,13 @@ fn inc_arguments_on_one_target_add_up_and_both_engines_agree() {
         .collect();
     let acc0: Vec<f32> = (0..cells).map(|k| 700.3 - k as f32 * 91.7).collect();
     let total0: f32 = 77777.7;
-    let json = format!(
-        r#"{{"sets": {{"cells": {cells}}},
-             "maps": {{"cc": [{}]}},
-             "dats": {{"x": [{}], "acc": [{}]}},
-             "globals": {{"total": {total0}}}}}"#,
-        map.iter()
-            .map(|[a, b]| format!("[{a}, {b}]"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
-        acc0.iter()
-            .map(f32::to_string)
-            .collect::<Vec<_>>()
-            .join(", "),
+    let rows: Vec<String> = map.iter().map(|[a, b]| format!("[{a}, {b}]")).collect();
+    let json = instance(
+        &format!(r#""cells": {cells}"#),
+        ("cc", &rows),
+        &xs,
+        &acc0,
+        total0,
     );
     // The semantics: in argument order, the first argument on a target
     // starts from its value and is stored back; a later one on the same
@@ -273,16 +276,15 @@ fn threads_start_block_zero_from_the_global_and_the_others_from_zero() {
         .map(|k| 0.01 + (k % 97) as f32 * 0.1371)
         .collect();
     let total0: f32 = 9.75;
-    let json = format!(
-        r#"{{"sets": {{"cells": {cells}, "nodes": {cells}}},
-             "maps": {{"cn": [{}]}},
-             "dats": {{"x": [{}]}},
-             "globals": {{"total": {total0}}}}}"#,
-        (0..cells)
-            .map(|k| format!("[{}]", (k * 7) % cells))
-            .collect::<Vec<_>>()
-            .join(", "),
-        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
+    let rows: Vec<String> = (0..cells)
+        .map(|k| format!("[{}]", (k * 7) % cells))
+        .collect();
+    let json = instance(
+        &format!(r#""cells": {cells}, "nodes": {cells}"#),
+        ("cn", &rows),
+        &xs,
+        &[],
+        total0,
     );
     // The partials in place, and in the old order (each element's sum
     // from zero added to its block's partial).

@@ -13,17 +13,6 @@ use support::{Case, load};
 
 const FAN_LIMITS: [u32; 3] = [0, 16, 2];
 
-fn dat(case: &Case, state: &State, name: &str) -> Vec<Value> {
-    let index = case
-        .analysis
-        .program
-        .dats
-        .iter()
-        .position(|d| d.name == name)
-        .unwrap();
-    state.dats[index].clone()
-}
-
 /// Runs the reference and the simulation (several seeds, every fan limit)
 /// and returns the reference's state and output; the simulation must agree
 /// exactly, integers included.
@@ -73,7 +62,7 @@ fn integer_inc_adds_the_truncated_increment_not_the_truncated_sum() {
     // Element 1 (x = -2.75): own += (int)-2.75 = -2; on element 0:
     // -= (int)-1.375 = +1 and += (int)-1.375 = -1.
     assert_eq!(
-        dat(&case, &state, "d"),
+        case.dat(&state, "d"),
         vec![Value::Int(-5 + 1 + 1 - 1), Value::Int(10 - 2)]
     );
 }

@@ -64,6 +64,19 @@ impl Case {
         state.globals[index].clone()
     }
 
+    /// The values of the dat `name` in `state`, a state of this case's
+    /// program.
+    pub fn dat(&self, state: &State, name: &str) -> Vec<Value> {
+        let index = self
+            .analysis
+            .program
+            .dats
+            .iter()
+            .position(|d| d.name == name)
+            .expect("the dat exists");
+        state.dats[index].clone()
+    }
+
     /// The same case with the graph built for `fan_limit` (0: the flat
     /// controller; 2: the deepest trees).
     pub fn with_fan_limit(mut self, fan_limit: u32) -> Case {
