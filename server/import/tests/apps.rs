@@ -1075,7 +1075,8 @@ fn an_optional_inc_argument_not_set_keeps_the_sign_of_a_zero_in_its_dat() {
     }
     // `p_z` (direct) and `p_w` (through a map of the par_loop's own set)
     // hold `-0.0` where the flag is not set: the native build prints `-0`,
-    // and adding the kernel's zero (INC) would print `0`.
+    // and adding the kernel's zero (an INC staged from zero, as a POETS
+    // device stages it) would print `0`; `RW` keeps it everywhere.
     let (imported, _work) = same_numbers("signed", "signed", "signed.cpp");
     assert!(imported.report.faithful(), "{}", imported.report);
     let program = std::fs::read_to_string(&imported.program).unwrap();
