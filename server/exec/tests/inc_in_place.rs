@@ -78,6 +78,35 @@ fn float_global(case: &Case, state: &op2_exec::State, name: &str) -> f32 {
     }
 }
 
+/// The test's inputs tell the two orders apart: the old order's results
+/// (`_old`) differ from the new in the bits of `total` and of some `acc`.
+fn assert_orders_differ(acc: &[f32], acc_old: &[f32], total: f32, total_old: f32) {
+    assert_ne!(total.to_bits(), total_old.to_bits(), "total: the same bits");
+    assert!(
+        acc.iter()
+            .zip(acc_old)
+            .any(|(a, b)| a.to_bits() != b.to_bits()),
+        "acc: the same bits"
+    );
+}
+
+/// Runs `text` on `json` with both engines (`Case::run`: bit-identical)
+/// and requires `acc` and `total` to end with exactly these bits.
+fn assert_runs_to(text: &str, json: &str, acc: &[f32], total: f32) {
+    let case = load("inc.op2", text, json.as_bytes());
+    let (state, _) = case.run().expect("the run succeeds");
+    assert_eq!(
+        float_global(&case, &state, "total").to_bits(),
+        total.to_bits()
+    );
+    let got = floats(&case, &state, "acc");
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        acc.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "acc: {got:?} against {acc:?}"
+    );
+}
+
 /// The increments of element `x`: `(to a, to t)` for `i = 0..4`.
 fn increments(x: f32) -> Vec<(f32, f32)> {
     (1..=4).map(|n| (x * n as f32, x * x * n as f32)).collect()
@@ -116,30 +145,9 @@ fn repeated_float_increments_round_into_the_target_in_turn() {
         acc_old[map[k]] += a;
         total_old += t;
     }
-    assert_ne!(
-        total.to_bits(),
-        total_old.to_bits(),
-        "the inputs tell the orders apart"
-    );
-    assert!(
-        acc.iter()
-            .zip(&acc_old)
-            .any(|(a, b)| a.to_bits() != b.to_bits()),
-        "the inputs tell the orders apart"
-    );
+    assert_orders_differ(&acc, &acc_old, total, total_old);
 
-    let case = load("repeated.op2", REPEATED, json.as_bytes());
-    let (state, _) = case.run().expect("the run succeeds");
-    assert_eq!(
-        float_global(&case, &state, "total").to_bits(),
-        total.to_bits()
-    );
-    let got = floats(&case, &state, "acc");
-    assert_eq!(
-        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        acc.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        "acc: {got:?} against {acc:?}"
-    );
+    assert_runs_to(REPEATED, &json, &acc, total);
 }
 
 /// Two INC arguments of one element on the same target: through one map
@@ -232,17 +240,7 @@ fn inc_arguments_on_one_target_add_up_and_both_engines_agree() {
         total_old += old[3];
         total_old += old[4];
     }
-    assert_ne!(
-        total.to_bits(),
-        total_old.to_bits(),
-        "the inputs tell the orders apart"
-    );
-    assert!(
-        acc.iter()
-            .zip(&acc_old)
-            .any(|(a, b)| a.to_bits() != b.to_bits()),
-        "the inputs tell the orders apart"
-    );
+    assert_orders_differ(&acc, &acc_old, total, total_old);
     // Neither argument's additions are lost: within rounding, the total is
     // the starting value plus every contribution.
     let exact: f64 = f64::from(total0)
@@ -251,18 +249,7 @@ fn inc_arguments_on_one_target_add_up_and_both_engines_agree() {
             .sum::<f64>();
     assert!((f64::from(total) - exact).abs() < 1e-3 * exact.abs());
 
-    let case = load("aliased.op2", ALIASED, json.as_bytes());
-    let (state, _) = case.run().expect("the run succeeds");
-    assert_eq!(
-        float_global(&case, &state, "total").to_bits(),
-        total.to_bits()
-    );
-    let got = floats(&case, &state, "acc");
-    assert_eq!(
-        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        acc.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        "acc: {got:?} against {acc:?}"
-    );
+    assert_runs_to(ALIASED, &json, &acc, total);
 }
 
 #[test]
