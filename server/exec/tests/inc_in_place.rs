@@ -310,3 +310,101 @@ fn threads_start_block_zero_from_the_global_and_the_others_from_zero() {
         );
     }
 }
+
+/// A row of 20 components, past the compiled engine's unrolled arguments
+/// (its components are a loop in the code), through a map that names one
+/// row twice for some elements.
+const WIDE: &str = "\
+set cells;
+map cc: cells -> cells[2];
+dat x: float on cells;
+dat w: float[20] on cells;
+
+kernel spread(const float *x, float *a, float *b) {
+    for (int i = 0; i < 20; i++) {
+        a[i] += x[0] * i;
+        b[i] += x[0];
+        a[i] += x[0] * x[0];
+    }
+}
+
+main {
+    par_loop spread over cells (x READ, w[cc[0]] INC, w[cc[1]] INC);
+}
+";
+
+#[test]
+fn a_wide_row_named_twice_adds_both_arguments_in_both_engines() {
+    let (cells, dim) = (10usize, 20usize);
+    let xs: Vec<f32> = (0..cells).map(|k| 0.7 + k as f32 * 0.913).collect();
+    let map: Vec<[usize; 2]> = (0..cells)
+        .map(|k| {
+            if k % 3 == 0 {
+                [k, k]
+            } else {
+                [k, (k + 4) % cells]
+            }
+        })
+        .collect();
+    let w0: Vec<f32> = (0..cells * dim).map(|i| 100.3 + i as f32 * 7.31).collect();
+    let (mut w, mut w_old) = (w0.clone(), w0.clone());
+    for (k, &x) in xs.iter().enumerate() {
+        let [r0, r1] = map[k];
+        for i in 0..dim {
+            let (at0, at1) = (r0 * dim + i, r1 * dim + i);
+            // The first argument starts from its row; the second from its
+            // row too, unless that is the first's row: then from zero.
+            let mut a = w[at0];
+            let mut b = if r1 == r0 { 0.0 } else { w[at1] };
+            let (mut a_old, mut b_old) = (0.0f32, 0.0f32);
+            a += x * i as f32;
+            a_old += x * i as f32;
+            b += x;
+            b_old += x;
+            a += x * x;
+            a_old += x * x;
+            w[at0] = a;
+            if r1 == r0 {
+                w[at1] += b;
+            } else {
+                w[at1] = b;
+            }
+            w_old[at0] += a_old;
+            w_old[at1] += b_old;
+        }
+    }
+    assert!(
+        w.iter()
+            .zip(&w_old)
+            .any(|(a, b)| a.to_bits() != b.to_bits()),
+        "the inputs tell the orders apart"
+    );
+    let rows: Vec<String> = map.iter().map(|[a, b]| format!("[{a}, {b}]")).collect();
+    let rows_of_w: Vec<String> = w0
+        .chunks(dim)
+        .map(|row| {
+            format!(
+                "[{}]",
+                row.iter()
+                    .map(f32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+        .collect();
+    let json = format!(
+        r#"{{"sets": {{"cells": {cells}}}, "maps": {{"cc": [{}]}},
+             "dats": {{"x": [{}], "w": [{}]}}}}"#,
+        rows.join(", "),
+        xs.iter().map(f32::to_string).collect::<Vec<_>>().join(", "),
+        rows_of_w.join(", ")
+    );
+    let case = load("wide.op2", WIDE, json.as_bytes());
+    let (state, _) = case.run().expect("the run succeeds");
+    let got = floats(&case, &state, "w");
+    assert_eq!(
+        got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        w.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        "w: {got:?} against {w:?}"
+    );
+}
