@@ -5,6 +5,7 @@
 //! result is added afterwards; MIN and MAX see the current global and
 //! combine into it.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -334,9 +335,11 @@ impl<'a> Reference<'a> {
             .collect();
         // Which arguments start from their target, per element (see
         // `in_place`).
+        let plan = in_place_plan(&args);
         let mut in_place = vec![false; args.len()];
+        let mut rows = vec![0; args.len()];
         for element in 0..elements {
-            in_place_args(&args, &mut in_place, |kind| {
+            in_place_args(&args, &plan, &mut in_place, &mut rows, |kind| {
                 self.state.row_of(&program, kind, element)
             });
             // Stage the arguments.
@@ -485,32 +488,107 @@ pub(crate) fn may_work_in_place(arg: &Arg) -> bool {
     arg.mode == AccessMode::Inc && arg.ty.scalar.is_floating()
 }
 
-/// Sets `in_place[k]` for one element: whether argument `k` starts from
-/// its target's value and is stored back (a floating INC argument, see
-/// [`may_work_in_place`], whose target no earlier such argument of the
-/// element names), rather than starting at zero and being added to it.
-/// `row(kind)` is the element's row of a dat argument. A later argument on
-/// the same target (a map that names one row twice for the element, a
-/// direct and an indirect INC of one dat, a global passed twice) starts at
-/// zero so that its additions come on top of the earlier one's.
-pub(crate) fn in_place_args(args: &[Arg], in_place: &mut [bool], row: impl Fn(ArgKind) -> usize) {
-    for (k, arg) in args.iter().enumerate() {
-        in_place[k] = may_work_in_place(arg)
-            && !args[..k].iter().any(|earlier| {
-                may_work_in_place(earlier) && same_target(earlier.kind, arg.kind, &row)
-            });
-    }
+/// At most this many `float` or `double` INC arguments of one dat, or of
+/// one global, in one par_loop work on their target in place
+/// ([`may_work_in_place`]); where a loop has more on one dat or global, all
+/// of that dat's or global's INC arguments in the loop start at zero and
+/// are added afterwards. Each in-place argument of a dat compares its row
+/// with those of the earlier ones of the same dat, per element, so the
+/// limit keeps that work, and the compiled loop's code for it, linear in
+/// the number of arguments (language.md §8, reliability.md "Limits").
+pub const MAX_IN_PLACE_INC: usize = 32;
+
+/// How one argument of a par_loop starts and ends, decided once per loop
+/// by [`in_place_plan`] and followed by both engines.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IncPlace {
+    /// Not in place: an INC argument starts at zero and what the kernel
+    /// leaves in it is added to the target (an integer INC, a global passed
+    /// before in the loop, a dat or global with more than
+    /// [`MAX_IN_PLACE_INC`] floating INC arguments); every other argument
+    /// is staged as its mode says.
+    Staged,
+    /// A floating INC argument that starts from its target's value and is
+    /// stored back, unless, for the element, one of these earlier arguments
+    /// (of the same dat, fewer than [`MAX_IN_PLACE_INC`]) names the same
+    /// row: then it starts at zero and is added after them.
+    InPlace {
+        /// The earlier floating INC arguments of the same dat.
+        unless: Vec<usize>,
+    },
 }
 
-/// Whether two dat or global arguments name the same row or global.
-fn same_target(a: ArgKind, b: ArgKind, row: &impl Fn(ArgKind) -> usize) -> bool {
-    match (a, b) {
-        (
-            ArgKind::DirectDat(x) | ArgKind::IndirectDat { dat: x, .. },
-            ArgKind::DirectDat(y) | ArgKind::IndirectDat { dat: y, .. },
-        ) => x == y && row(a) == row(b),
-        (ArgKind::Global(x), ArgKind::Global(y)) => x == y,
-        _ => false,
+/// The [`IncPlace`] of every argument of a par_loop, in order. Arguments are
+/// grouped by their target (a dat or a global) in one pass, so the plan,
+/// and the per-element row compares it asks for (at most
+/// `MAX_IN_PLACE_INC - 1` per argument), are linear in `args.len()`.
+pub fn in_place_plan(args: &[Arg]) -> Vec<IncPlace> {
+    #[derive(Clone, Copy, PartialEq, Eq, Hash)]
+    enum Target {
+        Dat(DatId),
+        Global(usize),
+    }
+    let target = |arg: &Arg| -> Option<Target> {
+        if !may_work_in_place(arg) {
+            return None;
+        }
+        match arg.kind {
+            ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => Some(Target::Dat(dat)),
+            ArgKind::Global(global) => Some(Target::Global(global.index())),
+            _ => None,
+        }
+    };
+    let mut groups: HashMap<Target, Vec<usize>> = HashMap::new();
+    for (k, arg) in args.iter().enumerate() {
+        if let Some(t) = target(arg) {
+            groups.entry(t).or_default().push(k);
+        }
+    }
+    let mut plan = vec![IncPlace::Staged; args.len()];
+    for (t, members) in groups {
+        if members.len() > MAX_IN_PLACE_INC {
+            continue;
+        }
+        match t {
+            // A global passed again names the same target: only the first
+            // works in place.
+            Target::Global(_) => plan[members[0]] = IncPlace::InPlace { unless: Vec::new() },
+            Target::Dat(_) => {
+                for (n, &k) in members.iter().enumerate() {
+                    plan[k] = IncPlace::InPlace {
+                        unless: members[..n].to_vec(),
+                    };
+                }
+            }
+        }
+    }
+    plan
+}
+
+/// Sets `in_place[k]` for one element as `plan` ([`in_place_plan`]) says:
+/// whether argument `k` starts from its target's value and is stored back,
+/// rather than starting at zero and being added to it. `row(kind)` is the
+/// element's row of a dat argument; `rows` is scratch of `args.len()`. A
+/// later argument on the same row (a map that names one row twice for the
+/// element, a direct and an indirect INC of one dat) starts at zero so that
+/// its additions come on top of the earlier one's.
+pub(crate) fn in_place_args(
+    args: &[Arg],
+    plan: &[IncPlace],
+    in_place: &mut [bool],
+    rows: &mut [usize],
+    row: impl Fn(ArgKind) -> usize,
+) {
+    for (k, (arg, place)) in args.iter().zip(plan).enumerate() {
+        in_place[k] = match place {
+            IncPlace::Staged => false,
+            IncPlace::InPlace { unless } => {
+                if let ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } = arg.kind {
+                    rows[k] = row(arg.kind);
+                }
+                unless.iter().all(|&j| rows[j] != rows[k])
+            }
+        };
     }
 }
 

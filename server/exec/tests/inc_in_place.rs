@@ -408,3 +408,176 @@ fn a_wide_row_named_twice_adds_both_arguments_in_both_engines() {
         "w: {got:?} against {w:?}"
     );
 }
+
+/// A loop with `n` INC arguments on `acc` through one map of arity `n` and
+/// `n` on `total`; each parameter gets `x` and then `x * x`.
+fn many_incs(n: usize) -> String {
+    let params: Vec<String> = (0..n)
+        .map(|i| format!("float *a{i}"))
+        .chain((0..n).map(|i| format!("float *t{i}")))
+        .collect();
+    let body: String = (0..n)
+        .map(|i| {
+            format!(
+                "    *a{i} += x[0];\n    *a{i} += x[0] * x[0];\n    \
+                 *t{i} += x[0];\n    *t{i} += x[0] * x[0];\n"
+            )
+        })
+        .collect();
+    let args: Vec<String> = (0..n)
+        .map(|i| format!("acc[cc[{i}]] INC"))
+        .chain((0..n).map(|_| "total INC".to_string()))
+        .collect();
+    format!(
+        "set cells;\nmap cc: cells -> cells[{n}];\ndat x: float on cells;\n\
+         dat acc: float on cells;\nglobal total: float;\n\n\
+         kernel many(const float *x, {}) {{\n{body}}}\n\n\
+         main {{\n    par_loop many over cells (x READ, {});\n}}\n",
+        params.join(", "),
+        args.join(", "),
+    )
+}
+
+/// `acc` and `total` after the loop of [`many_incs`]`(n)`, with each
+/// argument in place (`in_place`: the first on its target starts from it)
+/// or all of them staged (start at zero, added in argument order).
+fn many_incs_result(
+    xs: &[f32],
+    map: &[Vec<usize>],
+    acc0: &[f32],
+    total0: f32,
+    in_place: bool,
+) -> (Vec<f32>, f32) {
+    let (mut acc, mut total) = (acc0.to_vec(), total0);
+    for (k, &x) in xs.iter().enumerate() {
+        let n = map[k].len();
+        let staged = 0.0f32 + x + x * x;
+        // Every element's rows are distinct, so each `acc` argument is the
+        // first on its row; of the `total` ones only the first is.
+        for &row in &map[k] {
+            acc[row] = if in_place {
+                acc[row] + x + x * x
+            } else {
+                acc[row] + staged
+            };
+        }
+        for i in 0..n {
+            total = if in_place && i == 0 {
+                total + x + x * x
+            } else {
+                total + staged
+            };
+        }
+    }
+    (acc, total)
+}
+
+#[test]
+fn past_the_limit_every_inc_argument_of_a_dat_or_global_is_staged_in_both_engines() {
+    let limit = op2_exec::reference::MAX_IN_PLACE_INC;
+    let cells = limit + 8;
+    let xs: Vec<f32> = (0..cells)
+        .map(|k| 0.7 + (k as f32) * 0.913 - ((k * 5) % 9) as f32 * 0.0571)
+        .collect();
+    let acc0: Vec<f32> = (0..cells).map(|k| 5003.1 - k as f32 * 311.9).collect();
+    let total0: f32 = 65432.1;
+    // At the limit the arguments work in place, one past it all are staged
+    // (and the test's inputs tell the two apart).
+    for (n, in_place) in [(limit, true), (limit + 1, false)] {
+        let map: Vec<Vec<usize>> = (0..cells)
+            .map(|k| (0..n).map(|i| (k + 3 * i) % cells).collect())
+            .collect();
+        assert!(map.iter().all(|rows| {
+            let mut sorted = rows.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            sorted.len() == n
+        }));
+        let (acc, total) = many_incs_result(&xs, &map, &acc0, total0, in_place);
+        let (acc_other, total_other) = many_incs_result(&xs, &map, &acc0, total0, !in_place);
+        assert_orders_differ(&acc, &acc_other, total, total_other);
+        let rows: Vec<String> = map
+            .iter()
+            .map(|rows| {
+                let list: Vec<String> = rows.iter().map(usize::to_string).collect();
+                format!("[{}]", list.join(", "))
+            })
+            .collect();
+        let json = instance(
+            &format!(r#""cells": {cells}"#),
+            ("cc", &rows),
+            &xs,
+            &acc0,
+            total0,
+        );
+        assert_runs_to(&many_incs(n), &json, &acc, total);
+    }
+}
+
+/// The plan both engines follow (`in_place_plan`): the interpreter compares
+/// an argument's row, per element, with the rows of the arguments in its
+/// `unless`, and the compiled loop emits one compare for each. Grouped by
+/// target, each argument lists at most `MAX_IN_PLACE_INC - 1` earlier
+/// arguments, all of its own dat, so that work is linear in the arguments.
+#[test]
+fn the_in_place_plan_compares_an_argument_only_with_earlier_ones_of_its_dat() {
+    use op2_exec::reference::{IncPlace, MAX_IN_PLACE_INC, in_place_plan};
+    let plan_of = |text: &str| {
+        let analysis = op2_analysis::analyse_text(
+            std::path::Path::new("many.op2"),
+            text,
+            &op2_analysis::Options { require_main: true },
+        );
+        assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+        let args: Vec<_> = analysis.program.invocations[0]
+            .resolved_args()
+            .map(|(_, a)| a.clone())
+            .collect();
+        in_place_plan(&args)
+    };
+    let unless = |place: &IncPlace| match place {
+        IncPlace::InPlace { unless } => unless.clone(),
+        IncPlace::Staged => panic!("staged"),
+    };
+    // 1,000 arguments on `acc` and 1,000 on `total`: all staged, no compare.
+    let plan = plan_of(&many_incs(1000));
+    assert_eq!(plan.len(), 2001);
+    assert!(plan.iter().all(|p| *p == IncPlace::Staged));
+    // At the limit: each `acc` argument lists the earlier ones (the
+    // arguments `1..=limit`; `x` is argument 0), `total` only its first.
+    let limit = MAX_IN_PLACE_INC;
+    let plan = plan_of(&many_incs(limit));
+    for i in 0..limit {
+        assert_eq!(unless(&plan[1 + i]), (1..1 + i).collect::<Vec<_>>());
+    }
+    assert_eq!(unless(&plan[1 + limit]), Vec::<usize>::new());
+    assert!(plan[2 + limit..].iter().all(|p| *p == IncPlace::Staged));
+    // Two dats' arguments interleaved, a READ and an integer INC among
+    // them: each lists only its own dat's.
+    let n = 20;
+    let mut params = Vec::new();
+    let mut args = Vec::new();
+    for i in 0..n {
+        params.push(format!(
+            "float *a{i}, double *b{i}, const float *r{i}, int *c{i}"
+        ));
+        args.push(format!(
+            "acc[cc[{i}]] INC, other[cc[{i}]] INC, x[cc[{i}]] READ, count[cc[{i}]] INC"
+        ));
+    }
+    let text = format!(
+        "set cells;\nmap cc: cells -> cells[{n}];\ndat acc: float on cells;\n\
+         dat other: double on cells;\ndat count: int on cells;\ndat x: float on cells;\n\
+         kernel k({}) {{}}\nmain {{\n    par_loop k over cells ({});\n}}\n",
+        params.join(", "),
+        args.join(", ")
+    );
+    let plan = plan_of(&text);
+    for i in 0..n {
+        let earlier = |offset: usize| (0..i).map(|j| 4 * j + offset).collect::<Vec<_>>();
+        assert_eq!(unless(&plan[4 * i]), earlier(0));
+        assert_eq!(unless(&plan[4 * i + 1]), earlier(1));
+        assert_eq!(plan[4 * i + 2], IncPlace::Staged);
+        assert_eq!(plan[4 * i + 3], IncPlace::Staged);
+    }
+}

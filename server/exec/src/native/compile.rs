@@ -29,7 +29,7 @@ use op2_syntax::TextRange;
 use op2_syntax::ast::{AccessMode, BinaryOp, ScalarType, UnaryOp};
 
 use super::flat::size_of;
-use crate::reference::may_work_in_place;
+use crate::reference::{IncPlace, in_place_plan};
 
 /// Why a loop is not compiled (the interpreter runs the program).
 pub(crate) type Unsupported = String;
@@ -630,58 +630,47 @@ pub(crate) fn compile_loop<'a>(
         }
     };
     // Which floating INC arguments work on their target in place, as
-    // `reference::in_place_args` decides: `Fresh` where no earlier such
-    // argument can name the same target, `Staged` where one always does (a
-    // global passed twice, a direct dat twice), and `Shared(flag)` where
-    // the element's rows decide at run time (`flag` set when an earlier
-    // argument's row is this one's: it starts at zero and adds, branch-free
-    // by `select`).
+    // `reference::in_place_plan` decides for the loop and
+    // `reference::in_place_args` per element: `Fresh` where no earlier
+    // argument of the same dat is to be compared, `Staged` where the plan
+    // says so, and `Shared(flag)` where the element's rows decide at run
+    // time (`flag` set when one of the at most `MAX_IN_PLACE_INC - 1`
+    // earlier arguments of the dat the plan names has this one's row: it
+    // starts at zero and adds, branch-free by `select`).
+    let plan = in_place_plan(&args);
     let mut place: Vec<InPlace> = Vec::with_capacity(args.len());
-    let mut inc_rows: Vec<Option<ir::Value>> = Vec::with_capacity(args.len());
+    let mut inc_rows: Vec<Option<ir::Value>> = vec![None; args.len()];
     for (k, arg) in args.iter().enumerate() {
-        let mut here = InPlace::No;
-        let mut row_here = None;
-        if may_work_in_place(arg) {
-            here = InPlace::Fresh;
-            match arg.kind {
-                ArgKind::Global(global) => {
-                    if args[..k]
-                        .iter()
-                        .any(|a| may_work_in_place(a) && a.kind == ArgKind::Global(global))
-                    {
-                        here = InPlace::Staged;
-                    }
+        let here = match (&plan[k], arg.kind) {
+            (IncPlace::Staged, _) => {
+                if arg.mode == AccessMode::Inc && arg.ty.scalar.is_floating() {
+                    InPlace::Staged
+                } else {
+                    InPlace::No
                 }
-                ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
-                    let row = row_of(&mut g, arg.kind);
-                    row_here = Some(row);
-                    let mut flag: Option<ir::Value> = None;
-                    for (j, earlier) in args[..k].iter().enumerate() {
-                        let same_dat = matches!(
-                            earlier.kind,
-                            ArgKind::DirectDat(d) | ArgKind::IndirectDat { dat: d, .. } if d == dat
-                        );
-                        let Some(earlier_row) = inc_rows[j] else {
-                            continue;
-                        };
-                        if !same_dat {
-                            continue;
-                        }
-                        let same = g.b.ins().icmp(IntCC::Equal, earlier_row, row);
-                        flag = Some(match flag {
-                            Some(f) => g.b.ins().bor(f, same),
-                            None => same,
-                        });
-                    }
-                    if let Some(flag) = flag {
-                        here = InPlace::Shared(flag);
-                    }
-                }
-                _ => here = InPlace::No,
             }
-        }
+            (IncPlace::InPlace { unless }, ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. }) => {
+                let row = row_of(&mut g, arg.kind);
+                inc_rows[k] = Some(row);
+                let mut flag: Option<ir::Value> = None;
+                for &j in unless {
+                    let Some(earlier_row) = inc_rows[j] else {
+                        continue;
+                    };
+                    let same = g.b.ins().icmp(IntCC::Equal, earlier_row, row);
+                    flag = Some(match flag {
+                        Some(f) => g.b.ins().bor(f, same),
+                        None => same,
+                    });
+                }
+                match flag {
+                    Some(flag) => InPlace::Shared(flag),
+                    None => InPlace::Fresh,
+                }
+            }
+            (IncPlace::InPlace { .. }, _) => InPlace::Fresh,
+        };
         place.push(here);
-        inc_rows.push(row_here);
     }
     // Stage the arguments.
     for (k, arg) in args.iter().enumerate() {
@@ -854,7 +843,7 @@ pub(crate) fn compile_loop<'a>(
 }
 
 /// How a floating INC argument of a compiled loop starts and ends (see
-/// `reference::in_place_args`).
+/// `reference::in_place_plan` and `reference::in_place_args`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum InPlace {
     /// Not a floating INC argument.
