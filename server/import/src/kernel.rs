@@ -313,6 +313,11 @@ pub fn translate(
     let mut inc_uses: Vec<(usize, Node<'_>, Option<Node<'_>>, bool)> = Vec::new();
     // The first use of a vector-map INC parameter other than adding to it.
     let mut vector_inc_misuse: Option<Node<'_>> = None;
+    // Uses of vector-map INC parameters that are whole statements adding to
+    // `x[i][j]` (see [`direct_increment`]), by parameter, and the
+    // parameters used some other way too.
+    let mut direct_uses: Vec<(usize, DirectIncrement<'_>)> = Vec::new();
+    let mut not_direct: BTreeSet<usize> = BTreeSet::new();
     let mut returns = Vec::new();
     walk(body, |node, ancestors| {
         let kind = node.kind();
@@ -409,6 +414,14 @@ pub fn translate(
                     && !increment_use(source, node, ancestors).1
                 {
                     vector_inc_misuse = Some(node);
+                }
+                if let Some(v) = vector.filter(|v| v.3.staged.exit == Some("+=")) {
+                    match direct_increment(source, node, ancestors, helpers) {
+                        Some(use_) => direct_uses.push((v.0, use_)),
+                        None => {
+                            not_direct.insert(v.0);
+                        }
+                    }
                 }
                 if let Some((declared, rows, columns)) = flat.get(&b) {
                     let (inner, outer, whole) = two_dimensional_use(source, node, ancestors);
@@ -690,7 +703,29 @@ pub fn translate(
         &inc_uses,
         &mut edits,
     );
-    for (_, parameter, param_name, vector) in &vector_params {
+    // A vector-map INC parameter only ever added to by whole statements is
+    // added to directly: no local copy, each statement on the parameter of
+    // its entry, so the additions round into the targets in turn.
+    let direct: BTreeSet<usize> = direct_uses
+        .iter()
+        .map(|u| u.0)
+        .filter(|k| !not_direct.contains(k))
+        .collect();
+    for (k, parameter, param_name, vector) in &vector_params {
+        if direct.contains(k) {
+            report.add(
+                Kind::Translated,
+                Some(source.location(*parameter)),
+                format!(
+                    "kernel `{name}`: parameter `{param_name}`, bound to a vector-map argument of {}, becomes {} `{}`; the kernel adds to them directly (`{param_name}[i][j] += …` with a computed `i` becomes an `if` chain on `i`), so each addition rounds into its target in turn, as in OP2's sequential build",
+                    crate::report::count(vector.entries, "entry", "entries"),
+                    crate::report::count(vector.entries, "parameter", "parameters"),
+                    vector.params.join("`, `"),
+                ),
+                None,
+            );
+            continue;
+        }
         report.add(
             Kind::Translated,
             Some(source.location(*parameter)),
@@ -779,6 +814,29 @@ pub fn translate(
             }
         };
         edits.replace(node, expansion);
+    }
+    // After every other edit, so that each branch holds the statement's
+    // text as translated.
+    for (k, use_) in direct_uses.iter().filter(|u| direct.contains(&u.0)) {
+        let Some((_, _, _, vector)) = vector_params.iter().find(|v| v.0 == *k) else {
+            continue;
+        };
+        match direct_text(&source.text, use_, &vector.params, &edits)
+            .and_then(|text| within_budget(&mut expanded_bytes, text.len()).map(|()| text))
+        {
+            Ok(text) => edits.replace(use_.statement, text),
+            Err(why) => {
+                faithful = false;
+                fail(
+                    report,
+                    use_.statement,
+                    format!(
+                        "kernel `{name}`: this addition to a vector-map argument cannot be translated: {why}"
+                    ),
+                    None,
+                );
+            }
+        }
     }
     if let Some(first) = staged.first().or(vector_inc_misuse.as_ref()) {
         report.add(
@@ -890,6 +948,99 @@ fn two_dimensional_use<'t>(
         })
         .filter(|p| p.child_by_field_name("argument") == inner);
     (inner, outer, outer.or(deref))
+}
+
+/// A statement that adds to one component of a vector-map parameter:
+/// `x[i][j] += e;`, `x[i][j] -= e;`, `x[i][j]++;` (and `--`), or `*x[i]`
+/// for `x[i][0]`.
+#[derive(Debug, Clone, Copy)]
+struct DirectIncrement<'t> {
+    statement: Node<'t>,
+    /// `x[i][j]` or `*x[i]`.
+    whole: Node<'t>,
+    /// `x[i]`.
+    inner: Node<'t>,
+    /// `x[i][j]`, when the use is one.
+    outer: Option<Node<'t>>,
+}
+
+/// The use of the vector-map parameter `node` as a [`DirectIncrement`], or
+/// `None` when it is used otherwise, or its entry index `i` has a side
+/// effect (an `if` chain evaluates it once per entry it passes).
+fn direct_increment<'t>(
+    source: &Source,
+    node: Node<'t>,
+    ancestors: &[Node<'t>],
+    helpers: &Helpers,
+) -> Option<DirectIncrement<'t>> {
+    let (inner, outer, whole) = two_dimensional_use(source, node, ancestors);
+    let (inner, whole) = (inner?, whole?);
+    let op = c::ancestor(ancestors, 2)?;
+    let adds = match op.kind() {
+        "update_expression" => op.child_by_field_name("argument") == Some(whole),
+        "assignment_expression" => {
+            op.child_by_field_name("left") == Some(whole)
+                && op
+                    .child_by_field_name("operator")
+                    .is_some_and(|o| matches!(source.text(o), "+=" | "-="))
+        }
+        _ => false,
+    };
+    let statement = c::ancestor(ancestors, 3).filter(|s| s.kind() == "expression_statement")?;
+    (adds && brackets(inner).is_some() && !has_side_effect(source, inner, helpers)).then_some(
+        DirectIncrement {
+            statement,
+            whole,
+            inner,
+            outer,
+        },
+    )
+}
+
+/// The text of a [`DirectIncrement`] on the parameters `params` (one per
+/// entry): the statement on `params[i]` where `i` is a literal, else
+/// `{ if ((i) == 0) …; else if ((i) == 1) …; }`, one branch per entry, each
+/// the statement as translated with `x[i][j]` replaced by `params[e][j]`.
+/// `Err` when an edit crosses the use's bounds (then the pieces would not
+/// make the statement).
+fn direct_text(
+    text: &str,
+    use_: &DirectIncrement<'_>,
+    params: &[String],
+    edits: &Edits,
+) -> Result<String, String> {
+    let crossed = || "an expansion crosses it".to_owned();
+    let statement = use_.statement.byte_range();
+    let whole = use_.whole.byte_range();
+    let (open, close) = brackets(use_.inner).ok_or_else(crossed)?;
+    let entry = edits.apply(text, open.end_byte()..close.start_byte());
+    let component = match use_.outer {
+        Some(outer) => {
+            let (open, close) = brackets(outer).ok_or_else(crossed)?;
+            edits.apply(text, open.end_byte()..close.start_byte())
+        }
+        None => "0".to_owned(),
+    };
+    let before = edits.apply(text, statement.start..whole.start);
+    let after = edits.apply(text, whole.end..statement.end);
+    if format!("{before}{}{after}", edits.apply(text, whole.clone()))
+        != edits.apply(text, statement)
+    {
+        return Err(crossed());
+    }
+    let on = |param: &str| format!("{before}{param}[{component}]{after}");
+    if let Ok(e) = entry.trim().parse::<usize>()
+        && let Some(param) = params.get(e)
+    {
+        return Ok(on(param));
+    }
+    let mut out = String::from("{");
+    for (e, param) in params.iter().enumerate() {
+        let keyword = if e == 0 { " if" } else { " else if" };
+        out.push_str(&format!("{keyword} (({entry}) == {e}) {}", on(param)));
+    }
+    out.push_str(" }");
+    Ok(out)
 }
 
 /// `x[i][j]` → `x[(i) * C + (j)]` and `*x[i]` → `x[(i) * C + (0)]` (`whole`

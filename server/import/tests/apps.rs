@@ -728,8 +728,12 @@ fn vector_map_arguments_print_what_the_native_build_prints() {
     // indexed by a loop variable and by `(m + 1) % 4`), WRITE (`centre`),
     // RW (`clip`, run by two par_loops, whose early return must still store
     // what it changed) and INC (`measure`'s `r`; `spread`, whose early
-    // return must still add its first increment). Exact: each element adds
-    // to a target at most once, so the order of sums is the native one.
+    // return must still add its first increment, and whose entries, by a
+    // loop variable, get a large term and its negation, which round the
+    // target only when added to it in turn). Exact: the kernel adds to
+    // each entry's parameter directly (an `if` chain on a computed entry),
+    // so the order of sums is the native one; summing in a local from zero
+    // first printed other numbers.
     let (imported, _work) = same_numbers("vector", "vector", "vector.cpp");
     assert!(imported.report.faithful(), "{}", imported.report);
     let program = std::fs::read_to_string(&imported.program).unwrap();
@@ -744,18 +748,23 @@ fn vector_map_arguments_print_what_the_native_build_prints() {
         // A macro whose expansion is `x[i][0]` was put in as it was
         // written, which the `.op2` analysis refused.
         "c += x[(k) * 2 + (0)] * x[(idx[(k) * 2 + (1)]) * 2 + (0)] - x[((((k + 1) + 1) % 4)) * 2 + (0)] * x[(idx[(k) * 2 + (0)]) * 2 + (0)];",
-        "double r[4] = {0.0, 0.0, 0.0, 0.0};",
-        "r_0[0] += r[0];",
+        "        if ((m) == 0)\n            r_0[0] += 0.25 * (*area) * u[(m) * 1 + (0)];\n        else if ((m) == 1)\n            r_1[0] += 0.25 * (*area) * u[(m) * 1 + (0)];",
+        "        else if ((m) == 3)\n            r_3[0] += 0.25 * (*area) * u[(m) * 1 + (0)];",
+        "kernel spread(double *r_0, double *r_1, const double *area) {\n    r_0[0] += *area;",
+        "            if ((e) == 0)\n                r_0[0] -= 1.0e6 * (*area);\n            else if ((e) == 1)\n                r_1[0] -= 1.0e6 * (*area);",
         "p_x[pcell[3]] READ,",
         "p_w[ppair[1]] WRITE,",
         "w_1[1] = w[3];",
         "u[(1) * 1 + (0)] -= 0.25 * u[(0) * 1 + (0)];",
         "        {\n            u_0[0] = u[0];\n            u_1[0] = u[1];\n            return;\n        }",
-        "    if (*area < 1.45) {\n        r_0[0] += r[0];\n        r_1[0] += r[1];\n        return;\n    }",
+        "    if (*area < 1.45)\n        return;\n    r_1[0] += 2.0 * (*area);",
         "par_loop clip over pairs (p_u[ppair[0]] RW, p_u[ppair[1]] RW, cap READ);",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }
+    // No local copy of an INC vector: `r` is added to directly.
+    assert!(!program.contains("double r[4]"), "{program}");
+    assert!(!program.contains("+= r["), "{program}");
 }
 
 #[test]

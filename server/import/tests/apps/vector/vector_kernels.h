@@ -48,12 +48,19 @@ inline void clip(double **u, const double *cap) {
   *u[1] -= 0.25 * *u[0];
 }
 
-// INC with an early return after the first increment.
+// INC with an early return after the first increment, and entries (by a
+// loop variable) added to twice per call: a large term and its negation,
+// which leave the target's low bits rounded away when added to it in turn,
+// as OP2's sequential build does, and nothing when summed from zero first.
 inline void spread(double **r, const double *area) {
   r[0][0] += *area;
   if (*area < 1.45)
     return;
   r[1][0] += 2.0 * (*area);
+  for (int e = 0; e < 2; e++) {
+    r[e][0] += 1.0e6 * (*area);
+    r[e][0] -= 1.0e6 * (*area);
+  }
 }
 
 inline void total(const double *u, const double *r, const double *w, double *sums) {
