@@ -710,6 +710,11 @@ pub fn translate(
         .iter()
         .map(|u| u.0)
         .filter(|k| !not_direct.contains(k))
+        .filter(|k| {
+            vector_params
+                .iter()
+                .any(|v| v.0 == *k && v.3.entries <= MAX_DIRECT_ENTRIES)
+        })
         .collect();
     for (k, parameter, param_name, vector) in &vector_params {
         if direct.contains(k) {
@@ -949,6 +954,15 @@ fn two_dimensional_use<'t>(
         .filter(|p| p.child_by_field_name("argument") == inner);
     (inner, outer, outer.or(deref))
 }
+
+/// The most entries of a vector-map INC argument whose additions go to
+/// its parameters directly ([`direct_text`]): an `if` chain is as long as
+/// the entries, in the text, in the compares a computed entry runs through
+/// per addition and in the compiled engine's blocks, so a longer vector
+/// (up to [`crate::host::MAX_VECTOR_VALUES`] entries) keeps the local copy,
+/// whose cost is one pass over the entries per call. OP2's applications
+/// pass 2 or 4 entries.
+pub const MAX_DIRECT_ENTRIES: usize = 16;
 
 /// A statement that adds to one component of a vector-map parameter:
 /// `x[i][j] += e;`, `x[i][j] -= e;`, `x[i][j]++;` (and `--`), or `*x[i]`

@@ -3120,6 +3120,43 @@ mod tests {
     }
 
     #[test]
+    fn a_vector_map_inc_is_added_to_directly_up_to_sixteen_entries() {
+        // At most `MAX_DIRECT_ENTRIES` entries, `r[j][0] += …` with a loop
+        // variable `j` becomes an `if` chain on `j` over the parameters;
+        // past it the kernel keeps its local copy, added where it ends.
+        for entries in [kernel::MAX_DIRECT_ENTRIES, kernel::MAX_DIRECT_ENTRIES + 1] {
+            let app = format!(
+                "#include \"op_seq.h\"\nvoid k1(double **r, const double *a) {{\n  for (int j = 0; j < {entries}; j++)\n    r[j][0] += *a * j;\n}}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  op_set nodes = op_decl_set(2, \"nodes\");\n  op_set cells = op_decl_set(1, \"cells\");\n  op_map pcell = op_decl_map(cells, nodes, {entries}, 0, \"pcell\");\n  op_dat p_r = op_decl_dat(nodes, 1, \"double\", 0, \"p_r\");\n  op_dat p_a = op_decl_dat(cells, 1, \"double\", 0, \"p_a\");\n  op_par_loop(k1, \"k1\", cells, op_arg_dat(p_r, -{entries}, pcell, 1, \"double\", OP_INC), op_arg_dat(p_a, -1, OP_ID, 1, \"double\", OP_READ));\n}}\n"
+            );
+            let rows: Vec<String> = (0..entries).map(|e| (e % 2).to_string()).collect();
+            let capture = format!(
+                "set 0 2\nhandle nodes set 0\nset 1 1\nhandle cells set 1\nmap 0 1 0 {entries}\n{}\nhandle pcell map 0\ndat 0 0 1 double\n1 2\nhandle p_r dat 0\ndat 1 1 1 double\n3\nhandle p_a dat 1\nstop\n",
+                rows.join(" ")
+            );
+            let translation = translated(&app, &capture).expect("a translation");
+            let program = &translation.program;
+            let last = entries - 1;
+            let chain = format!("else if ((j) == {last})\n            r_{last}[0] += *a * j;");
+            let local = format!("double r[{entries}] =");
+            if entries <= kernel::MAX_DIRECT_ENTRIES {
+                assert!(
+                    program.contains("if ((j) == 0)\n            r_0[0] += *a * j;"),
+                    "{program}"
+                );
+                assert!(program.contains(&chain), "{program}");
+                assert!(!program.contains(&local), "{program}");
+            } else {
+                assert!(!program.contains("if ((j) == 0)"), "{program}");
+                assert!(program.contains(&local), "{program}");
+                assert!(
+                    program.contains(&format!("r_{last}[0] += r[{last}];")),
+                    "{program}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_arguments_vector_map_arguments_become_are_bounded_in_total() {
         // Each argument of 1024 entries becomes 1024 `p_x[pcell[e]] READ`,
         // about 22 KB from 60 bytes of C, and no limit held the sum: a
