@@ -116,7 +116,9 @@ pub struct Bindings {
 /// ([`Bindings::vectors`]) becomes `N` parameters `x_0` … `x_{N-1}`, which
 /// the par_loops pass as `N` indirect arguments, and the body works on a
 /// local `x[N * DIM]`, `x[i][j]` becoming `x[(i) * DIM + (j)]` (see
-/// [`stage`]).
+/// [`stage`]); an INC one of at most [`MAX_DIRECT_ENTRIES`] entries that the
+/// kernel only adds to by whole statements is added to directly instead
+/// ([`direct_text`]).
 ///
 /// Names are resolved block by block, as C resolves them ([`Scopes`]). A
 /// variable whose name `.op2` reserves, or that would hide a name the
