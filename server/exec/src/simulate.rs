@@ -31,7 +31,7 @@ use crate::native::compile::{HandlerArg, RowBack, RowSource, RowStart};
 use crate::native::flat::{from_slot, to_slot};
 use crate::native::{KernelCalls, Rows};
 use crate::printer::{Printer, Printing};
-use order::{Bits, Wheel};
+use order::{Bits, DeviceSort, Wheel};
 use store::{Column, Payloads, add_slots, column_values, combine_slots, copy_slots, rows};
 
 mod fetch;
@@ -1183,11 +1183,15 @@ struct Simulator<'a> {
     staged: Vec<u64>,
     /// The messages in flight, each waiting for the epoch it is due in.
     wheel: Wheel<InFlight>,
+    /// Sorts an epoch's due messages by receiver.
+    due_sort: DeviceSort<InFlight>,
     /// The current epoch.
     epoch: u64,
     /// The ready devices, each waiting for the epoch it sends in
     /// (`listed` per device).
     ready: Wheel<u32>,
+    /// Sorts an epoch's due senders.
+    ready_sort: DeviceSort<u32>,
     listed: Vec<bool>,
     /// Ready output pins per device, as of its last handler: `words` words
     /// per device (pin `64w + b` is bit `b` of word `w`), wide enough for
@@ -1962,8 +1966,10 @@ impl<'a> Simulator<'a> {
             calls,
             staged: Vec::new(),
             wheel: Wheel::new(),
+            due_sort: DeviceSort::new(device_count),
             epoch: 0,
             ready: Wheel::new(),
+            ready_sort: DeviceSort::new(device_count),
             listed: vec![false; device_count],
             ready_masks: vec![0; device_count * words],
             words,
@@ -2189,9 +2195,10 @@ impl<'a> Simulator<'a> {
     }
 
     /// Runs epochs until `main` ends: in each, the messages due are
-    /// received, in the order they were sent, then the ready devices due
-    /// send, each on one of its ready pins chosen uniformly
-    /// (docs/compilation.md, "The delivery order").
+    /// received, device after device and each device's in the order they
+    /// were sent, then the ready devices due send, device after device,
+    /// each on one of its ready pins chosen uniformly (docs/compilation.md,
+    /// "The delivery order").
     fn run(&mut self) -> Result<(), SimulationError> {
         while !self.controller.finished {
             if self.ready.waiting() == 0 && self.wheel.waiting() == 0 {
@@ -2238,10 +2245,15 @@ impl<'a> Simulator<'a> {
         }
     }
 
-    /// Receives the messages due in this epoch, in the order they were
-    /// sent; a device that becomes ready is listed for the send phase.
+    /// Receives the messages due in this epoch in the order of their
+    /// receivers' indices, so that the device state is walked in memory
+    /// order, and each device's in the order they were sent (the sort is
+    /// stable); a device that becomes ready is listed for the send phase.
+    /// Devices share no state, so the order among different receivers
+    /// within the phase is not observable.
     fn receive_phase(&mut self) -> Result<(), SimulationError> {
         let mut due = self.wheel.take(self.epoch);
+        self.due_sort.sort(&mut due, |m| m.device);
         let mut result = Ok(());
         let mut steps = 0;
         for &message in &due {
@@ -2257,13 +2269,15 @@ impl<'a> Simulator<'a> {
         result
     }
 
-    /// The ready devices due in this epoch send, each on one of its ready
-    /// pins chosen uniformly; one still ready waits again, from the next
-    /// epoch on, as [`Simulator::set_ready`] says. Sends only change their
-    /// sender's pins, and their messages are due in a later epoch, so the
-    /// order within the phase is not observable.
+    /// The ready devices due in this epoch send, in the order of their
+    /// indices, each on one of its ready pins chosen uniformly; one still
+    /// ready waits again, from the next epoch on, as
+    /// [`Simulator::set_ready`] says. Sends only change their sender's
+    /// pins, and their messages are due in a later epoch, so the order
+    /// within the phase is not observable.
     fn send_phase(&mut self) -> Result<(), SimulationError> {
         let mut due = self.ready.take(self.epoch);
+        self.ready_sort.sort(&mut due, |&d| d);
         let mut result = Ok(());
         let mut steps = 0;
         for &device in &due {

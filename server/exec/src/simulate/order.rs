@@ -181,6 +181,107 @@ impl<T> Wheel<T> {
     }
 }
 
+/// Below this many items [`DeviceSort`] sorts by insertion: its counts
+/// would cost more than the items.
+const SMALL: usize = 32;
+
+/// The widest digit of [`DeviceSort`]'s radix sort, in bits.
+const DIGIT: u32 = 11;
+
+/// The counts of one digit.
+type Counts = [u32; 1 << DIGIT];
+
+/// A stable sort of a phase's items by device index, so that the phase
+/// walks the devices' state in memory order (docs/compilation.md, "The
+/// delivery order"): a radix sort, least significant digit first, in two
+/// passes (four above 2^22 devices) so that the items end where they
+/// began, in buffers kept from one phase to the next.
+pub(super) struct DeviceSort<T> {
+    /// The items between passes.
+    scratch: Vec<T>,
+    /// Per pass, the count, then the next place, of each digit.
+    counts: Vec<Counts>,
+    /// Bits of a digit, and the mask of them.
+    digit: u32,
+    mask: u32,
+}
+
+impl<T: Copy> DeviceSort<T> {
+    /// A sort of keys below `devices`.
+    pub fn new(devices: usize) -> DeviceSort<T> {
+        let bits = usize::BITS - devices.saturating_sub(1).leading_zeros();
+        let passes = if bits <= 2 * DIGIT { 2 } else { 4 };
+        let digit = bits.div_ceil(passes);
+        DeviceSort {
+            scratch: Vec::new(),
+            counts: vec![[0; 1 << DIGIT]; passes as usize],
+            digit,
+            mask: (1 << digit) - 1,
+        }
+    }
+
+    /// Sorts `items` by `key` (below the `devices` given to
+    /// [`DeviceSort::new`]), keeping the order of items with equal keys.
+    pub fn sort(&mut self, items: &mut Vec<T>, key: impl Fn(&T) -> u32) {
+        let n = items.len();
+        if n < SMALL {
+            for i in 1..n {
+                let item = items[i];
+                let k = key(&item);
+                let mut j = i;
+                while j > 0 && key(&items[j - 1]) > k {
+                    items[j] = items[j - 1];
+                    j -= 1;
+                }
+                items[j] = item;
+            }
+            return;
+        }
+        let (digit, mask) = (self.digit, self.mask);
+        let radix = 1usize << digit;
+        // Every pass's counts in one read of the keys.
+        for counts in &mut self.counts {
+            counts[..radix].fill(0);
+        }
+        if let [low, high] = &mut self.counts[..] {
+            for item in items.iter() {
+                let k = key(item);
+                low[(k & mask) as usize] += 1;
+                high[((k >> digit) & mask) as usize] += 1;
+            }
+        } else {
+            for item in items.iter() {
+                let k = key(item);
+                for (pass, counts) in (0..).zip(&mut self.counts) {
+                    counts[((k >> (pass * digit)) & mask) as usize] += 1;
+                }
+            }
+        }
+        // The scratch is as long as the longest phase so far.
+        if self.scratch.len() < n {
+            self.scratch.resize(n, items[0]);
+        }
+        for (pass, counts) in (0..).zip(&mut self.counts) {
+            let mut at = 0u32;
+            for c in &mut counts[..radix] {
+                let here = *c;
+                *c = at;
+                at += here;
+            }
+            let shift = pass * digit;
+            for item in items.iter() {
+                let place = &mut counts[((key(item) >> shift) & mask) as usize];
+                self.scratch[*place as usize] = *item;
+                *place += 1;
+            }
+            std::mem::swap(items, &mut self.scratch);
+            items.truncate(n);
+        }
+        // An even number of passes: the items are in their own buffer
+        // again, the scratch in its own.
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,5 +355,24 @@ mod tests {
             ]
         );
         assert_eq!(wheel.waiting(), 0);
+    }
+
+    /// The sort orders by key and keeps the order of equal keys, below
+    /// and above the insertion sort's size, in two passes and in four.
+    #[test]
+    fn the_device_sort_is_stable() {
+        for devices in [1usize, 2, 100, 5000, 1 << 23, 1 << 32] {
+            let mut sort = DeviceSort::new(devices);
+            let mut random = Random::new(devices as u64);
+            for n in [0usize, 1, 5, 31, 32, 33, 500, 4000, 20, 700] {
+                let mut items: Vec<(u32, u32)> = (0..n)
+                    .map(|i| (random.below(devices) as u32, i as u32))
+                    .collect();
+                let mut expected = items.clone();
+                expected.sort_by_key(|&(k, _)| k);
+                sort.sort(&mut items, |&(k, _)| k);
+                assert_eq!(items, expected, "{n} items below {devices}");
+            }
+        }
     }
 }
