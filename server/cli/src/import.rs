@@ -2,9 +2,9 @@
 //! instance, through `op2_import`; this file parses arguments and renders.
 
 use std::io::{self, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::Outcome;
 
@@ -19,9 +19,10 @@ pub struct Args {
     /// functions the host code calls.
     #[arg(value_name = "SOURCE")]
     pub sources: Vec<PathBuf>,
-    /// The existing directory to write `<stem>.op2` and the instance into
+    /// The directory to write `<stem>.op2` and the instance into
     /// (`<stem>.json`, or `<stem>.h5` when the application reads its mesh with
-    /// OP2's HDF5 API).
+    /// OP2's HDF5 API); created when only its last part is missing, and
+    /// removed again if the import writes nothing into it.
     #[arg(long, default_value = ".")]
     pub out: PathBuf,
     /// An include directory for compiling the application.
@@ -42,7 +43,37 @@ pub struct Args {
 }
 
 pub fn run(args: &Args) -> Result<Outcome> {
-    crate::output::existing_directory("--out", &args.out)?;
+    let created = out_directory(&args.out)?;
+    let outcome = import(args);
+    // A directory made for this import and left empty (the import failed
+    // before writing) goes again; `remove_dir` leaves one with files in it.
+    if created && !matches!(outcome, Ok(Outcome::Success)) {
+        let _ = std::fs::remove_dir(&args.out);
+    }
+    outcome
+}
+
+/// Checks `--out` before any work, creating it when only its last part is
+/// missing (`op2 import app.cpp --out ported`, as one ports an
+/// application into a new directory). A missing parent is an error, as
+/// for every output of `op2`, so that a mistyped path costs a second.
+/// Returns whether the directory was created.
+fn out_directory(out: &Path) -> Result<bool> {
+    if out.is_dir() || out.exists() {
+        crate::output::existing_directory("--out", out)?;
+        return Ok(false);
+    }
+    let parent = match out.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    crate::output::existing_directory("--out", parent)?;
+    std::fs::create_dir(out)
+        .with_context(|| format!("`--out`: cannot create the directory `{}`", out.display()))?;
+    Ok(true)
+}
+
+fn import(args: &Args) -> Result<Outcome> {
     let options = op2_import::Options {
         main: args.main.clone(),
         sources: args.sources.clone(),

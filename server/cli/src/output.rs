@@ -1,7 +1,8 @@
-//! Where commands write. `op2` creates no directories: a file is written
-//! into a directory that exists, and an option naming a place in one that
-//! does not is an error before any work starts (a long simulation does not
-//! end in "cannot write"), with the command that would create it.
+//! Where commands write. `op2` creates no directories (but the last part
+//! of `import --out`, see `import::out_directory`): a file is written into
+//! a directory that exists, and an option naming a place in one that does
+//! not is an error before any work starts (a long simulation does not end
+//! in "cannot write"), with the command that would create it.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -59,6 +59,39 @@ fn a_faithful_import_writes_both_files_and_exits_0() {
 }
 
 #[test]
+fn a_missing_out_directory_is_created_and_removed_again_when_nothing_is_written() {
+    let scratch = tempfile::tempdir().unwrap();
+    // The import fails before it writes: the directory it made goes again.
+    let out = scratch.path().join("ported");
+    let output = Command::new(env!("CARGO_BIN_EXE_op2"))
+        .arg("import")
+        .arg(app("late", "late.cpp"))
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(!out.exists(), "the empty directory stayed");
+    if op2_import_compiler_missing() {
+        return;
+    }
+    // A faithful import writes its two files into the directory it made.
+    let chain = app("chain", "chain.cpp");
+    let output = Command::new(env!("CARGO_BIN_EXE_op2"))
+        .arg("import")
+        .arg(&chain)
+        .arg("--out")
+        .arg(&out)
+        .current_dir(chain.parent().unwrap())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{stdout}");
+    assert!(out.join("chain.op2").is_file());
+    assert!(out.join("chain.json").is_file());
+}
+
+#[test]
 fn a_compilation_database_given_is_used_for_each_unit_and_its_errors_name_the_json_path() {
     if op2_import_compiler_missing() {
         return;

@@ -113,9 +113,11 @@ fn instance_convert_refuses_an_output_in_a_missing_directory() {
 fn import_and_man_refuse_a_missing_output_directory() {
     let scratch = scatter();
     scratch.file("app.cpp", "int main() { return 0; }\n");
+    // `import` creates the last part of `--out` (tests/import.rs), not
+    // the directories above it.
     refused(
         &scratch,
-        &["import", "app.cpp", "--out", "missing"],
+        &["import", "app.cpp", "--out", "missing/ported"],
         "`--out`",
     );
     refused(&scratch, &["man", "--out-dir", "missing"], "`--out-dir`");
