@@ -12,22 +12,39 @@
 //!
 //! Datasets are looked up by the program's names, so a file may hold more
 //! than the program uses (OP2 files usually do). Rows are read in blocks of
-//! [`BLOCK`] rows (a hyperslab each) straight into the final vectors.
+//! at most [`BLOCK_VALUES`] values (a hyperslab each) straight into the
+//! final vectors.
+//!
+//! The file is untrusted: only datasets stored in it are read (hard links,
+//! no external files or virtual layouts, which would open other files by
+//! path), and every count its headers claim (rows, values per row,
+//! attribute points and sizes) is checked before anything is allocated for
+//! it: a dataset whose storage was never written, or is compressed, costs
+//! nothing in the file for any size it claims.
 
 use std::path::Path;
 
 use hdf5::types::{FloatSize, TypeDescriptor};
-use hdf5::{Dataset, File, H5Type};
+use hdf5::{Dataset, File, H5Type, LinkType};
 use op2_analysis::model::{ElementType, Program};
 use op2_analysis::value::Value;
 use op2_syntax::Code;
 use op2_syntax::ast::ScalarType;
+use rustc_hash::FxHashSet;
 
 use crate::json::{BAD_TARGET, Problems, Raw, RawDat, RawMap, Section, checked_set_size};
-use crate::{Column, MAX_RESERVE, MAX_SET_SIZE, Progress};
+use crate::{Column, MAX_DAT_VALUES, MAX_MAP_TARGETS, MAX_RESERVE, MAX_SET_SIZE, Progress};
 
-/// Rows read at once.
+/// Rows written at once.
 const BLOCK: usize = 1 << 16;
+
+/// Values read at once: a block is this many values, or one row where a
+/// row holds more.
+const BLOCK_VALUES: u64 = 1 << 18;
+
+/// The largest `type` attribute read, in bytes (OP2 writes the C type's
+/// name, a few bytes).
+const MAX_TYPE_ATTRIBUTE: usize = 256;
 
 /// The signature every HDF5 file starts with (at offset 0, or after a user
 /// block of 512, 1024, 2048... bytes).
@@ -136,6 +153,14 @@ fn rows_and_dim(shape: &[usize]) -> Option<(u64, u64)> {
     }
 }
 
+/// The number of points of a shape, `None` when it does not fit in 64
+/// bits (a header can claim any extents).
+fn points(shape: &[usize]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(1u64, |n, &extent| n.checked_mul(extent as u64))
+}
+
 /// Reads OP2's HDF5 layout at `path` for `program` into [`Raw`]; `None`
 /// when the file cannot be opened (reported).
 pub(crate) fn parse<'p>(
@@ -155,11 +180,32 @@ pub(crate) fn parse<'p>(
             return None;
         }
     };
+    // The names at the root that are hard links: anything else (a soft or
+    // external link) is never opened, since opening it may open another
+    // file by path.
+    let mut stored = FxHashSet::default();
+    let listed = file.iter_visit_default(|name, info| {
+        if info.link_type == LinkType::Hard {
+            stored.insert(name.to_owned());
+        }
+        Ok(())
+    });
+    if let Err(error) = listed {
+        problems.report_unknown(
+            Code::E701,
+            String::new(),
+            format!("the HDF5 file's root group cannot be listed (truncated or damaged?): {error}"),
+        );
+        return None;
+    }
     let mut reader = Reader {
         file: &file,
+        stored,
         program,
         problems,
         progress,
+        dat_values: 0,
+        map_targets: 0,
     };
     let mut raw = Raw::empty(program);
     reader.unknown_datasets();
@@ -183,9 +229,14 @@ pub(crate) fn parse<'p>(
 
 struct Reader<'a, 'p, 'g> {
     file: &'a File,
+    /// The hard links at the root.
+    stored: FxHashSet<String>,
     program: &'p Program,
     problems: &'g mut Problems<'p>,
     progress: &'g mut dyn Progress,
+    /// The values of the dats read so far, and the targets of the maps.
+    dat_values: u64,
+    map_targets: u64,
 }
 
 /// A dataset found for a declaration, with its shape and storage type.
@@ -193,6 +244,8 @@ struct Found {
     dataset: Dataset,
     rows: u64,
     dim: u64,
+    /// `rows * dim`, which fits in 64 bits.
+    values: u64,
     stored: TypeDescriptor,
 }
 
@@ -204,7 +257,10 @@ impl Reader<'_, '_, '_> {
             return;
         };
         for name in names {
-            if self.program.lookup(&name).is_some() || self.file.dataset(&name).is_err() {
+            if self.program.lookup(&name).is_some()
+                || !self.stored.contains(&name)
+                || self.file.dataset(&name).is_err()
+            {
                 continue;
             }
             self.problems.report_unknown(
@@ -224,6 +280,17 @@ impl Reader<'_, '_, '_> {
     /// unreadable dataset is reported.
     fn find(&mut self, section: Section, id: u32, name: &str) -> Option<Found> {
         if !self.file.link_exists(name) {
+            return None;
+        }
+        if !self.stored.contains(name) {
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "`/{name}` is a soft or external link; only datasets stored in the file are read"
+                ),
+            );
             return None;
         }
         let dataset = match self.file.dataset(name) {
@@ -250,7 +317,48 @@ impl Reader<'_, '_, '_> {
                 return None;
             }
         };
-        let Some((rows, dim)) = rows_and_dim(&dataset.shape()) else {
+        // External files and virtual datasets read other files by path.
+        let (layout, external) = match dataset.dcpl() {
+            Ok(dcpl) => (dcpl.layout(), dcpl.external().len()),
+            Err(error) => {
+                self.e701(
+                    section,
+                    id,
+                    &[],
+                    format!("the storage of dataset `/{name}` cannot be read: {error}"),
+                );
+                return None;
+            }
+        };
+        if external > 0
+            || !matches!(
+                layout,
+                hdf5::dataset::Layout::Compact
+                    | hdf5::dataset::Layout::Contiguous
+                    | hdf5::dataset::Layout::Chunked
+            )
+        {
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "dataset `/{name}` keeps its values in other files (external storage or a virtual dataset); only values stored in the file are read"
+                ),
+            );
+            return None;
+        }
+        let shape = dataset.shape();
+        let Some(values) = points(&shape) else {
+            self.e701(
+                section,
+                id,
+                &[],
+                format!("dataset `/{name}` claims more values than fit in 64 bits"),
+            );
+            return None;
+        };
+        let Some((rows, dim)) = rows_and_dim(&shape) else {
             self.e701(
                 section,
                 id,
@@ -266,6 +374,7 @@ impl Reader<'_, '_, '_> {
             dataset,
             rows,
             dim,
+            values,
             stored,
         })
     }
@@ -273,8 +382,20 @@ impl Reader<'_, '_, '_> {
     /// An integer attribute (`dim`, `size`) when present.
     fn int_attr(&mut self, section: Section, id: u32, found: &Found, name: &str) -> Option<i64> {
         let attribute = found.dataset.attr(name).ok()?;
-        match attribute.read_raw::<i64>() {
-            Ok(values) if values.len() == 1 => Some(values[0]),
+        // One point of an integer of at most 8 bytes, checked before
+        // reading: the library sizes its buffer by the points claimed.
+        let one_integer = points(&attribute.shape()) == Some(1)
+            && matches!(
+                attribute.dtype().and_then(|t| t.to_descriptor()),
+                Ok(TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_))
+            );
+        let read = if one_integer {
+            attribute.read_raw::<i64>().ok()
+        } else {
+            None
+        };
+        match read {
+            Some(values) if values.len() == 1 => Some(values[0]),
             _ => {
                 let dataset = self.program_name(section, id);
                 self.e701(
@@ -291,6 +412,23 @@ impl Reader<'_, '_, '_> {
     /// The `type` attribute when present, as text.
     fn type_attr(&mut self, section: Section, id: u32, found: &Found) -> Option<String> {
         let attribute = found.dataset.attr("type").ok()?;
+        // One string of a few bytes, checked before reading.
+        let small = points(&attribute.shape()) == Some(1)
+            && attribute
+                .dtype()
+                .is_ok_and(|t| t.size() <= MAX_TYPE_ATTRIBUTE);
+        if !small {
+            let dataset = self.program_name(section, id);
+            self.e701(
+                section,
+                id,
+                &[],
+                format!(
+                    "attribute `type` of dataset `/{dataset}` is not one string of at most {MAX_TYPE_ATTRIBUTE} bytes"
+                ),
+            );
+            return None;
+        }
         match attribute.read_scalar::<hdf5::types::FixedAscii<64>>() {
             Ok(text) => {
                 let text = text.as_str().trim_end_matches('\0');
@@ -341,7 +479,7 @@ impl Reader<'_, '_, '_> {
         let mut ok = true;
         if let Some(dim) = self.int_attr(section, id, found, "dim")
             && u64::try_from(dim) != Ok(found.dim)
-            && !(found.rows == 0 || (!rows && u64::try_from(dim) == Ok(found.rows * found.dim)))
+            && !(found.rows == 0 || (!rows && u64::try_from(dim) == Ok(found.values)))
         {
             ok = false;
             self.e701(
@@ -400,7 +538,7 @@ impl Reader<'_, '_, '_> {
         if !matches!(
             found.stored,
             TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_)
-        ) || found.rows * found.dim != 1
+        ) || found.values != 1
         {
             self.e701(
                 Section::Sets,
@@ -408,15 +546,28 @@ impl Reader<'_, '_, '_> {
                 &[],
                 format!(
                     "expected the size of set `{name}` (one integer), found {} value{} of {}",
-                    found.rows * found.dim,
-                    plural(found.rows * found.dim),
+                    found.values,
+                    plural(found.values),
                     describe(&found.stored)
                 ),
             );
             return Some(None);
         }
         let size = match found.dataset.read_raw::<i64>() {
-            Ok(values) => values[0],
+            Ok(values) if values.len() == 1 => values[0],
+            Ok(values) => {
+                self.e701(
+                    Section::Sets,
+                    id,
+                    &[],
+                    format!(
+                        "expected the size of set `{name}` (one integer), found {} value{}",
+                        values.len(),
+                        plural(values.len() as u64)
+                    ),
+                );
+                return Some(None);
+            }
             Err(error) => {
                 self.e701(
                     Section::Sets,
@@ -439,9 +590,9 @@ impl Reader<'_, '_, '_> {
         }
     }
 
-    /// The rows of a dataset whose shape is known to be right, `BLOCK`
-    /// rows at a time, as values of `T`; `each` gets the first row of a
-    /// block and its values.
+    /// The rows of a dataset whose shape is known to be right, as values of
+    /// `T`, [`BLOCK_VALUES`] values (or one row) at a time; `each` gets the
+    /// first row of a block and its values.
     fn blocks<T: H5Type>(
         &mut self,
         section: Section,
@@ -450,9 +601,10 @@ impl Reader<'_, '_, '_> {
         mut each: impl FnMut(&mut Self, u64, &[T]),
     ) -> bool {
         let rows = found.rows as usize;
+        let block = usize::try_from((BLOCK_VALUES / found.dim.max(1)).max(1)).unwrap_or(1);
         let mut start = 0usize;
         while start < rows {
-            let end = (start + BLOCK).min(rows);
+            let end = start.saturating_add(block).min(rows);
             let block = if found.dataset.ndim() == 2 {
                 found
                     .dataset
@@ -521,7 +673,33 @@ impl Reader<'_, '_, '_> {
             });
             return false;
         }
-        true
+        // The values already read and these, against the limit, before any
+        // is allocated: the file's size does not bound them.
+        let (total, limit) = if section == Section::Maps {
+            (&mut self.map_targets, MAX_MAP_TARGETS)
+        } else {
+            (&mut self.dat_values, MAX_DAT_VALUES)
+        };
+        match total.checked_add(found.values) {
+            Some(sum) if sum <= limit => {
+                *total = sum;
+                true
+            }
+            _ => {
+                let (values, rows) = (found.values, found.rows);
+                let message = if section == Section::Maps {
+                    format!(
+                        "map `{name}` needs {values} targets ({rows} elements of arity {dim}), which brings the maps to more than the {limit} targets instance data may hold"
+                    )
+                } else {
+                    format!(
+                        "dat `{name}` needs {values} values ({rows} elements of dimension {dim}), which brings the dats to more than the {limit} values a run may hold"
+                    )
+                };
+                self.e701(section, id, &[], message);
+                false
+            }
+        }
     }
 
     fn map(&mut self, id: u32) -> Option<RawMap> {
@@ -554,7 +732,7 @@ impl Reader<'_, '_, '_> {
         }
         let arity = u64::from(arity.max(1));
         raw.targets
-            .reserve_exact(((found.rows * arity) as usize).min(MAX_RESERVE));
+            .reserve_exact((found.values as usize).min(MAX_RESERVE));
         let read = self.blocks::<i64>(Section::Maps, id, &found, |_, first, values| {
             for (k, &target) in values.iter().enumerate() {
                 match u32::try_from(target) {
@@ -601,8 +779,7 @@ impl Reader<'_, '_, '_> {
             return Some(raw);
         }
         let dim = u64::from(ty.dimension.max(1));
-        raw.column
-            .reserve(((found.rows * dim) as usize).min(MAX_RESERVE));
+        raw.column.reserve((found.values as usize).min(MAX_RESERVE));
         let read = self.read_column(Section::Dats, id, &found, dim, &mut raw.column);
         raw.rows = found.rows;
         raw.malformed = !read;
@@ -693,7 +870,7 @@ impl Reader<'_, '_, '_> {
         if !self.attributes_agree(section, id, &found, false) {
             return Some(Vec::new());
         }
-        let count = found.rows * found.dim;
+        let count = found.values;
         if count != u64::from(ty.dimension) {
             self.problems.report(Code::E703, section, id, &[], || {
                 format!(

@@ -55,6 +55,12 @@ pub const MAX_SET_SIZE: u32 = 1 << 24;
 /// largest airfoil mesh in use needs.
 pub const MAX_DAT_VALUES: u64 = 1 << 27;
 
+/// The most targets all maps of instance data may hold together (2^27),
+/// checked before an HDF5 file's maps are read: a compressed or unwritten
+/// dataset may claim any number of rows in a few bytes. (A JSON file's size
+/// bounds its maps.) Far more than the largest airfoil mesh in use needs.
+pub const MAX_MAP_TARGETS: u64 = 1 << 27;
+
 /// Values reserved ahead of the data for one map or dat: beyond this the
 /// vectors grow with the rows actually read, so memory follows the input.
 pub(crate) const MAX_RESERVE: usize = 1 << 22;

@@ -6,5 +6,6 @@
 
 mod convert;
 mod hdf5;
+mod hdf5_hostile;
 mod naca;
 mod read;

@@ -1,0 +1,218 @@
+//! HDF5 files made to hurt: counts in headers that the file's size does not
+//! back, and datasets whose values live in other files. Each is refused with
+//! E701 naming its dataset before anything is allocated or opened for it.
+
+use std::path::Path;
+
+use hdf5::File;
+use op2_analysis::{Analysis, Options, analyse_text};
+use op2_instance::{Loaded, NoProgress, Phase, Progress, read_file};
+use op2_syntax::Code;
+
+/// A set of `size` elements and a dat of `dimension` doubles on it.
+fn program(dimension: u32) -> Analysis {
+    let text = format!(
+        "set s;\ndat x: double[{dimension}] on s;\nkernel k(double *v) {{ v[0] = 1.0; }}\nmain {{ par_loop k over s (x WRITE); }}\n"
+    );
+    let analysis = analyse_text(
+        Path::new("hostile.op2"),
+        &text,
+        &Options { require_main: true },
+    );
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    analysis
+}
+
+fn set(file: &File, size: i32) {
+    file.new_dataset_builder()
+        .with_data(&[size])
+        .create("s")
+        .unwrap();
+}
+
+fn load(analysis: &Analysis, path: &Path) -> Loaded {
+    read_file(path, &analysis.program, &mut NoProgress).unwrap()
+}
+
+/// `loaded` has no data and an E701 at `/x` whose message contains `words`.
+fn refused(loaded: &Loaded, words: &str) {
+    assert!(loaded.data.is_none(), "{:#?}", loaded.problems);
+    assert!(
+        loaded
+            .problems
+            .iter()
+            .any(|p| p.code == Code::E701 && p.path == "/x" && p.message.contains(words)),
+        "no E701 at /x containing {words:?}: {:#?}",
+        loaded.problems
+    );
+}
+
+#[test]
+fn a_dataset_that_claims_more_values_than_a_run_holds_is_refused_before_reading() {
+    // 2^24 rows of 16 doubles (two gigabytes) in chunks never written: a
+    // file of a few kilobytes.
+    let analysis = program(16);
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("unwritten.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 1 << 24);
+        file.new_dataset::<f64>()
+            .shape([1usize << 24, 16])
+            .chunk([1024, 16])
+            .create("x")
+            .unwrap();
+    }
+    assert!(std::fs::metadata(&path).unwrap().len() < 1 << 16);
+    let mut progress = Rows::default();
+    let loaded = read_file(&path, &analysis.program, &mut progress).unwrap();
+    refused(
+        &loaded,
+        "needs 268435456 values (16777216 elements of dimension 16), which brings the dats to more than the 134217728 values",
+    );
+    // Refused from the header: not one row was read.
+    assert_eq!(progress.read, 0);
+}
+
+/// Counts the rows the reader reports as read.
+#[derive(Default)]
+struct Rows {
+    reading: bool,
+    read: u64,
+}
+
+impl Progress for Rows {
+    fn start(&mut self, phase: Phase, _total: Option<u64>) {
+        self.reading = phase == Phase::Reading;
+    }
+    fn advance(&mut self, amount: u64) {
+        if self.reading {
+            self.read += amount;
+        }
+    }
+    fn finish(&mut self) {
+        self.reading = false;
+    }
+}
+
+#[test]
+fn a_dataset_whose_extents_overflow_is_refused() {
+    let analysis = program(1);
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("overflow.h5");
+    // The library cannot write such extents: write others, then change
+    // every copy of them in the file's dataspace message (current and
+    // maximum extents) to 2^40 by 2^40.
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 7);
+        file.new_dataset::<f64>()
+            .shape([12_345usize, 54_321])
+            .chunk([1, 1])
+            .create("x")
+            .unwrap();
+    }
+    let extents: Vec<u8> = [12_345u64, 54_321]
+        .iter()
+        .flat_map(|n| n.to_le_bytes())
+        .collect();
+    let huge: Vec<u8> = [1u64 << 40, 1 << 40]
+        .iter()
+        .flat_map(|n| n.to_le_bytes())
+        .collect();
+    let changed = patch(&path, &extents, &huge);
+    assert!(changed > 0, "the extents were not found in the file");
+    let loaded = load(&analysis, &path);
+    refused(&loaded, "claims more values than fit in 64 bits");
+}
+
+#[test]
+fn external_storage_is_not_read() {
+    let analysis = program(1);
+    let directory = tempfile::tempdir().unwrap();
+    let secret = directory.path().join("secret.bin");
+    std::fs::write(&secret, 42.0f64.to_le_bytes()).unwrap();
+    let path = directory.path().join("external.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 1);
+        file.new_dataset::<f64>()
+            .shape([1usize, 1])
+            .external(secret.to_str().unwrap(), 0, 8)
+            .create("x")
+            .unwrap();
+    }
+    let loaded = load(&analysis, &path);
+    refused(&loaded, "keeps its values in other files");
+}
+
+#[test]
+fn an_external_link_is_not_followed() {
+    let analysis = program(1);
+    let directory = tempfile::tempdir().unwrap();
+    let other = directory.path().join("other.h5");
+    {
+        let file = File::create(&other).unwrap();
+        file.new_dataset_builder()
+            .with_data(&ndarray::arr2(&[[42.0f64]]))
+            .create("x")
+            .unwrap();
+    }
+    let path = directory.path().join("linked.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 1);
+        file.link_external(other.to_str().unwrap(), "x", "x")
+            .unwrap();
+    }
+    let loaded = load(&analysis, &path);
+    refused(&loaded, "is a soft or external link");
+}
+
+/// Replaces every copy of `from` in the file at `path` by `to` (same
+/// length), and says how many there were.
+fn patch(path: &Path, from: &[u8], to: &[u8]) -> usize {
+    let mut bytes = std::fs::read(path).unwrap();
+    let mut changed = 0;
+    let mut at = 0;
+    while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from) {
+        bytes[at + found..at + found + from.len()].copy_from_slice(to);
+        at += found + from.len();
+        changed += 1;
+    }
+    std::fs::write(path, &bytes).unwrap();
+    changed
+}
+
+#[test]
+fn an_attribute_that_claims_2_to_the_62_points_is_refused_before_reading() {
+    // 2^62 points of a 4-byte integer: the library's own size wraps to
+    // zero, so it opens the attribute; reading it as 8-byte integers would
+    // ask for 2^65 bytes.
+    let analysis = program(2);
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("attribute.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 1);
+        let x = file
+            .new_dataset_builder()
+            .with_data(&ndarray::arr2(&[[7.0f64, 2.0]]))
+            .create("x")
+            .unwrap();
+        x.new_attr_builder()
+            .with_data(&vec![7i32; 3_001])
+            .create("dim")
+            .unwrap();
+    }
+    let changed = patch(&path, &3_001u64.to_le_bytes(), &(1u64 << 62).to_le_bytes());
+    assert!(
+        changed > 0,
+        "the attribute's extent was not found in the file"
+    );
+    let loaded = load(&analysis, &path);
+    refused(
+        &loaded,
+        "attribute `dim` of dataset `/x` is not one integer",
+    );
+}
