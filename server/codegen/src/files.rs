@@ -17,8 +17,9 @@ use std::path::{Path, PathBuf};
 /// The largest source file (an `.op2` program or import), in bytes.
 pub const SOURCE_LIMIT: u64 = 16 << 20;
 
-/// The largest instance data file (JSON), in bytes.
-pub const INSTANCE_LIMIT: u64 = 1 << 30;
+/// The largest instance data file (JSON or HDF5), in bytes: the limit
+/// `op2_instance::read_file` checks on the handle it reads.
+pub const INSTANCE_LIMIT: u64 = op2_instance::MAX_FILE_BYTES;
 
 /// The extension of the files an `import` may name.
 pub const SOURCE_EXTENSION: &str = "op2";

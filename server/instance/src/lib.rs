@@ -61,6 +61,9 @@ pub const MAX_DAT_VALUES: u64 = 1 << 27;
 /// bounds its maps.) Far more than the largest airfoil mesh in use needs.
 pub const MAX_MAP_TARGETS: u64 = 1 << 27;
 
+/// The largest instance data file (JSON or HDF5), in bytes.
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
 /// Values reserved ahead of the data for one map or dat: beyond this the
 /// vectors grow with the rows actually read, so memory follows the input.
 pub(crate) const MAX_RESERVE: usize = 1 << 22;
@@ -385,20 +388,17 @@ impl Format {
     /// The format of a file, by content: HDF5 when it starts with the HDF5
     /// signature (at offset 0 or after a 512-byte user block), else JSON.
     pub fn of_file(path: &Path) -> io::Result<Format> {
-        let mut head = [0u8; 520];
-        let mut file = std::fs::File::open(path)?;
-        let mut filled = 0;
-        while filled < head.len() {
-            match file.read(&mut head[filled..])? {
-                0 => break,
-                n => filled += n,
-            }
-        }
-        Ok(if h5::has_signature(&head[..filled]) {
+        let mut file = open_regular(path)?;
+        let (head, filled) = read_head(&mut file)?;
+        Ok(Format::of_head(&head[..filled]))
+    }
+
+    fn of_head(head: &[u8]) -> Format {
+        if h5::has_signature(head) {
             Format::Hdf5
         } else {
             Format::Json
-        })
+        }
     }
 
     /// The format a file name asks for when written: HDF5 for `.h5`,
@@ -423,9 +423,20 @@ pub fn read_file(
     program: &Program,
     progress: &mut dyn Progress,
 ) -> io::Result<Loaded> {
-    match Format::of_file(path)? {
+    // One handle, checked and then read: the path is never opened again,
+    // so a file swapped for a FIFO or another file after the check is not
+    // what is read.
+    let mut file = open_regular(path)?;
+    let (head, filled) = read_head(&mut file)?;
+    match Format::of_head(&head[..filled]) {
         Format::Json => {
-            let bytes = std::fs::read(path)?;
+            let mut bytes = head[..filled].to_vec();
+            (&mut file)
+                .take(MAX_FILE_BYTES + 1 - filled as u64)
+                .read_to_end(&mut bytes)?;
+            if bytes.len() as u64 > MAX_FILE_BYTES {
+                return Err(too_large(bytes.len() as u64));
+            }
             if Format::of_name(path) == Format::Hdf5 && !bytes.trim_ascii_start().starts_with(b"{")
             {
                 let mut problems = json::Problems::new(program, json::Notation::Hdf5);
@@ -445,11 +456,74 @@ pub fn read_file(
         Format::Hdf5 => {
             let mut problems = json::Problems::new(program, json::Notation::Hdf5);
             progress.start(Phase::Reading, None);
-            let raw = h5::parse(path, program, &mut problems, progress);
+            let raw = h5::parse(&same_file(&file, path), program, &mut problems, progress);
             progress.finish();
             Ok(finish(raw, program, problems, progress))
         }
     }
+}
+
+/// Opens `path` for reading without blocking (a FIFO or a terminal cannot
+/// hold the open) and checks the open handle: a regular file of at most
+/// [`MAX_FILE_BYTES`].
+fn open_regular(path: &Path) -> io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let file = options.open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(too_large(metadata.len()));
+    }
+    Ok(file)
+}
+
+fn too_large(size: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        format!("the file is {size} bytes, over the limit of {MAX_FILE_BYTES} bytes"),
+    )
+}
+
+/// The first bytes of a file, enough to find the HDF5 signature, and how
+/// many there are.
+fn read_head(file: &mut std::fs::File) -> io::Result<([u8; 520], usize)> {
+    let mut head = [0u8; 520];
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..])? {
+            0 => break,
+            n => filled += n,
+        }
+    }
+    Ok((head, filled))
+}
+
+/// A path that opens the file `file` has open, whatever has become of
+/// `path` since: libhdf5 opens files by path. On Linux that is the open
+/// descriptor's entry in `/proc/self/fd`; elsewhere `path` itself (there a
+/// file swapped after the check could still be read in its place).
+fn same_file(file: &std::fs::File, path: &Path) -> std::path::PathBuf {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let entry = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if entry.exists() {
+            return entry;
+        }
+    }
+    let _ = file;
+    path.to_owned()
 }
 
 /// Reads and validates JSON instance data (language.md §9) for `program`,
@@ -481,4 +555,25 @@ fn finish(
         progress.instance_size(data.elements());
     }
     Loaded { data, problems }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_checked_handle_is_what_libhdf5_opens_after_a_swap() {
+        let directory = tempfile::tempdir().unwrap();
+        let path = directory.path().join("mesh.h5");
+        std::fs::write(&path, "checked").unwrap();
+        let file = open_regular(&path).unwrap();
+        let other = directory.path().join("other");
+        std::fs::write(&other, "swapped in").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(same_file(&file, &path)).unwrap(),
+            "checked"
+        );
+    }
 }

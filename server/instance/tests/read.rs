@@ -713,3 +713,31 @@ fn a_map_read_only_by_an_index_argument_is_required_and_checked() {
     );
     assert_eq!(only(&loaded, Code::E702).path, "maps.pcell[1][1]");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_is_refused_without_blocking() {
+    let directory = tempfile::tempdir().unwrap();
+    let fifo = directory.path().join("mesh.json");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let program = analyse_text(
+        Path::new("p.op2"),
+        "set s;\nmain { }\n",
+        &Options { require_main: true },
+    );
+    assert!(!program.has_errors(), "{:#?}", program.diagnostics);
+    // No writer: a blocking open would wait forever.
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let result = instance::read_file(&fifo, &program.program, &mut NoProgress);
+        let _ = send.send(result.map(|_| ()).map_err(|e| e.to_string()));
+    });
+    let result = receive
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("reading a FIFO blocked");
+    assert_eq!(result, Err("not a regular file".to_owned()));
+}
