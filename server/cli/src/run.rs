@@ -62,6 +62,15 @@ pub enum EngineChoice {
     Interp,
 }
 
+/// A tolerance of `--check`: a finite number, zero or more.
+fn tolerance(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        Ok(_) => Err("a tolerance is a finite number, zero or more".into()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
 /// Options of `simulate` only.
 #[derive(Debug, clap::Args)]
 pub struct SimulateOptions {
@@ -73,12 +82,12 @@ pub struct SimulateOptions {
     pub check: bool,
     /// Relative tolerance of the comparison: a floating value passes when
     /// `|run - simulate| <= atol × (magnitude of its dat) + rtol × max(|run|, |simulate|)`.
-    #[arg(long, default_value = "1e-9")]
+    #[arg(long, default_value = "1e-9", value_parser = tolerance)]
     pub rtol: f64,
     /// Absolute tolerance, as a fraction of the largest magnitude of the
     /// value's dat (of the whole state for globals): for sums that cancel to
     /// about zero.
-    #[arg(long, default_value = "1e-12")]
+    #[arg(long, default_value = "1e-12", value_parser = tolerance)]
     pub atol: f64,
     #[command(flatten)]
     pub fan: crate::FanLimit,

@@ -63,6 +63,21 @@ fn a_failing_check_names_tolerances_that_pass() {
     }
 }
 
+#[test]
+fn a_tolerance_that_is_not_a_finite_number_of_zero_or_more_is_refused() {
+    for argument in ["--rtol=NaN", "--atol=-1e-9", "--rtol=inf"] {
+        let output = simulate("scatter", &[argument])
+            .code(2)
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains("a tolerance is a finite number, zero or more"),
+            "{argument}: {stderr}"
+        );
+    }
+}
+
 /// `op2 COMMAND loops.op2 --max-iterations LIMIT`: exit code, what `main`
 /// printed, and the error line.
 fn stopped(command: &str, limit: u64) -> (Option<i32>, String, Vec<String>) {
