@@ -431,7 +431,11 @@ impl Reader<'_, '_, '_> {
         }
         match attribute.read_scalar::<hdf5::types::FixedAscii<64>>() {
             Ok(text) => {
-                let text = text.as_str().trim_end_matches('\0');
+                // The bytes as they are: the library does not check that a
+                // string stored as ASCII is (its `as_str` would be a `str`
+                // of any bytes).
+                let text = String::from_utf8_lossy(text.as_bytes());
+                let text = text.trim_end_matches('\0');
                 // OP2 stores the text in a NUL-terminated string exactly as
                 // long as it, so converting it loses the last character
                 // ("doubl" for "double"): take the known name it begins.
@@ -445,7 +449,7 @@ impl Reader<'_, '_, '_> {
                 Some(whole.map_or_else(|| text.to_owned(), |name| (*name).to_owned()))
             }
             Err(_) => match attribute.read_scalar::<hdf5::types::VarLenAscii>() {
-                Ok(text) => Some(text.as_str().to_owned()),
+                Ok(text) => Some(String::from_utf8_lossy(text.as_bytes()).into_owned()),
                 Err(_) => {
                     let dataset = self.program_name(section, id);
                     self.e701(
@@ -522,7 +526,7 @@ impl Reader<'_, '_, '_> {
                         id,
                         &[],
                         format!(
-                            "attribute `type` of dataset `/{name}` is \"{text}\", but it holds {}",
+                            "attribute `type` of dataset `/{name}` is {text:?}, but it holds {}",
                             describe(&found.stored)
                         ),
                     );

@@ -216,3 +216,34 @@ fn an_attribute_that_claims_2_to_the_62_points_is_refused_before_reading() {
         "attribute `dim` of dataset `/x` is not one integer",
     );
 }
+
+#[test]
+fn a_type_attribute_of_bytes_that_are_not_ascii_is_reported_safely() {
+    // The library hands back a string stored as ASCII without checking it
+    // is; its bytes are only ever read as bytes.
+    let analysis = program(2);
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("type.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 1);
+        let x = file
+            .new_dataset_builder()
+            .with_data(&ndarray::arr2(&[[7.0f64, 2.0]]))
+            .create("x")
+            .unwrap();
+        let text = hdf5::types::FixedAscii::<8>::from_ascii(b"qzdouble").unwrap();
+        x.new_attr::<hdf5::types::FixedAscii<8>>()
+            .create("type")
+            .unwrap()
+            .write_scalar(&text)
+            .unwrap();
+    }
+    let changed = patch(&path, b"qzdouble", b"\xff\xfedouble");
+    assert_eq!(changed, 1);
+    let loaded = load(&analysis, &path);
+    refused(
+        &loaded,
+        "attribute `type` of dataset `/x` is \"\u{FFFD}\u{FFFD}double\", but it holds 64-bit floats",
+    );
+}
