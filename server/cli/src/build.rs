@@ -13,6 +13,7 @@ use op2_instance::{InstanceError, TerminalProgress};
 use op2_syntax::{Encoding, Severity};
 
 use crate::check::{DiskLoader, Lints, Report, check_file_with, render};
+use crate::render::visible;
 use crate::{ColorChoice, MessageFormat, Outcome};
 
 /// `<stem>.graph.xml` beside the source.
@@ -153,9 +154,9 @@ pub(crate) fn print_problems(
         out.set_color(ColorSpec::new().set_bold(true))?;
         write!(out, ": {}: ", instance_path.display())?;
         if !problem.path.is_empty() {
-            write!(out, "{}: ", problem.path)?;
+            write!(out, "{}: ", visible(&problem.path))?;
         }
-        writeln!(out, "{}", problem.message)?;
+        writeln!(out, "{}", visible(&problem.message))?;
         out.reset()?;
         let declared = problem.location != op2_syntax::Location::default();
         if let Some(source) = report

@@ -227,7 +227,7 @@ fn copy(out: &mut Excerpt, text: &str, range: Range<usize>) {
         original: range.start,
         len: range.len(),
     });
-    out.text.push_str(&text[range]);
+    crate::render::push_visible(&mut out.text, &text[range]);
 }
 
 /// The parts of the line `line` to show: all of it when it is short, else

@@ -6,6 +6,7 @@
 //! "related":[{"message","file","line","column"}]}`, lines and columns from 1,
 //! columns counted in Unicode scalar values.
 
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 use codespan_reporting::diagnostic::{Diagnostic as Report, Label, Severity as ReportSeverity};
@@ -79,6 +80,55 @@ pub fn write_human(
     Ok(())
 }
 
+/// Whether `c` would act on a terminal rather than show: the C0 controls
+/// but tab and line feed, DEL, the C1 controls, and the bidirectional
+/// overrides and isolates (which reorder what follows them on screen).
+fn acts(c: char) -> bool {
+    (c.is_control() && c != '\t' && c != '\n')
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `text` with every character that would act on a terminal ([`acts`])
+/// shown instead: a C0 control or DEL as its Unicode control picture
+/// (`␛` for ESC), the others as U+FFFD. Messages quote instance keys,
+/// HDF5 names and other text from files, which may hold an escape sequence
+/// that would recolour, move or clear the user's terminal.
+pub(crate) fn visible(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    Cow::Owned(
+        text.chars()
+            .map(|c| match c {
+                c if !acts(c) => c,
+                '\u{0}'..='\u{1f}' => char::from_u32(0x2400 + c as u32).unwrap_or('\u{FFFD}'),
+                '\u{7f}' => '\u{2421}',
+                _ => '\u{FFFD}',
+            })
+            .collect(),
+    )
+}
+
+/// Appends `text` to `out` with every character that would act on a
+/// terminal replaced by one of the same length in UTF-8 (`?` for a C0
+/// control or DEL, `¿` for a C1 control, U+FFFD for a bidirectional
+/// control), so that offsets into the text stay right. A carriage return
+/// before a line feed is kept.
+pub(crate) fn push_visible(out: &mut String, text: &str) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let shown = match c {
+            '\r' if chars.peek() == Some(&'\n') => c,
+            c if !acts(c) => c,
+            '\u{0}'..='\u{1f}' | '\u{7f}' => '?',
+            '\u{80}'..='\u{9f}' => '\u{BF}',
+            _ => '\u{FFFD}',
+        };
+        debug_assert_eq!(shown.len_utf8(), c.len_utf8());
+        out.push(shown);
+    }
+}
+
 /// The codespan report of `diagnostic`, its labels placed by `range`.
 pub(crate) fn to_report(
     diagnostic: &Diagnostic,
@@ -90,22 +140,23 @@ pub(crate) fn to_report(
         Severity::Hint => ReportSeverity::Help,
     };
     let location = diagnostic.location;
-    let mut labels =
-        vec![Label::primary(location.file, range(location)).with_message(&diagnostic.label)];
+    let mut labels = vec![
+        Label::primary(location.file, range(location)).with_message(visible(&diagnostic.label)),
+    ];
     for related in &diagnostic.related {
         labels.push(
             Label::secondary(related.location.file, range(related.location))
-                .with_message(&related.message),
+                .with_message(visible(&related.message)),
         );
     }
     let notes = diagnostic
         .fixes
         .iter()
-        .map(|fix| format!("help: {}", fix.title))
+        .map(|fix| format!("help: {}", visible(&fix.title)))
         .collect();
     Report::new(severity)
         .with_code(diagnostic.code.as_str())
-        .with_message(&diagnostic.message)
+        .with_message(visible(&diagnostic.message))
         .with_labels(labels)
         .with_notes(notes)
 }

@@ -40,3 +40,46 @@ fn modes_human() {
 fn syntax_human() {
     insta::assert_snapshot!(check("syntax.op2", false));
 }
+
+/// Runs `op2 ARGS` in `directory` with colour off and returns its stderr.
+fn stderr_of(directory: &Path, args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_op2"))
+        .current_dir(directory)
+        .args(args)
+        .args(["--color", "never"])
+        .output()
+        .expect("op2 runs");
+    String::from_utf8(output.stderr).expect("UTF-8 output")
+}
+
+#[test]
+fn text_from_files_cannot_drive_the_terminal() {
+    let directory = tempfile::tempdir().unwrap();
+    // An escape sequence in the source line a snippet shows, and a bidi
+    // override.
+    std::fs::write(
+        directory.path().join("p.op2"),
+        "set s;\nmain { int y = 1; /* \u{1b}[2J\u{202E} */ zz; }\n",
+    )
+    .unwrap();
+    let stderr = stderr_of(directory.path(), &["check", "p.op2"]);
+    assert!(stderr.contains("cannot find `zz`"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(!stderr.contains('\u{202E}'), "{stderr:?}");
+    // The same offsets: the label still points at `zz`.
+    assert!(stderr.contains("/* ?[2J\u{FFFD} */ zz; }"), "{stderr}");
+    // An escape sequence in an instance's key, quoted by a message.
+    std::fs::write(directory.path().join("q.op2"), "set s;\nmain { }\n").unwrap();
+    std::fs::write(
+        directory.path().join("mesh.json"),
+        r#"{"sets": {"s": 1, "\u001b[31mred": 2}}"#,
+    )
+    .unwrap();
+    let stderr = stderr_of(
+        directory.path(),
+        &["instance", "check", "q.op2", "mesh.json"],
+    );
+    assert!(stderr.contains("W705"), "{stderr}");
+    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
+    assert!(stderr.contains("\u{241B}[31mred"), "{stderr}");
+}
