@@ -193,6 +193,8 @@ pub fn check(
     let Some(data) = loaded.data else {
         return Ok(reached);
     };
+    crate::enter("hdf5");
+    hdf5(&analysis.program, &data)?;
     if !program.execute {
         return Ok(reached);
     }
@@ -267,6 +269,34 @@ pub fn check(
         (_, Err(SimulationError::Limit(_))) => {}
     }
     Ok(reached)
+}
+
+/// The instance through OP2's HDF5 layout: written (to a temporary file:
+/// libhdf5 reads files) and read back, which must give the same data.
+/// (Reading damaged files is not a property here: libhdf5 1.10 itself
+/// crashes on some, docs/reliability.md, "Known open findings".)
+fn hdf5(
+    program: &op2_analysis::model::Program,
+    data: &instance::InstanceData,
+) -> Result<(), Finding> {
+    let failed = |what: &str, error: &dyn std::fmt::Display| {
+        Finding::property("hdf5", format!("{what}: {error}"))
+    };
+    let directory = tempfile::tempdir().map_err(|e| failed("no temporary folder", &e))?;
+    let path = directory.path().join("mesh.h5");
+    instance::write_file(&path, program, data).map_err(|e| failed("writing failed", &e))?;
+    let back = instance::read_file(&path, program, &mut NoProgress)
+        .map_err(|e| failed("reading back failed", &e))?;
+    if back.data.as_ref() != Some(data) {
+        return Err(Finding::property(
+            "hdf5",
+            format!(
+                "the data read back differs from the data written (problems: {:?})",
+                back.problems
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The graph type's XML, for comparing two analyses of one program.
