@@ -280,3 +280,23 @@ fn convert_writes_nothing_when_the_data_has_errors_or_the_directory_is_missing()
         "{stderr}"
     );
 }
+
+/// A mesh whose HDF5 metadata is damaged (two bytes of a file `op2 instance
+/// convert` wrote: a layout message's version, 3 to 2, and an address):
+/// `op2 instance check` must say so and end with status 1.
+#[test]
+#[ignore = "known open finding: libhdf5 1.10 segfaults reading this file in process (docs/reliability.md, Known open findings); it passes once HDF5 files are read in a child process"]
+fn a_damaged_hdf5_file_is_an_error_not_a_crash() {
+    let damaged = root().join("server/instance/tests/fixtures/damaged/layout-version.h5");
+    let output = support::op2()
+        .args(["instance", "check", &example("jacobi.op2")])
+        .arg(&damaged)
+        .output()
+        .expect("op2 runs");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
