@@ -527,8 +527,19 @@ struct Finished {
     stderr: String,
 }
 
+/// How long the output of a child that ended is waited for: a process it
+/// started (and left running) may hold its pipes open for as long as it
+/// lives, and the import does not wait for that.
+const OUTPUT_GRACE: Duration = Duration::from_secs(10);
+
 /// Runs `command` to its end, keeping the first [`OUTPUT_LIMIT`] bytes of
 /// each stream; when `cancel` is set meanwhile, kills it and says so.
+///
+/// Once the child has ended its output is read for at most
+/// [`OUTPUT_GRACE`] more (what was read by then is kept), and not at all
+/// once `cancel` is set: a process the child left behind with its pipes
+/// neither delays the import nor keeps a cancelled one alive. The readers
+/// of such pipes end when that process closes them.
 fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished, CaptureError> {
     let mut child = command
         .stdout(Stdio::piped())
@@ -540,12 +551,15 @@ fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished
                 command.get_program().to_string_lossy()
             ))
         })?;
-    let stdout = child.stdout.take().map(keep_start);
-    let stderr = child.stderr.take().map(keep_start);
+    let (done, ended) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().map(|s| keep_start(s, done.clone()));
+    let stderr = child.stderr.take().map(|s| keep_start(s, done.clone()));
+    drop(done);
+    let cancelled = || cancel.is_some_and(|cancel| cancel.load(Ordering::Relaxed));
     let status = match cancel {
         None => child.wait(),
-        Some(cancel) => loop {
-            if cancel.load(Ordering::Relaxed) {
+        Some(_) => loop {
+            if cancelled() {
                 let _ = child.kill();
                 let _ = child.wait();
                 return Err(CaptureError::Cancelled);
@@ -558,11 +572,24 @@ fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished
         },
     }
     .map_err(io("cannot wait for a child process"))?;
-    let text = |reader: Option<std::thread::JoinHandle<String>>| {
-        reader
-            .and_then(|reader| reader.join().ok())
-            .unwrap_or_default()
-    };
+    // Each reader says once that its stream ended (or drops its sender).
+    let mut open = usize::from(stdout.is_some()) + usize::from(stderr.is_some());
+    let deadline = std::time::Instant::now() + OUTPUT_GRACE;
+    while open > 0 {
+        if cancelled() {
+            return Err(CaptureError::Cancelled);
+        }
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match ended.recv_timeout(left.min(Duration::from_millis(20))) {
+            Ok(()) => open -= 1,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let text = |kept: Option<Kept>| kept.map(|kept| kept.text()).unwrap_or_default();
     Ok(Finished {
         status,
         stdout: text(stdout),
@@ -570,28 +597,50 @@ fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished
     })
 }
 
-/// Reads `stream` to its end on a thread of its own, keeping its start.
-fn keep_start(mut stream: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+/// The start of a stream that a reader thread keeps, and how many bytes
+/// after it were dropped.
+#[derive(Debug, Clone, Default)]
+struct Kept(std::sync::Arc<std::sync::Mutex<(Vec<u8>, usize)>>);
+
+impl Kept {
+    /// What was kept so far, with a line saying how much was dropped.
+    fn text(&self) -> String {
+        let kept = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut text = String::from_utf8_lossy(&kept.0).into_owned();
+        if kept.1 > 0 {
+            text.push_str(&format!("\n… ({} more bytes not kept)\n", kept.1));
+        }
+        text
+    }
+}
+
+/// Reads `stream` to its end on a thread of its own, keeping its start,
+/// and sends on `ended` when it has.
+fn keep_start(mut stream: impl Read + Send + 'static, ended: std::sync::mpsc::Sender<()>) -> Kept {
+    let kept = Kept::default();
+    let shared = kept.clone();
     std::thread::spawn(move || {
-        let mut kept = Vec::new();
         let mut buffer = [0u8; 8192];
-        let mut dropped = 0usize;
         loop {
             match stream.read(&mut buffer) {
                 Ok(0) | Err(_) => break,
                 Ok(n) => {
-                    let room = n.min(OUTPUT_LIMIT - kept.len());
-                    kept.extend_from_slice(&buffer[..room]);
-                    dropped = dropped.saturating_add(n - room);
+                    let mut kept = shared
+                        .0
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let room = n.min(OUTPUT_LIMIT - kept.0.len());
+                    kept.0.extend_from_slice(&buffer[..room]);
+                    kept.1 = kept.1.saturating_add(n - room);
                 }
             }
         }
-        let mut text = String::from_utf8_lossy(&kept).into_owned();
-        if dropped > 0 {
-            text.push_str(&format!("\n… ({dropped} more bytes not kept)\n"));
-        }
-        text
-    })
+        let _ = ended.send(());
+    });
+    kept
 }
 
 /// Reads the recorder's file: one header line per declaration, followed by
@@ -759,6 +808,78 @@ mod tests {
         assert_eq!(
             parse(fine).unwrap().handles,
             vec![("m".to_owned(), "map", 0)]
+        );
+    }
+
+    /// A shell that leaves a `sleep` behind holding its output, and prints
+    /// the sleep's process id; the sleep is killed once the test is done.
+    struct LeavesASleep(Option<String>);
+
+    impl LeavesASleep {
+        fn command() -> Command {
+            let mut command = Command::new("sh");
+            command.args(["-c", "sleep 120 & echo $!"]);
+            command
+        }
+    }
+
+    impl Drop for LeavesASleep {
+        fn drop(&mut self) {
+            if let Some(pid) = self.0.as_deref() {
+                let _ = Command::new("kill").arg(pid.trim()).status();
+            }
+        }
+    }
+
+    #[test]
+    fn a_process_left_behind_holding_the_output_does_not_hold_the_import() {
+        let start = std::time::Instant::now();
+        let finished = finish(&mut LeavesASleep::command(), None).unwrap();
+        let _sleep = LeavesASleep(Some(finished.stdout.clone()));
+        assert!(finished.status.success());
+        // What was printed before the shell ended is kept.
+        assert!(
+            finished.stdout.trim().parse::<u32>().is_ok(),
+            "{:?}",
+            finished.stdout
+        );
+        // Waited for the grace, not for the sleep's 120 s.
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_cancel_while_the_output_is_read_stops_the_wait() {
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&cancel);
+        let setter = std::thread::spawn(move || {
+            // Past the shell's end (it ends at once), while the sleep holds
+            // its output.
+            std::thread::sleep(Duration::from_millis(500));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let mut command = Command::new("sh");
+        command
+            .args(["-c", "sleep 120 & echo $! > \"$0\""])
+            .arg(&pid_file);
+        let start = std::time::Instant::now();
+        let result = finish(&mut command, Some(&cancel));
+        setter.join().unwrap();
+        let _sleep = LeavesASleep(std::fs::read_to_string(&pid_file).ok());
+        assert!(
+            matches!(result, Err(CaptureError::Cancelled)),
+            "{:?}",
+            result.map(|f| f.stdout)
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{:?}",
+            start.elapsed()
         );
     }
 }

@@ -275,8 +275,52 @@ pub struct Translation {
     pub setup_output: String,
 }
 
-/// Imports `options.main`, telling `progress` what it is doing.
+/// Imports `options.main`, telling `progress` what it is doing: [`prepare`],
+/// then [`Prepared::write`].
 pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Imported, ImportError> {
+    prepare(options, progress)?.write(options.cancel.as_deref())
+}
+
+/// An import translated and not yet written: the language server decides
+/// whether it may write [`Prepared::paths`] before it writes them.
+#[derive(Debug)]
+pub struct Prepared {
+    translation: Translation,
+    notes: Vec<String>,
+    sources: Vec<PathBuf>,
+}
+
+/// The error of an import cancelled through [`Options::cancel`].
+fn cancelled(cancel: Option<&std::sync::atomic::AtomicBool>) -> Result<(), ImportError> {
+    match cancel {
+        Some(flag) if flag.load(std::sync::atomic::Ordering::Relaxed) => {
+            Err(ImportError::Capture(CaptureError::Cancelled))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Where an import of `main` into `out` may write: `<stem>.op2`, and the
+/// instance as `<stem>.json` or `<stem>.h5` (which one is known only once
+/// the application is translated).
+pub fn output_paths(main: &Path, out: &Path) -> [PathBuf; 3] {
+    let stem = output_stem(main);
+    ["op2", "json", "h5"].map(|extension| out.join(format!("{stem}.{extension}")))
+}
+
+/// The name the outputs of an import of `main` take, before their extension.
+fn output_stem(main: &Path) -> String {
+    main.file_stem().map_or_else(
+        || "imported".to_owned(),
+        |s| s.to_string_lossy().into_owned(),
+    )
+}
+
+/// Translates `options.main` (capturing its set-up), telling `progress`
+/// what it is doing; writes nothing. A cancellation through
+/// `options.cancel` is an error from any phase.
+pub fn prepare(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Prepared, ImportError> {
+    let cancel = options.cancel.as_deref();
     // Nothing creates it: a missing one is said before the work starts.
     if !(options.out.as_os_str().is_empty() || options.out.is_dir()) {
         return Err(ImportError::Write(format!(
@@ -284,6 +328,7 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
             options.out.display()
         )));
     }
+    cancelled(cancel)?;
     let mut notes = Vec::new();
     let unit_flags = unit_flags(options, &mut notes)?;
     for note in &notes {
@@ -318,30 +363,61 @@ pub fn import(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Impor
         &mut macros,
         &mut capture,
     )?;
-    let program_path = &translation.program_path;
-    let instance_path = &translation.instance_path;
-    let write_error = |path: &Path, e: &dyn fmt::Display| {
-        ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
-    };
-    op2_codegen::output::write_file_atomically(program_path, translation.program.as_bytes())
-        .map_err(|e| write_error(program_path, &e))?;
-    match &translation.instance_h5 {
-        Some((analysis, data)) => op2_instance::write_file(instance_path, &analysis.program, data)
-            .map_err(|e| write_error(instance_path, &e))?,
-        None => op2_codegen::output::write_file_atomically(
-            instance_path,
-            translation.instance.as_bytes(),
-        )
-        .map_err(|e| write_error(instance_path, &e))?,
-    }
-    Ok(Imported {
-        program: translation.program_path,
-        instance: translation.instance_path,
-        report: translation.report,
-        setup_output: translation.setup_output,
+    // The cancel may have come while the last child's output was read or
+    // while the capture was translated.
+    cancelled(cancel)?;
+    Ok(Prepared {
+        translation,
         notes,
         sources: options.sources.clone(),
     })
+}
+
+impl Prepared {
+    /// The program and the instance it writes.
+    pub fn paths(&self) -> [&Path; 2] {
+        [
+            &self.translation.program_path,
+            &self.translation.instance_path,
+        ]
+    }
+
+    /// Writes the program and the instance (each atomically, never over
+    /// what is not a regular file), unless `cancel` is set before either.
+    pub fn write(
+        self,
+        cancel: Option<&std::sync::atomic::AtomicBool>,
+    ) -> Result<Imported, ImportError> {
+        let translation = self.translation;
+        let program_path = &translation.program_path;
+        let instance_path = &translation.instance_path;
+        let write_error = |path: &Path, e: &dyn fmt::Display| {
+            ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
+        };
+        cancelled(cancel)?;
+        op2_codegen::output::write_file_atomically(program_path, translation.program.as_bytes())
+            .map_err(|e| write_error(program_path, &e))?;
+        cancelled(cancel)?;
+        match &translation.instance_h5 {
+            Some((analysis, data)) => {
+                op2_instance::write_file(instance_path, &analysis.program, data)
+                    .map_err(|e| write_error(instance_path, &e))?
+            }
+            None => op2_codegen::output::write_file_atomically(
+                instance_path,
+                translation.instance.as_bytes(),
+            )
+            .map_err(|e| write_error(instance_path, &e))?,
+        }
+        Ok(Imported {
+            program: translation.program_path,
+            instance: translation.instance_path,
+            report: translation.report,
+            setup_output: translation.setup_output,
+            notes: self.notes,
+            sources: self.sources,
+        })
+    }
 }
 
 /// Each translation unit's flags (`options.main`'s and each of
@@ -1562,10 +1638,7 @@ pub fn translate_units(
     }
     let host = host::translate(main_source, host_statements, &context, &mut report);
 
-    let stem = main.file_stem().map_or_else(
-        || "imported".to_owned(),
-        |s| s.to_string_lossy().into_owned(),
-    );
+    let stem = output_stem(main);
     let program_path = out.join(format!("{stem}.op2"));
     // A mesh that came from OP2's HDF5 files goes back to HDF5 (it is
     // large, and OP2's tools read it); any other as JSON.

@@ -1,8 +1,10 @@
 //! "Import OP2 application…" (`op2.import`) over the protocol: an OP2
 //! application in the workspace imports with progress into the workspace;
 //! files outside it, files that are not OP2 applications and output
-//! directories leading out are refused before anything runs; the cancel
-//! button and `$/cancelRequest` kill the application's set-up.
+//! directories leading out are refused before anything runs; the
+//! cancel button and `$/cancelRequest` kill the application's set-up, and a
+//! cancelled import writes nothing, even when the set-up left a process
+//! behind holding its output.
 
 use crate::support;
 
@@ -458,6 +460,94 @@ async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
     assert_eq!(error["code"], json!(-32800), "{error}");
     gone(pid).await;
 
+    // The server goes on serving.
+    let status = session
+        .call("workspace/executeCommand", json!({"command": "op2.status"}))
+        .await;
+    assert!(status["documents"].is_array(), "{status}");
+    session.shutdown().await;
+}
+
+/// An OP2 application whose set-up writes its process id, then starts a
+/// process that holds its output until the test writes `release` (three
+/// minutes at most), after writing its own process id.
+const LEAVES_A_PROCESS: &str = r#"#include "op_seq.h"
+#include <cstdio>
+#include <unistd.h>
+
+inline void touch(double *x) { x[0] = 1.0; }
+
+static void say(const char *name, int pid) {
+  FILE *f = fopen("say.tmp", "w");
+  fprintf(f, "%d\n", pid);
+  fclose(f);
+  rename("say.tmp", name);
+}
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  say("setup.txt", (int)getpid());
+  fflush(stdout);
+  if (fork() == 0) {
+    say("left.txt", (int)getpid());
+    for (int i = 0; i < 1800 && access("release", F_OK) != 0; i++)
+      usleep(100000);
+    _exit(0);
+  }
+  op_set nodes = op_decl_set(3, "nodes");
+  op_dat p_x = op_decl_dat(nodes, 1, "double", (double *)0, "p_x");
+  op_par_loop(touch, "touch", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_WRITE));
+  op_exit();
+}
+"#;
+
+/// The process id `app` wrote in `name`, once it has.
+async fn said_pid(app: &Path, name: &str) -> u32 {
+    let deadline = Instant::now() + support::TIMEOUT;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(app.join(name)) {
+            return text.trim().parse().expect("a process id");
+        }
+        assert!(Instant::now() < deadline, "the set-up never wrote {name}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_import_writes_nothing_when_its_set_up_left_a_process_holding_its_output() {
+    if !have_compiler(
+        "a_cancelled_import_writes_nothing_when_its_set_up_left_a_process_holding_its_output",
+    ) {
+        return;
+    }
+    let workspace = Workspace::new();
+    let app = workspace.folder().join("leaves");
+    std::fs::create_dir(&app).unwrap();
+    std::fs::write(app.join("leaves.cpp"), LEAVES_A_PROCESS).unwrap();
+    let mut session = workspace.session().await;
+    let id = session.send_request(
+        "workspace/executeCommand",
+        import_params(&app.join("leaves.cpp"), None),
+    );
+    let setup = said_pid(&app, "setup.txt").await;
+    let left = said_pid(&app, "left.txt").await;
+    // The set-up has ended (and was waited for); the process it left holds
+    // its output.
+    gone(setup).await;
+    session.notify("$/cancelRequest", json!({"id": id}));
+    let error = session
+        .response(id, "the cancelled request")
+        .await
+        .expect_err("a cancelled request fails");
+    assert_eq!(error["code"], json!(-32800), "{error}");
+    // The process left behind ends: the import, cancelled, still writes
+    // nothing.
+    std::fs::write(app.join("release"), "").unwrap();
+    gone(left).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for name in ["leaves.op2", "leaves.json"] {
+        assert!(!app.join(name).exists(), "{name} written after the cancel");
+    }
     // The server goes on serving.
     let status = session
         .call("workspace/executeCommand", json!({"command": "op2.status"}))
