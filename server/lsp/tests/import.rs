@@ -1,7 +1,8 @@
 //! "Import OP2 application…" (`op2.import`) over the protocol: an OP2
 //! application in the workspace imports with progress into the workspace;
 //! files outside it, files that are not OP2 applications and output
-//! directories leading out are refused before anything runs; the
+//! directories leading out are refused before anything runs; outputs that
+//! are links leading out are refused, before the run and after it; the
 //! cancel button and `$/cancelRequest` kill the application's set-up, and a
 //! cancelled import writes nothing, even when the set-up left a process
 //! behind holding its output.
@@ -465,6 +466,98 @@ async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
         .call("workspace/executeCommand", json!({"command": "op2.status"}))
         .await;
     assert!(status["documents"].is_array(), "{status}");
+    session.shutdown().await;
+}
+
+/// The grid application, whose set-up first links `grid.op2` (when
+/// `link_program`) to `victim` and `grid.json` to `victim2`, both outside the
+/// workspace.
+fn linking_grid(link_program: bool) -> String {
+    let grid = std::fs::read_to_string(grid_app().join("grid.cpp")).unwrap();
+    let at = grid.find("op_init(").expect("grid.cpp calls op_init");
+    let end = at + grid[at..].find(';').unwrap() + 1;
+    let link = if link_program {
+        "symlink(\"../../outside/victim.txt\", \"grid.op2\");"
+    } else {
+        ""
+    };
+    format!(
+        "#include <unistd.h>\n{}\n  {link} symlink(\"../../outside/victim2.txt\", \"grid.json\");{}",
+        &grid[..end],
+        &grid[end..]
+    )
+}
+
+#[tokio::test]
+async fn outputs_that_are_links_leading_out_of_the_workspace_are_refused() {
+    let workspace = Workspace::new();
+    let outside = workspace.root.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    for victim in ["victim.txt", "victim2.txt"] {
+        std::fs::write(outside.join(victim), "not yours\n").unwrap();
+    }
+    let app = workspace.folder().join("app");
+    let mut session = workspace.session().await;
+    let unchanged = || {
+        for victim in ["victim.txt", "victim2.txt"] {
+            assert_eq!(
+                std::fs::read_to_string(outside.join(victim)).unwrap(),
+                "not yours\n",
+                "{victim} was written"
+            );
+        }
+    };
+
+    // Links there before the import: refused before anything runs.
+    for (name, victim) in [("grid.op2", "victim.txt"), ("grid.json", "victim2.txt")] {
+        std::os::unix::fs::symlink(outside.join(victim), app.join(name)).unwrap();
+        let error = session
+            .request(
+                "workspace/executeCommand",
+                import_params(&app.join("grid.cpp"), None),
+            )
+            .await
+            .expect_err("refused");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains(&format!("`{}` leads to", app.join(name).display()))
+                && message.contains("outside the workspace folder")
+                && message.contains("nothing written"),
+            "{message}"
+        );
+        std::fs::remove_file(app.join(name)).unwrap();
+    }
+    assert!(progress_messages(&session).is_empty());
+    unchanged();
+
+    // Links the set-up makes while it runs: refused before writing.
+    if have_compiler("outputs_that_are_links_leading_out_of_the_workspace_are_refused") {
+        for link_program in [true, false] {
+            for name in ["grid.op2", "grid.json"] {
+                let _ = std::fs::remove_file(app.join(name));
+            }
+            std::fs::write(app.join("grid.cpp"), linking_grid(link_program)).unwrap();
+            let error = session
+                .request(
+                    "workspace/executeCommand",
+                    import_params(&app.join("grid.cpp"), None),
+                )
+                .await
+                .expect_err("refused");
+            let message = error["message"].as_str().unwrap_or_default();
+            assert!(
+                message.contains("outside the workspace folder"),
+                "{message}"
+            );
+            unchanged();
+            // Neither is written: both are decided before either is.
+            assert_eq!(
+                std::fs::symlink_metadata(app.join("grid.op2")).is_ok(),
+                link_program,
+                "grid.op2 is the set-up's link or nothing"
+            );
+        }
+    }
     session.shutdown().await;
 }
 

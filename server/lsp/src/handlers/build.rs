@@ -63,10 +63,20 @@ pub fn output_path(
         .map_err(|e| format!("cannot create `{}`: {e}", directory.display()))?;
     let directory = inside(&folder, &directory)?;
     let target = directory.join(file_name);
-    if fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
-        inside(&folder, &target)?;
-    }
+    may_replace(&folder, &target)?;
     Ok(target)
+}
+
+/// Whether the server may write `target`, a file in a directory already
+/// found inside `folder` (canonical): when `target` is a symbolic link, it
+/// must lead inside `folder` too. (That what is there is a regular file,
+/// or nothing, is decided by the write itself: it never replaces anything
+/// else.)
+pub fn may_replace(folder: &Path, target: &Path) -> Result<(), String> {
+    if fs::symlink_metadata(target).is_ok_and(|m| m.file_type().is_symlink()) {
+        inside(folder, target)?;
+    }
+    Ok(())
 }
 
 /// The canonical workspace folder holding `source` (the innermost one), or

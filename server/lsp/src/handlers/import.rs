@@ -15,7 +15,7 @@ use op2_codegen::files::{SOURCE_LIMIT, read_regular};
 use tower_lsp_server::Client;
 use tower_lsp_server::lsp_types::{MessageType, ProgressToken};
 
-use crate::handlers::build::folder_of;
+use crate::handlers::build::{folder_of, may_replace};
 
 /// Where an import from the editor reads and writes, decided on canonical
 /// paths.
@@ -33,8 +33,10 @@ pub struct Target {
 
 /// Decides the target of an import of `main` into `out` (else the main
 /// file's directory): `main` must be a regular C/C++ file inside a workspace
-/// folder that calls `op_init`, and `out` an existing directory inside the
-/// same folder once links are resolved.
+/// folder that calls `op_init`, `out` an existing directory inside the
+/// same folder once links are resolved, and each file the import may write
+/// there (`<stem>.op2`, `.json`, `.h5`) nothing, a file, or a link leading
+/// inside the folder.
 pub fn target(main: &Path, out: Option<&Path>, folders: &[PathBuf]) -> Result<Target, String> {
     const REFUSAL: &str = "op2 import runs only on files inside a workspace folder";
     let folder = folder_of(main, folders, REFUSAL)?;
@@ -72,6 +74,9 @@ pub fn target(main: &Path, out: Option<&Path>, folders: &[PathBuf]) -> Result<Ta
             .map(Path::to_path_buf)
             .unwrap_or_else(|| folder.clone()),
     };
+    for path in op2_import::output_paths(&main, &out) {
+        may_replace(&folder, &path)?;
+    }
     Ok(Target { main, out, folder })
 }
 
@@ -196,9 +201,15 @@ pub async fn import_with_progress(
         for note in &notes {
             let _ = steps.send(format!("note: {note}"));
         }
-        let mut imported = op2_import::import(&options, &mut |step: &str| {
+        let prepared = op2_import::prepare(&options, &mut |step: &str| {
             let _ = steps.send(step.to_owned());
         })?;
+        // Decided again right before writing: the set-up that ran is code
+        // of the workspace, and may have put a link there meanwhile.
+        for path in prepared.paths() {
+            may_replace(&folder, path).map_err(op2_import::ImportError::Write)?;
+        }
+        let mut imported = prepared.write(options.cancel.as_deref())?;
         imported.notes.splice(0..0, notes);
         Ok::<_, op2_import::ImportError>(imported)
     });
