@@ -383,7 +383,8 @@ impl Prepared {
     }
 
     /// Writes the program and the instance (each atomically, never over
-    /// what is not a regular file), unless `cancel` is set before either.
+    /// what is not a regular file, and neither when either is such a
+    /// file), unless `cancel` is set before either.
     pub fn write(
         self,
         cancel: Option<&std::sync::atomic::AtomicBool>,
@@ -394,6 +395,12 @@ impl Prepared {
         let write_error = |path: &Path, e: &dyn fmt::Display| {
             ImportError::Write(format!("cannot write `{}`: {e}", path.display()))
         };
+        // Both targets are looked at before either is written, so that an
+        // instance that cannot be written (a FIFO there, say) leaves no
+        // program without it.
+        for path in [program_path, instance_path] {
+            op2_codegen::output::write_target(path).map_err(|e| write_error(path, &e))?;
+        }
         cancelled(cancel)?;
         op2_codegen::output::write_file_atomically(program_path, translation.program.as_bytes())
             .map_err(|e| write_error(program_path, &e))?;
@@ -3612,5 +3619,63 @@ mod tests {
                 dir.path().display()
             )
         );
+    }
+
+    /// A translation of nothing in particular into `dir`, as `x.op2` and
+    /// `x.json`.
+    fn prepared_into(dir: &Path) -> Prepared {
+        Prepared {
+            translation: Translation {
+                program_path: dir.join("x.op2"),
+                program: "main {}\n".to_owned(),
+                instance_path: dir.join("x.json"),
+                instance: "{}\n".to_owned(),
+                instance_h5: None,
+                report: Report::default(),
+                setup_output: String::new(),
+            },
+            notes: Vec::new(),
+            sources: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_instance_that_cannot_be_written_leaves_no_program_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("x.json"))
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let error = prepared_into(dir.path()).write(None).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .contains("not a regular file (it is a FIFO)"),
+            "{error}"
+        );
+        assert!(
+            !dir.path().join("x.op2").exists(),
+            "the program was written"
+        );
+    }
+
+    #[test]
+    fn a_cancel_before_writing_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = std::sync::atomic::AtomicBool::new(true);
+        let error = prepared_into(dir.path()).write(Some(&cancel)).unwrap_err();
+        assert!(
+            matches!(error, ImportError::Capture(CaptureError::Cancelled)),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        // Not cancelled, both are written.
+        let imported = prepared_into(dir.path()).write(None).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(imported.program).unwrap(),
+            "main {}\n"
+        );
+        assert_eq!(std::fs::read_to_string(imported.instance).unwrap(), "{}\n");
     }
 }
