@@ -760,6 +760,32 @@ impl LanguageServer for Backend {
         }
     }
 
+    async fn did_change_workspace_folders(&self, params: DidChangeWorkspaceFoldersParams) {
+        // Build on save (and its hover line) and `op2.import` read the
+        // folders when they run: a folder removed is no longer written in,
+        // one added is.
+        let mut world = lock(&self.world);
+        let removed: Vec<std::path::PathBuf> = params
+            .event
+            .removed
+            .iter()
+            .filter_map(|folder| uri_to_path(&folder.uri))
+            .collect();
+        world
+            .workspace_folders
+            .retain(|folder| !removed.contains(folder));
+        for added in params
+            .event
+            .added
+            .iter()
+            .filter_map(|f| uri_to_path(&f.uri))
+        {
+            if !world.workspace_folders.contains(&added) {
+                world.workspace_folders.push(added);
+            }
+        }
+    }
+
     async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
         // An imported file changed on disk: every open program may see it.
         let uris: Vec<Uri> = {

@@ -538,3 +538,46 @@ async fn links_leading_out_of_the_workspace_are_not_followed_for_writes() {
     );
     session.shutdown().await;
 }
+
+#[tokio::test]
+async fn workspace_folders_added_and_removed_decide_where_build_on_save_writes() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let source = support::example("scatter.op2");
+    let (a, b) = (root.path().join("a"), root.path().join("b"));
+    let mut uris = Vec::new();
+    for folder in [&a, &b] {
+        std::fs::create_dir(folder).unwrap();
+        std::fs::write(folder.join("scatter.op2"), &source).unwrap();
+        uris.push(file_uri(&folder.join("scatter.op2")));
+    }
+    let mut session = Session::in_process();
+    let answer = session.initialize(&[], Some(&a), None).await;
+    assert_eq!(
+        answer["capabilities"]["workspace"]["workspaceFolders"],
+        json!({"supported": true, "changeNotifications": true}),
+        "{answer}"
+    );
+    for uri in &uris {
+        open(&mut session, uri, &source).await;
+    }
+    let log = save(&mut session, &uris[1]).await;
+    assert!(log.contains("outside every workspace folder"), "{log}");
+    assert_eq!(listing(&b), ["scatter.op2"]);
+
+    // `b` added, `a` removed.
+    session.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {
+            "added": [{"uri": file_uri(&b), "name": "b"}],
+            "removed": [{"uri": file_uri(&a), "name": "a"}],
+        }}),
+    );
+    let log = save(&mut session, &uris[1]).await;
+    assert_eq!(listing(&b), ["scatter.graph.xml", "scatter.op2"], "{log}");
+    let log = save(&mut session, &uris[0]).await;
+    assert!(log.contains("outside every workspace folder"), "{log}");
+    assert_eq!(listing(&a), ["scatter.op2"]);
+    let hover = hover_on_main(&mut session, &uris[0], &source).await;
+    assert!(hover.contains("build on save: off:"), "{hover}");
+    session.shutdown().await;
+}

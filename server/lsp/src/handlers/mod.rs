@@ -28,6 +28,7 @@ use tower_lsp_server::lsp_types::{
     SemanticTokensOptions, SemanticTokensServerCapabilities, ServerCapabilities,
     SignatureHelpOptions, TextDocumentSyncCapability, TextDocumentSyncKind,
     TextDocumentSyncOptions, TextDocumentSyncSaveOptions, Uri, WorkDoneProgressOptions,
+    WorkspaceFoldersServerCapabilities, WorkspaceServerCapabilities,
 };
 
 use crate::config::Settings;
@@ -177,6 +178,15 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
                 crate::server::commands::STATUS.into(),
             ],
             work_done_progress_options: WorkDoneProgressOptions::default(),
+        }),
+        // Folders added and removed reach the server: it writes only inside
+        // the folders open now.
+        workspace: Some(WorkspaceServerCapabilities {
+            workspace_folders: Some(WorkspaceFoldersServerCapabilities {
+                supported: Some(true),
+                change_notifications: Some(OneOf::Left(true)),
+            }),
+            file_operations: None,
         }),
         ..ServerCapabilities::default()
     }
