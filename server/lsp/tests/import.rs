@@ -55,6 +55,14 @@ impl Workspace {
         self.root.path().join("ws")
     }
 
+    /// A directory `dir` of the folder holding `file` of `text`; its path.
+    fn app(&self, dir: &str, file: &str, text: &str) -> PathBuf {
+        let app = self.folder().join(dir);
+        std::fs::create_dir(&app).expect("create the application's directory");
+        std::fs::write(app.join(file), text).expect("write the application");
+        app
+    }
+
     async fn session(&self) -> Session {
         let mut session = Session::in_process();
         session.initialize(&[], Some(&self.folder()), None).await;
@@ -379,16 +387,12 @@ int main(int argc, char **argv) {
 }
 "#;
 
-/// Waits until the hanging set-up has written its process id.
-async fn hanging_pid(app: &Path) -> u32 {
-    let deadline = Instant::now() + support::TIMEOUT;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(app.join("pid.txt")) {
-            return text.trim().parse().expect("a process id");
-        }
-        assert!(Instant::now() < deadline, "the set-up never started");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+/// Checks that the server still answers.
+async fn still_serving(session: &mut Session) {
+    let status = session
+        .call("workspace/executeCommand", json!({"command": "op2.status"}))
+        .await;
+    assert!(status["documents"].is_array(), "{status}");
 }
 
 /// Waits until process `pid` has gone.
@@ -409,9 +413,7 @@ async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
         return;
     }
     let workspace = Workspace::new();
-    let app = workspace.folder().join("hang");
-    std::fs::create_dir(&app).unwrap();
-    std::fs::write(app.join("hang.cpp"), HANGING).unwrap();
+    let app = workspace.app("hang", "hang.cpp", HANGING);
     let mut session = workspace.session().await;
 
     // The progress's cancel button.
@@ -419,7 +421,7 @@ async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
         "workspace/executeCommand",
         import_params(&app.join("hang.cpp"), None),
     );
-    let pid = hanging_pid(&app).await;
+    let pid = said_pid(&app, "pid.txt").await;
     let begin = session
         .wait_for("the import's progress", |m| {
             m["method"] == "$/progress" && m["params"]["value"]["kind"] == "begin"
@@ -452,7 +454,7 @@ async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
         "workspace/executeCommand",
         import_params(&app.join("hang.cpp"), None),
     );
-    let pid = hanging_pid(&app).await;
+    let pid = said_pid(&app, "pid.txt").await;
     session.notify("$/cancelRequest", json!({"id": id}));
     let error = session
         .response(id, "the cancelled request")
@@ -461,11 +463,7 @@ async fn the_cancel_button_and_cancel_request_kill_a_set_up_that_never_ends() {
     assert_eq!(error["code"], json!(-32800), "{error}");
     gone(pid).await;
 
-    // The server goes on serving.
-    let status = session
-        .call("workspace/executeCommand", json!({"command": "op2.status"}))
-        .await;
-    assert!(status["documents"].is_array(), "{status}");
+    still_serving(&mut session).await;
     session.shutdown().await;
 }
 
@@ -602,7 +600,7 @@ async fn said_pid(app: &Path, name: &str) -> u32 {
             return text.trim().parse().expect("a process id");
         }
         assert!(Instant::now() < deadline, "the set-up never wrote {name}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -614,9 +612,7 @@ async fn a_cancelled_import_writes_nothing_when_its_set_up_left_a_process_holdin
         return;
     }
     let workspace = Workspace::new();
-    let app = workspace.folder().join("leaves");
-    std::fs::create_dir(&app).unwrap();
-    std::fs::write(app.join("leaves.cpp"), LEAVES_A_PROCESS).unwrap();
+    let app = workspace.app("leaves", "leaves.cpp", LEAVES_A_PROCESS);
     let mut session = workspace.session().await;
     let id = session.send_request(
         "workspace/executeCommand",
@@ -641,10 +637,6 @@ async fn a_cancelled_import_writes_nothing_when_its_set_up_left_a_process_holdin
     for name in ["leaves.op2", "leaves.json"] {
         assert!(!app.join(name).exists(), "{name} written after the cancel");
     }
-    // The server goes on serving.
-    let status = session
-        .call("workspace/executeCommand", json!({"command": "op2.status"}))
-        .await;
-    assert!(status["documents"].is_array(), "{status}");
+    still_serving(&mut session).await;
     session.shutdown().await;
 }
