@@ -120,8 +120,61 @@ pub fn parse(path: &Path, base: &Path, bytes: &[u8]) -> Result<Database, String>
     parse_counting(path, base, bytes, &mut 0)
 }
 
+/// The most words one entry's command (or `arguments`) may have, the
+/// compiler's name included (a real build's have at most a few hundred).
+pub const MAX_WORDS: usize = 4096;
+
+/// The most paths one entry's flags may name: `-I`, `-iquote`, `-isystem`,
+/// `-idirafter` and `-include` together (a real build names dozens). Each
+/// `-I` directory is looked in for every `#include "…"` not found beside its
+/// includer ([`crate::units`]).
+pub const MAX_PATH_FLAGS: usize = 1024;
+
+/// The most bytes of paths (each entry's `directory` and `file`, and the
+/// paths of its flags, joined to its `directory`) and macros that op2
+/// import keeps of one database, each counted as its length and
+/// [`KEPT_OVERHEAD`] bytes: four times [`MAX_BYTES`]. A path joined to a
+/// long `directory` is longer than its flag, so this is counted before each
+/// is built.
+pub const MAX_KEPT_BYTES: usize = 4 * (MAX_BYTES as usize);
+
+/// What each path or macro kept counts against [`MAX_KEPT_BYTES`] besides
+/// its length (its `String` or `PathBuf`).
+pub const KEPT_OVERHEAD: usize = size_of::<PathBuf>();
+
+/// The bytes kept of a database so far, against [`MAX_KEPT_BYTES`].
+#[derive(Debug, Default)]
+struct Kept {
+    bytes: usize,
+}
+
+impl Kept {
+    /// Counts a path or macro of `len` bytes, before it is built.
+    fn take(&mut self, len: usize) -> Result<(), String> {
+        self.bytes = self.bytes.saturating_add(len).saturating_add(KEPT_OVERHEAD);
+        if self.bytes > MAX_KEPT_BYTES {
+            return Err(format!(
+                "the paths and macros op2 import keeps of the database come to more than {} MiB here (its directories joined to its paths), which is more than op2 import reads",
+                MAX_KEPT_BYTES >> 20
+            ));
+        }
+        Ok(())
+    }
+
+    /// `dir` joined to `path`, counted before it is built.
+    fn join(&mut self, dir: &Path, path: &str) -> Result<PathBuf, String> {
+        let len = if Path::new(path).is_absolute() {
+            path.len()
+        } else {
+            dir.as_os_str().len() + 1 + path.len()
+        };
+        self.take(len)?;
+        Ok(dir.join(path))
+    }
+}
+
 /// [`parse`], adding to `steps` one for each entry, each argument and each
-/// character of a command it splits ([`split_counting`]) and each word of
+/// character of a command it splits ([`split_within`]) and each word of
 /// the flags it reads: its work past the JSON parser, which a test holds to
 /// at most one per byte of the database.
 fn parse_counting(
@@ -129,6 +182,21 @@ fn parse_counting(
     base: &Path,
     bytes: &[u8],
     steps: &mut usize,
+) -> Result<Database, String> {
+    parse_kept(path, base, bytes, steps, &mut Kept::default())
+}
+
+/// How the word of an index of an entry's command is named in an error (its
+/// JSON path).
+type Namer = Box<dyn Fn(usize) -> String>;
+
+/// [`parse_counting`], counting what it keeps in `kept`.
+fn parse_kept(
+    path: &Path,
+    base: &Path,
+    bytes: &[u8],
+    steps: &mut usize,
+    kept: &mut Kept,
 ) -> Result<Database, String> {
     let shown = path.display();
     let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
@@ -161,20 +229,36 @@ fn parse_counting(
         let required = |key: &str| -> Result<&str, String> {
             string(key)?.ok_or_else(|| at(&format!("[{index}]"), format!("no `{key}`")))
         };
-        let directory = base.join(required("directory")?);
-        let file = directory.join(required("file")?);
-        let (words, json_path): (Vec<(String, String)>, &str) = match object.get("arguments") {
+        let directory = kept
+            .join(base, required("directory")?)
+            .map_err(|why| at(&format!("[{index}].directory"), why))?;
+        let file = kept
+            .join(&directory, required("file")?)
+            .map_err(|why| at(&format!("[{index}].file"), why))?;
+        let too_many = || format!("more than {MAX_WORDS} words, which op2 import does not read");
+        // The words, and how each is named in an error (by its index).
+        let split_words: Vec<String>;
+        let (words, name, json_path): (Vec<&str>, Namer, &str) = match object.get("arguments") {
             Some(serde_json::Value::Array(arguments)) => {
+                if arguments.len() > MAX_WORDS {
+                    return Err(at(&format!("[{index}].arguments"), too_many()));
+                }
                 let mut words = Vec::with_capacity(arguments.len());
                 for (i, argument) in arguments.iter().enumerate() {
                     *steps += 1;
-                    let json_path = format!("[{index}].arguments[{i}]");
                     let serde_json::Value::String(word) = argument else {
-                        return Err(at(&json_path, "expected a string".to_owned()));
+                        return Err(at(
+                            &format!("[{index}].arguments[{i}]"),
+                            "expected a string".to_owned(),
+                        ));
                     };
-                    words.push((word.clone(), json_path));
+                    words.push(word.as_str());
                 }
-                (words, "arguments")
+                (
+                    words,
+                    Box::new(move |i| format!("[{index}].arguments[{i}]")),
+                    "arguments",
+                )
             }
             Some(_) => {
                 return Err(at(
@@ -190,13 +274,14 @@ fn parse_counting(
                     )
                 })?;
                 let json_path = format!("[{index}].command");
-                let words = split_counting(command, steps).map_err(|why| at(&json_path, why))?;
-                let words = words
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, w)| (w, format!("{json_path} (word {})", i + 1)))
-                    .collect();
-                (words, "command")
+                split_words = split_within(command, MAX_WORDS, steps)
+                    .map_err(|why| at(&json_path, why))?
+                    .ok_or_else(|| at(&json_path, too_many()))?;
+                (
+                    split_words.iter().map(String::as_str).collect(),
+                    Box::new(move |i| format!("[{index}].command (word {})", i + 1)),
+                    "command",
+                )
             }
         };
         if words.is_empty() {
@@ -205,7 +290,7 @@ fn parse_counting(
                 "empty: no compiler named".to_owned(),
             ));
         }
-        let flags = flags(&words[1..], &directory, steps)
+        let flags = flags(&words, &*name, &directory, steps, kept)
             .map_err(|(json_path, why)| at(&json_path, why))?;
         entries.push(Entry {
             index,
@@ -224,17 +309,25 @@ fn parse_counting(
 /// `'…'` is taken as it is, `"…"` with `\"`, `\\`, `\$` and `` \` ``
 /// escaped, and `\` outside quotes takes the next character. One pass.
 pub fn split(command: &str) -> Result<Vec<String>, String> {
-    split_counting(command, &mut 0)
+    Ok(split_within(command, usize::MAX, &mut 0)?.unwrap_or_default())
 }
 
 /// [`split`], adding to `steps` one for each character it reads: its work,
-/// which a test holds to one per character of the command.
-fn split_counting(command: &str, steps: &mut usize) -> Result<Vec<String>, String> {
+/// which a test holds to one per character of the command; `None` as soon
+/// as a word past the first `most` begins.
+fn split_within(
+    command: &str,
+    most: usize,
+    steps: &mut usize,
+) -> Result<Option<Vec<String>>, String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
     let mut chars = command.char_indices().inspect(|_| *steps += 1);
     while let Some((at, c)) = chars.next() {
+        if !in_word && !matches!(c, ' ' | '\t' | '\n' | '\r') && words.len() >= most {
+            return Ok(None);
+        }
         match c {
             ' ' | '\t' | '\n' | '\r' => {
                 if in_word {
@@ -288,72 +381,92 @@ fn split_counting(command: &str, steps: &mut usize) -> Result<Vec<String>, Strin
     if in_word {
         words.push(word);
     }
-    Ok(words)
+    Ok(Some(words))
 }
 
-/// What op2 import takes from a command's arguments (after the compiler):
-/// `-I`, `-iquote`, `-isystem`, `-idirafter`, `-D`, `-U`, `-std=` and
-/// `-include`, each joined or separate from its value; the rest (`-c`, `-o`,
-/// optimisation, warnings, the source) is the build's own. An error names
-/// the argument's JSON path.
+/// What op2 import takes from a command's `words` (the compiler first,
+/// then its arguments): `-I`, `-iquote`, `-isystem`, `-idirafter`, `-D`,
+/// `-U`, `-std=` and `-include`, each joined or separate from its value;
+/// the rest (`-c`, `-o`, optimisation, warnings, the source) is the
+/// build's own. At most [`MAX_PATH_FLAGS`] paths, each counted in `kept`
+/// before it is built. An error names the argument's JSON path (`name` of
+/// its index in `words`).
 /// Adds to `steps` one for each word it looks at.
 fn flags(
-    words: &[(String, String)],
+    words: &[&str],
+    name: &dyn Fn(usize) -> String,
     directory: &Path,
     steps: &mut usize,
+    kept: &mut Kept,
 ) -> Result<Flags, (String, String)> {
     let mut flags = Flags::default();
-    let mut i = 0;
+    let mut paths = 0usize;
+    let mut i = 1;
     while i < words.len() {
         *steps += 1;
-        let (word, json_path) = &words[i];
+        let word = words[i];
+        let at = i;
         i += 1;
         // The option with its value joined (`-Idir`) or in the next word.
-        let mut value = |option: &str| -> Result<Option<String>, (String, String)> {
+        let mut value = |option: &str| -> Result<Option<&str>, (String, String)> {
             let Some(rest) = word.strip_prefix(option) else {
                 return Ok(None);
             };
             if !rest.is_empty() {
-                return Ok(Some(rest.to_owned()));
+                return Ok(Some(rest));
             }
             match words.get(i) {
-                Some((next, _)) => {
+                Some(next) => {
                     i += 1;
-                    Ok(Some(next.clone()))
+                    Ok(Some(next))
                 }
                 None => Err((
-                    json_path.clone(),
+                    name(at),
                     format!("`{option}` is the last argument: its value is missing"),
                 )),
             }
         };
+        let mut path = |path: &str| -> Result<PathBuf, (String, String)> {
+            paths += 1;
+            if paths > MAX_PATH_FLAGS {
+                return Err((
+                    name(at),
+                    format!(
+                        "more than {MAX_PATH_FLAGS} include directories and files (`-I`, `-iquote`, `-isystem`, `-idirafter`, `-include`), which op2 import does not read"
+                    ),
+                ));
+            }
+            kept.join(directory, path).map_err(|why| (name(at), why))
+        };
         if let Some(dir) = value("-iquote")? {
-            flags.include_dirs.push(directory.join(dir));
+            flags.include_dirs.push(path(dir)?);
         } else if let Some(dir) = value("-isystem")? {
-            flags.system_dirs.push(directory.join(dir));
+            flags.system_dirs.push(path(dir)?);
         } else if let Some(dir) = value("-idirafter")? {
-            flags.system_dirs.push(directory.join(dir));
+            flags.system_dirs.push(path(dir)?);
         } else if let Some(file) = value("-include")? {
-            flags.includes.push(directory.join(file));
+            flags.includes.push(path(file)?);
         } else if let Some(dir) = value("-I")? {
-            flags.include_dirs.push(directory.join(dir));
+            flags.include_dirs.push(path(dir)?);
         } else if let Some(definition) = value("-D")? {
+            kept.take(2 + definition.len())
+                .map_err(|why| (name(at), why))?;
             flags.macros.push(format!("-D{definition}"));
-        } else if let Some(name) = value("-U")? {
-            flags.macros.push(format!("-U{name}"));
+        } else if let Some(macro_name) = value("-U")? {
+            kept.take(2 + macro_name.len())
+                .map_err(|why| (name(at), why))?;
+            flags.macros.push(format!("-U{macro_name}"));
         } else if let Some(std) = word.strip_prefix("-std=").or(word.strip_prefix("--std=")) {
             if std.starts_with("c++") || std.starts_with("gnu++") {
+                kept.take(std.len()).map_err(|why| (name(at), why))?;
                 flags.std = Some(std.to_owned());
             }
         } else if word.starts_with('@') {
             return Err((
-                json_path.clone(),
+                name(at),
                 format!("`{word}` is a response file, which op2 import does not read"),
             ));
-        } else if matches!(
-            word.as_str(),
-            "-o" | "-MF" | "-MT" | "-MQ" | "-x" | "-Xclang"
-        ) {
+        } else if matches!(word, "-o" | "-MF" | "-MT" | "-MQ" | "-x" | "-Xclang") {
             // Their value is no source and no flag of ours.
             i += 1;
         }
@@ -471,7 +584,10 @@ mod tests {
                     r#"{{"directory": "/d", "file": "f{i}.cpp", "arguments": ["c++", "-DN={i}", "-I", "inc", "-c", "f{i}.cpp"]}},"#
                 ));
             }
-            let long = r#"'-DA=1' \"-I\" inc x\\ y "#.repeat(n);
+            // Within the limits of one command: at most a thousand `-I` of
+            // four words each.
+            let reps = n.min(1_000);
+            let long = r#"'-DA=1' \"-I\" inc x\\ y "#.repeat(reps);
             let command = format!("c++ {long}");
             text.push_str(&format!(
                 r#"{{"directory": "/d", "file": "last.cpp", "command": "{command}"}}]"#
@@ -488,8 +604,8 @@ mod tests {
             assert_eq!(by_file.first.len(), n + 1);
             assert!(by_file.again.is_empty());
             let last = &db.entries[n].flags;
-            assert_eq!(last.macros.len(), n);
-            assert_eq!(last.include_dirs.len(), n);
+            assert_eq!(last.macros.len(), reps);
+            assert_eq!(last.include_dirs.len(), reps);
             assert_eq!(last.include_dirs[0], Path::new("/d/inc"));
             // The command as JSON holds `\"` and `\\` for `"` and `\`.
             let chars = command.replace("\\\"", "\"").replace("\\\\", "\\").len();
@@ -500,6 +616,102 @@ mod tests {
                 text.len()
             );
         }
+    }
+
+    #[test]
+    fn a_command_of_more_words_or_paths_than_the_limits_is_an_error_naming_it() {
+        let error =
+            |text: &str| parse(Path::new("cc.json"), Path::new("/"), text.as_bytes()).unwrap_err();
+        // The compiler and `MAX_WORDS` arguments: one word too many.
+        let command = format!("c++{}", " -c".repeat(MAX_WORDS));
+        assert_eq!(
+            error(&format!(
+                r#"[{{"directory": "/", "file": "a.c", "command": "{command}"}}]"#
+            )),
+            "cc.json: `[0].command`: more than 4096 words, which op2 import does not read"
+        );
+        let arguments = format!("\"c++\"{}", r#", "-c""#.repeat(MAX_WORDS));
+        assert_eq!(
+            error(&format!(
+                r#"[{{"directory": "/", "file": "a.c", "arguments": [{arguments}]}}]"#
+            )),
+            "cc.json: `[0].arguments`: more than 4096 words, which op2 import does not read"
+        );
+        // One word fewer is read.
+        let command = format!("c++{}", " -c".repeat(MAX_WORDS - 1));
+        assert!(
+            parse(
+                Path::new("cc.json"),
+                Path::new("/"),
+                format!(r#"[{{"directory": "/", "file": "a.c", "command": "{command}"}}]"#)
+                    .as_bytes()
+            )
+            .is_ok()
+        );
+        // The paths of `-I`, `-iquote`, `-isystem`, `-idirafter` and
+        // `-include` together, named at the one past the limit.
+        let command = format!(
+            "c++ -iquote q -isystem s -idirafter d -include f.h{}",
+            " -Ia".repeat(MAX_PATH_FLAGS - 4)
+        );
+        let text = format!(r#"[{{"directory": "/", "file": "a.c", "command": "{command}"}}]"#);
+        assert_eq!(
+            parse(Path::new("cc.json"), Path::new("/"), text.as_bytes())
+                .unwrap()
+                .entries[0]
+                .flags
+                .include_dirs
+                .len(),
+            MAX_PATH_FLAGS - 3
+        );
+        assert_eq!(
+            error(&text.replace("c++ ", "c++ -Ib ")),
+            "cc.json: `[0].command (word 2)`: more than 1024 include directories and files (`-I`, `-iquote`, `-isystem`, `-idirafter`, `-include`), which op2 import does not read"
+                .replace("word 2", &format!("word {}", 2 * 4 + MAX_PATH_FLAGS - 4 + 2))
+        );
+    }
+
+    #[test]
+    fn paths_joined_to_a_long_directory_are_counted_before_they_are_built() {
+        // A directory of a mebibyte joined to each of three hundred `-I`
+        // (within the count of paths): 300 MiB of paths from a database of
+        // 1 MiB, refused at the `-I` that passes the limit, before it is
+        // built.
+        let directory = format!("/{}", "d".repeat(1 << 20));
+        let command = format!("c++{}", " -Ia".repeat(300));
+        let text = format!(
+            r#"[{{"directory": "{directory}", "file": "other.cpp", "command": "{command}"}}]"#
+        );
+        let mut kept = Kept::default();
+        // (Not `unwrap_err`, which would print the paths it built.)
+        let Err(error) = parse_kept(
+            Path::new("cc.json"),
+            Path::new("/"),
+            text.as_bytes(),
+            &mut 0,
+            &mut kept,
+        ) else {
+            panic!("read, with {} bytes of paths", kept.bytes);
+        };
+        // The directory and the file, then each `-I`: the directory, `/`
+        // and `a`.
+        let directory = directory.len() + KEPT_OVERHEAD;
+        let file = directory + 1 + "other.cpp".len();
+        let each = directory + 2;
+        let taken = (MAX_KEPT_BYTES - directory - file) / each;
+        assert_eq!(
+            error,
+            format!(
+                "cc.json: `[0].command (word {})`: the paths and macros op2 import keeps of the database come to more than 256 MiB here (its directories joined to its paths), which is more than op2 import reads",
+                taken + 2
+            )
+        );
+        assert!(kept.bytes <= MAX_KEPT_BYTES + each, "{} bytes", kept.bytes);
+        // The same through `parse`, which the import uses.
+        let Err(again) = parse(Path::new("cc.json"), Path::new("/"), text.as_bytes()) else {
+            panic!("read through `parse`");
+        };
+        assert_eq!(again, error);
     }
 
     #[test]
