@@ -20,6 +20,11 @@ pub const MAX_FILES: usize = 1024;
 /// 16 MiB as well).
 pub const MAX_BYTES: usize = 64 << 20;
 
+/// The most directories a translation unit's `#include "…"` are looked for
+/// in: its entry's `-I` and `-iquote` in the compilation database and the
+/// `-I` given to op2 import together (a real build has dozens).
+pub const MAX_SEARCH_DIRS: usize = 1024;
+
 /// The endings of the files a translation unit may be.
 pub const UNIT_EXTENSIONS: &[&str] = &["c", "cc", "cpp", "cxx", "C", "c++"];
 
@@ -62,20 +67,25 @@ pub fn read(
     files: &dyn Files,
     read: &dyn Fn(&Path) -> Result<Source, ImportError>,
 ) -> Result<Application, ImportError> {
-    let dirs = |unit: &Path| -> Vec<PathBuf> {
-        unit_flags
+    let dirs = |unit: &Path| -> Result<Vec<PathBuf>, ImportError> {
+        let own = unit_flags
             .get(unit)
-            .into_iter()
-            .flat_map(|f| f.include_dirs.iter())
-            .chain(include_dirs)
-            .cloned()
-            .collect()
+            .map_or(&[][..], |f| &f.include_dirs[..]);
+        let count = own.len().saturating_add(include_dirs.len());
+        if count > MAX_SEARCH_DIRS {
+            return Err(ImportError::Read(format!(
+                "the `#include \"…\"` of `{}` would be looked for in {count} directories (the `-I` and `-iquote` of its compilation database entry and the `-I` given), more than the {MAX_SEARCH_DIRS} op2 import looks in",
+                unit.display()
+            )));
+        }
+        Ok(own.iter().chain(include_dirs).cloned().collect())
     };
     let mut reader = Reader {
         files,
         read,
         main_dir: main.parent().unwrap_or(Path::new("")).to_owned(),
-        include_dirs: dirs(main),
+        include_dirs: dirs(main)?,
+        found: BTreeMap::new(),
         seen: BTreeSet::new(),
         bytes: 0,
         all: Vec::new(),
@@ -98,7 +108,8 @@ pub fn read(
                 unit.display()
             )));
         }
-        reader.include_dirs = dirs(unit);
+        reader.include_dirs = dirs(unit)?;
+        reader.found.clear();
         reader.unit(unit)?;
         unit_ends.push(reader.all.len());
     }
@@ -117,6 +128,11 @@ struct Reader<'a> {
     main_dir: PathBuf,
     /// The `-I` directories of the unit being read.
     include_dirs: Vec<PathBuf>,
+    /// Where each `#include "…"` name of the unit being read that is not
+    /// beside its includer was found in the main file's directory and
+    /// `include_dirs`, or `None`: each is looked for once per unit, so that
+    /// the lookups are the includes plus the directories, not their product.
+    found: BTreeMap<String, Option<PathBuf>>,
     /// Every file read, as [`Files::identity`] names it.
     seen: BTreeSet<PathBuf>,
     bytes: usize,
@@ -159,11 +175,15 @@ impl Reader<'_> {
                     Some(own)
                 } else if crate::capture::RECORDER_HEADERS.contains(&include.as_str()) {
                     None
+                } else if let Some(found) = self.found.get(&include) {
+                    found.clone()
                 } else {
-                    std::iter::once(&self.main_dir)
+                    let found = std::iter::once(&self.main_dir)
                         .chain(&self.include_dirs)
                         .map(|d| d.join(&include))
-                        .find(|p| self.files.is_file(p))
+                        .find(|p| self.files.is_file(p));
+                    self.found.insert(include.clone(), found.clone());
+                    found
                 };
                 if let Some(path) = path
                     && self.seen.insert(self.files.identity(&path))
@@ -513,6 +533,112 @@ pub fn merge_macros(tables: Vec<Vec<Define>>) -> (Vec<Define>, Vec<(Define, Defi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Files in memory: `text` by path, and how many times `is_file` was
+    /// asked.
+    struct Counted {
+        text: BTreeMap<PathBuf, String>,
+        asked: std::cell::Cell<usize>,
+    }
+
+    impl Files for Counted {
+        fn is_file(&self, path: &Path) -> bool {
+            self.asked.set(self.asked.get() + 1);
+            self.text.contains_key(path)
+        }
+
+        fn read(&self, path: &Path) -> Result<String, String> {
+            self.text
+                .get(path)
+                .cloned()
+                .ok_or_else(|| format!("no `{}`", path.display()))
+        }
+    }
+
+    /// `files` read as [`crate::Disk`] would not: from memory.
+    fn read_counted(
+        files: &Counted,
+        include_dirs: &[PathBuf],
+        unit_flags: &BTreeMap<PathBuf, Flags>,
+    ) -> Result<Application, ImportError> {
+        let parse = |path: &Path| -> Result<Source, ImportError> {
+            let text = files.read(path).map_err(ImportError::Read)?;
+            Source::parse(path, path.display().to_string(), text).map_err(ImportError::Read)
+        };
+        read(
+            Path::new("/app/main.cpp"),
+            &[],
+            include_dirs,
+            unit_flags,
+            files,
+            &parse,
+        )
+    }
+
+    #[test]
+    fn includes_are_looked_for_once_each_whatever_the_directories() {
+        // Many `#include "…"` of a missing header and of one found in the
+        // last directory, with many `-I` directories: each name is looked
+        // for in the directories once, so the lookups are the includes
+        // plus the directories, not their product. Counted, not timed.
+        for (lines, dirs) in [(100, 100), (1_000, 1_000)] {
+            let text = "#include \"missing.h\"\n#include \"found.h\"\n".repeat(lines / 2);
+            let include_dirs: Vec<PathBuf> =
+                (0..dirs).map(|k| PathBuf::from(format!("/i{k}"))).collect();
+            let mut text_of = BTreeMap::new();
+            text_of.insert(PathBuf::from("/app/main.cpp"), text);
+            let last = include_dirs[dirs - 1].join("found.h");
+            text_of.insert(last.clone(), "int found;\n".to_owned());
+            let files = Counted {
+                text: text_of,
+                asked: std::cell::Cell::new(0),
+            };
+            // Half from the database's entry, half given.
+            let (own, given) = include_dirs.split_at(dirs / 2);
+            let flags = Flags {
+                include_dirs: own.to_vec(),
+                ..Flags::default()
+            };
+            let unit_flags = BTreeMap::from([(PathBuf::from("/app/main.cpp"), flags)]);
+            let application = read_counted(&files, given, &unit_flags).unwrap();
+            assert_eq!(application.all.len(), 2);
+            assert_eq!(application.all[0].path, last);
+            let asked = files.asked.get();
+            // Each include beside its includer, then each name once in the
+            // main file's directory and every `-I` (at least that: a count
+            // that has stopped counting fails).
+            let least = lines + 2 * (dirs + 1) - 1;
+            assert!(
+                (least..=2 * least).contains(&asked),
+                "{asked} lookups for {lines} includes and {dirs} directories"
+            );
+        }
+    }
+
+    #[test]
+    fn more_include_directories_than_the_limit_is_an_error_naming_the_unit() {
+        let files = Counted {
+            text: BTreeMap::from([(
+                PathBuf::from("/app/main.cpp"),
+                "#include \"a.h\"\n".to_owned(),
+            )]),
+            asked: std::cell::Cell::new(0),
+        };
+        let dirs: Vec<PathBuf> = (0..=MAX_SEARCH_DIRS)
+            .map(|k| PathBuf::from(format!("/i{k}")))
+            .collect();
+        let Err(ImportError::Read(why)) = read_counted(&files, &dirs, &BTreeMap::new()) else {
+            panic!("{} directories taken", dirs.len());
+        };
+        assert_eq!(
+            why,
+            "the `#include \"…\"` of `/app/main.cpp` would be looked for in 1025 directories (the `-I` and `-iquote` of its compilation database entry and the `-I` given), more than the 1024 op2 import looks in"
+        );
+        // No file was looked for.
+        assert_eq!(files.asked.get(), 0);
+        // At the limit, it is read.
+        assert!(read_counted(&files, &dirs[1..], &BTreeMap::new()).is_ok());
+    }
 
     #[test]
     fn paths_are_normalised_without_the_file_system() {
