@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::path::{Path, PathBuf};
 
 /// The largest database read (a project of thousands of units writes a few
@@ -190,7 +192,10 @@ fn parse_counting(
 /// JSON path).
 type Namer = Box<dyn Fn(usize) -> String>;
 
-/// [`parse_counting`], counting what it keeps in `kept`.
+/// [`parse_counting`], counting what it keeps in `kept`. The JSON is read
+/// as a stream (no tree of it is built): each entry is made as soon as it
+/// is read, so that only one entry's words are held at a time, and only
+/// the strings of the fields op2 import reads are kept.
 fn parse_kept(
     path: &Path,
     base: &Path,
@@ -199,110 +204,385 @@ fn parse_kept(
     kept: &mut Kept,
 ) -> Result<Database, String> {
     let shown = path.display();
-    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
-        format!(
-            "{shown}:{}:{}: not a compilation database: {e}",
-            e.line(),
-            e.column()
-        )
-    })?;
     let at = |json_path: &str, what: String| format!("{shown}: `{json_path}`: {what}");
-    let serde_json::Value::Array(items) = value else {
-        return Err(at("", "expected an array of entries".to_owned()));
-    };
-    let mut entries = Vec::with_capacity(items.len());
-    for (index, item) in items.iter().enumerate() {
-        *steps += 1;
-        let serde_json::Value::Object(object) = item else {
+    let mut entries = Vec::new();
+    let mut stopped = None;
+    let make = |index: usize, raw: Option<RawEntry>, steps: &mut usize| -> Result<(), String> {
+        let Some(raw) = raw else {
             return Err(at(&format!("[{index}]"), "expected an object".to_owned()));
         };
-        let string = |key: &str| -> Result<Option<&str>, String> {
-            match object.get(key) {
+        // Counted as kept too: an entry's own record.
+        kept.take(size_of::<Entry>())
+            .map_err(|why| at(&format!("[{index}]"), why))?;
+        let entry = make_entry(index, raw, base, steps, kept).map_err(|(p, why)| at(&p, why))?;
+        entries.push(entry);
+        Ok(())
+    };
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let read = DatabaseSeed {
+        steps,
+        make,
+        stopped: &mut stopped,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|array| deserializer.end().map(|()| array));
+    match read {
+        Ok(true) => Ok(Database {
+            path: path.to_owned(),
+            entries,
+        }),
+        Ok(false) => Err(at("", "expected an array of entries".to_owned())),
+        Err(e) => Err(stopped.unwrap_or_else(|| {
+            format!(
+                "{shown}:{}:{}: not a compilation database: {e}",
+                e.line(),
+                e.column()
+            )
+        })),
+    }
+}
+
+/// The entry `index` of the database from its fields as read, or the JSON
+/// path and what is wrong there.
+fn make_entry(
+    index: usize,
+    raw: RawEntry,
+    base: &Path,
+    steps: &mut usize,
+    kept: &mut Kept,
+) -> Result<Entry, (String, String)> {
+    let string =
+        |key: &str, value: Option<Option<String>>| -> Result<Option<String>, (String, String)> {
+            match value {
                 None => Ok(None),
-                Some(serde_json::Value::String(s)) => Ok(Some(s.as_str())),
-                Some(_) => Err(at(
-                    &format!("[{index}].{key}"),
-                    "expected a string".to_owned(),
-                )),
+                Some(Some(s)) => Ok(Some(s)),
+                Some(None) => Err((format!("[{index}].{key}"), "expected a string".to_owned())),
             }
         };
-        let required = |key: &str| -> Result<&str, String> {
-            string(key)?.ok_or_else(|| at(&format!("[{index}]"), format!("no `{key}`")))
-        };
-        let directory = kept
-            .join(base, required("directory")?)
-            .map_err(|why| at(&format!("[{index}].directory"), why))?;
-        let file = kept
-            .join(&directory, required("file")?)
-            .map_err(|why| at(&format!("[{index}].file"), why))?;
-        let too_many = || format!("more than {MAX_WORDS} words, which op2 import does not read");
-        // The words, and how each is named in an error (by its index).
-        let split_words: Vec<String>;
-        let (words, name, json_path): (Vec<&str>, Namer, &str) = match object.get("arguments") {
-            Some(serde_json::Value::Array(arguments)) => {
-                if arguments.len() > MAX_WORDS {
-                    return Err(at(&format!("[{index}].arguments"), too_many()));
-                }
-                let mut words = Vec::with_capacity(arguments.len());
-                for (i, argument) in arguments.iter().enumerate() {
-                    *steps += 1;
-                    let serde_json::Value::String(word) = argument else {
-                        return Err(at(
-                            &format!("[{index}].arguments[{i}]"),
-                            "expected a string".to_owned(),
-                        ));
-                    };
-                    words.push(word.as_str());
-                }
-                (
-                    words,
-                    Box::new(move |i| format!("[{index}].arguments[{i}]")),
-                    "arguments",
-                )
-            }
-            Some(_) => {
-                return Err(at(
-                    &format!("[{index}].arguments"),
-                    "expected an array of strings".to_owned(),
-                ));
-            }
-            None => {
-                let command = string("command")?.ok_or_else(|| {
-                    at(
-                        &format!("[{index}]"),
-                        "neither `arguments` nor `command`".to_owned(),
-                    )
-                })?;
-                let json_path = format!("[{index}].command");
-                split_words = split_within(command, MAX_WORDS, steps)
-                    .map_err(|why| at(&json_path, why))?
-                    .ok_or_else(|| at(&json_path, too_many()))?;
-                (
-                    split_words.iter().map(String::as_str).collect(),
-                    Box::new(move |i| format!("[{index}].command (word {})", i + 1)),
-                    "command",
-                )
-            }
-        };
-        if words.is_empty() {
-            return Err(at(
-                &format!("[{index}].{json_path}"),
-                "empty: no compiler named".to_owned(),
+    let required = |key: &str, value: Option<Option<String>>| -> Result<String, (String, String)> {
+        string(key, value)?.ok_or_else(|| (format!("[{index}]"), format!("no `{key}`")))
+    };
+    let directory = required("directory", raw.directory)?;
+    let file = required("file", raw.file)?;
+    let directory = kept
+        .join(base, &directory)
+        .map_err(|why| (format!("[{index}].directory"), why))?;
+    let file = kept
+        .join(&directory, &file)
+        .map_err(|why| (format!("[{index}].file"), why))?;
+    let too_many = || format!("more than {MAX_WORDS} words, which op2 import does not read");
+    let (words, name, json_path): (Vec<String>, Namer, &str) = match raw.arguments {
+        Some(Arguments::Words(words)) => (
+            words,
+            Box::new(move |i| format!("[{index}].arguments[{i}]")),
+            "arguments",
+        ),
+        Some(Arguments::NotString(i)) => {
+            return Err((
+                format!("[{index}].arguments[{i}]"),
+                "expected a string".to_owned(),
             ));
         }
-        let flags = flags(&words, &*name, &directory, steps, kept)
-            .map_err(|(json_path, why)| at(&json_path, why))?;
-        entries.push(Entry {
-            index,
-            file,
-            directory,
-            flags,
-        });
+        Some(Arguments::TooMany) => return Err((format!("[{index}].arguments"), too_many())),
+        Some(Arguments::NotArray) => {
+            return Err((
+                format!("[{index}].arguments"),
+                "expected an array of strings".to_owned(),
+            ));
+        }
+        None => {
+            let command = string("command", raw.command)?.ok_or_else(|| {
+                (
+                    format!("[{index}]"),
+                    "neither `arguments` nor `command`".to_owned(),
+                )
+            })?;
+            let json_path = format!("[{index}].command");
+            let words = split_within(&command, MAX_WORDS, steps)
+                .map_err(|why| (json_path.clone(), why))?
+                .ok_or_else(|| (json_path.clone(), too_many()))?;
+            (
+                words,
+                Box::new(move |i| format!("[{index}].command (word {})", i + 1)),
+                "command",
+            )
+        }
+    };
+    if words.is_empty() {
+        return Err((
+            format!("[{index}].{json_path}"),
+            "empty: no compiler named".to_owned(),
+        ));
     }
-    Ok(Database {
-        path: path.to_owned(),
-        entries,
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let flags = flags(&words, &*name, &directory, steps, kept)?;
+    Ok(Entry {
+        index,
+        file,
+        directory,
+        flags,
     })
+}
+
+/// A JSON value read as a string, or `None` when it is another value
+/// (skipped, whatever its size, without being kept).
+struct MaybeString;
+
+impl<'de> DeserializeSeed<'de> for MaybeString {
+    type Value = Option<String>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+/// The `visit_…` methods of a visitor whose answer is `$other` for every
+/// JSON value but those it defines itself (arrays and objects are skipped).
+macro_rules! otherwise {
+    ($other:expr) => {
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+    };
+}
+
+/// Skips the rest of an array.
+fn skip_seq<'de, A: SeqAccess<'de>>(mut seq: A) -> Result<(), A::Error> {
+    while seq.next_element::<IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+/// Skips the rest of an object.
+fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
+    while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+    Ok(())
+}
+
+impl<'de> Visitor<'de> for MaybeString {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    otherwise!(None);
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        skip_seq(seq)?;
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        skip_map(map)?;
+        Ok(None)
+    }
+}
+
+/// An entry's `arguments`, as read.
+enum Arguments {
+    /// Its words, at most [`MAX_WORDS`].
+    Words(Vec<String>),
+    /// Not an array.
+    NotArray,
+    /// The index of its first element that is not a string.
+    NotString(usize),
+    /// More than [`MAX_WORDS`] elements (those past it are skipped).
+    TooMany,
+}
+
+/// Reads an entry's `arguments`, adding to `steps` one for each element.
+struct ArgumentsSeed<'s> {
+    steps: &'s mut usize,
+}
+
+impl<'de> DeserializeSeed<'de> for ArgumentsSeed<'_> {
+    type Value = Arguments;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ArgumentsSeed<'_> {
+    type Value = Arguments;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    otherwise!(Arguments::NotArray);
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(Arguments::NotArray)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        skip_map(map)?;
+        Ok(Arguments::NotArray)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut words = Vec::new();
+        let mut i = 0;
+        while let Some(word) = seq.next_element_seed(MaybeString)? {
+            *self.steps += 1;
+            let answer = match word {
+                None => Arguments::NotString(i),
+                Some(_) if i >= MAX_WORDS => Arguments::TooMany,
+                Some(word) => {
+                    words.push(word);
+                    i += 1;
+                    continue;
+                }
+            };
+            skip_seq(seq)?;
+            return Ok(answer);
+        }
+        Ok(Arguments::Words(words))
+    }
+}
+
+/// An entry's fields that op2 import reads, as read: `None` when absent,
+/// `Some(None)` when not a string.
+#[derive(Default)]
+struct RawEntry {
+    directory: Option<Option<String>>,
+    file: Option<Option<String>>,
+    command: Option<Option<String>>,
+    arguments: Option<Arguments>,
+}
+
+/// Reads an entry: `None` when it is not an object.
+struct EntrySeed<'s> {
+    steps: &'s mut usize,
+}
+
+impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
+    type Value = Option<RawEntry>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntrySeed<'_> {
+    type Value = Option<RawEntry>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    otherwise!(None);
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        skip_seq(seq)?;
+        Ok(None)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut entry = RawEntry::default();
+        // A key given twice: the last is taken, as a JSON object keeps it.
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "directory" => entry.directory = Some(map.next_value_seed(MaybeString)?),
+                "file" => entry.file = Some(map.next_value_seed(MaybeString)?),
+                "command" => entry.command = Some(map.next_value_seed(MaybeString)?),
+                "arguments" => {
+                    entry.arguments = Some(map.next_value_seed(ArgumentsSeed {
+                        steps: &mut *self.steps,
+                    })?);
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some(entry))
+    }
+}
+
+/// Reads the database's array, making each entry as soon as it is read
+/// (`make`, given `None` for one that is not an object), so that only one
+/// entry's words are held at a time. `Ok(false)` when the database is not
+/// an array; an error of `make` is kept in `stopped`, and the reading
+/// stopped.
+struct DatabaseSeed<'s, F> {
+    steps: &'s mut usize,
+    make: F,
+    stopped: &'s mut Option<String>,
+}
+
+impl<'de, F: FnMut(usize, Option<RawEntry>, &mut usize) -> Result<(), String>> DeserializeSeed<'de>
+    for DatabaseSeed<'_, F>
+{
+    type Value = bool;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de, F: FnMut(usize, Option<RawEntry>, &mut usize) -> Result<(), String>> Visitor<'de>
+    for DatabaseSeed<'_, F>
+{
+    type Value = bool;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    otherwise!(false);
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(false)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        skip_map(map)?;
+        Ok(false)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut index = 0;
+        loop {
+            let Some(entry) = seq.next_element_seed(EntrySeed {
+                steps: &mut *self.steps,
+            })?
+            else {
+                return Ok(true);
+            };
+            *self.steps += 1;
+            if let Err(why) = (self.make)(index, entry, self.steps) {
+                *self.stopped = Some(why);
+                return Err(de::Error::custom("stopped"));
+            }
+            index += 1;
+        }
+    }
 }
 
 /// The words of `command` as a POSIX shell splits them: blanks separate,
@@ -698,7 +978,8 @@ mod tests {
         let directory = directory.len() + KEPT_OVERHEAD;
         let file = directory + 1 + "other.cpp".len();
         let each = directory + 2;
-        let taken = (MAX_KEPT_BYTES - directory - file) / each;
+        let record = size_of::<Entry>() + KEPT_OVERHEAD;
+        let taken = (MAX_KEPT_BYTES - record - directory - file) / each;
         assert_eq!(
             error,
             format!(

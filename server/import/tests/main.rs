@@ -6,3 +6,4 @@
 
 mod apps;
 mod database;
+mod database_memory;
