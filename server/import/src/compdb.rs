@@ -337,9 +337,13 @@ impl<'de> DeserializeSeed<'de> for MaybeString {
 }
 
 /// The `visit_…` methods of a visitor whose answer is `$other` for every
-/// JSON value but those it defines itself (arrays and objects are skipped).
+/// JSON value but those it defines itself (arrays and objects are skipped),
+/// strings too with `str`.
 macro_rules! otherwise {
     ($other:expr) => {
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
         fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
             Ok($other)
         }
@@ -353,6 +357,12 @@ macro_rules! otherwise {
             Ok($other)
         }
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok($other)
+        }
+    };
+    ($other:expr, str) => {
+        otherwise!($other);
+        fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
             Ok($other)
         }
     };
@@ -372,10 +382,6 @@ fn skip_map<'de, A: MapAccess<'de>>(mut map: A) -> Result<(), A::Error> {
 
 impl<'de> Visitor<'de> for MaybeString {
     type Value = Option<String>;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
 
     otherwise!(None);
 
@@ -426,15 +432,7 @@ impl<'de> DeserializeSeed<'de> for ArgumentsSeed<'_> {
 impl<'de> Visitor<'de> for ArgumentsSeed<'_> {
     type Value = Arguments;
 
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    otherwise!(Arguments::NotArray);
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(Arguments::NotArray)
-    }
+    otherwise!(Arguments::NotArray, str);
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         skip_map(map)?;
@@ -488,15 +486,7 @@ impl<'de> DeserializeSeed<'de> for EntrySeed<'_> {
 impl<'de> Visitor<'de> for EntrySeed<'_> {
     type Value = Option<RawEntry>;
 
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    otherwise!(None);
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    otherwise!(None, str);
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         skip_seq(seq)?;
@@ -551,15 +541,7 @@ impl<'de, F: FnMut(usize, Option<RawEntry>, &mut usize) -> Result<(), String>> V
 {
     type Value = bool;
 
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("a JSON value")
-    }
-
-    otherwise!(false);
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(false)
-    }
+    otherwise!(false, str);
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
         skip_map(map)?;
