@@ -361,3 +361,153 @@ fn airfoil_on_threads_agrees_with_one_thread() {
         &differences[..differences.len().min(3)]
     );
 }
+
+/// The peak of this process's address space (`VmPeak`), in bytes.
+fn address_space_peak() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
+    let kib = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmPeak:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .expect("VmPeak");
+    kib * 1024
+}
+
+/// A loop that reduces globals over many blocks holds a bounded amount of
+/// partials, whatever the number of blocks: 16,384 blocks reducing 64
+/// globals of `double[16]` (8 KiB together) once took a partial per block,
+/// 128 MiB (and 8 GiB for a `double[16384]` over 2^24 elements, which
+/// aborted). The test runs itself again as a child process, alone (the
+/// address space's peak is the process's) with one malloc arena, where
+/// after a warm-up run the loop may grow the peak by 32 MiB at most; and
+/// gives the sequential engine's output.
+#[test]
+fn reducing_globals_over_many_blocks_holds_bounded_partials() {
+    const CHILD: &str = "OP2_THREADS_BOUNDED_PARTIALS_CHILD";
+    const NAME: &str = "threads::reducing_globals_over_many_blocks_holds_bounded_partials";
+    if std::env::var_os(CHILD).is_none() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let output = std::process::Command::new(exe)
+            .args(["--exact", NAME, "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            // One malloc arena for every thread (glibc): a thread's first
+            // allocation would otherwise reserve an arena of 64 MiB or more
+            // of address space, at a moment the scheduler decides.
+            .env("MALLOC_ARENA_MAX", "1")
+            .output()
+            .expect("runs the child");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        eprintln!("{stderr}");
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "the child failed ({}):\n{stdout}\n{stderr}",
+            output.status
+        );
+        return;
+    }
+    let globals = 64;
+    let mut text = String::from("set cells;\n");
+    for g in 0..globals {
+        let _ = writeln!(text, "global g{g}: double[16];");
+    }
+    let params: Vec<String> = (0..globals).map(|g| format!("double *g{g}")).collect();
+    let _ = writeln!(text, "kernel k({}) {{", params.join(", "));
+    for g in 0..globals {
+        let _ = writeln!(text, "    g{g}[{}] += 1.0;", g % 16);
+    }
+    let args: Vec<String> = (0..globals).map(|g| format!("g{g} INC")).collect();
+    let _ = writeln!(
+        text,
+        "}}\nmain {{\n    par_loop k over cells ({});\n    print(\"%.17g %.17g\", g0[0], g{}[{}]);\n}}",
+        args.join(", "),
+        globals - 1,
+        (globals - 1) % 16
+    );
+    let case = |cells: usize| {
+        let json = format!("{{\"sets\": {{\"cells\": {cells}}}}}");
+        load("partials.op2", &text, json.as_bytes())
+    };
+    run(&case(256), 2).expect("the warm-up runs");
+    let cells = 16_384 * 256;
+    let big = case(cells);
+    assert_eq!(plans(&big, 2)[0].blocks, 16_384);
+    let before = address_space_peak();
+    let started = std::time::Instant::now();
+    let (_, two) = run(&big, 2).expect("runs on two threads");
+    let grown = address_space_peak().saturating_sub(before);
+    eprintln!(
+        "the two-thread run grew the address space's peak by {grown} bytes from {before} ({:?})",
+        started.elapsed()
+    );
+    assert!(grown <= 32 << 20, "grew by {grown} bytes");
+    let (_, one) = run(&big, 1).expect("runs on one thread");
+    assert_eq!(two, one);
+    assert_eq!(two.trim_end(), format!("{cells} {cells}"));
+}
+
+/// A fault is reported at the lowest element that faults, as the sequential
+/// engine reports it, even where a later block of an earlier colour faults
+/// too: blocks 0 and 1 share node 0 (colours 0 and 1), block 2 has node 1
+/// (colour 0, with block 0); elements 300 (block 1) and 600 (block 2)
+/// divide by zero. Colour 0 runs first and finds element 600; block 1 is
+/// run after it all the same and its element 300 is the fault. With and
+/// without a reduced global (two ways of running blocks).
+#[test]
+fn a_fault_is_reported_at_the_lowest_faulting_element_on_every_thread_count() {
+    let cells = 3 * 256;
+    let map: Vec<String> = (0..cells)
+        .map(|e| format!("[{}]", usize::from(e >= 512)))
+        .collect();
+    let d: Vec<String> = (0..cells)
+        .map(|e| if e == 300 || e == 600 { "0" } else { "1" }.to_string())
+        .collect();
+    let json = format!(
+        "{{\"sets\": {{\"cells\": {cells}, \"nodes\": 2}}, \"maps\": {{\"m\": [{}]}}, \"dats\": {{\"d\": [{}]}}}}",
+        map.join(","),
+        d.join(",")
+    );
+    for (global, arg) in [("global s: double;", ", s INC"), ("", "")] {
+        let text = format!(
+            "set cells;
+set nodes;
+map m: cells -> nodes[1];
+dat d: int on cells;
+dat y: double on nodes;
+{global}
+kernel k(const int *d, double *y{}) {{
+    int q = 10 / d[0];
+    *y += q;
+    {}
+}}
+main {{
+    par_loop k over cells (d READ, y[m[0]] INC{arg});
+}}
+",
+            if arg.is_empty() { "" } else { ", double *s" },
+            if arg.is_empty() { "" } else { "*s += q;" },
+        );
+        let case = load("fault.op2", &text, json.as_bytes());
+        let plan = &plans(&case, 2)[0];
+        assert_eq!((plan.blocks, plan.colours), (3, 2), "{plan:?}");
+        let sequential = run(&case, 1).expect_err("element 300 divides by zero");
+        assert!(
+            sequential.message.contains("element 300 of `cells`"),
+            "{}",
+            sequential.message
+        );
+        for threads in [2, 3] {
+            let error = run(&case, threads).expect_err("the fault stops the run");
+            assert_eq!(
+                error.message, sequential.message,
+                "{threads} threads {arg:?}"
+            );
+        }
+    }
+}

@@ -323,18 +323,21 @@ impl Native {
                     reductions,
                 },
             )) => {
-                let blocks = elements.div_ceil(plan::BLOCK);
-                let mut partials = parallel::partials(blocks, reductions, memory.globals);
+                let starts: Vec<Vec<u64>> = reductions
+                    .iter()
+                    .map(|r| memory.globals[r.global].clone())
+                    .collect();
                 let result = self
                     .code
                     .bind_memory(&compiled.code, &mut memory)
                     .and_then(|bound| {
-                        parallel::run(pool, &bound, elements, colours, reductions, &mut partials)
+                        parallel::run(pool, &bound, elements, colours, reductions, &starts)
                     });
-                if result.is_ok() {
-                    parallel::finish(&partials, reductions, &mut self.globals);
-                }
-                result
+                result.map(|totals| {
+                    for (r, total) in reductions.iter().zip(totals) {
+                        self.globals[r.global] = total;
+                    }
+                })
             }
             _ => self.code.run(&compiled.code, &mut memory, 0, elements),
         };
