@@ -34,9 +34,12 @@ export const CLIENT_SETTINGS = {
   'op2.server.path': {
     type: 'string',
     default: '',
-    scope: 'machine-overridable',
+    // `machine`: user and remote settings only. A workspace's
+    // .vscode/settings.json (an untrusted repository's) never chooses what
+    // runs; the extension also reads only the user's value (src/extension.ts).
+    scope: 'machine',
     markdownDescription:
-      'Path to the `op2` binary that runs the language server (`op2 lsp`). Empty: the binary bundled with the extension, then `op2` on `PATH`. `~` and `${workspaceFolder}` are expanded; a relative path is taken from the first workspace folder.',
+      'Path to the `op2` binary that runs the language server (`op2 lsp`), from your user (or remote) settings only: a workspace cannot set it. An absolute path, or one starting with `~`; a relative path or a variable such as `${workspaceFolder}` is refused. Empty: the binary bundled with the extension, then `op2` on `PATH`.',
   },
 };
 

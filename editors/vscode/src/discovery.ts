@@ -36,12 +36,13 @@ export interface Missing {
 }
 
 export interface DiscoveryInput {
-  /** The `op2.server.path` setting (empty or undefined: not set). */
+  /**
+   * The `op2.server.path` setting from the user's (or remote machine's)
+   * settings only, never a workspace's (empty or undefined: not set).
+   */
   setting: string | undefined;
   /** The extension's install directory. */
   extensionPath: string;
-  /** The first workspace folder, for relative settings and ${workspaceFolder}. */
-  workspaceFolder: string | undefined;
 }
 
 function pathApi(platform: NodeJS.Platform): path.PlatformPath {
@@ -58,20 +59,25 @@ export function executableNames(host: Pick<DiscoveryHost, 'platform' | 'pathExt'
   return ['op2.exe', ...extensions.filter((e) => e !== '.exe').map((e) => 'op2' + e)];
 }
 
-/** Expands `~` and `${workspaceFolder}`; relative paths are taken from the workspace folder. */
-export function expandSetting(setting: string, host: DiscoveryHost, workspaceFolder: string | undefined): string {
+/**
+ * The setting as an absolute path: `~` is the user's home; anything else must
+ * be absolute. Nothing is resolved against a workspace folder: the folder may
+ * be a repository the user has not read, and a path into it would run its
+ * code (docs/editors.md, "What a workspace can set").
+ */
+export function expandSetting(setting: string, host: DiscoveryHost): { path: string } | { error: string } {
   const p = pathApi(host.platform);
   let value = setting.trim();
-  if (value.includes('${workspaceFolder}')) {
-    value = value.split('${workspaceFolder}').join(workspaceFolder ?? '');
+  if (value.includes('${')) {
+    return { error: 'variables such as ${workspaceFolder} are not expanded; give an absolute path, or one starting with ~' };
   }
   if (value === '~' || value.startsWith('~/') || value.startsWith('~\\')) {
     value = p.join(host.homedir, value.slice(1));
   }
-  if (!p.isAbsolute(value) && workspaceFolder) {
-    value = p.join(workspaceFolder, value);
+  if (!p.isAbsolute(value)) {
+    return { error: 'it is a relative path; give an absolute path, or one starting with ~' };
   }
-  return p.normalize(value);
+  return { path: p.normalize(value) };
 }
 
 /** The bundled binary's path inside the extension. */
@@ -88,7 +94,16 @@ export function findServer(input: DiscoveryInput, host: DiscoveryHost): Found | 
   const p = pathApi(host.platform);
   const setting = input.setting?.trim() ?? '';
   if (setting.length > 0) {
-    const expanded = expandSetting(setting, host, input.workspaceFolder);
+    const expansion = expandSetting(setting, host);
+    if ('error' in expansion) {
+      return {
+        kind: 'missing',
+        badSetting: true,
+        tried: [],
+        message: `op2.server.path is set to "${setting}", which is not used: ${expansion.error}. Fix the setting in your user settings, or clear it to use the bundled server or \`op2\` on PATH.`,
+      };
+    }
+    const expanded = expansion.path;
     if (host.isExecutable(expanded)) return { kind: 'found', path: expanded, source: 'setting' };
     return {
       kind: 'missing',
@@ -103,10 +118,15 @@ export function findServer(input: DiscoveryInput, host: DiscoveryHost): Found | 
   host.prepareBundled?.(bundled);
   if (host.isExecutable(bundled)) return { kind: 'found', path: bundled, source: 'bundled' };
   const delimiter = host.platform === 'win32' ? ';' : ':';
-  const dirs = (host.pathEnv ?? '').split(delimiter).filter((d) => d.length > 0);
+  // A relative entry (`.`, `bin`) would be taken from the extension host's
+  // working directory, which may be the workspace: such entries are skipped.
+  const dirs = (host.pathEnv ?? '')
+    .split(delimiter)
+    .map((d) => d.replace(/^"(.*)"$/, '$1'))
+    .filter((d) => d.length > 0 && p.isAbsolute(d));
   for (const dir of dirs) {
     for (const name of executableNames(host)) {
-      const candidate = p.join(dir.replace(/^"(.*)"$/, '$1'), name);
+      const candidate = p.join(dir, name);
       tried.push(candidate);
       if (host.isExecutable(candidate)) return { kind: 'found', path: candidate, source: 'path' };
     }

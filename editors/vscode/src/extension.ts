@@ -54,6 +54,19 @@ interface Imported {
 
 const IDENTIFIER = /[A-Za-z_][A-Za-z0-9_]*/;
 
+/**
+ * `op2.server.path` from the user's (or the remote machine's) settings only.
+ * The setting is machine-scoped, so VS Code should never hand over a
+ * workspace's value; this reads the user's value by name anyway, so that a
+ * repository's `.vscode/settings.json` can never choose what the extension
+ * runs, whatever the VS Code version and whether or not the folder is trusted.
+ */
+export function serverPathSetting(config: vscode.WorkspaceConfiguration): string {
+  const value = config.inspect<unknown>('server.path');
+  const chosen = value?.globalValue ?? value?.defaultValue;
+  return typeof chosen === 'string' ? chosen : '';
+}
+
 /** Everything the extension holds while active. */
 export class Op2Extension implements vscode.Disposable {
   client: LanguageClient | undefined;
@@ -141,11 +154,7 @@ export class Op2Extension implements vscode.Disposable {
   }
 
   private async startClient(): Promise<void> {
-    const folder = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
-    const found = findServer(
-      { setting: this.config().get<string>('server.path', ''), extensionPath: this.context.extensionPath, workspaceFolder: folder },
-      this.host,
-    );
+    const found = findServer({ setting: serverPathSetting(this.config()), extensionPath: this.context.extensionPath }, this.host);
     if (found.kind === 'missing') {
       this.serverPath = undefined;
       this.setState('missing');

@@ -92,9 +92,9 @@ describe('activation', () => {
   });
 
   it('prefers the setting, then the bundled binary', async () => {
-    mock.settings['op2.server.path'] = '${workspaceFolder}/target/debug/op2';
-    extension = await activate(context(), host(['/work/proj/target/debug/op2', '/ext/op2/server/op2', '/usr/bin/op2']));
-    assert.equal(clients()[0].serverOptions.run.command, '/work/proj/target/debug/op2');
+    mock.settings['op2.server.path'] = '/opt/op2/bin/op2';
+    extension = await activate(context(), host(['/opt/op2/bin/op2', '/ext/op2/server/op2', '/usr/bin/op2']));
+    assert.equal(clients()[0].serverOptions.run.command, '/opt/op2/bin/op2');
     await deactivate();
     extension.dispose();
     vs.__reset();
@@ -119,6 +119,40 @@ describe('activation', () => {
     assert.match(mock.statusItems[0].text, /not found/);
     assert.equal(mock.statusItems[0].severity, vscode.LanguageStatusSeverity.Error);
     assert.ok(mock.outputChannels[0].lines.some((l: string) => l.includes('/ext/op2/server/op2')));
+  });
+
+  it('never runs op2.server.path from the workspace settings, which an opened repository ships', async () => {
+    // A repository's .vscode/settings.json with {"op2.server.path": "tools/op2"}
+    // and an executable tools/op2: the repository's binary must not run, even
+    // if a VS Code version hands the workspace value over.
+    for (const value of ['tools/op2', '/work/proj/tools/op2', '${workspaceFolder}/tools/op2']) {
+      await deactivate();
+      extension?.dispose();
+      vs.__reset();
+      lc.__reset();
+      vs.workspace.workspaceFolders = [{ uri: vscode.Uri.file('/work/proj'), name: 'proj', index: 0 }];
+      mock.workspaceSettings['op2.server.path'] = value;
+      extension = await activate(context(), host(['/work/proj/tools/op2', '/usr/bin/op2', '/opt/op2']));
+      assert.equal(clients().length, 1, value);
+      assert.equal(clients()[0].serverOptions.run.command, '/usr/bin/op2', value);
+      assert.equal(clients()[0].serverOptions.debug.command, '/usr/bin/op2', value);
+      assert.deepEqual(mock.messages, [], value);
+    }
+    // Nor when the workspace value changes while the server runs.
+    await vs.__changeSettings({ 'op2.server.path': '/work/proj/tools/op2' }, 'workspace');
+    assert.ok(clients().every((c: any) => c.serverOptions.run.command === '/usr/bin/op2'));
+    // The user's own setting still wins over PATH.
+    await vs.__changeSettings({ 'op2.server.path': '/opt/op2' });
+    assert.equal(clients().at(-1).serverOptions.run.command, '/opt/op2');
+    assert.equal(extension?.state, 'running');
+  });
+
+  it('refuses a relative op2.server.path in the user settings, saying why', async () => {
+    mock.settings['op2.server.path'] = 'target/debug/op2';
+    extension = await activate(context(), host(['/work/proj/target/debug/op2', '/home/ada/target/debug/op2', '/usr/bin/op2']));
+    assert.equal(clients().length, 0);
+    assert.equal(extension.state, 'missing');
+    assert.match(mock.messages[0].message, /op2\.server\.path is set to "target\/debug\/op2", which is not used: it is a relative path/);
   });
 
   it('names the bad path when op2.server.path points nowhere', async () => {

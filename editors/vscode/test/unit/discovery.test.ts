@@ -16,7 +16,7 @@ function host(executables: string[], overrides: Partial<DiscoveryHost> = {}): Di
   };
 }
 
-const input = { setting: '', extensionPath: '/ext/op2', workspaceFolder: '/work/proj' };
+const input = { setting: '', extensionPath: '/ext/op2' };
 
 describe('findServer', () => {
   it('uses op2.server.path when it points at an executable', () => {
@@ -24,20 +24,29 @@ describe('findServer', () => {
     assert.deepEqual(found, { kind: 'found', path: '/opt/op2/bin/op2', source: 'setting' });
   });
 
-  it('expands ~, ${workspaceFolder} and relative settings', () => {
-    const h = host(['/home/ada/.cargo/bin/op2', '/work/proj/target/debug/op2']);
-    assert.equal(findServer({ ...input, setting: '~/.cargo/bin/op2' }, h).kind, 'found');
-    assert.deepEqual(findServer({ ...input, setting: '${workspaceFolder}/target/debug/op2' }, h), {
-      kind: 'found',
-      path: '/work/proj/target/debug/op2',
-      source: 'setting',
-    });
-    assert.deepEqual(findServer({ ...input, setting: 'target/debug/op2' }, h), {
-      kind: 'found',
-      path: '/work/proj/target/debug/op2',
-      source: 'setting',
-    });
-    assert.equal(expandSetting('  ./a/../op2 ', h, '/w'), '/w/op2');
+  it('expands ~, and refuses ${workspaceFolder} and relative settings without resolving them in the workspace', () => {
+    // A path into the workspace would run a binary the opened repository ships.
+    const h = host(['/home/ada/.cargo/bin/op2', '/work/proj/target/debug/op2', '/ext/op2/server/op2', '/usr/bin/op2']);
+    assert.deepEqual(findServer({ ...input, setting: '~/.cargo/bin/op2' }, h), { kind: 'found', path: '/home/ada/.cargo/bin/op2', source: 'setting' });
+    for (const setting of ['${workspaceFolder}/target/debug/op2', 'target/debug/op2', './op2', '${userHome}/op2']) {
+      const found = findServer({ ...input, setting }, h);
+      assert.equal(found.kind, 'missing', setting);
+      if (found.kind !== 'missing') return;
+      assert.equal(found.badSetting, true);
+      assert.deepEqual(found.tried, [], `${setting}: nothing is looked at`);
+      assert.match(found.message, /absolute path, or one starting with ~/);
+      assert.ok(found.message.includes(setting), found.message);
+    }
+    assert.deepEqual(expandSetting('  /a/../op2 ', h), { path: '/op2' });
+    assert.ok('error' in expandSetting('a/../op2', h));
+  });
+
+  it('skips relative PATH entries, which would be taken from the working directory', () => {
+    const found = findServer(input, host(['op2', 'bin/op2', '/usr/bin/op2'], { pathEnv: '.:bin::/usr/bin' }));
+    assert.deepEqual(found, { kind: 'found', path: '/usr/bin/op2', source: 'path' });
+    const none = findServer(input, host(['op2'], { pathEnv: '.' }));
+    assert.equal(none.kind, 'missing');
+    if (none.kind === 'missing') assert.deepEqual(none.tried, ['/ext/op2/server/op2']);
   });
 
   it('does not fall back when the setting points nowhere, and says which path it tried', () => {
@@ -81,9 +90,9 @@ describe('findServer', () => {
 
   it('finds op2.exe on Windows through PATH and PATHEXT', () => {
     const h = host(['C:\\tools\\op2.exe'], { platform: 'win32', pathEnv: 'C:\\Windows;"C:\\tools"', homedir: 'C:\\Users\\ada' });
-    const found = findServer({ setting: '', extensionPath: 'C:\\ext', workspaceFolder: undefined }, h);
+    const found = findServer({ setting: '', extensionPath: 'C:\\ext' }, h);
     assert.deepEqual(found, { kind: 'found', path: 'C:\\tools\\op2.exe', source: 'path' });
-    assert.deepEqual(findServer({ setting: '', extensionPath: 'C:\\ext', workspaceFolder: undefined }, host(['C:\\ext\\server\\op2.exe'], { platform: 'win32' })), {
+    assert.deepEqual(findServer({ setting: '', extensionPath: 'C:\\ext' }, host(['C:\\ext\\server\\op2.exe'], { platform: 'win32' })), {
       kind: 'found',
       path: 'C:\\ext\\server\\op2.exe',
       source: 'bundled',

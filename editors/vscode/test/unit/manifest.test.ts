@@ -5,6 +5,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
+import { SERVER_SETTINGS } from '../../src/settings';
+
 const root = join(__dirname, '..', '..', '..');
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const json = (file: string) => JSON.parse(readFileSync(join(root, file), 'utf8'));
@@ -56,6 +58,26 @@ describe('manifest', () => {
     for (const rule of config.onEnterRules) {
       new RegExp(rule.beforeText);
       if (rule.afterText) new RegExp(rule.afterText);
+    }
+  });
+
+  it('lets no workspace choose the binary the extension runs (workspace trust)', () => {
+    // A repository's .vscode/settings.json must not set op2.server.path:
+    // `machine` scope keeps it to user and remote settings, and Restricted
+    // Mode ignores it in a workspace too.
+    const properties = manifest.contributes.configuration.properties;
+    assert.equal(properties['op2.server.path'].scope, 'machine');
+    const untrusted = manifest.capabilities?.untrustedWorkspaces;
+    assert.equal(untrusted?.supported, 'limited');
+    assert.match(untrusted.description, /op2\.server\.path/);
+    assert.deepEqual(untrusted.restrictedConfigurations, ['op2.server.path']);
+    assert.equal(manifest.capabilities.virtualWorkspaces, false);
+    // Every other setting is the server's (sent to it as data, which it
+    // treats as untrusted); a new setting the extension itself reads must
+    // be added here, with a scope chosen for it.
+    const server = new Set(SERVER_SETTINGS.map((s) => s.key));
+    for (const key of Object.keys(properties)) {
+      assert.ok(key === 'op2.server.path' || server.has(key), `${key}: a client setting without a trust decision`);
     }
   });
 

@@ -92,7 +92,10 @@ function reset() {
   mock.outputChannels = [];
   mock.statusItems = [];
   mock.statusBarMessages = [];
+  // User settings, and the values a workspace's .vscode/settings.json gives
+  // (which win in `get`, as in VS Code for a setting a workspace may set).
   mock.settings = {};
+  mock.workspaceSettings = {};
   mock.configurationListeners = [];
   mock.contentProviders = new Map();
   mock.shownDocuments = [];
@@ -221,10 +224,25 @@ const vscode = {
       return {
         get(key, defaultValue) {
           const full = section ? `${section}.${key}` : key;
+          if (Object.prototype.hasOwnProperty.call(mock.workspaceSettings, full)) return mock.workspaceSettings[full];
           return Object.prototype.hasOwnProperty.call(mock.settings, full) ? mock.settings[full] : defaultValue;
         },
         has(key) {
-          return Object.prototype.hasOwnProperty.call(mock.settings, section ? `${section}.${key}` : key);
+          const full = section ? `${section}.${key}` : key;
+          return Object.prototype.hasOwnProperty.call(mock.settings, full) || Object.prototype.hasOwnProperty.call(mock.workspaceSettings, full);
+        },
+        inspect(key) {
+          const full = section ? `${section}.${key}` : key;
+          const own = (layer) => (Object.prototype.hasOwnProperty.call(layer, full) ? layer[full] : undefined);
+          const manifest = require(nodePath.join(__dirname, '..', '..', '..', 'package.json'));
+          const declared = manifest.contributes.configuration.properties[full];
+          return {
+            key: full,
+            defaultValue: declared ? declared.default : undefined,
+            globalValue: own(mock.settings),
+            workspaceValue: own(mock.workspaceSettings),
+            workspaceFolderValue: own(mock.workspaceSettings),
+          };
         },
       };
     },
@@ -260,8 +278,8 @@ const vscode = {
   __reset: reset,
   __textDocument: textDocument,
   /** Fires onDidChangeConfiguration for the given changed keys; resolves when the listeners have. */
-  async __changeSettings(changes) {
-    Object.assign(mock.settings, changes);
+  async __changeSettings(changes, target = 'user') {
+    Object.assign(target === 'workspace' ? mock.workspaceSettings : mock.settings, changes);
     const keys = Object.keys(changes);
     const event = {
       affectsConfiguration: (section) => keys.some((k) => k === section || k.startsWith(section + '.')),
