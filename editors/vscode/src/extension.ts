@@ -73,6 +73,8 @@ export class Op2Extension implements vscode.Disposable {
   state: ServerState = 'stopped';
   lastBuild: BuildReport | undefined;
   serverPath: string | undefined;
+  /** The user's `op2.server.path` the last start used. */
+  private serverSetting: string | undefined;
   readonly output: vscode.OutputChannel;
   readonly status: vscode.LanguageStatusItem;
   private readonly deviceTypes = new Map<string, string>();
@@ -154,7 +156,8 @@ export class Op2Extension implements vscode.Disposable {
   }
 
   private async startClient(): Promise<void> {
-    const found = findServer({ setting: serverPathSetting(this.config()), extensionPath: this.context.extensionPath }, this.host);
+    this.serverSetting = serverPathSetting(this.config());
+    const found = findServer({ setting: this.serverSetting, extensionPath: this.context.extensionPath }, this.host);
     if (found.kind === 'missing') {
       this.serverPath = undefined;
       this.setState('missing');
@@ -261,7 +264,8 @@ export class Op2Extension implements vscode.Disposable {
   }
 
   private async onConfigurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
-    if (event.affectsConfiguration('op2.server.path')) {
+    // A change of the workspace's value, which is never used, restarts nothing.
+    if (event.affectsConfiguration('op2.server.path') && serverPathSetting(this.config()) !== this.serverSetting) {
       await this.restart();
       return;
     }
