@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use codespan_reporting::term::termcolor::{self, Color, ColorSpec, StandardStream, WriteColor};
 use op2_analysis::{Analyser, Loader, Options};
-use op2_codegen::output::{BuildFailure, build_with_fan_limit};
+use op2_codegen::output::{BuildFailure, Links, build_with_links};
 use op2_instance::{InstanceError, TerminalProgress};
 use op2_syntax::{Encoding, Severity};
 
@@ -73,18 +73,25 @@ fn build(
         )?;
         return Ok(Outcome::Errors);
     }
-    let path = output.map_or_else(|| default_output(file), Path::to_path_buf);
+    // A name op2 derives itself is never written through a symbolic link:
+    // the repository may ship one leading anywhere. A name the user gives
+    // with `-o` is the user's choice, link included.
+    let (path, links) = match output {
+        Some(output) => (output.to_path_buf(), Links::Follow),
+        None => (default_output(file), Links::Refuse),
+    };
     if let Some(instance_path) = instance {
         crate::source::check_instance(instance_path)?;
     }
     // The same build the editor runs on save.
     let mut progress = TerminalProgress::stderr();
-    let result = build_with_fan_limit(
+    let result = build_with_links(
         &analysis,
         &op2_codegen::graph_id(file),
         fan_limit,
         instance,
         &path,
+        links,
         &mut *progress,
     );
     let instance_path = instance.unwrap_or(Path::new(""));

@@ -44,13 +44,22 @@ pub fn man(directory: Option<&Path>) -> Result<Outcome> {
             .bin_name(format!("op2 {}", sub.get_name()));
         pages.push((format!("op2-{}", sub.get_name()), page));
     }
+    // The pages' names are op2's own: a symbolic link at one is refused
+    // (it may lead anywhere), and checked for every page before any is
+    // written.
+    let links = op2_codegen::output::Links::Refuse;
+    for (name, _) in &pages {
+        let path = directory.join(format!("{name}.1"));
+        op2_codegen::output::write_target_with(&path, links)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
     for (name, page) in pages {
         let mut roff = Vec::new();
         clap_mangen::Man::new(page)
             .title(name.clone())
             .render(&mut roff)?;
         let path = directory.join(format!("{name}.1"));
-        op2_codegen::output::write_file_atomically(&path, ascii_roff(&roff).as_bytes())
+        op2_codegen::output::write_file_atomically_with(&path, links, ascii_roff(&roff).as_bytes())
             .with_context(|| format!("cannot write `{}`", path.display()))?;
     }
     Ok(Outcome::Success)

@@ -84,6 +84,26 @@ fn man_prints_the_page_or_writes_one_per_command() {
     }
     let simulate = std::fs::read_to_string(scratch.path("man1/op2-simulate.1")).expect("read");
     assert!(simulate.contains("atol \\(mu"), "{simulate}");
+    // The pages' names are op2's own: a symbolic link at one is refused,
+    // and no page is written.
+    #[cfg(unix)]
+    {
+        std::fs::create_dir(scratch.path("linked")).expect("created");
+        scratch.file("secret", "SECRET\n");
+        std::os::unix::fs::symlink("../secret", scratch.path("linked/op2-fmt.1")).expect("linked");
+        scratch
+            .op2(&["man", "--out-dir", "linked"])
+            .assert()
+            .code(2)
+            .stderr(contains(
+                "cannot write `linked/op2-fmt.1`: it is a symbolic link",
+            ));
+        assert_eq!(
+            std::fs::read_to_string(scratch.path("secret")).expect("read"),
+            "SECRET\n"
+        );
+        assert!(!scratch.path("linked/op2.1").exists());
+    }
     scratch
         .op2(&["man", "--out-dir", "missing"])
         .assert()

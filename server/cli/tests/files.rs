@@ -259,6 +259,72 @@ fn output_never_replaces_what_is_not_a_regular_file() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+/// The audit's repository: `dot_product.graph.xml` in it is a symbolic link
+/// to a private file outside it. `op2 build dot_product.op2` names that
+/// output itself, so it refuses the link and writes nothing; the same path
+/// named with `-o` is the user's choice, and the link is followed.
+#[cfg(unix)]
+#[test]
+fn a_derived_output_is_never_written_through_a_symbolic_link() {
+    use std::os::unix::fs::{PermissionsExt, symlink};
+    let scratch = Scratch::new();
+    fs::create_dir(scratch.path("repo")).unwrap();
+    fs::create_dir(scratch.path("victim")).unwrap();
+    let victim = scratch.path("victim/bashrc");
+    fs::write(&victim, "SECRET\n").unwrap();
+    fs::set_permissions(&victim, fs::Permissions::from_mode(0o600)).unwrap();
+    fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../docs/examples/dot_product.op2"
+        ),
+        scratch.path("repo/dot_product.op2"),
+    )
+    .unwrap();
+    symlink(
+        "../victim/bashrc",
+        scratch.path("repo/dot_product.graph.xml"),
+    )
+    .unwrap();
+    let untouched = || {
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "SECRET\n");
+        assert_eq!(
+            fs::metadata(&victim).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    };
+    support::op2()
+        .current_dir(scratch.path("repo"))
+        .args(["build", "dot_product.op2"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains(
+            "cannot write `dot_product.graph.xml`: it is a symbolic link",
+        ))
+        .stderr(contains("name the output with `-o`"));
+    untouched();
+    assert!(
+        fs::symlink_metadata(scratch.path("repo/dot_product.graph.xml"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let leftovers: Vec<_> = fs::read_dir(scratch.path("repo"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    // Named on the command line, the link is followed.
+    support::op2()
+        .current_dir(scratch.path("repo"))
+        .args(["build", "dot_product.op2", "-o", "dot_product.graph.xml"])
+        .assert()
+        .success();
+    assert!(fs::read_to_string(&victim).unwrap().contains("<Graphs"));
+}
+
 /// SIGTERM, then in a second run SIGINT, sent to `op2 ARGS` (run in
 /// `scratch`) as soon as a temporary file whose name starts with
 /// `temporary` appears: the process ends by the signal (the shell's 143 and

@@ -48,12 +48,31 @@ impl fmt::Display for Summary {
 use op2_instance::temporary::Temporary;
 pub use op2_instance::temporary::remove_temporary_files;
 
+/// Whether a write may go through a symbolic link at its target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Links {
+    /// The user named the output: a link to a regular file is followed
+    /// (the file it leads to is replaced, the link stays).
+    Follow,
+    /// `op2` derived the output's name itself (`<stem>.graph.xml` beside
+    /// the source): a link there is the repository's, which may lead
+    /// anywhere, and is refused.
+    Refuse,
+}
+
 /// Where a write to `path` goes: `path` itself when nothing is there or a
 /// regular file is; the file a symbolic link leads to when that is a
 /// regular file (the link stays). Anything else (a device, a FIFO, a
 /// directory, a socket, a link to one of them or to nothing) is refused,
 /// so a write never replaces what is not a regular file.
 pub fn write_target(path: &Path) -> io::Result<PathBuf> {
+    write_target_with(path, Links::Follow)
+}
+
+/// [`write_target`], with [`Links::Refuse`] refusing any symbolic link at
+/// `path`. (A link put there after this check is replaced by the rename,
+/// never followed: a rename does not follow a link at its destination.)
+pub fn write_target_with(path: &Path, links: Links) -> io::Result<PathBuf> {
     let refuse = |what: &str| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -76,6 +95,13 @@ pub fn write_target(path: &Path) -> io::Result<PathBuf> {
     }
     if !metadata.file_type().is_symlink() {
         return Err(refuse(crate::files::kind_of(metadata.file_type())));
+    }
+    if links == Links::Refuse {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "it is a symbolic link, and op2 does not write through a link at an output \
+             it names itself\nhelp: name the output with `-o` to write through the link",
+        ));
     }
     match std::fs::metadata(path) {
         Ok(followed) if followed.is_file() => std::fs::canonicalize(path),
@@ -155,9 +181,20 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-/// Writes the graph (and its instance, when given) to `path` atomically.
+/// Writes the graph (and its instance, when given) to `path` atomically,
+/// following a symbolic link there ([`Links::Follow`]).
 pub fn write_graph(
     path: &Path,
+    graph: &GraphType,
+    instance: Option<&mut dyn InstanceWriter>,
+) -> Result<Summary, BuildError> {
+    write_graph_with(path, Links::Follow, graph, instance)
+}
+
+/// [`write_graph`], through a symbolic link at `path` only as `links` allows.
+pub fn write_graph_with(
+    path: &Path,
+    links: Links,
     graph: &GraphType,
     instance: Option<&mut dyn InstanceWriter>,
 ) -> Result<Summary, BuildError> {
@@ -166,7 +203,7 @@ pub fn write_graph(
         path: path.to_owned(),
         error,
     };
-    let path = &write_target(path).map_err(io_error)?;
+    let path = &write_target_with(path, links).map_err(io_error)?;
     let directory = directory_of(path);
     let temporary = Temporary::new(&directory, ".op2-build-").map_err(io_error)?;
     let mut out = Counting {
@@ -204,7 +241,13 @@ pub fn write_graph(
 /// renamed over it).
 /// Like [`write_graph`], it never replaces what is not a regular file.
 pub fn write_file_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let path = &write_target(path)?;
+    write_file_atomically_with(path, Links::Follow, bytes)
+}
+
+/// [`write_file_atomically`], through a symbolic link at `path` only as
+/// `links` allows.
+pub fn write_file_atomically_with(path: &Path, links: Links, bytes: &[u8]) -> io::Result<()> {
+    let path = &write_target_with(path, links)?;
     let mut temporary = Temporary::new(&directory_of(path), ".op2-")?;
     temporary.file.write_all(bytes)?;
     temporary.file.as_file().sync_all()?;
@@ -300,6 +343,28 @@ pub fn build_with_fan_limit(
     path: &Path,
     progress: &mut dyn op2_instance::Progress,
 ) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
+    build_with_links(
+        analysis,
+        graph_id,
+        fan_limit,
+        instance,
+        path,
+        Links::Follow,
+        progress,
+    )
+}
+
+/// [`build_with_fan_limit`], through a symbolic link at `path` only as
+/// `links` allows: [`Links::Refuse`] when `op2` named the output itself.
+pub fn build_with_links(
+    analysis: &op2_analysis::Analysis,
+    graph_id: &str,
+    fan_limit: u32,
+    instance: Option<&Path>,
+    path: &Path,
+    links: Links,
+    progress: &mut dyn op2_instance::Progress,
+) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
     let mut errors = analysis
         .diagnostics
         .iter()
@@ -314,7 +379,7 @@ pub fn build_with_fan_limit(
         return Err(BuildFailure::ProgramErrors(errors.max(1)));
     }
     match instance {
-        None => write_graph(path, &graph, None)
+        None => write_graph_with(path, links, &graph, None)
             .map(|s| (s, Vec::new()))
             .map_err(BuildFailure::Write),
         Some(instance) => {
@@ -336,8 +401,13 @@ pub fn build_with_fan_limit(
             }
             let mut writer =
                 crate::instance::GraphInstance::new(analysis.lowered(), &data, progress);
-            let summary = write_graph(path, &graph, Some(&mut writer as &mut dyn InstanceWriter))
-                .map_err(BuildFailure::Write)?;
+            let summary = write_graph_with(
+                path,
+                links,
+                &graph,
+                Some(&mut writer as &mut dyn InstanceWriter),
+            )
+            .map_err(BuildFailure::Write)?;
             Ok((summary, problems))
         }
     }
