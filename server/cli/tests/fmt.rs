@@ -167,3 +167,28 @@ fn check_shows_a_change_past_its_limit_as_replaced_lines() {
         .expect("run op2 fmt --check");
     assert_eq!(String::from_utf8(again.stdout).unwrap(), diff);
 }
+
+/// `op2 fmt` replaces a file with one of the same permission bits: a
+/// private file stays private, an executable one executable.
+#[cfg(unix)]
+#[test]
+fn formatting_keeps_the_permission_bits() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    for mode in [0o600, 0o755, 0o640] {
+        let file = scratch.file("a.op2", UNFORMATTED);
+        std::fs::set_permissions(scratch.path(file), std::fs::Permissions::from_mode(mode))
+            .unwrap();
+        scratch.op2(&["fmt", file]).assert().success();
+        assert_eq!(
+            std::fs::read_to_string(scratch.path(file)).unwrap(),
+            FORMATTED
+        );
+        let now = std::fs::metadata(scratch.path(file))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!(now, mode, "{mode:o} became {now:o}");
+    }
+}
