@@ -13,7 +13,7 @@ use op2_instance::{InstanceError, TerminalProgress};
 use op2_syntax::{Encoding, Severity};
 
 use crate::check::{DiskLoader, Lints, Report, check_file_with, render};
-use crate::render::visible;
+use crate::render::{visible, visible_path};
 use crate::{ColorChoice, MessageFormat, Outcome};
 
 /// `<stem>.graph.xml` beside the source.
@@ -69,7 +69,7 @@ fn build(
         writeln!(
             stderr,
             "error: nothing written: `{}` has errors",
-            file.display()
+            visible_path(file)
         )?;
         return Ok(Outcome::Errors);
     }
@@ -107,7 +107,7 @@ fn build(
             writeln!(
                 stderr,
                 "error: nothing written: `{}` has {errors} error{}",
-                instance_path.display(),
+                visible_path(instance_path),
                 if errors == 1 { "" } else { "s" }
             )?;
             return Ok(Outcome::Errors);
@@ -116,7 +116,7 @@ fn build(
             writeln!(
                 io::stderr().lock(),
                 "error: nothing written: `{}` has errors",
-                file.display()
+                visible_path(file)
             )?;
             return Ok(Outcome::Errors);
         }
@@ -126,7 +126,7 @@ fn build(
         }
     };
     let mut stdout = io::stdout().lock();
-    writeln!(stdout, "{summary}")?;
+    writeln!(stdout, "{}", visible(&summary.to_string()))?;
     Ok(Outcome::Success)
 }
 
@@ -159,7 +159,7 @@ pub(crate) fn print_problems(
         out.set_color(ColorSpec::new().set_fg(Some(tint)).set_bold(true))?;
         write!(out, "{word}[{}]", problem.code)?;
         out.set_color(ColorSpec::new().set_bold(true))?;
-        write!(out, ": {}: ", instance_path.display())?;
+        write!(out, ": {}: ", visible_path(instance_path))?;
         if !problem.path.is_empty() {
             write!(out, "{}: ", visible(&problem.path))?;
         }
@@ -180,7 +180,7 @@ pub(crate) fn print_problems(
             writeln!(
                 out,
                 "{}:{}:{}",
-                source.path.display(),
+                visible_path(&source.path),
                 at.line + 1,
                 at.col + 1
             )?;

@@ -203,7 +203,11 @@ pub fn render_file_error(error: &FileError, format: MessageFormat) -> Result<()>
             write_json_file_error(&mut out, error)?;
             out.flush()?;
         }
-        MessageFormat::Human => writeln!(io::stderr().lock(), "error: {error}")?,
+        MessageFormat::Human => writeln!(
+            io::stderr().lock(),
+            "error: {}",
+            crate::render::visible(&error.to_string())
+        )?,
     }
     Ok(())
 }

@@ -59,7 +59,7 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
                 failed = true;
             }
             Ok(formatted) => op2_codegen::output::write_file_atomically(path, formatted.as_bytes())
-                .with_context(|| format!("cannot write `{}`", path.display()))?,
+                .with_context(|| format!("cannot write `{}`", crate::render::visible_path(path)))?,
             Err(FormatError::Syntax(errors)) => {
                 let choice = if io::stderr().is_terminal() {
                     termcolor::ColorChoice::Auto
@@ -73,7 +73,7 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
                 writeln!(
                     stderr,
                     "error: `{}` has syntax errors; it was not formatted",
-                    path.display()
+                    crate::render::visible_path(path)
                 )?;
                 stderr.flush()?;
                 failed = true;
@@ -82,7 +82,7 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
                 writeln!(
                     io::stderr().lock(),
                     "error: `{}` was not formatted: {error}",
-                    path.display()
+                    crate::render::visible_path(path)
                 )?;
                 failed = true;
             }

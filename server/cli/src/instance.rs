@@ -94,7 +94,7 @@ fn load(
         writeln!(
             io::stderr().lock(),
             "error: `{}` has errors, so its mesh layout is unknown",
-            program.display()
+            crate::render::visible_path(program)
         )?;
         return Ok(None);
     }
@@ -111,8 +111,8 @@ fn load(
             writeln!(
                 io::stderr().lock(),
                 "error: `{}` does not fit `{}`: {errors} error{}",
-                file.display(),
-                program.display(),
+                crate::render::visible_path(file),
+                crate::render::visible_path(program),
                 plural(errors)
             )?;
             Ok(None)
@@ -135,15 +135,15 @@ fn check(program: &Path, file: &Path, color: ColorChoice) -> Result<Outcome> {
         writeln!(
             stderr,
             "note: {kind} `{name}` is not in `{}`; it takes {value}",
-            file.display()
+            crate::render::visible_path(file)
         )?;
     }
     let counts = given_counts(&analysis, &data);
     writeln!(
         io::stdout().lock(),
         "`{}` fits `{}`: {counts}",
-        file.display(),
-        program.display()
+        crate::render::visible_path(file),
+        crate::render::visible_path(program)
     )?;
     Ok(Outcome::Success)
 }
@@ -154,7 +154,7 @@ fn convert(input: &Path, output: &Path, program: &Path, color: ColorChoice) -> R
         writeln!(
             io::stderr().lock(),
             "error: nothing written to `{}`",
-            output.display()
+            crate::render::visible_path(output)
         )?;
         return Ok(Outcome::Errors);
     };
@@ -167,7 +167,7 @@ fn convert(input: &Path, output: &Path, program: &Path, color: ColorChoice) -> R
     writeln!(
         io::stdout().lock(),
         "wrote `{}` ({format}): {}",
-        output.display(),
+        crate::render::visible_path(output),
         given_counts(&analysis, &data)
     )?;
     Ok(Outcome::Success)

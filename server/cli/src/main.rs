@@ -254,7 +254,8 @@ fn main() -> ExitCode {
                 return ExitCode::from(1);
             }
             let mut stderr = io::stderr().lock();
-            let _ = writeln!(stderr, "error: {error:#}");
+            // Errors quote paths, and a file name may hold an escape sequence.
+            let _ = writeln!(stderr, "error: {}", render::visible(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }

@@ -26,7 +26,7 @@ pub fn run(path: &Path) -> Result<Outcome> {
         writeln!(
             io::stderr().lock(),
             "error[E002]: {}:{line}: the parser gave up here; the tree above ends at this line",
-            path.display()
+            crate::render::visible_path(path)
         )?;
         return Ok(Outcome::Errors);
     }

@@ -39,7 +39,7 @@ impl SourceMap {
 
     /// The name of the file with `id`, as the user gave it.
     pub fn name(&self, id: FileId) -> Option<String> {
-        self.get(id).map(|file| file.path.display().to_string())
+        self.get(id).map(|file| visible_path(&file.path))
     }
 
     fn position(&self, location: Location, at_end: bool) -> (String, u32, u32) {
@@ -107,6 +107,12 @@ pub(crate) fn visible(text: &str) -> Cow<'_, str> {
             })
             .collect(),
     )
+}
+
+/// `path` as the user gave it, shown with [`visible`]: a file name may hold
+/// an escape sequence too (`e\x1b]0;T\x07.op2` is a valid name).
+pub(crate) fn visible_path(path: &std::path::Path) -> String {
+    visible(&path.to_string_lossy()).into_owned()
 }
 
 /// Appends `text` to `out` with every character that would act on a

@@ -126,7 +126,7 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
         writeln!(
             io::stderr().lock(),
             "error: `{}` has errors; nothing was run",
-            common.file.display()
+            crate::render::visible_path(&common.file)
         )?;
         return Ok(None);
     }
@@ -137,7 +137,12 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
     drop(progress);
     let mut stderr = io::stderr().lock();
     for problem in &loaded.problems {
-        writeln!(stderr, "{}: {problem}", common.instance.display())?;
+        writeln!(
+            stderr,
+            "{}: {}",
+            crate::render::visible_path(&common.instance),
+            crate::render::visible(&problem.to_string())
+        )?;
     }
     match loaded.data {
         Some(data) => Ok(Some(Loaded { analysis, data })),
@@ -145,7 +150,7 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
             writeln!(
                 stderr,
                 "error: `{}` has errors; nothing was run",
-                common.instance.display()
+                crate::render::visible_path(&common.instance)
             )?;
             Ok(None)
         }

@@ -76,7 +76,10 @@ pub fn watch(
         }
         let heading = match &cause {
             None => format!("op2 {verb}"),
-            Some(path) => format!("op2 {verb}, run {number}: `{}` changed", path.display()),
+            Some(path) => format!(
+                "op2 {verb}, run {number}: `{}` changed",
+                crate::render::visible_path(path)
+            ),
         };
         writeln!(io::stderr().lock(), "[{}] {heading}", clock())?;
         let recording = Recording::default();
@@ -89,7 +92,11 @@ pub fn watch(
                 {
                     return Err(error);
                 }
-                writeln!(io::stderr().lock(), "error: {error:#}")?;
+                writeln!(
+                    io::stderr().lock(),
+                    "error: {}",
+                    crate::render::visible(&format!("{error:#}"))
+                )?;
             }
         }
         let asked = recording
@@ -115,7 +122,7 @@ pub fn watch(
                 writeln!(
                     io::stderr().lock(),
                     "warning: cannot watch `{}`: {error}",
-                    new.display()
+                    crate::render::visible_path(new)
                 )?;
             }
         }

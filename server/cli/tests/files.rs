@@ -325,6 +325,54 @@ fn a_derived_output_is_never_written_through_a_symbolic_link() {
     assert!(fs::read_to_string(&victim).unwrap().contains("<Graphs"));
 }
 
+/// A file name holding an escape sequence never reaches the terminal as
+/// one: not in a diagnostic's header, not in `nothing written`, not in the
+/// `wrote …` summary nor in an error.
+#[cfg(unix)]
+#[test]
+fn escape_sequences_in_file_names_are_shown_not_sent() {
+    use std::os::unix::fs::symlink;
+    let scratch = Scratch::new();
+    let bad = scratch.file("e\x1b]0;T\x07.op2", "set cells;\ndat p double on cells;\n");
+    let good = scratch.file("g\x1b]0;T\x07.op2", ONE_SET);
+    symlink("nowhere", scratch.path("g\x1b]0;T\x07.graph.xml")).unwrap();
+    let no_escape = |output: &std::process::Output| {
+        for stream in [&output.stdout, &output.stderr] {
+            assert!(
+                !stream.contains(&0x1b) && !stream.contains(&0x07),
+                "{}",
+                String::from_utf8_lossy(stream)
+            );
+        }
+    };
+    for args in [
+        vec!["check", bad],
+        vec!["build", bad],
+        // Refused: the derived output is a symbolic link.
+        vec!["build", good],
+        vec!["fmt", bad],
+        // A file that is not there.
+        vec!["check", "m\x1b]0;T\x07.op2"],
+    ] {
+        let output = scratch.op2(&args).output().unwrap();
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains('\u{241B}'),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        no_escape(&output);
+    }
+    fs::remove_file(scratch.path("g\x1b]0;T\x07.graph.xml")).unwrap();
+    let output = scratch.op2(&["build", good]).output().unwrap();
+    assert!(output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .starts_with("wrote g\u{241B}]0;T\u{2407}.graph.xml")
+    );
+    no_escape(&output);
+}
+
 /// SIGTERM, then in a second run SIGINT, sent to `op2 ARGS` (run in
 /// `scratch`) as soon as a temporary file whose name starts with
 /// `temporary` appears: the process ends by the signal (the shell's 143 and
