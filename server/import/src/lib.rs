@@ -398,20 +398,35 @@ impl Prepared {
         // Both targets are looked at before either is written, so that an
         // instance that cannot be written (a FIFO there, say) leaves no
         // program without it.
+        // Their names are derived from the main file's, so a symbolic link
+        // there is not the user's choice (a repository may ship one leading
+        // anywhere): refused, as at `op2 build`'s default output.
         for path in [program_path, instance_path] {
-            op2_codegen::output::write_target(path).map_err(|e| write_error(path, &e))?;
+            if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+                return Err(write_error(
+                    path,
+                    &"it is a symbolic link, and op2 import does not write through a link at a file it names itself (remove it, or import into another `--out` directory)",
+                ));
+            }
+            op2_codegen::output::write_target_with(path, op2_codegen::output::Links::Refuse)
+                .map_err(|e| write_error(path, &e))?;
         }
         cancelled(cancel)?;
-        op2_codegen::output::write_file_atomically(program_path, translation.program.as_bytes())
-            .map_err(|e| write_error(program_path, &e))?;
+        op2_codegen::output::write_file_atomically_with(
+            program_path,
+            op2_codegen::output::Links::Refuse,
+            translation.program.as_bytes(),
+        )
+        .map_err(|e| write_error(program_path, &e))?;
         cancelled(cancel)?;
         match &translation.instance_h5 {
             Some((analysis, data)) => {
                 op2_instance::write_file(instance_path, &analysis.program, data)
                     .map_err(|e| write_error(instance_path, &e))?
             }
-            None => op2_codegen::output::write_file_atomically(
+            None => op2_codegen::output::write_file_atomically_with(
                 instance_path,
+                op2_codegen::output::Links::Refuse,
                 translation.instance.as_bytes(),
             )
             .map_err(|e| write_error(instance_path, &e))?,
@@ -3658,6 +3673,24 @@ mod tests {
             !dir.path().join("x.op2").exists(),
             "the program was written"
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_symbolic_link_at_an_output_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim.txt");
+        std::fs::write(&victim, "SECRET").unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::os::unix::fs::symlink(&victim, out.join("x.op2")).unwrap();
+        let error = prepared_into(&out).write(None).unwrap_err();
+        assert!(
+            error.to_string().contains("it is a symbolic link"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "SECRET");
+        assert!(!out.join("x.json").exists(), "the instance was written");
     }
 
     #[test]
