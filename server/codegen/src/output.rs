@@ -116,25 +116,6 @@ pub fn write_target_with(path: &Path, links: Links) -> io::Result<PathBuf> {
     }
 }
 
-/// Temporary files are private (0600). The file written replacing a
-/// regular file `target` gets its permission bits (0600 stays private,
-/// 0755 stays executable; set-user-ID, set-group-ID and sticky bits are
-/// not copied); a new file is an ordinary output that others may read
-/// (0644), as a plain `create` would make it.
-fn readable(file: &std::fs::File, target: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = match std::fs::metadata(target) {
-            Ok(old) if old.is_file() => old.permissions().mode() & 0o777,
-            _ => 0o644,
-        };
-        file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-    }
-    let _ = (file, target);
-    Ok(())
-}
-
 /// Counts bytes passing through.
 struct Counting<W> {
     inner: W,
@@ -227,7 +208,7 @@ pub fn write_graph_with(
     let bytes = out.bytes;
     drop(out);
     temporary.file.as_file().sync_all().map_err(io_error)?;
-    readable(temporary.file.as_file(), path).map_err(io_error)?;
+    temporary.take_mode_of(path).map_err(io_error)?;
     temporary.persist(path).map_err(io_error)?;
     Ok(Summary {
         path: path.to_owned(),
@@ -258,7 +239,7 @@ pub fn write_file_atomically_with(path: &Path, links: Links, bytes: &[u8]) -> io
     let mut temporary = Temporary::new(&directory_of(path), ".op2-")?;
     temporary.file.write_all(bytes)?;
     temporary.file.as_file().sync_all()?;
-    readable(temporary.file.as_file(), path)?;
+    temporary.take_mode_of(path)?;
     temporary.persist(path)
 }
 

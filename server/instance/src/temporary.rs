@@ -52,6 +52,27 @@ impl Temporary {
         })
     }
 
+    /// Gives it the permission bits of what it will replace: those of the
+    /// regular file at `target` (a private 0600 file stays private, an
+    /// executable stays executable; set-user-ID, set-group-ID and sticky
+    /// bits are not copied), else 0644, as a plain `create` makes an
+    /// output others may read. (The temporary file itself is 0600.)
+    pub fn take_mode_of(&self, target: &Path) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = match std::fs::metadata(target) {
+                Ok(old) if old.is_file() => old.permissions().mode() & 0o777,
+                _ => 0o644,
+            };
+            self.file
+                .as_file()
+                .set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        let _ = target;
+        Ok(())
+    }
+
     /// Renames it over `path`, then unregisters it.
     pub fn persist(self, path: &Path) -> io::Result<()> {
         let Temporary { file, _registered } = self;

@@ -52,14 +52,7 @@ pub(crate) fn atomically(
     }
     let temporary = Temporary::new(&directory, ".op2-")?;
     write(temporary.file.path())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temporary
-            .file
-            .as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
+    temporary.take_mode_of(&path)?;
     temporary.file.as_file().sync_all()?;
     temporary.persist(&path)?;
     Ok(())

@@ -1,7 +1,8 @@
 //! Conversion between JSON and OP2's HDF5 layout (`write_file`, what `op2
 //! instance convert` calls): JSON → HDF5 → JSON is exact (the same values
 //! bit for bit, in every scalar type; a second round gives the same bytes),
-//! only what the file gave is written, and writes are atomic.
+//! only what the file gave is written, and writes are atomic (a file
+//! written over keeps its permission bits).
 
 use std::path::{Path, PathBuf};
 
@@ -191,4 +192,35 @@ fn a_write_into_a_missing_directory_or_over_a_directory_fails_and_leaves_nothing
     let error = write_file(dir.path(), &analysis.program, &data).unwrap_err();
     assert!(error.to_string().contains("not a regular file"), "{error}");
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn a_file_written_over_keeps_its_permission_bits() {
+    use std::os::unix::fs::PermissionsExt;
+    let analysis = analyse(
+        Path::new("p.op2"),
+        "set s;\ndat x: double on s;\nkernel k(double *v) { v[0] = 1.0; }\nmain { par_loop k over s (x WRITE); }\n",
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let source = directory.path().join("mesh.json");
+    std::fs::write(
+        &source,
+        r#"{"sets": {"s": 2}, "dats": {"x": [[1.0], [2.0]]}}"#,
+    )
+    .unwrap();
+    let data = load(&source, &analysis);
+    for name in ["mesh.h5", "copy.json"] {
+        let path = directory.path().join(name);
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write_file(&path, &analysis.program, &data).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{name}");
+        // A new file is an ordinary output.
+        let new = directory.path().join(format!("new-{name}"));
+        write_file(&new, &analysis.program, &data).unwrap();
+        let mode = std::fs::metadata(&new).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644, "new {name}");
+    }
 }
