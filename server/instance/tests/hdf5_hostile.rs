@@ -184,6 +184,17 @@ fn patch(path: &Path, from: &[u8], to: &[u8]) -> usize {
     changed
 }
 
+/// A file at `path` with a set of one element and its dat `x` of one row
+/// of two doubles, which it returns (the file closes when it is dropped).
+fn one_row(path: &Path) -> hdf5::Dataset {
+    let file = File::create(path).unwrap();
+    set(&file, 1);
+    file.new_dataset_builder()
+        .with_data(&ndarray::arr2(&[[7.0f64, 2.0]]))
+        .create("x")
+        .unwrap()
+}
+
 #[test]
 fn an_attribute_that_claims_2_to_the_62_points_is_refused_before_reading() {
     // 2^62 points of a 4-byte integer: the library's own size wraps to
@@ -192,19 +203,11 @@ fn an_attribute_that_claims_2_to_the_62_points_is_refused_before_reading() {
     let analysis = program(2);
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("attribute.h5");
-    {
-        let file = File::create(&path).unwrap();
-        set(&file, 1);
-        let x = file
-            .new_dataset_builder()
-            .with_data(&ndarray::arr2(&[[7.0f64, 2.0]]))
-            .create("x")
-            .unwrap();
-        x.new_attr_builder()
-            .with_data(&vec![7i32; 3_001])
-            .create("dim")
-            .unwrap();
-    }
+    one_row(&path)
+        .new_attr_builder()
+        .with_data(&vec![7i32; 3_001])
+        .create("dim")
+        .unwrap();
     let changed = patch(&path, &3_001u64.to_le_bytes(), &(1u64 << 62).to_le_bytes());
     assert!(
         changed > 0,
@@ -224,21 +227,13 @@ fn a_type_attribute_of_bytes_that_are_not_ascii_is_reported_safely() {
     let analysis = program(2);
     let directory = tempfile::tempdir().unwrap();
     let path = directory.path().join("type.h5");
-    {
-        let file = File::create(&path).unwrap();
-        set(&file, 1);
-        let x = file
-            .new_dataset_builder()
-            .with_data(&ndarray::arr2(&[[7.0f64, 2.0]]))
-            .create("x")
-            .unwrap();
-        let text = hdf5::types::FixedAscii::<8>::from_ascii(b"qzdouble").unwrap();
-        x.new_attr::<hdf5::types::FixedAscii<8>>()
-            .create("type")
-            .unwrap()
-            .write_scalar(&text)
-            .unwrap();
-    }
+    let text = hdf5::types::FixedAscii::<8>::from_ascii(b"qzdouble").unwrap();
+    one_row(&path)
+        .new_attr::<hdf5::types::FixedAscii<8>>()
+        .create("type")
+        .unwrap()
+        .write_scalar(&text)
+        .unwrap();
     let changed = patch(&path, b"qzdouble", b"\xff\xfedouble");
     assert_eq!(changed, 1);
     let loaded = load(&analysis, &path);
