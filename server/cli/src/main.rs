@@ -186,9 +186,10 @@ pub enum Outcome {
     Exit(u8),
 }
 
-/// On SIGINT, SIGTERM or SIGHUP: removes the temporary files being written
-/// (a build or an atomic write in progress), then ends the process as the
-/// signal would have.
+/// On SIGINT, SIGTERM or SIGHUP: kills the children an import runs (in
+/// process groups of their own, which the terminal's signal does not
+/// reach), removes the temporary files being written (a build or an atomic
+/// write in progress), then ends the process as the signal would have.
 fn remove_temporaries_on_signals() {
     #[cfg(unix)]
     {
@@ -198,7 +199,9 @@ fn remove_temporaries_on_signals() {
         };
         std::thread::spawn(move || {
             if let Some(signal) = signals.forever().next() {
-                // Held until the process ends: no new temporary file now.
+                // Both held until the process ends: no new child or
+                // temporary file now.
+                let _children = op2_import::capture::kill_children();
                 let _registry = op2_codegen::output::remove_temporary_files();
                 let _ = signal_hook::low_level::emulate_default_handler(signal);
                 std::process::exit(128 + signal);

@@ -532,8 +532,59 @@ struct Finished {
 /// lives, and the import does not wait for that.
 const OUTPUT_GRACE: Duration = Duration::from_secs(10);
 
+/// The process groups of the children running now (the compiler's or the
+/// application's, each in a group of its own), so that [`kill_children`]
+/// can end them and whatever they started.
+static GROUPS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+
+fn groups() -> std::sync::MutexGuard<'static, Vec<u32>> {
+    GROUPS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills the process group `group` (a child and what it started).
+fn kill_group(group: u32) {
+    #[cfg(unix)]
+    if let Some(pid) = i32::try_from(group)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    let _ = group;
+}
+
+/// Kills every child an import is running now, with what it started, and
+/// keeps the registry locked until the returned guard is dropped, so that
+/// no new one starts meanwhile. A handler of SIGINT and SIGTERM calls this,
+/// then ends the process while holding the guard: the children run in
+/// groups of their own, which a terminal's signal does not reach.
+pub fn kill_children() -> impl Drop {
+    let registry = groups();
+    for &group in registry.iter() {
+        kill_group(group);
+    }
+    registry
+}
+
+/// A child's process group while it is registered: killed and
+/// unregistered when dropped, so that nothing it started outlives it.
+struct Group(u32);
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        let mut registry = groups();
+        kill_group(self.0);
+        registry.retain(|&g| g != self.0);
+    }
+}
+
 /// Runs `command` to its end, keeping the first [`OUTPUT_LIMIT`] bytes of
-/// each stream; when `cancel` is set meanwhile, kills it and says so.
+/// each stream; when `cancel` is set meanwhile, kills it and says so. It
+/// runs in a process group of its own, killed when it ends or is
+/// cancelled: a process the set-up started and left running does not
+/// outlive the import.
 ///
 /// Once the child has ended its output is read for at most
 /// [`OUTPUT_GRACE`] more (what was read by then is kept), and not at all
@@ -541,6 +592,14 @@ const OUTPUT_GRACE: Duration = Duration::from_secs(10);
 /// neither delays the import nor keeps a cancelled one alive. The readers
 /// of such pipes end when that process closes them.
 fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished, CaptureError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    // Spawned under the registry's lock: a signal's handler either runs
+    // before it exists or sees its group.
+    let mut registry = groups();
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -551,6 +610,9 @@ fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished
                 command.get_program().to_string_lossy()
             ))
         })?;
+    registry.push(child.id());
+    drop(registry);
+    let group = Group(child.id());
     let (done, ended) = std::sync::mpsc::channel();
     let stdout = child.stdout.take().map(|s| keep_start(s, done.clone()));
     let stderr = child.stderr.take().map(|s| keep_start(s, done.clone()));
@@ -572,6 +634,9 @@ fn finish(command: &mut Command, cancel: Option<&AtomicBool>) -> Result<Finished
         },
     }
     .map_err(io("cannot wait for a child process"))?;
+    // What it started and left running ends with it, and with them their
+    // hold on its output.
+    drop(group);
     // Each reader says once that its stream ended (or drops its sender).
     let mut open = usize::from(stdout.is_some()) + usize::from(stderr.is_some());
     let deadline = std::time::Instant::now() + OUTPUT_GRACE;
@@ -851,6 +916,31 @@ mod tests {
         );
     }
 
+    /// Whether process `pid` has ended (gone, or a zombie nobody reaped).
+    fn ended(pid: &str) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        match stat {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn what_a_child_leaves_running_ends_with_it() {
+        let finished = finish(&mut LeavesASleep::command(), None).unwrap();
+        let pid = finished.stdout.clone();
+        let _sleep = LeavesASleep(Some(pid.clone()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !ended(&pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(ended(&pid), "the sleep {} still runs", pid.trim());
+        assert!(groups().is_empty());
+    }
+
     #[test]
     fn a_cancel_while_the_output_is_read_stops_the_wait() {
         let cancel = std::sync::Arc::new(AtomicBool::new(false));
@@ -865,7 +955,9 @@ mod tests {
         let pid_file = dir.path().join("pid");
         let mut command = Command::new("sh");
         command
-            .args(["-c", "sleep 120 & echo $! > \"$0\""])
+            // Out of the shell's process group (which ends with the
+            // shell), so that it holds the output on.
+            .args(["-c", "setsid sleep 120 & echo $! > \"$0\""])
             .arg(&pid_file);
         let start = std::time::Instant::now();
         let result = finish(&mut command, Some(&cancel));

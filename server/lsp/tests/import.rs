@@ -580,6 +580,9 @@ int main(int argc, char **argv) {
   say("setup.txt", (int)getpid());
   fflush(stdout);
   if (fork() == 0) {
+    // Out of the set-up's process group, which the import kills when the
+    // set-up ends: this one holds its output on.
+    setsid();
     say("left.txt", (int)getpid());
     for (int i = 0; i < 1800 && access("release", F_OK) != 0; i++)
       usleep(100000);
