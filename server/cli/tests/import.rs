@@ -162,3 +162,87 @@ fn op2_import_compiler_missing() -> bool {
     }
     !found
 }
+
+/// An application whose set-up says its process id, then waits two minutes
+/// before its first par_loop.
+#[cfg(target_os = "linux")]
+const SLOW_SET_UP: &str = r#"#include "op_seq.h"
+#include <cstdio>
+#include <unistd.h>
+
+inline void touch(double *x) { x[0] = 1.0; }
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  FILE *f = fopen("pid.tmp", "w");
+  fprintf(f, "%d\n", (int)getpid());
+  fclose(f);
+  rename("pid.tmp", "pid.txt");
+  sleep(120);
+  op_set nodes = op_decl_set(3, "nodes");
+  op_dat p_x = op_decl_dat(nodes, 1, "double", (double *)0, "p_x");
+  op_par_loop(touch, "touch", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_WRITE));
+  op_exit();
+}
+"#;
+
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped).
+#[cfg(target_os = "linux")]
+fn ended(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_during_the_set_up_ends_the_application_too() {
+    use std::time::{Duration, Instant};
+    if op2_import_compiler_missing() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("slow.cpp");
+    std::fs::write(&source, SLOW_SET_UP).unwrap();
+    let out = dir.path().join("out");
+    let mut op2 = Command::new(env!("CARGO_BIN_EXE_op2"))
+        .arg("import")
+        .arg(&source)
+        .arg("--out")
+        .arg(&out)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let said = dir.path().join("pid.txt");
+    let started = Instant::now();
+    while !said.exists() {
+        assert!(op2.try_wait().unwrap().is_none(), "op2 import ended early");
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no set-up ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&said).unwrap();
+    // Ctrl-C reaches op2's own process group only.
+    let sent = Command::new("kill")
+        .args(["-INT", &op2.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    op2.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ended(&pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = !ended(&pid);
+    if left {
+        let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+    }
+    assert!(!left, "the set-up {} outlived op2 import", pid.trim());
+}
