@@ -211,6 +211,22 @@ fn remove_temporaries_on_signals() {
 }
 
 fn main() -> ExitCode {
+    // The HDF5 reader op2 starts for itself (op2_instance's child module),
+    // not a command of its own: never listed by --help or completions.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(op2_instance::READER_COMMAND)) {
+        return op2_instance::reader_main(&args.collect::<Vec<_>>());
+    }
+    // HDF5 files are read in a child process, so that libhdf5 failing on a
+    // damaged file cannot take this one down (docs/reliability.md). On
+    // Linux the child runs `/proc/self/exe`, which still starts this binary
+    // when it has been replaced or removed since the language server
+    // started.
+    if cfg!(target_os = "linux") {
+        op2_instance::set_hdf5_reader(PathBuf::from("/proc/self/exe"));
+    } else if let Ok(executable) = std::env::current_exe() {
+        op2_instance::set_hdf5_reader(executable);
+    }
     let cli = Cli::parse();
     remove_temporaries_on_signals();
     let result = match cli.command {

@@ -8,7 +8,7 @@ use crate::support;
 use std::path::{Path, PathBuf};
 
 use op2_analysis::{Options, analyse_text};
-use op2_instance::{DatValues, NoProgress, read_file};
+use op2_instance::{DatValues, NoProgress, read_file, read_file_using};
 use support::Scratch;
 
 fn root() -> PathBuf {
@@ -285,7 +285,6 @@ fn convert_writes_nothing_when_the_data_has_errors_or_the_directory_is_missing()
 /// convert` wrote: a layout message's version, 3 to 2, and an address):
 /// `op2 instance check` must say so and end with status 1.
 #[test]
-#[ignore = "known open finding: libhdf5 1.10 segfaults reading this file in process (docs/reliability.md, Known open findings); it passes once HDF5 files are read in a child process"]
 fn a_damaged_hdf5_file_is_an_error_not_a_crash() {
     let damaged = root().join("server/instance/tests/fixtures/damaged/layout-version.h5");
     let output = support::op2()
@@ -298,5 +297,98 @@ fn a_damaged_hdf5_file_is_an_error_not_a_crash() {
         Some(1),
         "{}",
         String::from_utf8_lossy(&output.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("E701")
+            && stderr.contains("the HDF5 library failed reading this file")
+            && stderr.contains("layout-version.h5"),
+        "{stderr}"
+    );
+}
+
+/// Reads `file` for `program` (a path under docs/examples) in this process
+/// and in a child running the built `op2` as the HDF5 reader: the problems
+/// and the data must be the same.
+fn same_in_child_and_in_process(program: &str, file: &Path) {
+    let path = PathBuf::from(program);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let analysis = analyse_text(&path, &text, &Options { require_main: true });
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    let reader = PathBuf::from(env!("CARGO_BIN_EXE_op2"));
+    let here = read_file_using(file, &analysis.program, &mut NoProgress, None).unwrap();
+    let child = read_file_using(file, &analysis.program, &mut NoProgress, Some(&reader)).unwrap();
+    assert_eq!(here.problems, child.problems, "{}", file.display());
+    assert_eq!(here.data, child.data, "{}", file.display());
+    assert!(
+        !child
+            .problems
+            .iter()
+            .any(|p| p.message.contains("the HDF5 library failed")),
+        "{}: {:#?}",
+        file.display(),
+        child.problems
+    );
+}
+
+/// Every HDF5 fixture (good and wrong in each way the tests of the
+/// instance crate know), a converted airfoil mesh, and a file with more
+/// problems than are shown (the summary counts those not shown): the child
+/// process reads them exactly as the in-process reader does.
+#[test]
+fn hdf5_files_read_in_a_child_give_what_they_give_in_process() {
+    let fixtures = root().join("server/instance/tests/fixtures");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "h5"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10, "{files:?}");
+    for file in &files {
+        same_in_child_and_in_process(&example("jacobi.op2"), file);
+    }
+
+    let scratch = Scratch::new();
+    let program = example("airfoil.op2");
+    let json = airfoil_mesh();
+    ok(
+        &scratch,
+        &[
+            "instance",
+            "convert",
+            &json,
+            "mesh.h5",
+            "--program",
+            &program,
+        ],
+    );
+    same_in_child_and_in_process(&program, &scratch.path("mesh.h5"));
+
+    // 80 values that are not finite: 50 shown, 30 counted in a summary.
+    let many = scratch.path("many.h5");
+    std::fs::copy(fixtures.join("jacobi.h5"), &many).unwrap();
+    {
+        let file = hdf5::File::open_rw(&many).unwrap();
+        file.new_dataset::<f64>()
+            .shape([80])
+            .create("p_u")
+            .unwrap()
+            .write_raw(&[f64::NAN; 80])
+            .unwrap();
+    }
+    same_in_child_and_in_process(&example("jacobi.op2"), &many);
+    let text = std::fs::read_to_string(example("jacobi.op2")).unwrap();
+    let path = PathBuf::from(example("jacobi.op2"));
+    let analysis = analyse_text(&path, &text, &Options { require_main: true });
+    let reader = PathBuf::from(env!("CARGO_BIN_EXE_op2"));
+    let loaded = read_file_using(&many, &analysis.program, &mut NoProgress, Some(&reader)).unwrap();
+    assert!(
+        loaded
+            .problems
+            .iter()
+            .any(|p| p.message.starts_with("30 more problems like the 50 above")),
+        "{:#?}",
+        loaded.problems
     );
 }

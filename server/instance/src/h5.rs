@@ -32,7 +32,9 @@ use op2_syntax::Code;
 use op2_syntax::ast::ScalarType;
 use rustc_hash::FxHashSet;
 
-use crate::json::{BAD_TARGET, Problems, Raw, RawDat, RawMap, Section, checked_set_size};
+use crate::json::{
+    BAD_TARGET, Problems, Raw, RawDat, RawMap, SHOWN_PER_ENTRY, Section, checked_set_size,
+};
 use crate::{Column, MAX_DAT_VALUES, MAX_MAP_TARGETS, MAX_RESERVE, MAX_SET_SIZE, Progress};
 
 /// Rows written at once.
@@ -169,6 +171,214 @@ pub(crate) fn parse<'p>(
     problems: &mut Problems<'p>,
     progress: &mut dyn Progress,
 ) -> Option<Raw> {
+    let declared = Declared::of(program);
+    let mut recorded = Recorded::default();
+    let raw = read(file_path, &declared, &mut recorded, progress);
+    recorded.replay(problems);
+    raw
+}
+
+/// What the reader needs of a program: the names it declares, with the
+/// arity of each map and the element type of each dat, const and global.
+/// Small and serialisable, for a reader in a child process
+/// ([`crate::child`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Declared {
+    pub(crate) sets: Vec<String>,
+    /// Name and arity.
+    pub(crate) maps: Vec<(String, u32)>,
+    pub(crate) dats: Vec<(String, ElementType)>,
+    pub(crate) consts: Vec<(String, ElementType)>,
+    pub(crate) globals: Vec<(String, ElementType)>,
+    /// The other names the program declares (kernels): a dataset named so
+    /// is not reported as unknown.
+    pub(crate) others: Vec<String>,
+}
+
+impl Declared {
+    pub(crate) fn of(program: &Program) -> Declared {
+        Declared {
+            sets: program.sets.iter().map(|s| s.name.clone()).collect(),
+            maps: program
+                .maps
+                .iter()
+                .map(|m| (m.name.clone(), m.arity))
+                .collect(),
+            dats: program
+                .dats
+                .iter()
+                .map(|d| (d.name.clone(), d.ty))
+                .collect(),
+            consts: program
+                .consts
+                .iter()
+                .map(|c| (c.name.clone(), c.ty))
+                .collect(),
+            globals: program
+                .globals
+                .iter()
+                .map(|g| (g.name.clone(), g.ty))
+                .collect(),
+            others: program.kernels.iter().map(|k| k.name.clone()).collect(),
+        }
+    }
+
+    /// Nothing read yet, an entry per declaration.
+    fn empty(&self) -> Raw {
+        Raw::of_counts([
+            self.sets.len(),
+            self.maps.len(),
+            self.dats.len(),
+            self.consts.len(),
+            self.globals.len(),
+        ])
+    }
+
+    /// Every name the program declares.
+    fn names(&self) -> FxHashSet<&str> {
+        fn named(entries: &[(String, ElementType)]) -> impl Iterator<Item = &str> {
+            entries.iter().map(|(n, _)| n.as_str())
+        }
+        self.sets
+            .iter()
+            .map(String::as_str)
+            .chain(self.maps.iter().map(|(n, _)| n.as_str()))
+            .chain(named(&self.dats))
+            .chain(named(&self.consts))
+            .chain(named(&self.globals))
+            .chain(self.others.iter().map(String::as_str))
+            .collect()
+    }
+
+    fn name(&self, section: Section, id: u32) -> &str {
+        let index = id as usize;
+        let found = match section {
+            Section::Sets => self.sets.get(index),
+            Section::Maps => self.maps.get(index).map(|(n, _)| n),
+            Section::Dats => self.dats.get(index).map(|(n, _)| n),
+            Section::Consts => self.consts.get(index).map(|(n, _)| n),
+            Section::Globals => self.globals.get(index).map(|(n, _)| n),
+        };
+        found.map_or("", String::as_str)
+    }
+}
+
+/// A problem found by the reader, as data: replayed into [`Problems`] by
+/// whoever holds the program.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Record {
+    /// [`Problems::report`].
+    Entry {
+        code: Code,
+        section: Section,
+        id: u32,
+        indices: Vec<u64>,
+        message: String,
+    },
+    /// [`Problems::report_unknown`].
+    Unknown {
+        code: Code,
+        path: String,
+        message: String,
+    },
+}
+
+/// The problems found by the reader, at most [`SHOWN_PER_ENTRY`] per entry
+/// and code kept (the messages of the others are never built, as in
+/// [`Problems`]), with a count of those not kept.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Recorded {
+    pub(crate) records: Vec<Record>,
+    /// Per entry and code: problems seen.
+    pub(crate) counts: Vec<((Section, u32, Code), u64)>,
+    index: rustc_hash::FxHashMap<(Section, u32, Code), usize>,
+}
+
+impl Recorded {
+    pub(crate) fn report(
+        &mut self,
+        code: Code,
+        section: Section,
+        id: u32,
+        indices: &[u64],
+        message: impl FnOnce() -> String,
+    ) {
+        let key = (section, id, code);
+        let slot = *self.index.entry(key).or_insert_with(|| {
+            self.counts.push((key, 0));
+            self.counts.len() - 1
+        });
+        self.counts[slot].1 += 1;
+        if self.counts[slot].1 > SHOWN_PER_ENTRY {
+            return;
+        }
+        self.records.push(Record::Entry {
+            code,
+            section,
+            id,
+            indices: indices.to_vec(),
+            message: message(),
+        });
+    }
+
+    pub(crate) fn report_unknown(&mut self, code: Code, path: String, message: String) {
+        self.records.push(Record::Unknown {
+            code,
+            path,
+            message,
+        });
+    }
+
+    /// Rebuilds the index after decoding ([`crate::child`]).
+    pub(crate) fn from_parts(
+        records: Vec<Record>,
+        counts: Vec<((Section, u32, Code), u64)>,
+    ) -> Recorded {
+        let index = counts
+            .iter()
+            .enumerate()
+            .map(|(slot, (key, _))| (*key, slot))
+            .collect();
+        Recorded {
+            records,
+            counts,
+            index,
+        }
+    }
+
+    /// Reports every problem recorded into `problems`, as if the reader had
+    /// reported them there.
+    pub(crate) fn replay(self, problems: &mut Problems<'_>) {
+        for record in self.records {
+            match record {
+                Record::Entry {
+                    code,
+                    section,
+                    id,
+                    indices,
+                    message,
+                } => problems.report(code, section, id, &indices, || message),
+                Record::Unknown {
+                    code,
+                    path,
+                    message,
+                } => problems.report_unknown(code, path, message),
+            }
+        }
+        for ((section, id, code), count) in self.counts {
+            problems.count_hidden(code, section, id, count.saturating_sub(SHOWN_PER_ENTRY));
+        }
+    }
+}
+
+/// Reads OP2's HDF5 layout at `path` for what a program declares into
+/// [`Raw`], recording problems; `None` when the file cannot be opened.
+pub(crate) fn read(
+    file_path: &Path,
+    declared: &Declared,
+    problems: &mut Recorded,
+    progress: &mut dyn Progress,
+) -> Option<Raw> {
     let file = match File::open(file_path) {
         Ok(file) => file,
         Err(error) => {
@@ -201,38 +411,38 @@ pub(crate) fn parse<'p>(
     let mut reader = Reader {
         file: &file,
         stored,
-        program,
+        declared,
         problems,
         progress,
         dat_values: 0,
         map_targets: 0,
     };
-    let mut raw = Raw::empty(program);
+    let mut raw = declared.empty();
     reader.unknown_datasets();
-    for (index, _) in program.sets.iter().enumerate() {
+    for index in 0..declared.sets.len() {
         raw.sets[index] = reader.set(index as u32);
     }
-    for (index, _) in program.maps.iter().enumerate() {
+    for index in 0..declared.maps.len() {
         raw.maps[index] = reader.map(index as u32);
     }
-    for (index, _) in program.dats.iter().enumerate() {
+    for index in 0..declared.dats.len() {
         raw.dats[index] = reader.dat(index as u32);
     }
-    for (index, c) in program.consts.iter().enumerate() {
-        raw.consts[index] = reader.values(Section::Consts, index as u32, &c.name, c.ty);
+    for (index, (name, ty)) in declared.consts.iter().enumerate() {
+        raw.consts[index] = reader.values(Section::Consts, index as u32, name, *ty);
     }
-    for (index, g) in program.globals.iter().enumerate() {
-        raw.globals[index] = reader.values(Section::Globals, index as u32, &g.name, g.ty);
+    for (index, (name, ty)) in declared.globals.iter().enumerate() {
+        raw.globals[index] = reader.values(Section::Globals, index as u32, name, *ty);
     }
     Some(raw)
 }
 
-struct Reader<'a, 'p, 'g> {
+struct Reader<'a, 'g> {
     file: &'a File,
     /// The hard links at the root.
     stored: FxHashSet<String>,
-    program: &'p Program,
-    problems: &'g mut Problems<'p>,
+    declared: &'a Declared,
+    problems: &'g mut Recorded,
     progress: &'g mut dyn Progress,
     /// The values of the dats read so far, and the targets of the maps.
     dat_values: u64,
@@ -249,15 +459,16 @@ struct Found {
     stored: TypeDescriptor,
 }
 
-impl Reader<'_, '_, '_> {
+impl Reader<'_, '_> {
     /// W705 for datasets at the root that name nothing in the program
     /// (groups are OP2's own bookkeeping and are passed over).
     fn unknown_datasets(&mut self) {
         let Ok(names) = self.file.member_names() else {
             return;
         };
+        let declared = self.declared.names();
         for name in names {
-            if self.program.lookup(&name).is_some()
+            if declared.contains(name.as_str())
                 || !self.stored.contains(&name)
                 || self.file.dataset(&name).is_err()
             {
@@ -465,15 +676,7 @@ impl Reader<'_, '_, '_> {
     }
 
     fn program_name(&self, section: Section, id: u32) -> String {
-        let index = id as usize;
-        let program = self.program;
-        match section {
-            Section::Sets => program.sets[index].name.clone(),
-            Section::Maps => program.maps[index].name.clone(),
-            Section::Dats => program.dats[index].name.clone(),
-            Section::Consts => program.consts[index].name.clone(),
-            Section::Globals => program.globals[index].name.clone(),
-        }
+        self.declared.name(section, id).to_owned()
     }
 
     /// Checks the `dim`, `size` and `type` attributes against the shape and
@@ -537,7 +740,7 @@ impl Reader<'_, '_, '_> {
     }
 
     fn set(&mut self, id: u32) -> Option<Option<u32>> {
-        let name = self.program.sets[id as usize].name.clone();
+        let name = self.declared.sets[id as usize].clone();
         let found = self.find(Section::Sets, id, &name)?;
         if !matches!(
             found.stored,
@@ -707,8 +910,7 @@ impl Reader<'_, '_, '_> {
     }
 
     fn map(&mut self, id: u32) -> Option<RawMap> {
-        let m = &self.program.maps[id as usize];
-        let (name, arity) = (m.name.clone(), m.arity);
+        let (name, arity) = self.declared.maps[id as usize].clone();
         let found = self.find(Section::Maps, id, &name)?;
         let mut raw = RawMap {
             malformed: true,
@@ -756,8 +958,7 @@ impl Reader<'_, '_, '_> {
     }
 
     fn dat(&mut self, id: u32) -> Option<RawDat> {
-        let d = &self.program.dats[id as usize];
-        let (name, ty) = (d.name.clone(), d.ty);
+        let (name, ty) = self.declared.dats[id as usize].clone();
         let found = self.find(Section::Dats, id, &name)?;
         let mut raw = RawDat {
             column: Column::new(ty.scalar),

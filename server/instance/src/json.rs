@@ -238,6 +238,18 @@ impl<'p> Problems<'p> {
         });
     }
 
+    /// Counts `more` problems of entry `id` of `section` with `code` beyond
+    /// those reported, never shown (a reader in another process kept only
+    /// the shown ones, `h5::Recorded`): they count towards the summary.
+    pub(super) fn count_hidden(&mut self, code: Code, section: Section, id: u32, more: u64) {
+        if more == 0 {
+            return;
+        }
+        if let Some(entry) = self.seen.get_mut(&(section, id, code)) {
+            entry.0 += more;
+        }
+    }
+
     /// Records a problem with an entry the program does not know (W705, or
     /// an E701 about a malformed section), never summarised.
     pub(super) fn report_unknown(&mut self, code: Code, path: String, message: String) {
@@ -344,12 +356,23 @@ pub(super) struct Raw {
 impl Raw {
     /// Nothing given yet.
     pub(super) fn empty(program: &Program) -> Raw {
+        Raw::of_counts([
+            program.sets.len(),
+            program.maps.len(),
+            program.dats.len(),
+            program.consts.len(),
+            program.globals.len(),
+        ])
+    }
+
+    /// Nothing given yet for this many sets, maps, dats, consts and globals.
+    pub(super) fn of_counts([sets, maps, dats, consts, globals]: [usize; 5]) -> Raw {
         Raw {
-            sets: vec![None; program.sets.len()],
-            maps: program.maps.iter().map(|_| None).collect(),
-            dats: program.dats.iter().map(|_| None).collect(),
-            consts: vec![None; program.consts.len()],
-            globals: vec![None; program.globals.len()],
+            sets: vec![None; sets],
+            maps: (0..maps).map(|_| None).collect(),
+            dats: (0..dats).map(|_| None).collect(),
+            consts: vec![None; consts],
+            globals: vec![None; globals],
             malformed: Vec::new(),
         }
     }

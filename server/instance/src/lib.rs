@@ -19,6 +19,7 @@
 //! bars on standard error for large instances, and the graph instance writer
 //! reports to the same trait.
 
+mod child;
 mod h5;
 mod json;
 pub mod naca;
@@ -37,6 +38,9 @@ use op2_analysis::value::Value;
 use op2_syntax::ast::ScalarType;
 use op2_syntax::{Code, Diagnostic, Location, Related, Severity};
 
+pub use child::{
+    CHILD_BYTES_PER_SECOND, CHILD_SECONDS, READER_COMMAND, reader_main, set_hdf5_reader, time_limit,
+};
 pub use h5::{WriteError, write_state};
 pub use json::{Section, path};
 pub use progress::{NoProgress, Phase, Progress, TerminalProgress};
@@ -418,10 +422,24 @@ impl Format {
 /// `program`. Only a file that cannot be opened is an `Err`; everything
 /// wrong inside it is a problem of the [`Loaded`] result, named by its JSON
 /// path or HDF5 dataset (`/pedge[5][1]`).
+///
+/// HDF5 files are read in a child process when a reader was set
+/// ([`set_hdf5_reader`]), else in this one.
 pub fn read_file(
     path: &Path,
     program: &Program,
     progress: &mut dyn Progress,
+) -> io::Result<Loaded> {
+    read_file_using(path, program, progress, child::reader())
+}
+
+/// [`read_file`], reading HDF5 files in a child process running
+/// `hdf5_reader` (op2, [`READER_COMMAND`]) when given, else in this one.
+pub fn read_file_using(
+    path: &Path,
+    program: &Program,
+    progress: &mut dyn Progress,
+    hdf5_reader: Option<&Path>,
 ) -> io::Result<Loaded> {
     // One handle, checked and then read: the path is never opened again,
     // so a file swapped for a FIFO or another file after the check is not
@@ -456,7 +474,27 @@ pub fn read_file(
         Format::Hdf5 => {
             let mut problems = json::Problems::new(program, json::Notation::Hdf5);
             progress.start(Phase::Reading, None);
-            let raw = h5::parse(&same_file(&file, path), program, &mut problems, progress);
+            let raw = match hdf5_reader {
+                Some(reader) => {
+                    let declared = h5::Declared::of(program);
+                    let bytes = file.metadata()?.len();
+                    match child::read_in_child(reader, &file, bytes, &declared) {
+                        Ok((raw, recorded)) => {
+                            recorded.replay(&mut problems);
+                            raw
+                        }
+                        Err(why) => {
+                            problems.report_unknown(
+                                Code::E701,
+                                String::new(),
+                                format!("the HDF5 library failed reading this file: {why}"),
+                            );
+                            None
+                        }
+                    }
+                }
+                None => h5::parse(&same_file(&file, path), program, &mut problems, progress),
+            };
             progress.finish();
             Ok(finish(raw, program, problems, progress))
         }

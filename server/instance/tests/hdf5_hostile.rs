@@ -242,3 +242,68 @@ fn a_type_attribute_of_bytes_that_are_not_ascii_is_reported_safely() {
         "attribute `type` of dataset `/x` is \"\u{FFFD}\u{FFFD}double\", but it holds 64-bit floats",
     );
 }
+
+/// Reads `path` with a reader process that is the shell script `script`
+/// (standing for an op2 whose libhdf5 crashed or went astray); the one
+/// problem must be an E701 of the file whose message contains `words`.
+#[cfg(target_os = "linux")]
+fn read_by_script(script: &str, words: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let analysis = program(2);
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("mesh.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 3);
+    }
+    let reader = directory.path().join("reader");
+    std::fs::write(&reader, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&reader, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let loaded =
+        op2_instance::read_file_using(&path, &analysis.program, &mut NoProgress, Some(&reader))
+            .unwrap();
+    assert!(loaded.data.is_none(), "{:#?}", loaded.problems);
+    assert_eq!(loaded.problems.len(), 1, "{:#?}", loaded.problems);
+    let problem = &loaded.problems[0];
+    assert_eq!(problem.code, Code::E701);
+    assert!(
+        problem
+            .message
+            .starts_with("the HDF5 library failed reading this file: ")
+            && problem.message.contains(words),
+        "{:?} lacks {words:?}",
+        problem.message
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_reader_process_that_fails_or_writes_nonsense_is_an_error_not_a_panic_or_an_allocation() {
+    // One test, so that no other thread of it forks while a script is
+    // still open for writing (exec would fail with "text file busy").
+    read_by_script("kill -SEGV $$", "killed by signal 11");
+    read_by_script(
+        "echo 'free(): invalid pointer' >&2; kill -ABRT $$",
+        "killed by signal 6 (free(): invalid pointer)",
+    );
+    read_by_script("exit 3", "exited with status 3");
+    // Not the reader's output at all.
+    read_by_script("echo hello", "does not start as a reader's output does");
+    // Nothing.
+    read_by_script("true", "does not start as a reader's output does");
+    // Data given, then a count of sets claiming eight exabytes.
+    read_by_script(
+        r"printf 'op2-h5r1\001\377\377\377\377\377\377\377\177'",
+        "sets, but the program declares 1",
+    );
+    // Truncated inside the sets: one set, tag 2 (a size), no size.
+    read_by_script(
+        r"printf 'op2-h5r1\001\001\000\000\000\000\000\000\000\002'",
+        "4 bytes expected, 0 remain",
+    );
+    // No data, then a count of problems claiming 2^63 items.
+    read_by_script(
+        r"printf 'op2-h5r1\000\000\000\000\000\000\000\000\200'",
+        "a count of 9223372036854775808 items",
+    );
+}
