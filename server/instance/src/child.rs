@@ -117,12 +117,13 @@ pub fn reader_main(args: &[OsString]) -> ExitCode {
     }
 }
 
-/// Reads the HDF5 file `file` (checked, of `bytes` bytes) in a child
-/// running `executable`; `Err` says why the child gave no result.
+/// Reads the HDF5 file `file` (checked) in a child running `executable`,
+/// killed after `limit` ([`time_limit`] of the file's size); `Err` says why
+/// the child gave no result.
 pub(crate) fn read_in_child(
     executable: &Path,
     file: &std::fs::File,
-    bytes: u64,
+    limit: Duration,
     declared: &Declared,
 ) -> Result<(Option<Raw>, Recorded), String> {
     let mut description =
@@ -144,12 +145,19 @@ pub(crate) fn read_in_child(
         .map_err(|e| format!("the reader process cannot be started: {e}"))?;
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let output = std::thread::spawn(move || -> io::Result<Vec<u8>> {
-        let mut bytes = Vec::new();
-        if let Some(stdout) = stdout {
-            stdout.take(MAX_OUTPUT + 1).read_to_end(&mut bytes)?;
+    let too_much = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let output = std::thread::spawn({
+        let too_much = too_much.clone();
+        move || -> io::Result<Vec<u8>> {
+            let mut bytes = Vec::new();
+            if let Some(stdout) = stdout {
+                stdout.take(MAX_OUTPUT + 1).read_to_end(&mut bytes)?;
+            }
+            if bytes.len() as u64 > MAX_OUTPUT {
+                too_much.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(bytes)
         }
-        Ok(bytes)
     });
     let errors = std::thread::spawn(move || {
         let mut bytes = Vec::new();
@@ -159,7 +167,6 @@ pub(crate) fn read_in_child(
         }
         bytes
     });
-    let limit = time_limit(bytes);
     let deadline = Instant::now() + limit;
     let mut pause = Duration::from_millis(1);
     let status = loop {
@@ -169,24 +176,27 @@ pub(crate) fn read_in_child(
             Err(error) => break Err(format!("the reader process cannot be waited for: {error}")),
         }
         // Output over the limit stops being read: the child would block.
-        if output.is_finished() || Instant::now() >= deadline {
+        let over = too_much.load(std::sync::atomic::Ordering::Relaxed);
+        if over || Instant::now() >= deadline {
             let _ = child.kill();
             let _ = child.wait();
-            break Err(if output.is_finished() {
+            break Err(if over {
                 format!("the reader process wrote more than {MAX_OUTPUT} bytes; stopped")
             } else {
                 format!(
-                    "the reader process did not finish within {} s; stopped",
-                    limit.as_secs()
+                    "the reader process did not finish within {:.1} s; stopped",
+                    limit.as_secs_f64()
                 )
             });
         }
         std::thread::sleep(pause);
         pause = (pause * 2).min(Duration::from_millis(20));
     };
+    // A child stopped is not waited for further: its pipes' readers are
+    // left to end on their own.
+    let status = status?;
     let output = output.join();
     let errors = errors.join().unwrap_or_default();
-    let status = status?;
     let last_line = String::from_utf8_lossy(&errors)
         .lines()
         .rev()
@@ -883,5 +893,27 @@ mod tests {
         raw.sets[0] = Some(Some(u32::MAX));
         let bytes = encode_result(Some(&raw), &recorded);
         assert!(decode_result(&bytes, &declared()).is_err());
+    }
+
+    /// A reader that hangs (libhdf5 looping on a damaged file) is killed
+    /// at its time limit, and that is the answer.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_reader_that_hangs_is_stopped_at_its_time_limit() {
+        use std::os::unix::fs::PermissionsExt;
+        let directory = tempfile::tempdir().unwrap();
+        let reader = directory.path().join("reader");
+        std::fs::write(&reader, "#!/bin/sh\nexec sleep 600\n").unwrap();
+        std::fs::set_permissions(&reader, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let file = std::fs::File::open(&reader).unwrap();
+        let started = Instant::now();
+        let error =
+            read_in_child(&reader, &file, Duration::from_millis(300), &declared()).unwrap_err();
+        assert_eq!(
+            error,
+            "the reader process did not finish within 0.3 s; stopped"
+        );
+        // Stopped, not waited for: far less than the child's 600 s.
+        assert!(started.elapsed() < Duration::from_secs(60));
     }
 }

@@ -478,7 +478,8 @@ pub fn read_file_using(
                 Some(reader) => {
                     let declared = h5::Declared::of(program);
                     let bytes = file.metadata()?.len();
-                    match child::read_in_child(reader, &file, bytes, &declared) {
+                    let limit = time_limit(bytes);
+                    match child::read_in_child(reader, &file, limit, &declared) {
                         Ok((raw, recorded)) => {
                             recorded.replay(&mut problems);
                             raw
