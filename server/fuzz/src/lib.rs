@@ -76,8 +76,24 @@ pub fn full_every() -> u64 {
 
 /// The stages of a case, for reporting where a hang is.
 pub const STAGES: &[&str] = &[
-    "generate", "parse", "check", "fmt", "build", "run", "simulate", "lsp", "import",
+    "generate", "parse", "check", "fmt", "build", "run", "simulate", "lsp", "import", "hdf5",
 ];
+
+/// Whether the `hdf5` stage also reads a damaged copy of the instance, in a
+/// reader process that is this binary (`op2_instance::READER_COMMAND`):
+/// only a binary that answers that command may say so.
+static DAMAGES_HDF5: AtomicBool = AtomicBool::new(false);
+
+/// Says that this binary reads HDF5 files as `op2 __read-hdf5` does, so
+/// that the `hdf5` stage may read damaged files through it.
+pub fn set_damages_hdf5() {
+    DAMAGES_HDF5.store(true, Ordering::Relaxed);
+}
+
+/// See [`set_damages_hdf5`].
+pub fn damages_hdf5() -> bool {
+    DAMAGES_HDF5.load(Ordering::Relaxed)
+}
 
 static STAGE: AtomicUsize = AtomicUsize::new(0);
 

@@ -194,7 +194,11 @@ pub fn check(
         return Ok(reached);
     };
     crate::enter("hdf5");
-    hdf5(&analysis.program, &data)?;
+    hdf5(
+        &analysis.program,
+        &data,
+        crate::damages_hdf5().then_some(program.seed),
+    )?;
     if !program.execute {
         return Ok(reached);
     }
@@ -272,12 +276,16 @@ pub fn check(
 }
 
 /// The instance through OP2's HDF5 layout: written (to a temporary file:
-/// libhdf5 reads files) and read back, which must give the same data.
-/// (Reading damaged files is not a property here: libhdf5 1.10 itself
-/// crashes on some, docs/reliability.md, "Known open findings".)
+/// libhdf5 reads files) and read back, which must give the same data; then,
+/// when `damage` is given (the binary running the case is an HDF5 reader,
+/// as `op2-fuzz` is: [`crate::set_damages_hdf5`]), read again with bytes
+/// changed, through a reader process: libhdf5 may crash there on a damaged
+/// file (docs/reliability.md); this process must not, whatever the
+/// problems.
 fn hdf5(
     program: &op2_analysis::model::Program,
     data: &instance::InstanceData,
+    damage: Option<u64>,
 ) -> Result<(), Finding> {
     let failed = |what: &str, error: &dyn std::fmt::Display| {
         Finding::property("hdf5", format!("{what}: {error}"))
@@ -296,8 +304,27 @@ fn hdf5(
             ),
         ));
     }
+    let Some(seed) = damage else {
+        return Ok(());
+    };
+    let mut bytes = std::fs::read(&path).map_err(|e| failed("reading the file failed", &e))?;
+    if bytes.is_empty() {
+        return Ok(());
+    }
+    let mut rng = crate::rng::Rng::for_case(seed, HDF5_DAMAGE);
+    for _ in 0..rng.range(1, 9) {
+        let at = rng.below(bytes.len());
+        bytes[at] = rng.next_u64() as u8;
+    }
+    std::fs::write(&path, &bytes).map_err(|e| failed("writing the damaged file failed", &e))?;
+    let reader = Path::new("/proc/self/exe");
+    let _ = instance::read_file_using(&path, program, &mut NoProgress, Some(reader));
     Ok(())
 }
+
+/// The random stream of the bytes the `hdf5` stage changes, apart from the
+/// case's own.
+const HDF5_DAMAGE: u64 = 0x4844_4635;
 
 /// The graph type's XML, for comparing two analyses of one program.
 fn graph_xml(analysis: &Analysis) -> Vec<u8> {
