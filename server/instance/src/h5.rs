@@ -379,7 +379,16 @@ pub(crate) fn read(
     problems: &mut Recorded,
     progress: &mut dyn Progress,
 ) -> Option<Raw> {
-    let file = match File::open(file_path) {
+    // Without HDF5's file locking: a reader takes a shared lock, which
+    // fails at once while any process holds the exclusive lock of a
+    // writer, and a lock outlives its writer in every process started
+    // while the writer had the file open (a child inherits the
+    // descriptor). A file read while it is written is read as damaged at
+    // worst, which the checks below report.
+    let file = match File::with_options()
+        .with_fapl(|p| p.file_locking(false))
+        .open(file_path)
+    {
         Ok(file) => file,
         Err(error) => {
             problems.report_unknown(

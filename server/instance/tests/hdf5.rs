@@ -72,6 +72,27 @@ fn formats_are_told_apart_by_content() {
     assert_eq!(Format::of_file(&renamed).unwrap(), Format::Hdf5);
 }
 
+/// A writer's exclusive lock on the file, held by another open of it (as
+/// every process started while a writer had it open holds one), does not
+/// stop a read: HDF5's locking would refuse the reader's shared lock.
+#[test]
+fn a_file_another_process_holds_locked_for_writing_is_still_read() {
+    let analysis = jacobi();
+    let directory = tempfile::tempdir().unwrap();
+    let copy = directory.path().join("locked.h5");
+    std::fs::copy(fixture("jacobi.h5"), &copy).unwrap();
+    let holder = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&copy)
+        .unwrap();
+    holder.try_lock().unwrap();
+    let loaded = read_file(&copy, &analysis.program, &mut NoProgress).unwrap();
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+    assert_eq!(loaded.data.unwrap(), from_json(&analysis));
+    drop(holder);
+}
+
 #[test]
 fn hdf5_and_json_give_the_same_data() {
     let analysis = jacobi();
