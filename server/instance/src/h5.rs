@@ -384,11 +384,14 @@ pub(crate) fn read(
     // writer, and a lock outlives its writer in every process started
     // while the writer had the file open (a child inherits the
     // descriptor). A file read while it is written is read as damaged at
-    // worst, which the checks below report.
-    let file = match File::with_options()
+    // worst, which the checks below report. A file this process has open
+    // already (with locking) opens only with the same flag: then it is
+    // opened again with HDF5's defaults.
+    let opened = File::with_options()
         .with_fapl(|p| p.file_locking(false))
         .open(file_path)
-    {
+        .or_else(|error| File::open(file_path).map_err(|_| error));
+    let file = match opened {
         Ok(file) => file,
         Err(error) => {
             problems.report_unknown(

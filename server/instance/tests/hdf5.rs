@@ -93,6 +93,21 @@ fn a_file_another_process_holds_locked_for_writing_is_still_read() {
     drop(holder);
 }
 
+/// A file this process has open already, with HDF5's default locking, is
+/// read too (HDF5 refuses a second open with another locking flag).
+#[test]
+fn a_file_this_process_has_open_is_still_read() {
+    let analysis = jacobi();
+    let directory = tempfile::tempdir().unwrap();
+    let copy = directory.path().join("open.h5");
+    std::fs::copy(fixture("jacobi.h5"), &copy).unwrap();
+    let held = hdf5::File::open(&copy).unwrap();
+    let loaded = read_file(&copy, &analysis.program, &mut NoProgress).unwrap();
+    assert!(loaded.problems.is_empty(), "{:#?}", loaded.problems);
+    assert_eq!(loaded.data.unwrap(), from_json(&analysis));
+    drop(held);
+}
+
 #[test]
 fn hdf5_and_json_give_the_same_data() {
     let analysis = jacobi();
