@@ -279,6 +279,9 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, String> {
 
 /// The case with this index: a file of the list, or a campaign's case.
 fn make_case(corpus: &Corpus, settings: &Settings, index: u64) -> Result<Case, String> {
+    if index == 1 && std::env::var("OP2_FUZZ_SELF_TEST").is_ok_and(|w| w == "abort-making") {
+        std::process::abort();
+    }
     if settings.files.is_empty() {
         Ok(Case::new(corpus, settings.seed, index).0)
     } else {
@@ -496,7 +499,8 @@ fn corpus_fingerprint(corpus: &Corpus) -> u64 {
 }
 
 /// With `OP2_FUZZ_SELF_TEST` set, case 1 misbehaves on purpose (`overflow`,
-/// `panic`, `abort`, `hang`: asleep for ever, `spin`: busy for ever), so
+/// `panic`, `abort`, `hang`: asleep for ever, `spin`: busy for ever;
+/// `abort-making` aborts while the case is made, in [`make_case`]), so
 /// that tests can check that each becomes a finding and the campaign goes
 /// on; or takes time: `sleep` 3 s of wall time asleep, `busy` 1.5 s of CPU
 /// time.
@@ -808,7 +812,6 @@ fn supervise(settings: &Settings) -> ExitCode {
                     }
                     Event::Closed(_) => {
                         let status = jobs[j].child.as_mut().and_then(|c| c.wait().ok());
-                        let signal = status.as_ref().and_then(signal_of);
                         let clean = status
                             .as_ref()
                             .is_some_and(std::process::ExitStatus::success);
@@ -821,11 +824,7 @@ fn supervise(settings: &Settings) -> ExitCode {
                                 .map(|t| String::from_utf8_lossy(&t).into_owned())
                                 .unwrap_or_default();
                             let last_line = what_happened(&tail);
-                            let how = match (signal, status) {
-                                (Some(signal), _) => format!("killed by signal {signal}"),
-                                (None, Some(status)) => format!("exited with {status}"),
-                                (None, None) => "vanished".to_string(),
-                            };
+                            let how = status.as_ref().map_or("vanished".to_string(), ended);
                             dead = Some((j, format!("the worker {how}: {last_line}"), "crash"));
                         }
                     }
@@ -856,8 +855,7 @@ fn supervise(settings: &Settings) -> ExitCode {
                 let name = case_name(settings, index);
                 let mut saved = String::new();
                 if settings.files.is_empty() {
-                    save_dead(settings, index, kind, &message);
-                    saved = format!(" (saved in {})", settings.out.display());
+                    saved = format!(" ({})", save_dead(settings, index, kind, &message));
                 }
                 let report = format!("{name}: {kind} in process: {message}{saved}");
                 eprintln!("FINDING {report}");
@@ -1040,10 +1038,13 @@ fn limited(settings: &Settings, exe: &Path) -> Command {
     }
 }
 
-/// Saves the input of a case whose worker died, in a process of its own.
-fn save_dead(settings: &Settings, index: u64, kind: &str, message: &str) {
+/// Saves the input of a case whose worker died, in a process of its own,
+/// and says where it is, or why it is not: a saving process that dies too
+/// died making the case (it does nothing else before writing it), so the
+/// defect is in this fuzzer's generator, not in op2.
+fn save_dead(settings: &Settings, index: u64, kind: &str, message: &str) -> String {
     let Ok(exe) = std::env::current_exe() else {
-        return;
+        return "not saved: this executable cannot be found again to save it".into();
     };
     let mut command = limited(settings, &exe);
     command.arg("save");
@@ -1079,7 +1080,30 @@ fn save_dead(settings: &Settings, index: u64, kind: &str, message: &str) {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-    let _ = status;
+    let note = settings.out.join(format!(
+        "seed{}-case{index}-{kind}-process.finding.txt",
+        settings.seed
+    ));
+    match status {
+        Err(error) => format!("not saved: the saving process cannot be run: {error}"),
+        Ok(_) if note.is_file() => format!("saved in {}", settings.out.display()),
+        Ok(status) => format!(
+            "not saved: the process that makes the case again to save it ended too ({}), \
+             before writing anything: making the case is what fails, a defect of op2-fuzz's \
+             generator rather than of op2; see it with `op2-fuzz save --seed {} --case {index} \
+             --out DIR` under a debugger",
+            ended(&status),
+            settings.seed
+        ),
+    }
+}
+
+/// How a process ended, in words: `killed by signal 6`, `exited with ...`.
+fn ended(status: &std::process::ExitStatus) -> String {
+    match signal_of(status) {
+        Some(signal) => format!("killed by signal {signal}"),
+        None => format!("exited with {status}"),
+    }
 }
 
 /// The line of a dead worker's standard error that says why it died.

@@ -114,15 +114,26 @@ const HOSTILE: &[&str] = &[
     "))))))))",
 ];
 
+/// The longest text a mutation makes: longer ones are cut to it.
+const MAX_TEXT: usize = 4 << 20;
+
+/// `piece` `times` over, but no longer than what `text` (of `len` bytes)
+/// has room for under [`MAX_TEXT`]: a piece of a text already long (a run
+/// of tokens one of which is a long repeat) times many would otherwise ask
+/// for gigabytes before the text is cut to its limit (campaign of b7582fe,
+/// seed 8, case 8507293: 15.6 GB).
+fn repeated(piece: &[u8], times: usize, len: usize) -> Vec<u8> {
+    let room = MAX_TEXT.saturating_sub(len);
+    piece.repeat(times.min(room / piece.len().max(1)))
+}
+
 /// Applies between one and `max` mutations to `text`, with `corpus` to
 /// draw tokens and splices from.
 pub fn mutate(text: &[u8], corpus: &[&[u8]], rng: &mut Rng, max: usize) -> Vec<u8> {
     let mut out = text.to_vec();
     for _ in 0..rng.range(1, max.max(1)) {
         out = once(&out, corpus, rng);
-        if out.len() > 4 << 20 {
-            out.truncate(4 << 20);
-        }
+        out.truncate(MAX_TEXT);
     }
     out
 }
@@ -158,8 +169,7 @@ fn once(text: &[u8], corpus: &[&[u8]], rng: &mut Rng) -> Vec<u8> {
                 1
             };
             let to = rng.below(len + 1);
-            let repeated = piece.repeat(times);
-            out.splice(to..to, repeated);
+            out.splice(to..to, repeated(&piece, times, len));
         }
         // An interesting text.
         4..=6 => {
@@ -174,7 +184,7 @@ fn once(text: &[u8], corpus: &[&[u8]], rng: &mut Rng) -> Vec<u8> {
             } else {
                 1
             };
-            out.splice(at..at, piece.repeat(times));
+            out.splice(at..at, repeated(piece, times, len));
         }
         // Token-level: replace a token with one of the corpus.
         7..=9 => {
@@ -229,7 +239,7 @@ fn once(text: &[u8], corpus: &[&[u8]], rng: &mut Rng) -> Vec<u8> {
                 };
                 let times = rng.size(bound);
                 let at = tokens[last].1;
-                out.splice(at..at, piece.repeat(times));
+                out.splice(at..at, repeated(&piece, times, len));
             }
         }
         // Splice: a prefix of this text and a suffix of another.
@@ -337,4 +347,30 @@ fn tokens_of(text: &[u8]) -> Vec<(usize, usize)> {
         out.push((start, i));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_TEXT, once};
+    use crate::rng::Rng;
+
+    /// No single mutation makes a text over [`MAX_TEXT`] from a short one,
+    /// however long its tokens: repeating a run of long tokens thousands of
+    /// times used to ask for the whole product before the cut (a 15.6 GB
+    /// allocation that aborted a campaign's worker).
+    #[test]
+    fn one_mutation_of_a_short_text_stays_under_the_limit() {
+        let long = "x".repeat(2048);
+        let text = format!("{long} {long} {long} {long}");
+        let corpus: [&[u8]; 1] = [text.as_bytes()];
+        for seed in 0..20_000 {
+            let out = once(text.as_bytes(), &corpus, &mut Rng::new(seed));
+            assert!(
+                out.len() <= MAX_TEXT,
+                "seed {seed}: {} bytes from {}",
+                out.len(),
+                text.len()
+            );
+        }
+    }
 }

@@ -52,8 +52,8 @@ fn a_short_campaign_finds_nothing_new() {
     assert!(report.contains("2000 cases (seed 20261125"), "{report}");
 }
 
-fn self_test(what: &str, expect: &str) {
-    self_test_with(what, &["--hang-secs", "5"], expect);
+fn self_test(what: &str, expect: &str) -> String {
+    self_test_with(what, &["--hang-secs", "5"], expect)
 }
 
 /// Four cases with `args`, case 1 misbehaving as `what` says
@@ -86,7 +86,31 @@ fn a_stack_overflow_is_a_finding() {
 
 #[test]
 fn an_abort_is_a_finding() {
-    self_test("abort", "crash in process: the worker killed by signal 6");
+    let report = self_test("abort", "crash in process: the worker killed by signal 6");
+    assert!(report.contains(" (saved in "), "{report}");
+}
+
+/// A case whose making kills the worker kills the process that makes it
+/// again to save it too: the finding says that nothing was saved and that
+/// the defect is the generator's (it said "saved in" with nothing there).
+#[test]
+fn a_case_that_cannot_be_made_is_reported_unsaved() {
+    let report = self_test(
+        "abort-making",
+        "crash in process: the worker killed by signal 6",
+    );
+    assert!(
+        report.contains(
+            "(not saved: the process that makes the case again to save it ended too (killed \
+             by signal 6)"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("a defect of op2-fuzz's generator"),
+        "{report}"
+    );
+    assert!(!report.contains("saved in"), "{report}");
 }
 
 /// A case asleep for ever uses no CPU time: the limit on its wall time
