@@ -8,7 +8,7 @@ use crate::support;
 use std::path::{Path, PathBuf};
 
 use op2_analysis::{Options, analyse_text};
-use op2_instance::{DatValues, NoProgress, read_file, read_file_using};
+use op2_instance::{DatValues, NoProgress, read_file, read_file_in_child, read_file_using};
 use support::Scratch;
 
 fn root() -> PathBuf {
@@ -388,6 +388,58 @@ fn hdf5_files_read_in_a_child_give_what_they_give_in_process() {
             .problems
             .iter()
             .any(|p| p.message.starts_with("30 more problems like the 50 above")),
+        "{:#?}",
+        loaded.problems
+    );
+}
+
+/// The reader process limits its own address space to what it is given:
+/// a mesh that needs more (a dat of 2^26 doubles, half a gigabyte, in
+/// chunks never written: a file of a few kilobytes) ends as an E701 of the
+/// file that says so, where a reader without the limit reads it all. A
+/// small mesh reads under the same limit, so the limit is what stops the
+/// large one.
+#[test]
+fn the_hdf5_reader_process_keeps_to_its_memory_limit() {
+    let path = PathBuf::from("limit.op2");
+    let text = "set s;\ndat x: double[4] on s;\nkernel k(double *v) { v[0] = 1.0; }\nmain { par_loop k over s (x WRITE); }\n";
+    let analysis = analyse_text(&path, text, &Options { require_main: true });
+    assert!(!analysis.has_errors(), "{:#?}", analysis.diagnostics);
+    let reader = PathBuf::from(env!("CARGO_BIN_EXE_op2"));
+    let limit = 256 << 20;
+    let scratch = Scratch::new();
+    let mesh = |name: &str, rows: usize| {
+        let path = scratch.path(name);
+        let file = hdf5::File::create(&path).unwrap();
+        file.new_dataset_builder()
+            .with_data(&[rows as i32])
+            .create("s")
+            .unwrap();
+        file.new_dataset::<f64>()
+            .shape([rows, 4])
+            .chunk([rows.min(4096), 4])
+            .create("x")
+            .unwrap();
+        file.close().unwrap();
+        path
+    };
+
+    let small = mesh("small.h5", 3);
+    let loaded =
+        read_file_in_child(&small, &analysis.program, &mut NoProgress, &reader, limit).unwrap();
+    assert!(loaded.data.is_some(), "{:#?}", loaded.problems);
+
+    let large = mesh("large.h5", 1 << 24);
+    assert!(std::fs::metadata(&large).unwrap().len() < 1 << 16);
+    let loaded =
+        read_file_in_child(&large, &analysis.program, &mut NoProgress, &reader, limit).unwrap();
+    assert!(loaded.data.is_none(), "{:#?}", loaded.problems);
+    assert_eq!(loaded.problems.len(), 1, "{:#?}", loaded.problems);
+    assert_eq!(loaded.problems[0].code, op2_syntax::Code::E701);
+    assert!(
+        loaded.problems[0].message.starts_with(
+            "the HDF5 library failed reading this file: the reader process ran out of its memory limit of 256 MiB (memory allocation of "
+        ),
         "{:#?}",
         loaded.problems
     );

@@ -4,12 +4,14 @@
 //! changed can make it write out of bounds or dereference a wild pointer
 //! (docs/reliability.md). So op2 reads HDF5 in a child, itself started with
 //! the hidden command [`READER_COMMAND`]: the child gets the checked file
-//! handle as its standard input (libhdf5 opens `/proc/self/fd/0`) and the
-//! [`Declared`] names in a temporary file, reads with [`h5::read`], and
-//! writes the [`Raw`] data and the [`Recorded`] problems to its standard
-//! output in the form below. A child that is killed by a signal, exits
-//! with an error, runs out of its time limit ([`time_limit`]) or writes
-//! something that does not decode is an E701 of the file; the parent reads
+//! handle as its standard input (libhdf5 opens `/proc/self/fd/0`), its
+//! memory limit as an argument and the [`Declared`] names in a temporary
+//! file; it limits its own address space ([`CHILD_MEMORY`]) before anything
+//! else, reads with [`h5::read`], and writes the [`Raw`] data and the
+//! [`Recorded`] problems to its standard output in the form below. A child
+//! that is killed by a signal, exits with an error, runs out of its time
+//! limit ([`time_limit`]) or its memory, or writes something that does not
+//! decode is an E701 of the file; the parent reads
 //! the child's output as untrusted (every length is checked against the
 //! bytes that remain before anything is allocated for it, every count
 //! against the program).
@@ -19,7 +21,7 @@
 //! a `u64` count and their items.
 
 use std::ffi::OsString;
-use std::io::{self, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::OnceLock;
@@ -43,6 +45,21 @@ pub const CHILD_SECONDS: u64 = 60;
 
 /// The bytes of the file per further second a reader may take.
 pub const CHILD_BYTES_PER_SECOND: u64 = 8 << 20;
+
+/// The address space a reader may use (`RLIMIT_AS`), in bytes: 2,560 MiB,
+/// what it may legitimately hold and room for the process. Every dat value
+/// the limits allow at 8 bytes ([`MAX_DAT_VALUES`], 1 GiB) and every map
+/// target at 4 ([`MAX_MAP_TARGETS`], 512 MiB), each dataset read into a
+/// vector reserved once for the values its header claims; 512 MiB for
+/// problems (a map target that is not a `u32` keeps its text, some 80 bytes:
+/// about six million of them); and 512 MiB for the process itself: its
+/// code and libraries, libhdf5's metadata and chunk caches, a chunk being
+/// decompressed (at most [`h5::MAX_CHUNK_BYTES`] when valid) and a block of
+/// rows. The output is written as it is made, not held. libhdf5 allocates
+/// by what the file says (a deflated chunk is decompressed until its stream
+/// ends, whatever the chunk's size): past the limit an allocation fails,
+/// and the read ends with an E701 instead of taking the machine's memory.
+pub const CHILD_MEMORY: u64 = (512 << 20) + MAX_DAT_VALUES * 8 + MAX_MAP_TARGETS * 4 + (512 << 20);
 
 /// The most a reader may write: every dat value and map target the limits
 /// allow, each target with a bad value's text, and room for problems.
@@ -79,16 +96,32 @@ pub fn time_limit(bytes: u64) -> Duration {
 }
 
 /// The hidden command: `args` are those after [`READER_COMMAND`], the
-/// description file's path. Reads the HDF5 file on standard input and
-/// writes the result to standard output.
+/// memory limit in bytes and the description file's path. Limits its own
+/// address space to that first, then reads the HDF5 file on standard input
+/// and writes the result to standard output.
 pub fn reader_main(args: &[OsString]) -> ExitCode {
-    let [description] = args else {
+    let [memory, description] = args else {
         let _ = writeln!(
             io::stderr(),
-            "usage: op2 {READER_COMMAND} DESCRIPTION < FILE.h5"
+            "usage: op2 {READER_COMMAND} MEMORY-LIMIT-BYTES DESCRIPTION < FILE.h5"
         );
         return ExitCode::from(2);
     };
+    let Some(memory) = memory.to_str().and_then(|m| m.parse::<u64>().ok()) else {
+        let _ = writeln!(
+            io::stderr(),
+            "op2 {READER_COMMAND}: {memory:?} is not a memory limit in bytes"
+        );
+        return ExitCode::from(2);
+    };
+    // Before libhdf5 (or anything else) allocates: no read without it.
+    if let Err(error) = limit_memory(memory) {
+        let _ = writeln!(
+            io::stderr(),
+            "op2 {READER_COMMAND}: the memory limit cannot be set: {error}"
+        );
+        return ExitCode::from(2);
+    }
     let declared = match std::fs::read(description)
         .map_err(|e| e.to_string())
         .and_then(|bytes| decode_declared(&bytes))
@@ -109,21 +142,69 @@ pub fn reader_main(args: &[OsString]) -> ExitCode {
         &mut recorded,
         &mut NoProgress,
     );
-    let out = encode_result(raw.as_ref(), &recorded);
-    let mut stdout = io::stdout().lock();
-    match stdout.write_all(&out).and_then(|()| stdout.flush()) {
+    name_the_limit(&mut recorded, memory);
+    let mut stdout = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    match write_result(raw.as_ref(), &recorded, &mut stdout).and_then(|()| stdout.flush()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(2),
     }
 }
 
+/// Limits this process's address space to `bytes` (or to its hard limit,
+/// when that is lower), soft and hard limit both.
+#[cfg(unix)]
+fn limit_memory(bytes: u64) -> io::Result<()> {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let bytes = getrlimit(Resource::As)
+        .maximum
+        .map_or(bytes, |hard| hard.min(bytes));
+    setrlimit(
+        Resource::As,
+        Rlimit {
+            current: Some(bytes),
+            maximum: Some(bytes),
+        },
+    )?;
+    Ok(())
+}
+
+/// No limit where the system has no `setrlimit` (the reader runs only on
+/// Linux: [`reader`]).
+#[cfg(not(unix))]
+fn limit_memory(_bytes: u64) -> io::Result<()> {
+    Ok(())
+}
+
+/// Adds the memory limit to the problems where libhdf5 said an allocation
+/// failed (it then fails the read it was doing, and says so in words such
+/// as "memory allocation failed for deflate uncompression").
+fn name_the_limit(recorded: &mut Recorded, memory: u64) {
+    for record in &mut recorded.records {
+        let (Record::Entry { message, .. } | Record::Unknown { message, .. }) = record;
+        if message.contains("memory allocation failed") {
+            message.push_str(&format!(
+                " (the reader process's memory limit is {} MiB)",
+                memory >> 20
+            ));
+        }
+    }
+}
+
+/// True when `line`, of a reader's standard error, is what Rust writes
+/// before aborting on an allocation that failed.
+fn allocation_failed(line: &str) -> bool {
+    line.starts_with("memory allocation of ") && line.ends_with(" bytes failed")
+}
+
 /// Reads the HDF5 file `file` (checked) in a child running `executable`,
-/// killed after `limit` ([`time_limit`] of the file's size); `Err` says why
-/// the child gave no result.
+/// killed after `limit` ([`time_limit`] of the file's size), its address
+/// space limited to `memory` bytes ([`CHILD_MEMORY`]); `Err` says why the
+/// child gave no result.
 pub(crate) fn read_in_child(
     executable: &Path,
     file: &std::fs::File,
     limit: Duration,
+    memory: u64,
     declared: &Declared,
 ) -> Result<(Option<Raw>, Recorded), String> {
     let mut description =
@@ -137,6 +218,7 @@ pub(crate) fn read_in_child(
         .map_err(|e| format!("the file cannot be passed on: {e}"))?;
     let mut child = Command::new(executable)
         .arg(READER_COMMAND)
+        .arg(memory.to_string())
         .arg(description.path())
         .stdin(Stdio::from(stdin))
         .stdout(Stdio::piped())
@@ -197,7 +279,8 @@ pub(crate) fn read_in_child(
     let status = status?;
     let output = output.join();
     let errors = errors.join().unwrap_or_default();
-    let last_line = String::from_utf8_lossy(&errors)
+    let errors = String::from_utf8_lossy(&errors);
+    let last_line = errors
         .lines()
         .rev()
         .map(str::trim)
@@ -209,6 +292,18 @@ pub(crate) fn read_in_child(
         {
             use std::os::unix::process::ExitStatusExt;
             if let Some(signal) = status.signal() {
+                // The line Rust writes, followed by a backtrace when the
+                // environment asks for one.
+                let failed = errors.lines().map(str::trim).find(|l| allocation_failed(l));
+                if signal == libc::SIGABRT
+                    && let Some(line) = failed
+                {
+                    return Err(format!(
+                        "the reader process ran out of its memory limit of {} MiB ({})",
+                        memory >> 20,
+                        line.chars().take(200).collect::<String>()
+                    ));
+                }
                 return Err(format!("killed by signal {signal}{last_line}"));
             }
         }
@@ -229,24 +324,47 @@ pub(crate) fn read_in_child(
 // ---------------------------------------------------------------------------
 // Writing.
 
-struct Out(Vec<u8>);
+/// The form written to `sink` as it is made (a reader does not hold its
+/// output: [`CHILD_MEMORY`]); the first error writing stops the writing and
+/// is kept.
+struct Out<W: Write> {
+    sink: W,
+    error: Option<io::Error>,
+}
 
-impl Out {
+impl<W: Write> Out<W> {
+    fn new(mut sink: W) -> Out<W> {
+        let error = sink.write_all(MAGIC).err();
+        Out { sink, error }
+    }
+    fn finish(self) -> io::Result<W> {
+        match self.error {
+            None => Ok(self.sink),
+            Some(error) => Err(error),
+        }
+    }
+    fn bytes(&mut self, bytes: &[u8]) {
+        if self.error.is_none()
+            && let Err(error) = self.sink.write_all(bytes)
+        {
+            self.error = Some(error);
+        }
+    }
     fn u8(&mut self, value: u8) {
-        self.0.push(value);
+        self.bytes(&[value]);
     }
     fn u32(&mut self, value: u32) {
-        self.0.extend_from_slice(&value.to_le_bytes());
+        self.bytes(&value.to_le_bytes());
     }
     fn u64(&mut self, value: u64) {
-        self.0.extend_from_slice(&value.to_le_bytes());
+        self.bytes(&value.to_le_bytes());
     }
     fn len(&mut self, len: usize) {
         self.u64(len as u64);
     }
     fn str(&mut self, text: &str) {
         self.len(text.len());
-        self.0.extend_from_slice(text.as_bytes());
+        self.bytes(text.as_bytes());
     }
     fn ty(&mut self, ty: ElementType) {
         self.u8(scalar_tag(ty.scalar));
@@ -297,7 +415,7 @@ fn section_tag(section: Section) -> u8 {
 }
 
 pub(crate) fn encode_declared(declared: &Declared) -> Vec<u8> {
-    let mut out = Out(MAGIC.to_vec());
+    let mut out = Out::new(Vec::new());
     out.len(declared.sets.len());
     for name in &declared.sets {
         out.str(name);
@@ -318,11 +436,26 @@ pub(crate) fn encode_declared(declared: &Declared) -> Vec<u8> {
     for name in &declared.others {
         out.str(name);
     }
-    out.0
+    // Writing to a vector does not fail.
+    out.finish().unwrap_or_default()
 }
 
+/// What a reader writes, as bytes.
+#[cfg(test)]
 pub(crate) fn encode_result(raw: Option<&Raw>, recorded: &Recorded) -> Vec<u8> {
-    let mut out = Out(MAGIC.to_vec());
+    let mut bytes = Vec::new();
+    // Writing to a vector does not fail.
+    let _ = write_result(raw, recorded, &mut bytes);
+    bytes
+}
+
+/// Writes what a reader writes to `sink`.
+pub(crate) fn write_result(
+    raw: Option<&Raw>,
+    recorded: &Recorded,
+    sink: impl Write,
+) -> io::Result<()> {
+    let mut out = Out::new(sink);
     match raw {
         None => out.u8(0),
         Some(raw) => {
@@ -369,10 +502,10 @@ pub(crate) fn encode_result(raw: Option<&Raw>, recorded: &Recorded) -> Vec<u8> {
         out.str(code.as_str());
         out.u64(*count);
     }
-    out.0
+    out.finish().map(drop)
 }
 
-fn encode_raw(out: &mut Out, raw: &Raw) {
+fn encode_raw<W: Write>(out: &mut Out<W>, raw: &Raw) {
     out.len(raw.sets.len());
     for set in &raw.sets {
         match set {
@@ -415,15 +548,14 @@ fn encode_raw(out: &mut Out, raw: &Raw) {
         out.u8(u8::from(dat.malformed));
         out.u8(scalar_tag(dat.column.ty()));
         out.len(dat.column.len());
-        let bytes = &mut out.0;
         match &dat.column {
-            Column::Double(v) => v.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-            Column::Float(v) => v.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-            Column::Int(v) => v.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-            Column::Uint(v) => v.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-            Column::Ll(v) => v.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-            Column::Ull(v) => v.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-            Column::Bool(v) => v.iter().for_each(|x| bytes.push(u8::from(*x))),
+            Column::Double(v) => v.iter().for_each(|x| out.bytes(&x.to_le_bytes())),
+            Column::Float(v) => v.iter().for_each(|x| out.bytes(&x.to_le_bytes())),
+            Column::Int(v) => v.iter().for_each(|x| out.bytes(&x.to_le_bytes())),
+            Column::Uint(v) => v.iter().for_each(|x| out.bytes(&x.to_le_bytes())),
+            Column::Ll(v) => v.iter().for_each(|x| out.bytes(&x.to_le_bytes())),
+            Column::Ull(v) => v.iter().for_each(|x| out.bytes(&x.to_le_bytes())),
+            Column::Bool(v) => v.iter().for_each(|x| out.u8(u8::from(*x))),
         }
     }
     for values in [&raw.consts, &raw.globals] {
@@ -895,6 +1027,32 @@ mod tests {
         assert!(decode_result(&bytes, &declared()).is_err());
     }
 
+    #[test]
+    fn an_allocation_libhdf5_reports_failed_names_the_memory_limit() {
+        let mut recorded = Recorded::default();
+        recorded.report(Code::E701, Section::Dats, 0, &[0], || {
+            "rows 0 to 0 cannot be read: H5Dread(): can't read data: memory allocation failed for deflate uncompression".to_owned()
+        });
+        recorded.report(Code::E701, Section::Dats, 0, &[1], || {
+            "rows 1 to 1 cannot be read: H5Dread(): can't read data".to_owned()
+        });
+        name_the_limit(&mut recorded, 96 << 20);
+        let messages: Vec<&str> = recorded
+            .records
+            .iter()
+            .map(|record| match record {
+                Record::Entry { message, .. } | Record::Unknown { message, .. } => message.as_str(),
+            })
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "rows 0 to 0 cannot be read: H5Dread(): can't read data: memory allocation failed for deflate uncompression (the reader process's memory limit is 96 MiB)",
+                "rows 1 to 1 cannot be read: H5Dread(): can't read data",
+            ]
+        );
+    }
+
     /// A reader that hangs (libhdf5 looping on a damaged file) is killed
     /// at its time limit, and that is the answer.
     #[cfg(target_os = "linux")]
@@ -907,8 +1065,14 @@ mod tests {
         std::fs::set_permissions(&reader, std::fs::Permissions::from_mode(0o755)).unwrap();
         let file = std::fs::File::open(&reader).unwrap();
         let started = Instant::now();
-        let error =
-            read_in_child(&reader, &file, Duration::from_millis(300), &declared()).unwrap_err();
+        let error = read_in_child(
+            &reader,
+            &file,
+            Duration::from_millis(300),
+            CHILD_MEMORY,
+            &declared(),
+        )
+        .unwrap_err();
         assert_eq!(
             error,
             "the reader process did not finish within 0.3 s; stopped"

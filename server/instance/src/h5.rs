@@ -18,7 +18,7 @@
 //! The file is untrusted: only datasets stored in it are read (hard links,
 //! no external files or virtual layouts, which would open other files by
 //! path), and every count its headers claim (rows, values per row,
-//! attribute points and sizes) is checked before anything is allocated for
+//! attribute points and sizes, chunk extents) is checked before anything is allocated for
 //! it: a dataset whose storage was never written, or is compressed, costs
 //! nothing in the file for any size it claims.
 
@@ -35,7 +35,7 @@ use rustc_hash::FxHashSet;
 use crate::json::{
     BAD_TARGET, Problems, Raw, RawDat, RawMap, SHOWN_PER_ENTRY, Section, checked_set_size,
 };
-use crate::{Column, MAX_DAT_VALUES, MAX_MAP_TARGETS, MAX_RESERVE, MAX_SET_SIZE, Progress};
+use crate::{Column, MAX_DAT_VALUES, MAX_MAP_TARGETS, MAX_SET_SIZE, Progress};
 
 /// Rows written at once.
 const BLOCK: usize = 1 << 16;
@@ -43,6 +43,15 @@ const BLOCK: usize = 1 << 16;
 /// Values read at once: a block is this many values, or one row where a
 /// row holds more.
 const BLOCK_VALUES: u64 = 1 << 18;
+
+/// The largest chunk of a chunked dataset read, in bytes uncompressed
+/// (its extents times the size of a value): 64 MiB. A valid chunk
+/// decompresses to that size, and libhdf5 holds a filtered chunk whole to
+/// read any of it; OP2 writes no chunks, and libraries that chunk by
+/// default choose chunks of a mebibyte or so. (libhdf5 itself decompresses
+/// until the stream ends, whatever the chunk's size: a chunk that lies is
+/// stopped by the reader's memory limit, [`crate::CHILD_MEMORY`].)
+pub(crate) const MAX_CHUNK_BYTES: u64 = 1 << 26;
 
 /// The largest `type` attribute read, in bytes (OP2 writes the C type's
 /// name, a few bytes).
@@ -161,6 +170,29 @@ fn points(shape: &[usize]) -> Option<u64> {
     shape
         .iter()
         .try_fold(1u64, |n, &extent| n.checked_mul(extent as u64))
+}
+
+/// Why a chunked dataset's chunks are not read, if they are not: extents
+/// that cannot be read, or a chunk of more than [`MAX_CHUNK_BYTES`]
+/// (checked from the header, before any chunk is).
+fn chunk_too_large(dataset: &Dataset) -> Option<String> {
+    let chunk = match dataset.dcpl().and_then(|dcpl| dcpl.get_chunk()) {
+        Ok(Some(chunk)) => chunk,
+        Ok(None) => return Some("is chunked, but its chunks have no extents".to_owned()),
+        Err(error) => return Some(format!("has chunks whose extents cannot be read: {error}")),
+    };
+    let size = dataset.dtype().map_or(0, |t| t.size()) as u64;
+    let values = points(&chunk);
+    match values.and_then(|n| n.checked_mul(size)) {
+        Some(bytes) if bytes <= MAX_CHUNK_BYTES => None,
+        Some(bytes) => Some(format!(
+            "is stored in chunks of {bytes} bytes ({} values of {size} bytes), more than the {MAX_CHUNK_BYTES} bytes a chunk may have",
+            values.unwrap_or(0)
+        )),
+        None => Some(format!(
+            "is stored in chunks of {chunk:?} values, more than the {MAX_CHUNK_BYTES} bytes a chunk may have"
+        )),
+    }
 }
 
 /// Reads OP2's HDF5 layout at `path` for `program` into [`Raw`]; `None`
@@ -571,6 +603,12 @@ impl Reader<'_, '_> {
             );
             return None;
         }
+        if layout == hdf5::dataset::Layout::Chunked
+            && let Some(message) = chunk_too_large(&dataset)
+        {
+            self.e701(section, id, &[], format!("dataset `/{name}` {message}"));
+            return None;
+        }
         let shape = dataset.shape();
         let Some(values) = points(&shape) else {
             self.e701(
@@ -949,8 +987,10 @@ impl Reader<'_, '_> {
             return Some(raw);
         }
         let arity = u64::from(arity.max(1));
-        raw.targets
-            .reserve_exact((found.values as usize).min(MAX_RESERVE));
+        // Exactly the targets checked against the limit: the reader's
+        // memory limit counts on it (`CHILD_MEMORY`), and libhdf5 gives
+        // every row a file claims (fill values where it stored none).
+        raw.targets.reserve_exact(found.values as usize);
         let read = self.blocks::<i64>(Section::Maps, id, &found, |_, first, values| {
             for (k, &target) in values.iter().enumerate() {
                 match u32::try_from(target) {
@@ -996,7 +1036,8 @@ impl Reader<'_, '_> {
             return Some(raw);
         }
         let dim = u64::from(ty.dimension.max(1));
-        raw.column.reserve((found.values as usize).min(MAX_RESERVE));
+        // Exactly the values checked against the limit, as for a map.
+        raw.column.reserve(found.values as usize);
         let read = self.read_column(Section::Dats, id, &found, dim, &mut raw.column);
         raw.rows = found.rows;
         raw.malformed = !read;

@@ -39,7 +39,8 @@ use op2_syntax::ast::ScalarType;
 use op2_syntax::{Code, Diagnostic, Location, Related, Severity};
 
 pub use child::{
-    CHILD_BYTES_PER_SECOND, CHILD_SECONDS, READER_COMMAND, reader_main, set_hdf5_reader, time_limit,
+    CHILD_BYTES_PER_SECOND, CHILD_MEMORY, CHILD_SECONDS, READER_COMMAND, reader_main,
+    set_hdf5_reader, time_limit,
 };
 pub use h5::{WriteError, write_state};
 pub use json::{Section, path};
@@ -441,6 +442,32 @@ pub fn read_file_using(
     progress: &mut dyn Progress,
     hdf5_reader: Option<&Path>,
 ) -> io::Result<Loaded> {
+    read_file_with(
+        path,
+        program,
+        progress,
+        hdf5_reader.map(|reader| (reader, CHILD_MEMORY)),
+    )
+}
+
+/// [`read_file_using`] with a reader process whose address space is
+/// limited to `memory` bytes rather than [`CHILD_MEMORY`] (tests lower it).
+pub fn read_file_in_child(
+    path: &Path,
+    program: &Program,
+    progress: &mut dyn Progress,
+    hdf5_reader: &Path,
+    memory: u64,
+) -> io::Result<Loaded> {
+    read_file_with(path, program, progress, Some((hdf5_reader, memory)))
+}
+
+fn read_file_with(
+    path: &Path,
+    program: &Program,
+    progress: &mut dyn Progress,
+    hdf5_reader: Option<(&Path, u64)>,
+) -> io::Result<Loaded> {
     // One handle, checked and then read: the path is never opened again,
     // so a file swapped for a FIFO or another file after the check is not
     // what is read.
@@ -475,11 +502,11 @@ pub fn read_file_using(
             let mut problems = json::Problems::new(program, json::Notation::Hdf5);
             progress.start(Phase::Reading, None);
             let raw = match hdf5_reader {
-                Some(reader) => {
+                Some((reader, memory)) => {
                     let declared = h5::Declared::of(program);
                     let bytes = file.metadata()?.len();
                     let limit = time_limit(bytes);
-                    match child::read_in_child(reader, &file, limit, &declared) {
+                    match child::read_in_child(reader, &file, limit, memory, &declared) {
                         Ok((raw, recorded)) => {
                             recorded.replay(&mut problems);
                             raw

@@ -63,14 +63,20 @@ fn a_dataset_that_claims_more_values_than_a_run_holds_is_refused_before_reading(
             .create("x")
             .unwrap();
     }
-    assert!(std::fs::metadata(&path).unwrap().len() < 1 << 16);
-    let mut progress = Rows::default();
-    let loaded = read_file(&path, &analysis.program, &mut progress).unwrap();
-    refused(
-        &loaded,
+    refused_before_reading(
+        &analysis,
+        &path,
         "needs 268435456 values (16777216 elements of dimension 16), which brings the dats to more than the 134217728 values",
     );
-    // Refused from the header: not one row was read.
+}
+
+/// The file at `path`, of a few kilobytes, is [`refused`] from its headers:
+/// not one row is read.
+fn refused_before_reading(analysis: &Analysis, path: &Path, words: &str) {
+    assert!(std::fs::metadata(path).unwrap().len() < 1 << 16);
+    let mut progress = Rows::default();
+    let loaded = read_file(path, &analysis.program, &mut progress).unwrap();
+    refused(&loaded, words);
     assert_eq!(progress.read, 0);
 }
 
@@ -167,6 +173,33 @@ fn an_external_link_is_not_followed() {
     }
     let loaded = load(&analysis, &path);
     refused(&loaded, "is a soft or external link");
+}
+
+#[test]
+fn a_dataset_whose_chunk_is_gigantic_is_refused_before_reading() {
+    // One row, in a deflated chunk of 2^27 doubles (a gigabyte). A valid
+    // chunk decompresses to that, and libhdf5 holds a filtered chunk whole
+    // to read any row of it. This one was never written (a file of a few
+    // kilobytes), which libhdf5 1.10.8 reads without allocating it: before
+    // the check the row was read, with no problem.
+    let analysis = program(1);
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join("chunk.h5");
+    {
+        let file = File::create(&path).unwrap();
+        set(&file, 1);
+        file.new_dataset::<f64>()
+            .shape(1..)
+            .chunk(1usize << 27)
+            .deflate(1)
+            .create("x")
+            .unwrap();
+    }
+    refused_before_reading(
+        &analysis,
+        &path,
+        "dataset `/x` is stored in chunks of 1073741824 bytes (134217728 values of 8 bytes), more than the 67108864 bytes a chunk may have",
+    );
 }
 
 /// Replaces every copy of `from` in the file at `path` by `to` (same
@@ -291,6 +324,11 @@ fn a_reader_process_that_fails_or_writes_nonsense_is_an_error_not_a_panic_or_an_
     read_by_script("echo hello", "does not start as a reader's output does");
     // Nothing.
     read_by_script("true", "does not start as a reader's output does");
+    // Out of its address space: Rust's allocator failed and aborted.
+    read_by_script(
+        "echo 'memory allocation of 1073741824 bytes failed' >&2; kill -ABRT $$",
+        "the reader process ran out of its memory limit of 2560 MiB (memory allocation of 1073741824 bytes failed)",
+    );
     // Data given, then a count of sets claiming eight exabytes.
     read_by_script(
         r"printf 'op2-h5r1\001\377\377\377\377\377\377\377\177'",
