@@ -1151,6 +1151,103 @@ main {
     check_rename_refused(&at("k(double"), "int_kernel", "type keyword `int`");
 }
 
+/// The refusal of renaming at `$0` of `source` to `new_name`.
+#[track_caller]
+fn refusal(source: &str, new_name: &str) -> String {
+    let fixture = parse_fixture(source);
+    let analysed = analysed(&fixture.text);
+    match navigation::rename(
+        &analysed.analysis.program,
+        analysed.document.parse(),
+        fixture.cursor,
+        new_name,
+    ) {
+        Ok(edits) => panic!(
+            "a rename to a name of {} bytes was not refused: {} edits",
+            new_name.len(),
+            edits.len()
+        ),
+        Err(error) => error,
+    }
+}
+
+#[test]
+fn a_long_new_name_is_refused_first_in_a_short_message() {
+    // The client chooses the new name's length: ten megabytes are refused
+    // before anything else is looked at, and the refusal does not quote it.
+    let long = "a".repeat(10 << 20);
+    let too_long = |name: &str| {
+        format!(
+            "the new name is {} bytes long; a name may be at most {} bytes",
+            name.len(),
+            navigation::MAX_NEW_NAME
+        )
+    };
+    let jacobi = JACOBI.replacen("dat p_u:", "dat p_$0u:", 1);
+    assert_eq!(refusal(&jacobi, &long), too_long(&long));
+    // Checked before the place: there is no name at `set`.
+    assert_eq!(
+        refusal(&JACOBI.replacen("set", "$0set", 1), &long),
+        too_long(&long)
+    );
+    // Invalid as well as long: still the length, not the name.
+    let invalid = format!("{long}-");
+    assert_eq!(refusal(&jacobi, &invalid), too_long(&invalid));
+    // At the limit a name is a name; one byte more is not.
+    let at_limit = "a".repeat(navigation::MAX_NEW_NAME);
+    check_rename(&jacobi, &at_limit, &JACOBI.replace("p_u", &at_limit));
+    let over = format!("{at_limit}a");
+    assert_eq!(refusal(&jacobi, &over), too_long(&over));
+}
+
+/// A kernel whose local `t` is used `uses` times, the cursor on its
+/// declaration.
+fn many_uses(uses: usize) -> String {
+    let sum = vec!["t"; uses].join(" + ");
+    format!("kernel k(double *y) {{\n    double t$0 = 1.0;\n    y[0] = {sum};\n}}\n")
+}
+
+#[test]
+fn a_rename_whose_answer_would_be_too_long_is_refused() {
+    // Uses × new name length is the answer's size: 30,000 uses of a name of
+    // 1,024 bytes would be 31 MB of new text, 34 MB with the ranges.
+    let source = many_uses(30_000);
+    let name = "b".repeat(navigation::MAX_NEW_NAME);
+    let error = refusal(&source, &name);
+    assert!(
+        error.starts_with(
+            "this rename would make 30001 edits holding 30721024 bytes of text, \
+             more than the 33554432 bytes an answer may hold"
+        ),
+        "{error}"
+    );
+    // A shorter name is renamed everywhere.
+    let fixture = parse_fixture(&source);
+    let analysed = analysed(&fixture.text);
+    let edits = navigation::rename(
+        &analysed.analysis.program,
+        analysed.document.parse(),
+        fixture.cursor,
+        "temperature",
+    )
+    .expect("renamed");
+    assert_eq!(edits.len(), 30_001);
+}
+
+#[test]
+fn a_rename_that_would_make_a_file_too_long_to_read_is_refused() {
+    // 17,000 uses of a name of 1,024 bytes: an answer of 20 MB, within its
+    // limit, but a file of 17.5 MB, which `op2` would not read.
+    let source = many_uses(17_000);
+    let name = "b".repeat(navigation::MAX_NEW_NAME);
+    let error = refusal(&source, &name);
+    // 68,054 bytes, of which 17,001 the uses of `t`, each then 1,024.
+    assert_eq!(
+        error,
+        "this rename would make `main.op2` 17460077 bytes long, over the limit of 16777216 bytes of a source file"
+    );
+}
+
 #[test]
 fn rename_refused_when_an_inner_local_captures_a_use() {
     // Renaming the outer `a` to `b`: the use inside the block would name the

@@ -213,6 +213,34 @@ async fn prepare_rename_and_rename() {
 }
 
 #[tokio::test]
+async fn a_rename_to_a_huge_name_is_refused_and_the_session_goes_on() {
+    // Ten megabytes of name on airfoil's seven uses of `p_q` made a 73 MB
+    // answer, over the transport's message limit: it was never sent and
+    // the session answered nothing more.
+    let (mut session, text) = airfoil().await;
+    let position = on_p_q(&text);
+    let mut params = document_position(&position);
+    params["newName"] = json!("a".repeat(10 << 20));
+    let error = session
+        .request("textDocument/rename", params)
+        .await
+        .expect_err("refused");
+    assert_eq!(error["code"], -32602, "{error}");
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("a name may be at most") && message.len() < 200,
+        "{message}"
+    );
+    answer(
+        &mut session,
+        "textDocument/hover",
+        document_position(&position),
+    )
+    .await;
+    session.shutdown().await;
+}
+
+#[tokio::test]
 async fn completion() {
     let (mut session, text) = airfoil().await;
     // Right after `over `: a set goes here.

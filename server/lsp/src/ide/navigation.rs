@@ -1114,12 +1114,15 @@ pub fn rename(
     offset: u32,
     new_name: &str,
 ) -> Result<Vec<TextEdit>, String> {
-    let (renamed, _, old_name) = renamed_at(program, parse, offset)?;
+    // The new name comes from the client, as long as it likes: it is
+    // checked first, in time linear in at most `MAX_NEW_NAME` bytes, before
+    // any work that grows with its length times the uses renamed.
     check_name(new_name)?;
+    let (renamed, _, old_name) = renamed_at(program, parse, offset)?;
     if new_name == old_name {
         return Ok(Vec::new());
     }
-    match renamed {
+    let edits = match renamed {
         Renamed::Invocation(id) | Renamed::Target(Target::Invocation(id)) => {
             rename_invocation(program, id, new_name)
         }
@@ -1127,11 +1130,88 @@ pub fn rename(
             rename_symbol(program, parse, &target, new_name)
         }
         Renamed::Target(target) => rename_local(program, parse, &target, new_name),
-    }
+    }?;
+    // Whatever made them, the answer stays within its limit.
+    let texts = edits.iter().map(|e| e.replacement.len());
+    check_answer_size(edits.len(), texts.sum())?;
+    Ok(edits)
 }
 
-/// Checks that `name` can name something.
+/// The longest new name, in bytes, that a rename takes. Real names are a
+/// few dozen bytes; the limit keeps the work of checking a name, and the
+/// text of a refusal that quotes it, small whatever the client sends.
+pub const MAX_NEW_NAME: usize = 1024;
+
+/// The most text the edits of one rename may hold, in bytes, each edit
+/// counted as its new text plus [`EDIT_OVERHEAD`] for its range. The
+/// answer then stays far below the 64 MiB the transport allows one message
+/// (`transport::MESSAGE_LIMIT`): uses × new name length is output size.
+pub const RENAME_ANSWER_LIMIT: usize = 32 << 20;
+
+/// What one edit of a rename adds to the answer besides its new text: its
+/// range and field names in JSON, with lines and columns of up to eight
+/// digits.
+pub const EDIT_OVERHEAD: usize = 128;
+
+/// Refuses an answer of `edits` edits holding `text` bytes of new text in
+/// all when it would be longer than [`RENAME_ANSWER_LIMIT`].
+fn check_answer_size(edits: usize, text: usize) -> Result<(), String> {
+    let size = edits.saturating_mul(EDIT_OVERHEAD).saturating_add(text);
+    if size > RENAME_ANSWER_LIMIT {
+        return Err(format!(
+            "this rename would make {edits} edits holding {text} bytes of text, more than the {RENAME_ANSWER_LIMIT} bytes an answer may hold (a shorter name, or fewer uses)"
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses renaming the `references` to `new_name` before their edits are
+/// made, when the answer would be too long or a file would grow past the
+/// size a source may have (`op2` could not read it again).
+fn check_rename_size(
+    program: &Program,
+    parse: &Parse,
+    references: &[Reference],
+    new_name: &str,
+) -> Result<(), String> {
+    let count = references.len();
+    check_answer_size(count, count.saturating_mul(new_name.len()))?;
+    let mut per_file: FxHashMap<FileId, (usize, usize)> = FxHashMap::default();
+    for reference in references {
+        let (uses, old_bytes) = per_file.entry(reference.location.file).or_default();
+        *uses += 1;
+        *old_bytes += reference.location.range.len() as usize;
+    }
+    let limit = op2_codegen::files::SOURCE_LIMIT;
+    for (file, (uses, old_bytes)) in per_file {
+        let length = if file == FileId::MAIN {
+            parse.text().len()
+        } else {
+            program
+                .files
+                .get(file.0 as usize)
+                .map_or(0, |source| source.text.len())
+        };
+        let after = (length - old_bytes.min(length)).saturating_add(uses * new_name.len());
+        if after as u64 > limit {
+            return Err(format!(
+                "this rename would make {} {after} bytes long, over the limit of {limit} bytes of a source file",
+                describe_file(program, file)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks that `name` can name something: first its length, so that the
+/// rest of the check, and a message quoting it, are bounded.
 pub fn check_name(name: &str) -> Result<(), String> {
+    if name.len() > MAX_NEW_NAME {
+        return Err(format!(
+            "the new name is {} bytes long; a name may be at most {MAX_NEW_NAME} bytes",
+            name.len()
+        ));
+    }
     let mut chars = name.chars();
     let valid = chars
         .next()
@@ -1228,6 +1308,7 @@ fn rename_symbol(
             return Err(problem);
         }
     }
+    check_rename_size(program, parse, &references, new_name)?;
     edits.extend(references.iter().map(|r| TextEdit {
         file: r.location.file,
         range: r.location.range,
@@ -1254,6 +1335,7 @@ fn rename_local(
     if let Some(problem) = problem {
         return Err(problem);
     }
+    check_rename_size(program, parse, &references, new_name)?;
     Ok(references
         .iter()
         .map(|r| TextEdit {
@@ -1616,6 +1698,20 @@ fn describe_location(program: &Program, location: Location) -> String {
         |n| n.to_string_lossy().into_owned(),
     );
     format!("{name}:{line}")
+}
+
+/// "`file.op2`" (by its name only), for messages.
+fn describe_file(program: &Program, file: FileId) -> String {
+    match program.files.get(file.0 as usize) {
+        Some(source) => format!(
+            "`{}`",
+            source.path.file_name().map_or_else(
+                || source.path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            )
+        ),
+        None => String::from("a file"),
+    }
 }
 
 /// The 1-based line of `offset` in `text`.
