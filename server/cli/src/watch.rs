@@ -12,6 +12,18 @@
 //! several times starts one run. Ctrl-C ends the process through the
 //! signal handler of `main.rs`, which removes the temporary file of a build
 //! in progress.
+//!
+//! A program chooses its imports, missing ones included, in any directory
+//! that exists (`import "/usr/share/doc/x/a.op2";`), and each watched
+//! directory takes one of the user's inotify watches
+//! (`fs.inotify.max_user_watches`, shared with every other program of the
+//! user; 8,192 on older kernels). So at most [`MAX_DIRECTORIES`] are
+//! watched, the most relevant first: those of the files given and the
+//! instance data, then those of the imports that were read, then those of
+//! missing imports, each in the order the run asked for them. What is not
+//! watched is said once per run, and so is a watch the system refuses (its
+//! limit reached: the rest are not tried); a directory whose watch failed
+//! is tried again after the next run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, IsTerminal, Write};
@@ -20,7 +32,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
-use notify_debouncer_full::notify::{EventKind, RecursiveMode};
+use notify_debouncer_full::notify::{self, EventKind, RecursiveMode};
 use notify_debouncer_full::{DebounceEventResult, DebouncedEvent, new_debouncer};
 use op2_analysis::Loader;
 
@@ -38,6 +50,160 @@ pub struct WatchFlag {
 
 /// How long the files must be quiet before a run starts.
 const QUIET: Duration = Duration::from_millis(200);
+
+/// The most directories one `--watch` watches: far more than the imports
+/// of a real program are spread over, and 1.6 % of the 8,192 inotify
+/// watches older kernels give a user for all of their programs.
+pub const MAX_DIRECTORIES: usize = 128;
+
+/// Adds and removes watches on directories: the debouncer, or a stand-in
+/// in tests.
+trait Watches {
+    fn watch(&mut self, directory: &Path) -> notify::Result<()>;
+    fn unwatch(&mut self, directory: &Path);
+}
+
+impl<T: notify::Watcher, C: notify_debouncer_full::FileIdCache> Watches
+    for notify_debouncer_full::Debouncer<T, C>
+{
+    fn watch(&mut self, directory: &Path) -> notify::Result<()> {
+        notify_debouncer_full::Debouncer::watch(self, directory, RecursiveMode::NonRecursive)
+    }
+
+    fn unwatch(&mut self, directory: &Path) {
+        let _ = notify_debouncer_full::Debouncer::unwatch(self, directory);
+    }
+}
+
+/// The directories to watch, most relevant first, at most
+/// [`MAX_DIRECTORIES`]; and how many more there were. `files` are watched
+/// names: first the `given` files (on the command line and the instance
+/// data), then the imports in the order the run asked for them; `exists`
+/// says whether a file is there. After the directories of the files given
+/// come those of the imports that exist, then those of missing ones.
+fn choose_directories(
+    files: &[PathBuf],
+    given: usize,
+    exists: impl Fn(&Path) -> bool,
+) -> (Vec<PathBuf>, usize) {
+    let mut seen: BTreeSet<&Path> = BTreeSet::new();
+    let mut ordered: Vec<PathBuf> = Vec::new();
+    let mut missing: Vec<PathBuf> = Vec::new();
+    for (at, file) in files.iter().enumerate() {
+        let Some(directory) = file.parent() else {
+            continue;
+        };
+        if !seen.insert(directory) {
+            continue;
+        }
+        if at < given || exists(file) {
+            ordered.push(directory.to_owned());
+        } else {
+            missing.push(directory.to_owned());
+        }
+    }
+    ordered.extend(missing);
+    let more = ordered.len().saturating_sub(MAX_DIRECTORIES);
+    ordered.truncate(MAX_DIRECTORIES);
+    (ordered, more)
+}
+
+/// What [`update_watches`] could not do.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Refusals {
+    /// Directories whose watch failed, with why (the system's limit aside).
+    failed: Vec<(PathBuf, String)>,
+    /// Directories not tried after the system's limit of watches was
+    /// reached, the one that reached it included.
+    over_system_limit: usize,
+}
+
+/// Makes `watched` the directories of `wanted` (in its order) that can be
+/// watched: removes the watches no longer wanted, adds the new ones, and
+/// stops adding at the system's limit of watches. A failed directory is
+/// left out of `watched`, so the next update tries it again.
+fn update_watches(
+    watches: &mut impl Watches,
+    watched: &mut BTreeSet<PathBuf>,
+    wanted: &[PathBuf],
+) -> Refusals {
+    let keep: BTreeSet<&PathBuf> = wanted.iter().collect();
+    watched.retain(|directory| {
+        let kept = keep.contains(directory);
+        if !kept {
+            watches.unwatch(directory);
+        }
+        kept
+    });
+    let mut refusals = Refusals::default();
+    for (at, directory) in wanted.iter().enumerate() {
+        if watched.contains(directory) {
+            continue;
+        }
+        match watches.watch(directory) {
+            Ok(()) => {
+                watched.insert(directory.clone());
+            }
+            Err(error) if matches!(error.kind, notify::ErrorKind::MaxFilesWatch) => {
+                refusals.over_system_limit = wanted[at..]
+                    .iter()
+                    .filter(|d| !watched.contains(*d))
+                    .count();
+                break;
+            }
+            Err(error) => refusals
+                .failed
+                .push((directory.clone(), without_paths(error))),
+        }
+    }
+    refusals
+}
+
+/// A watcher's error without the paths it appends (the message names the
+/// directory itself), starting in lower case.
+fn without_paths(mut error: notify::Error) -> String {
+    error.paths.clear();
+    let text = error.to_string();
+    let text = text.trim_end_matches('.');
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_lowercase().chain(chars).collect()
+    })
+}
+
+/// The warnings of one run about what is not watched: directories over
+/// [`MAX_DIRECTORIES`] (`more`) and those `refusals` lists.
+fn warnings(more: usize, refusals: &Refusals) -> Vec<String> {
+    let mut lines = Vec::new();
+    if more > 0 {
+        lines.push(format!(
+            "warning: {more} director{} of imports {} not watched: `--watch` watches at most {MAX_DIRECTORIES} (those of the files given first), so changes there start no run",
+            if more == 1 { "y" } else { "ies" },
+            if more == 1 { "is" } else { "are" }
+        ));
+    }
+    const SHOWN: usize = 3;
+    for (directory, why) in refusals.failed.iter().take(SHOWN) {
+        lines.push(format!(
+            "warning: cannot watch `{}`: {why}",
+            crate::render::visible_path(directory)
+        ));
+    }
+    if refusals.failed.len() > SHOWN {
+        lines.push(format!(
+            "warning: cannot watch {} more directories either",
+            refusals.failed.len() - SHOWN
+        ));
+    }
+    if refusals.over_system_limit > 0 {
+        lines.push(format!(
+            "warning: the system's limit of inotify watches is reached (`fs.inotify.max_user_watches`): {} director{} not watched, and changes there start no run",
+            refusals.over_system_limit,
+            if refusals.over_system_limit == 1 { "y is" } else { "ies are" }
+        ));
+    }
+    lines
+}
 
 /// Reads imports from disk and remembers every path asked for, read or not.
 #[derive(Debug, Default)]
@@ -103,30 +269,35 @@ pub fn watch(
             .asked
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // Watched name → the path as given, to show.
-        let files: BTreeMap<PathBuf, PathBuf> = roots
-            .iter()
-            .chain(&asked)
-            .chain(data)
-            .filter_map(|path| Some((watched_name(path)?, path.clone())))
-            .collect();
-        let wanted: BTreeSet<PathBuf> = files
-            .keys()
-            .filter_map(|file| file.parent().map(Path::to_owned))
-            .collect();
-        for gone in directories.difference(&wanted) {
-            let _ = debouncer.unwatch(gone);
-        }
-        for new in wanted.difference(&directories) {
-            if let Err(error) = debouncer.watch(new, RecursiveMode::NonRecursive) {
-                writeln!(
-                    io::stderr().lock(),
-                    "warning: cannot watch `{}`: {error}",
-                    crate::render::visible_path(new)
-                )?;
+        // Watched names, most relevant first, with the paths as given.
+        let mut named: Vec<(PathBuf, PathBuf)> = Vec::new();
+        let mut known: BTreeSet<PathBuf> = BTreeSet::new();
+        let mut given = 0;
+        for (at, path) in roots.iter().chain(data).chain(&asked).enumerate() {
+            if let Some(name) = watched_name(path)
+                && known.insert(name.clone())
+            {
+                named.push((name, path.clone()));
+                if at < roots.len() + data.len() {
+                    given = named.len();
+                }
             }
         }
-        directories = wanted;
+        let names: Vec<PathBuf> = named.iter().map(|(name, _)| name.clone()).collect();
+        let (wanted, more) = choose_directories(&names, given, Path::is_file);
+        let refusals = update_watches(&mut debouncer, &mut directories, &wanted);
+        {
+            let mut stderr = io::stderr().lock();
+            for line in warnings(more, &refusals) {
+                writeln!(stderr, "{}", crate::render::visible(&line))?;
+            }
+        }
+        // Watched name → the path as given, to show: the files of the
+        // directories watched.
+        let files: BTreeMap<PathBuf, PathBuf> = named
+            .into_iter()
+            .filter(|(name, _)| name.parent().is_some_and(|d| directories.contains(d)))
+            .collect();
         writeln!(
             io::stderr().lock(),
             "[{}] watching {} file{} for changes; Ctrl-C to stop",
@@ -209,6 +380,130 @@ mod tests {
         let canonical = dir.path().canonicalize().unwrap().join("a.op2");
         assert_eq!(watched_name(&through_dots), Some(canonical));
         assert_eq!(watched_name(&dir.path().join("missing/a.op2")), None);
+    }
+
+    /// Watches that succeed until `room` is used up, then fail as the
+    /// system does at its limit; `refuse` fails with another error.
+    #[derive(Default)]
+    struct Counted {
+        calls: usize,
+        room: usize,
+        refuse: Option<PathBuf>,
+        live: BTreeSet<PathBuf>,
+    }
+
+    impl Watches for Counted {
+        fn watch(&mut self, directory: &Path) -> notify::Result<()> {
+            self.calls += 1;
+            if self.refuse.as_deref() == Some(directory) {
+                return Err(notify::Error::io(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    "Permission denied",
+                ))
+                .add_path(directory.to_owned()));
+            }
+            if self.live.len() >= self.room {
+                return Err(notify::Error::new(notify::ErrorKind::MaxFilesWatch));
+            }
+            self.live.insert(directory.to_owned());
+            Ok(())
+        }
+
+        fn unwatch(&mut self, directory: &Path) {
+            self.live.remove(directory);
+        }
+    }
+
+    fn imports(count: usize) -> Vec<PathBuf> {
+        (0..count)
+            .map(|i| PathBuf::from(format!("/p/d{i}/x.op2")))
+            .collect()
+    }
+
+    #[test]
+    fn at_most_the_limit_of_directories_is_watched_the_given_first() {
+        // The file given, then 300 imports in as many directories, of which
+        // the even ones exist.
+        let mut files = vec![PathBuf::from("/p/main.op2")];
+        files.extend(imports(300));
+        let exists = |file: &Path| {
+            let name = file
+                .parent()
+                .unwrap()
+                .file_name()
+                .unwrap()
+                .to_string_lossy();
+            name.trim_start_matches('d')
+                .parse::<usize>()
+                .is_ok_and(|i| i % 2 == 0)
+        };
+        let (wanted, more) = choose_directories(&files, 1, exists);
+        assert_eq!(wanted.len(), MAX_DIRECTORIES);
+        assert_eq!(more, 301 - MAX_DIRECTORIES);
+        assert_eq!(wanted[0], Path::new("/p"));
+        assert_eq!(wanted[1], Path::new("/p/d0"));
+        assert_eq!(
+            wanted[2],
+            Path::new("/p/d2"),
+            "existing imports before missing ones"
+        );
+        let mut watches = Counted {
+            room: usize::MAX,
+            ..Counted::default()
+        };
+        let mut watched = BTreeSet::new();
+        let refusals = update_watches(&mut watches, &mut watched, &wanted);
+        assert_eq!(refusals, Refusals::default());
+        assert_eq!(watches.calls, MAX_DIRECTORIES);
+        assert_eq!(watches.live.len(), MAX_DIRECTORIES);
+        assert_eq!(
+            warnings(more, &refusals),
+            [format!(
+                "warning: 173 directories of imports are not watched: `--watch` watches at most {MAX_DIRECTORIES} (those of the files given first), so changes there start no run"
+            )]
+        );
+        // The same directories again: no new watch.
+        let again = update_watches(&mut watches, &mut watched, &wanted);
+        assert_eq!(again, Refusals::default());
+        assert_eq!(watches.calls, MAX_DIRECTORIES);
+    }
+
+    #[test]
+    fn the_systems_limit_stops_adding_and_is_said_once() {
+        let wanted: Vec<PathBuf> = imports(50)
+            .iter()
+            .map(|f| f.parent().unwrap().to_owned())
+            .collect();
+        let mut watches = Counted {
+            room: 10,
+            refuse: Some(PathBuf::from("/p/d3")),
+            ..Counted::default()
+        };
+        let mut watched = BTreeSet::new();
+        let refusals = update_watches(&mut watches, &mut watched, &wanted);
+        // d3 refused, ten watched, the one that met the limit and the rest
+        // not tried.
+        assert_eq!(watches.calls, 12);
+        assert_eq!(watched.len(), 10);
+        assert!(!watched.contains(Path::new("/p/d3")));
+        assert_eq!(refusals.over_system_limit, 50 - 11);
+        assert_eq!(
+            warnings(0, &refusals),
+            [
+                "warning: cannot watch `/p/d3`: permission denied".to_owned(),
+                "warning: the system's limit of inotify watches is reached (`fs.inotify.max_user_watches`): 39 directories are not watched, and changes there start no run".to_owned(),
+            ]
+        );
+        // Room again and the refusal gone: the next run tries the rest,
+        // and a directory no longer wanted is let go.
+        watches.room = usize::MAX;
+        watches.refuse = None;
+        let fewer = &wanted[1..];
+        let refusals = update_watches(&mut watches, &mut watched, fewer);
+        assert_eq!(refusals, Refusals::default());
+        assert_eq!(watched.len(), 49);
+        assert_eq!(watches.live.len(), 49);
+        assert!(!watches.live.contains(Path::new("/p/d0")));
     }
 
     #[test]

@@ -206,3 +206,50 @@ fn build_watch_rebuilds_when_the_instance_data_changes() {
         .collect();
     assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
 }
+
+/// The inotify watches process `pid` holds (Linux shows each in the
+/// `fdinfo` of its inotify descriptor).
+#[cfg(target_os = "linux")]
+fn inotify_watches(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fdinfo"))
+        .unwrap()
+        .filter_map(|entry| std::fs::read_to_string(entry.unwrap().path()).ok())
+        .map(|info| {
+            info.lines()
+                .filter(|l| l.starts_with("inotify wd:"))
+                .count()
+        })
+        .sum()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn watch_takes_at_most_its_limit_of_directories_and_says_so() {
+    // Imports in 200 directories, missing, so that creating one starts a
+    // run: each directory was a watch, of the user's limited number (8,192
+    // on older kernels); 16,953 absolute imports of the directories under
+    // /usr, /etc and /var took 16,954.
+    let scratch = Scratch::new();
+    let imports: String = (0..200)
+        .map(|i| {
+            std::fs::create_dir(scratch.path(&format!("d{i}"))).unwrap();
+            format!("import \"d{i}/x.op2\";\n")
+        })
+        .collect();
+    scratch.file("main.op2", format!("{imports}set nodes;\n"));
+    let mut watching = Watching::start(&scratch.path(""), &["check", "--watch", "main.op2"]);
+    watching.wait_for(
+        "op2 check",
+        &[
+            "warning: 73 directories of imports are not watched: `--watch` watches at most 128 (those of the files given first), so changes there start no run",
+            "watching 128 files for changes",
+        ],
+    );
+    assert_eq!(inotify_watches(watching.child.id()), 128);
+    // The first imports' directories are watched.
+    scratch.file("d0/x.op2", "set cells;\n");
+    watching.wait_for("run 2: `d0/x.op2` changed", &["watching 128 files"]);
+    assert_eq!(inotify_watches(watching.child.id()), 128);
+    let status = watching.interrupt();
+    assert!(ended_by_interrupt(status), "{status:?}");
+}
