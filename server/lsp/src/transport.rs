@@ -226,6 +226,11 @@ struct Frames<R> {
     /// How long an incomplete body may wait for bytes (`None`: the
     /// server's own output, which is trusted).
     idle: Option<Duration>,
+    /// The longest body taken: [`MESSAGE_LIMIT`] for the client's input;
+    /// none for the server's own answers, whose size their handlers bound
+    /// (one over the client's limit was dropped, and the relay stopped
+    /// with it: the session answered nothing more).
+    limit: usize,
 }
 
 /// One thing read.
@@ -248,13 +253,14 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 const CONTENT_LENGTH: &[u8] = b"content-length";
 
 impl<R: AsyncRead + Unpin> Frames<R> {
-    fn new(input: R, idle: Option<Duration>) -> Frames<R> {
+    fn new(input: R, idle: Option<Duration>, limit: usize) -> Frames<R> {
         Frames {
             input,
             buffer: Vec::new(),
             ended: false,
             quiet: false,
             idle,
+            limit,
         }
     }
 
@@ -339,7 +345,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                     continue;
                 }
             };
-            if length > MESSAGE_LIMIT {
+            if length > self.limit {
                 // Never buffered: what follows is skipped up to the next
                 // header.
                 self.buffer.drain(..body_start);
@@ -493,7 +499,7 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     replies: mpsc::Sender<Vec<u8>>,
     end: &mut SessionEnd,
 ) {
-    let mut frames = Frames::new(input, Some(BODY_IDLE));
+    let mut frames = Frames::new(input, Some(BODY_IDLE), MESSAGE_LIMIT);
     loop {
         let body = match frames.next().await {
             Read::End => return,
@@ -541,7 +547,7 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 
 /// Copies the server's frames, whole, to the writer.
 async fn relay_server<R: AsyncRead + Unpin>(server: R, out: mpsc::Sender<Vec<u8>>) {
-    let mut frames = Frames::new(server, None);
+    let mut frames = Frames::new(server, None, usize::MAX);
     while let Read::Body(body) = frames.next().await {
         if out.send(frame(&body)).await.is_err() {
             return;
@@ -709,6 +715,30 @@ mod tests {
         assert_eq!(code(&verdict), Some(PARSE_ERROR));
         assert!(matches!(verdict, Verdict::Reply(ref e) if e["id"] == 3));
         assert_eq!(&body[rest.unwrap()..], b"Content-Length: 2");
+    }
+
+    #[test]
+    fn the_servers_answers_are_relayed_whatever_their_length() {
+        // An answer one byte over the client's limit, then a small one: both
+        // reach the client (before, the relay stopped at the first).
+        let long = vec![b' '; MESSAGE_LIMIT + 1];
+        let mut input = frame(&long);
+        input.extend(frame(b"{}"));
+        let (sender, mut receiver) = mpsc::channel(4);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(relay_server(&input[..], sender));
+        let lengths: Vec<usize> = std::iter::from_fn(|| receiver.try_recv().ok())
+            .map(|f| f.len())
+            .collect();
+        assert_eq!(lengths, [frame(&long).len(), frame(b"{}").len()]);
+        // The client's own messages keep their limit.
+        let mut frames = Frames::new(&input[..], None, MESSAGE_LIMIT);
+        match runtime.block_on(frames.next()) {
+            Read::Error(verdict) => assert_eq!(code(&verdict), Some(INVALID_REQUEST)),
+            _ => panic!("a body over the limit was taken from the client"),
+        }
     }
 
     #[test]
