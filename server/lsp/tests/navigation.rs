@@ -1151,17 +1151,22 @@ main {
     check_rename_refused(&at("k(double"), "int_kernel", "type keyword `int`");
 }
 
-/// The refusal of renaming at `$0` of `source` to `new_name`.
-#[track_caller]
-fn refusal(source: &str, new_name: &str) -> String {
+/// The edits of renaming at `$0` of `source` to `new_name`, or the refusal.
+fn renamed(source: &str, new_name: &str) -> Result<Vec<op2_syntax::TextEdit>, String> {
     let fixture = parse_fixture(source);
     let analysed = analysed(&fixture.text);
-    match navigation::rename(
+    navigation::rename(
         &analysed.analysis.program,
         analysed.document.parse(),
         fixture.cursor,
         new_name,
-    ) {
+    )
+}
+
+/// The refusal of renaming at `$0` of `source` to `new_name`.
+#[track_caller]
+fn refusal(source: &str, new_name: &str) -> String {
+    match renamed(source, new_name) {
         Ok(edits) => panic!(
             "a rename to a name of {} bytes was not refused: {} edits",
             new_name.len(),
@@ -1222,15 +1227,7 @@ fn a_rename_whose_answer_would_be_too_long_is_refused() {
         "{error}"
     );
     // A shorter name is renamed everywhere.
-    let fixture = parse_fixture(&source);
-    let analysed = analysed(&fixture.text);
-    let edits = navigation::rename(
-        &analysed.analysis.program,
-        analysed.document.parse(),
-        fixture.cursor,
-        "temperature",
-    )
-    .expect("renamed");
+    let edits = renamed(&source, "temperature").expect("renamed");
     assert_eq!(edits.len(), 30_001);
 }
 
