@@ -28,6 +28,7 @@ mod intervals;
 mod server;
 mod slices;
 pub mod transport;
+pub mod work;
 pub mod world;
 
 pub use server::{Backend, serve, serve_stdio};

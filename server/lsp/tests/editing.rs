@@ -1113,3 +1113,115 @@ fn formatting_answers_from_the_parse_the_document_has() {
     .expect("edits");
     assert_eq!(apply(&messy, &edits), "set cells;\n".repeat(2000));
 }
+
+// ----------------------------------------------------------------------
+// Work linear in the document (issue #12; an audit measured each of these
+// quadratic: docs/reliability.md, "Costs that were superlinear")
+// ----------------------------------------------------------------------
+
+/// The items a call examines on this thread (`op2_lsp::work`).
+fn work_of<T>(f: impl FnOnce() -> T) -> (u64, T) {
+    let before = op2_lsp::work::on_this_thread();
+    let out = f();
+    (op2_lsp::work::on_this_thread() - before, out)
+}
+
+/// Asserts that the work at twice the size is at most 2.2 times the work
+/// at the size: linear, with room for fixed costs.
+fn assert_linear(what: &str, small: u64, large: u64) {
+    assert!(small > 0, "{what}: no work counted");
+    assert!(
+        large * 10 <= small * 22,
+        "{what}: {small} items at n and {large} at 2n"
+    );
+}
+
+#[test]
+fn folding_ranges_are_linear_in_the_document() {
+    // Kernels of three lines (every body folds), and the same on one line
+    // (nothing folds, and every node shares the line).
+    let lines = |n: usize| {
+        (0..n)
+            .map(|i| format!("kernel k{i}(double *a) {{\n    a[0] = 1.0;\n}}\n"))
+            .collect::<String>()
+    };
+    let one_line = |n: usize| {
+        (0..n)
+            .map(|i| format!("kernel k{i}(double *a) {{ a[0] = 1.0; }} "))
+            .collect::<String>()
+    };
+    for (what, make) in [
+        ("kernels on lines", &lines as &dyn Fn(usize) -> String),
+        ("kernels on one line", &one_line),
+    ] {
+        let [small, large] = [2_000, 4_000].map(|n| {
+            let analysed = analysed(&make(n));
+            let (work, ranges) = work_of(|| {
+                with_analysed(
+                    &analysed,
+                    "file:///fold.op2",
+                    handlers::folding::folding_ranges,
+                )
+            });
+            let ranges = ranges.expect("ranges");
+            if what == "kernels on lines" {
+                assert_eq!(ranges.len(), n, "a fold per kernel body");
+            } else {
+                assert!(ranges.is_empty(), "{ranges:?}");
+            }
+            work
+        });
+        assert_linear(what, small, large);
+    }
+}
+
+/// At most `MAX_SELECTION_POSITIONS` distinct positions of a request get
+/// their chains (each costs a descent of the tree and up to 128 ranges of
+/// answer); the rest get an empty range at the position, and a position
+/// asked twice gets the same answer.
+#[test]
+fn selection_ranges_are_bounded_per_request() {
+    let statements: String = (0..3_000).map(|i| format!("int v{i} = {i};\n")).collect();
+    let text = format!("main {{\n{statements}}}\n");
+    let mut positions: Vec<Position> = (1..=3_000).map(|line| Position::new(line, 5)).collect();
+    positions.push(Position::new(1, 5));
+    let ranges = with_context("file:///selection.op2", &text, |c| {
+        handlers::folding::selection_ranges(c, &positions)
+    })
+    .expect("ranges");
+    assert_eq!(ranges.len(), positions.len(), "an answer per position");
+    let limit = handlers::folding::MAX_SELECTION_POSITIONS;
+    let chained = ranges.iter().filter(|r| r.parent.is_some()).count();
+    assert_eq!(
+        chained,
+        limit + 1,
+        "the limit's distinct positions and the repeat"
+    );
+    assert_eq!(
+        ranges[0],
+        ranges[positions.len() - 1],
+        "a repeat is the same"
+    );
+    for (range, position) in ranges.iter().zip(&positions).skip(limit) {
+        if range.parent.is_none() {
+            assert_eq!((range.range.start, range.range.end), (*position, *position));
+        }
+    }
+}
+
+#[test]
+fn completion_is_linear_in_the_variables_in_scope() {
+    let [small, large] = [5_000, 10_000].map(|n| {
+        let locals: String = (0..n).map(|i| format!("double x_{i} = 0.0;\n")).collect();
+        let (text, position) = cursor(&format!("main {{\n{locals}x$0\n}}\n"));
+        let analysed = analysed(&text);
+        let (work, items) = work_of(|| {
+            with_analysed(&analysed, "file:///complete.op2", |c| {
+                handlers::completion::completion(c, position)
+            })
+        });
+        assert!(items.is_some(), "completion answers");
+        work
+    });
+    assert_linear("completion of n locals", small, large);
+}

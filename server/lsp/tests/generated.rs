@@ -1033,3 +1033,36 @@ fn lenses_of_many_par_loops_take_linear_time() {
     assert_eq!(titles[..per], titles[titles.len() - per..]);
     assert!(titles[0].contains(" pins · "), "{}", titles[0]);
 }
+
+/// The device type text of a set with n dats (the code lens command
+/// `op2.showDeviceType`) examines each shared member once: looking each up
+/// among all the dats made it quadratic (issue #12, an audit: 12.6 s at
+/// 20,000 loops).
+#[test]
+fn the_device_type_text_is_linear_in_the_dats() {
+    let [small, large] = [500, 1_000].map(|n| {
+        let dats: String = (0..n)
+            .map(|i| format!("dat d{i}: double on cells;\n"))
+            .collect();
+        let loops: String = (0..n)
+            .map(|i| format!("    par_loop k over cells (d{i} WRITE);\n"))
+            .collect();
+        let text = format!(
+            "set cells;\n{dats}kernel k(double *v) {{ v[0] = 1.0; }}\nmain {{\n{loops}}}\n"
+        );
+        let analysed = analysed_text(&text, Path::new("/op2-tests/wide.op2"));
+        let program = program(&analysed);
+        let cells = set(program, "cells");
+        let before = op2_lsp::work::on_this_thread();
+        let shown = generated::device_type_text(program, graph(&analysed), cells);
+        let work = op2_lsp::work::on_this_thread() - before;
+        let shown = shown.expect("a device type for the cells");
+        assert!(shown.contains(&format!("dat `d{}`", n - 1)), "{shown}");
+        work
+    });
+    assert!(small > 0, "no work counted");
+    assert!(
+        large * 10 <= small * 22,
+        "{small} items at n dats and {large} at 2n"
+    );
+}

@@ -5,6 +5,7 @@
 
 use op2_syntax::tree_sitter::Node;
 use op2_syntax::{Encoding, LineIndex};
+use rustc_hash::{FxHashMap, FxHashSet};
 use tower_lsp_server::lsp_types::{FoldingRange, FoldingRangeKind, Position, SelectionRange};
 
 use super::Context;
@@ -29,9 +30,31 @@ pub fn folding_ranges(context: &Context<'_>) -> Option<Vec<FoldingRange>> {
             .line_col(u32::try_from(offset).unwrap_or(u32::MAX), Encoding::Utf8)
             .line
     };
+    // Whether only blanks precede an offset on its line, from the offset
+    // of each line's first other character, found once per line: a test
+    // that scanned back to the line's start for every node was quadratic
+    // on a long line.
+    let mut first_text: FxHashMap<u32, usize> = FxHashMap::default();
+    let mut starts_line = |offset: usize| {
+        let number = line(offset);
+        let start = index.line_start(number).unwrap_or(0) as usize;
+        let first = *first_text.entry(number).or_insert_with(|| {
+            let blanks = text
+                .get(start..)
+                .unwrap_or("")
+                .bytes()
+                .take_while(|&b| b == b' ' || b == b'\t')
+                .count();
+            crate::work::count(blanks + 1);
+            start + blanks
+        });
+        offset <= first
+    };
     let mut ranges: Vec<FoldingRange> = Vec::new();
+    // The start lines taken: the first range to start on a line keeps it.
+    let mut taken: FxHashSet<u32> = FxHashSet::default();
     let mut push = |start: u32, end: u32, kind: Option<FoldingRangeKind>| {
-        if end > start && !ranges.iter().any(|r| r.start_line == start) {
+        if end > start && taken.insert(start) {
             ranges.push(FoldingRange {
                 start_line: start,
                 end_line: end,
@@ -43,6 +66,7 @@ pub fn folding_ranges(context: &Context<'_>) -> Option<Vec<FoldingRange>> {
     let mut nodes: Vec<Node<'_>> = Vec::new();
     let mut stack = vec![parse.tree().root_node()];
     while let Some(node) = stack.pop() {
+        crate::work::count(1);
         nodes.push(node);
         let mut cursor = node.walk();
         let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
@@ -58,12 +82,13 @@ pub fn folding_ranges(context: &Context<'_>) -> Option<Vec<FoldingRange>> {
             "comment" if text[node.byte_range()].starts_with("/*") => {
                 push(start, end, Some(FoldingRangeKind::Comment))
             }
-            "comment" if starts_line(text, node.start_byte()) => comment_lines.push((start, end)),
+            "comment" if starts_line(node.start_byte()) => comment_lines.push((start, end)),
             "import_declaration" => import_lines.push((start, end)),
-            kind if FOLDED.contains(&kind) => {
+            // A node on one line folds nothing.
+            kind if FOLDED.contains(&kind) && end > start => {
                 // The closing bracket stays visible when it begins its line.
                 let last = node.end_byte().saturating_sub(1);
-                let end = if starts_line(text, last) {
+                let end = if starts_line(last) {
                     end.saturating_sub(1)
                 } else {
                     end
@@ -96,31 +121,46 @@ pub fn folding_ranges(context: &Context<'_>) -> Option<Vec<FoldingRange>> {
     Some(ranges)
 }
 
-/// True when only blanks precede `offset` on its line.
-fn starts_line(text: &str, offset: usize) -> bool {
-    let before = &text[..offset.min(text.len())];
-    let line_start = before.rfind(['\n', '\r']).map_or(0, |i| i + 1);
-    before[line_start..].chars().all(|c| c == ' ' || c == '\t')
-}
-
 /// Most ranges in one position's chain: the innermost half and the
 /// outermost half of them when the node has more ancestors than this (a
 /// chain of 10,000 `+` after a syntax error nests 10,000 deep; the answer
 /// is a linked list the client, and our own serialiser, walk recursively).
 pub const MAX_SELECTION_LEVELS: usize = 128;
 
+/// Most distinct positions of one request that get their ranges (an editor
+/// sends one per cursor); the others get an empty range at the position.
+/// Each costs a descent of the tree past the siblings before it and up to
+/// [`MAX_SELECTION_LEVELS`] ranges of answer, so the request's work and
+/// answer are bounded whatever the client sends.
+pub const MAX_SELECTION_POSITIONS: usize = 1024;
+
 /// For each position, the node at it and each ancestor with a larger range
-/// (at most [`MAX_SELECTION_LEVELS`] of them).
+/// (at most [`MAX_SELECTION_LEVELS`] of them). A position asked twice is
+/// worked out once.
 pub fn selection_ranges(
     context: &Context<'_>,
     positions: &[Position],
 ) -> Option<Vec<SelectionRange>> {
     let parse = context.analysed.document.parse();
     let root = parse.tree().root_node();
+    let mut done: FxHashMap<usize, SelectionRange> = FxHashMap::default();
+    let empty = |position: Position| SelectionRange {
+        range: tower_lsp_server::lsp_types::Range {
+            start: position,
+            end: position,
+        },
+        parent: None,
+    };
     let ranges = positions
         .iter()
         .map(|&position| {
             let offset = context.offset(position) as usize;
+            if let Some(known) = done.get(&offset) {
+                return known.clone();
+            }
+            if done.len() >= MAX_SELECTION_POSITIONS {
+                return empty(position);
+            }
             let mut chain: Vec<std::ops::Range<usize>> = Vec::new();
             // The node at `offset` and its ancestors, found in one descent.
             for n in op2_syntax::NodePath::at(root, offset, offset).up() {
@@ -141,13 +181,9 @@ pub fn selection_ranges(
                     parent: selection.map(Box::new),
                 });
             }
-            selection.unwrap_or(SelectionRange {
-                range: tower_lsp_server::lsp_types::Range {
-                    start: position,
-                    end: position,
-                },
-                parent: None,
-            })
+            let selection = selection.unwrap_or_else(|| empty(position));
+            done.insert(offset, selection.clone());
+            selection
         })
         .collect();
     Some(ranges)

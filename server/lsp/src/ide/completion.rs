@@ -574,10 +574,15 @@ fn locals(tokens: &[Token<'_>], open: usize) -> Vec<Variable> {
             }
         }
     }
+    // Innermost first; a name already taken by an inner or later
+    // declaration is shadowed (a set of the names: a scan of `out` for each
+    // made completion quadratic in the variables in scope).
     let mut out: Vec<Variable> = Vec::new();
+    let mut taken: rustc_hash::FxHashSet<String> = rustc_hash::FxHashSet::default();
     for (_, scope) in scopes.into_iter().rev() {
         for variable in scope.into_iter().rev() {
-            if !out.iter().any(|v| v.name == variable.name) {
+            crate::work::count(1);
+            if taken.insert(variable.name.clone()) {
                 out.push(variable);
             }
         }

@@ -15,7 +15,7 @@ use op2_codegen::model::{
 };
 use op2_codegen::names;
 use op2_syntax::ast::AccessMode;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// What argument `arg` of `invocation` turns into in the graph, one
 /// sentence per line (compilation.md §2 and §4): the pins that carry it,
@@ -830,14 +830,13 @@ fn render_device(
     // Members no single invocation owns: dats, landing pads, `main`'s
     // variables and the controller's own counters and step pin.
     if let Some(shared) = groups.get(&None) {
+        let owners = SharedOwners::new(program, graph);
         out.line(format_args!(""));
         out.line(format_args!("shared"));
         write_members(&mut out, "property", &shared.properties, |m| {
-            describe_shared(program, graph, m)
+            owners.describe(m)
         });
-        write_members(&mut out, "state", &shared.state, |m| {
-            describe_shared(program, graph, m)
-        });
+        write_members(&mut out, "state", &shared.state, |m| owners.describe(m));
         write_pins(&mut out, &sizes, &shared.pins);
     }
 
@@ -871,32 +870,49 @@ fn render_device(
     out
 }
 
-fn describe_shared(program: &Program, graph: &GraphType, member: &Member) -> Option<String> {
-    if let Some(dat) = program
-        .dats
-        .iter()
-        .find(|d| names::dat_state(&d.name) == member.name)
-    {
-        return Some(format!("dat `{}`", dat.name));
+/// What each shared member of a device type holds, found by name: built
+/// once per device type (looking each member up among every dat and global
+/// made the description quadratic in the dats of a program).
+struct SharedOwners<'a> {
+    /// The state name of each dat and global, with its description; a dat
+    /// wins over a global of the same state name.
+    owners: FxHashMap<String, String>,
+    locals: FxHashSet<&'a str>,
+}
+
+impl<'a> SharedOwners<'a> {
+    fn new(program: &Program, graph: &'a GraphType) -> SharedOwners<'a> {
+        let mut owners = FxHashMap::default();
+        for global in &program.globals {
+            owners.insert(
+                names::global_state(&global.name),
+                format!("global `{}`", global.name),
+            );
+        }
+        for dat in &program.dats {
+            owners.insert(names::dat_state(&dat.name), format!("dat `{}`", dat.name));
+        }
+        let locals = graph.controller.locals.iter().map(String::as_str).collect();
+        SharedOwners { owners, locals }
     }
-    if let Some(global) = program
-        .globals
-        .iter()
-        .find(|g| names::global_state(&g.name) == member.name)
-    {
-        return Some(format!("global `{}`", global.name));
+
+    fn describe(&self, member: &Member) -> Option<String> {
+        crate::work::count(1);
+        if let Some(owner) = self.owners.get(&member.name) {
+            return Some(owner.clone());
+        }
+        if self.locals.contains(member.name.as_str()) {
+            return Some("a variable of `main`".to_owned());
+        }
+        let note = match member.name.as_str() {
+            names::PROGRAM_COUNTER => "the block of `main` to run next",
+            names::RUNNING => "1 while `main` may run",
+            names::BEGIN_PENDING => "1 + the invocation whose begin is to be sent",
+            names::END_COUNT => "ends received for the current invocation",
+            _ => return None,
+        };
+        Some(note.to_owned())
     }
-    if graph.controller.locals.contains(&member.name) {
-        return Some("a variable of `main`".to_owned());
-    }
-    let note = match member.name.as_str() {
-        names::PROGRAM_COUNTER => "the block of `main` to run next",
-        names::RUNNING => "1 while `main` may run",
-        names::BEGIN_PENDING => "1 + the invocation whose begin is to be sent",
-        names::END_COUNT => "ends received for the current invocation",
-        _ => return None,
-    };
-    Some(note.to_owned())
 }
 
 fn write_members(
