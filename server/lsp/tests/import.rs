@@ -561,7 +561,8 @@ async fn outputs_that_are_links_leading_out_of_the_workspace_are_refused() {
 
 /// An OP2 application whose set-up writes its process id, then starts a
 /// process that holds its output until the test writes `release` (three
-/// minutes at most), after writing its own process id.
+/// minutes at most), after writing its own process id, and waits until it
+/// has.
 const LEAVES_A_PROCESS: &str = r#"#include "op_seq.h"
 #include <cstdio>
 #include <unistd.h>
@@ -588,6 +589,11 @@ int main(int argc, char **argv) {
       usleep(100000);
     _exit(0);
   }
+  // The set-up goes on only once the child has left its process group:
+  // ending first, it would have the child killed with the group (under
+  // load the child may not have run yet).
+  for (int i = 0; i < 1800 && access("left.txt", F_OK) != 0; i++)
+    usleep(100000);
   op_set nodes = op_decl_set(3, "nodes");
   op_dat p_x = op_decl_dat(nodes, 1, "double", (double *)0, "p_x");
   op_par_loop(touch, "touch", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_WRITE));
