@@ -7,6 +7,7 @@
 mod support;
 
 mod dependencies;
+mod deps_cost;
 mod docs_index;
 mod examples;
 mod explanations;
