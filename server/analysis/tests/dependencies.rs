@@ -297,3 +297,33 @@ main {
     assert_eq!(next_readers(&analysis, "b", "p_s"), ["a"]);
     assert_eq!(last_writers(&analysis, "a", "p_s"), ["b"]);
 }
+
+#[test]
+fn a_break_first_in_an_endless_for_leaves_it() {
+    // The graph once dropped a `break` taken straight from the head of
+    // `for (;;)`: what followed the loop seemed unreachable, `w` dead.
+    let text = r#"
+set cells;
+dat p_a: double on cells;
+global total: double;
+kernel fill(double *x) { x[0] = 1.0; }
+kernel sum(const double *x, double *t) { *t += x[0]; }
+main {
+    par_loop fill as w over cells (p_a WRITE);
+    for (;;) {
+        break;
+    }
+    par_loop sum as r over cells (p_a READ, total INC);
+    print("%g", total);
+}
+"#;
+    let analysis = analyse_text(Path::new("endless.op2"), text, &Options::default());
+    assert!(
+        analysis.diagnostics.is_empty(),
+        "{:#?}",
+        analysis.diagnostics
+    );
+    assert!(!is_dead(&analysis, "w"));
+    assert_eq!(next_readers(&analysis, "w", "p_a"), ["r"]);
+    assert_eq!(last_writers(&analysis, "r", "p_a"), ["w"]);
+}
