@@ -21,6 +21,10 @@
 //! back what follows the value, so a message after a wrong length is not
 //! lost. The server's own messages pass through unchanged; one writer sends
 //! whole frames, so an error never lands inside another message.
+//!
+//! The server's own output is read without the client's limits, and
+//! nothing in it ends the relay before the server's output ends: the server
+//! never goes mute while it runs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -545,14 +549,35 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
     }
 }
 
-/// Copies the server's frames, whole, to the writer.
+/// Copies the server's frames, whole, to the writer, until the server's
+/// output ends. Nothing the server writes ends the relay: a framing error
+/// (tower-lsp writes none) is logged, to the client and on standard error,
+/// and skipped; when the writer is gone (the client left) the server's
+/// output is still drained, so that the server never blocks writing.
 async fn relay_server<R: AsyncRead + Unpin>(server: R, out: mpsc::Sender<Vec<u8>>) {
     let mut frames = Frames::new(server, None, usize::MAX);
-    while let Read::Body(body) = frames.next().await {
-        if out.send(frame(&body)).await.is_err() {
-            return;
+    let mut writer_gone = false;
+    loop {
+        let frame = match frames.next().await {
+            Read::End => return,
+            Read::Error(verdict) => {
+                let message = format!("skipped a malformed message of the server: {verdict:?}");
+                stderr(&message);
+                log_frame(&message)
+            }
+            Read::Body(body) => frame(&body),
+        };
+        if !writer_gone && out.send(frame).await.is_err() {
+            writer_gone = true;
         }
     }
+}
+
+/// Says `message` on standard error too: what the server failed to send
+/// may be what the client needed to hear of it.
+#[allow(clippy::print_stderr)]
+fn stderr(message: &str) {
+    eprintln!("op2 lsp: {message}");
 }
 
 /// Writes whole frames to the client.
@@ -739,6 +764,50 @@ mod tests {
             Read::Error(verdict) => assert_eq!(code(&verdict), Some(INVALID_REQUEST)),
             _ => panic!("a body over the limit was taken from the client"),
         }
+    }
+
+    #[tokio::test]
+    async fn the_relay_skips_malformed_frames_of_the_server() {
+        let (mut server, from_server) = tokio::io::duplex(1 << 10);
+        let (out, mut sent) = mpsc::channel(4);
+        let relay = tokio::spawn(relay_server(from_server, out));
+        server
+            .write_all(b"Content-Length: nope\r\n\r\n{}")
+            .await
+            .unwrap();
+        server.write_all(&frame(br#"{"id":1}"#)).await.unwrap();
+        drop(server);
+        let log = sent.recv().await.unwrap();
+        assert!(
+            String::from_utf8_lossy(&log).contains("skipped a malformed message of the server"),
+            "{}",
+            String::from_utf8_lossy(&log)
+        );
+        assert_eq!(sent.recv().await.unwrap(), frame(br#"{"id":1}"#));
+        assert!(sent.recv().await.is_none());
+        relay.await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn the_relay_drains_the_server_when_the_client_is_gone() {
+        // Many more frames than the channel and the pipe hold: with the
+        // receiver gone the relay still reads them all, so the server
+        // never blocks writing.
+        let (mut server, from_server) = tokio::io::duplex(1 << 10);
+        let (out, sent) = mpsc::channel(1);
+        drop(sent);
+        let relay = tokio::spawn(relay_server(from_server, out));
+        let written = async {
+            for _ in 0..1000 {
+                server.write_all(&frame(br#"{"id":1}"#)).await.unwrap();
+            }
+        };
+        // Only a guard against a hang: writing takes milliseconds.
+        tokio::time::timeout(Duration::from_secs(60), written)
+            .await
+            .expect("the server's writes are never blocked");
+        drop(server);
+        relay.await.unwrap();
     }
 
     #[test]

@@ -575,3 +575,89 @@ async fn the_final_version_is_published_when_requests_follow_a_burst() {
     }
     session.shutdown().await;
 }
+
+/// A language server behind the real transport whose hover on
+/// [`BIG_URI`] answers more than the client may send (a text of
+/// `MESSAGE_LIMIT` bytes and more), and on any other document a short text
+/// after a log message.
+#[derive(Debug)]
+struct LongHover {
+    client: tower_lsp_server::Client,
+}
+
+const BIG_URI: &str = "file:///nonexistent/op2-tests/big.op2";
+
+impl tower_lsp_server::LanguageServer for LongHover {
+    async fn initialize(
+        &self,
+        _: tower_lsp_server::lsp_types::InitializeParams,
+    ) -> tower_lsp_server::jsonrpc::Result<tower_lsp_server::lsp_types::InitializeResult> {
+        Ok(tower_lsp_server::lsp_types::InitializeResult::default())
+    }
+
+    async fn shutdown(&self) -> tower_lsp_server::jsonrpc::Result<()> {
+        Ok(())
+    }
+
+    async fn hover(
+        &self,
+        params: tower_lsp_server::lsp_types::HoverParams,
+    ) -> tower_lsp_server::jsonrpc::Result<Option<tower_lsp_server::lsp_types::Hover>> {
+        use tower_lsp_server::lsp_types::{Hover, HoverContents, MarkedString, MessageType};
+        let uri = params.text_document_position_params.text_document.uri;
+        let text = if uri.as_str() == BIG_URI {
+            "x".repeat(op2_lsp::transport::MESSAGE_LIMIT + 1)
+        } else {
+            self.client
+                .log_message(MessageType::INFO, format!("hover on {}", uri.as_str()))
+                .await;
+            "small".to_owned()
+        };
+        Ok(Some(Hover {
+            contents: HoverContents::Scalar(MarkedString::String(text)),
+            range: None,
+        }))
+    }
+}
+
+/// An answer longer than the client's message limit reaches the client
+/// whole, and the session goes on: a later request on another document is
+/// answered, and the server's notifications still arrive (the audit's D0:
+/// a rename to a 40 KB name, or selectionRange of 7,000 positions, made the
+/// server send nothing more for the session).
+#[tokio::test]
+async fn an_answer_over_the_clients_limit_is_sent_and_the_session_goes_on() {
+    let (client_end, server_end) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server_end);
+    let (service, socket) = tower_lsp_server::LspService::new(|client| LongHover { client });
+    let server = tokio::spawn(async move {
+        op2_lsp::transport::serve_checked(server_read, server_write, service, socket).await
+    });
+    let (read, write) = tokio::io::split(client_end);
+    let mut session = Session::over(read, write);
+    session.initialize(&[], None, None).await;
+    let hover =
+        |uri: &str| json!({"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}});
+
+    let long = session.call("textDocument/hover", hover(BIG_URI)).await;
+    assert_eq!(
+        long["contents"].as_str().map(str::len),
+        Some(op2_lsp::transport::MESSAGE_LIMIT + 1)
+    );
+
+    let from = session.mark();
+    let small = session.call("textDocument/hover", hover(URI)).await;
+    assert_eq!(small["contents"], "small");
+    session
+        .wait_for_after(from, "the log message of the later hover", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"] == format!("hover on {URI}")
+        })
+        .await;
+    session.shutdown().await;
+    let end = tokio::time::timeout(support::TIMEOUT, server)
+        .await
+        .expect("the session ends after `exit`")
+        .expect("the server task does not panic");
+    assert_eq!(end.status(), 0);
+}
