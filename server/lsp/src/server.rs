@@ -536,7 +536,7 @@ impl Backend {
                 document: &uri,
                 source: path,
                 settings: &settings,
-                folders: &folders,
+                folders: folders.as_slice(),
                 client_progress: progress,
                 refusals: &refusals,
             };
@@ -560,7 +560,8 @@ impl Backend {
             let world = lock(&self.world);
             (world.workspace_folders.clone(), world.client_progress)
         };
-        let target = handlers::import::target(&main, out.as_deref(), &folders).map_err(failed)?;
+        let target =
+            handlers::import::target(&main, out.as_deref(), folders.as_slice()).map_err(failed)?;
         handlers::import::import_with_progress(&self.client, target, progress, &self.imports)
             .await
             .map(Some)
@@ -632,18 +633,25 @@ impl LanguageServer for Backend {
                 .unwrap_or(false);
             world.encoding = Some(encoding);
             world.settings = settings;
-            world.workspace_folders = params
+            let mut folders: Vec<std::path::PathBuf> = params
                 .workspace_folders
                 .iter()
                 .flatten()
                 .filter_map(|folder| uri_to_path(&folder.uri))
                 .collect();
             #[allow(deprecated)]
-            if world.workspace_folders.is_empty()
+            if folders.is_empty()
                 && let Some(root) = params.root_uri.as_ref().and_then(uri_to_path)
             {
-                world.workspace_folders.push(root);
+                folders.push(root);
             }
+            // At most `MAX_WORKSPACE_FOLDERS`; the others are named in the
+            // log once the client is initialized (nothing can be sent to it
+            // before).
+            let mut kept = handlers::build::WorkspaceFolders::default();
+            let refused = kept.change(&[], folders);
+            kept.unreported = refused.message();
+            world.workspace_folders = kept;
         }
         Ok(InitializeResult {
             server_info: Some(ServerInfo {
@@ -658,6 +666,10 @@ impl LanguageServer for Backend {
         self.client
             .log_message(MessageType::INFO, "op2 language server ready")
             .await;
+        let refused = lock(&self.world).workspace_folders.unreported.take();
+        if let Some(message) = refused {
+            self.client.log_message(MessageType::WARNING, message).await;
+        }
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -764,25 +776,29 @@ impl LanguageServer for Backend {
         // Build on save (and its hover line) and `op2.import` read the
         // folders when they run: a folder removed is no longer written in,
         // one added is.
-        let mut world = lock(&self.world);
+        // Linear in the folders and the change, and at most
+        // `MAX_WORKSPACE_FOLDERS` kept (each resolved once, here); the
+        // others are named in the log.
         let removed: Vec<std::path::PathBuf> = params
             .event
             .removed
             .iter()
             .filter_map(|folder| uri_to_path(&folder.uri))
             .collect();
-        world
-            .workspace_folders
-            .retain(|folder| !removed.contains(folder));
-        for added in params
+        let added = params
             .event
             .added
             .iter()
             .filter_map(|f| uri_to_path(&f.uri))
-        {
-            if !world.workspace_folders.contains(&added) {
-                world.workspace_folders.push(added);
-            }
+            .collect();
+        let refused = lock(&self.world)
+            .workspace_folders
+            .change(&removed, added)
+            .message();
+        if let Some(message) = refused {
+            // Spawned: never await the client inside a handler.
+            let client = self.client.clone();
+            tokio::spawn(async move { client.log_message(MessageType::WARNING, message).await });
         }
     }
 
@@ -892,7 +908,8 @@ impl LanguageServer for Backend {
                 return handlers::hover::hover(c, position.position);
             }
             // On `main`: whether and where the program is built on save.
-            let line = handlers::build::status_line(path.as_deref(), c.settings, &folders);
+            let line =
+                handlers::build::status_line(path.as_deref(), c.settings, folders.as_slice());
             let mut hover = handlers::hover::hover(c, position.position).unwrap_or(Hover {
                 contents: HoverContents::Markup(MarkupContent {
                     kind: MarkupKind::Markdown,

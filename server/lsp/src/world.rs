@@ -182,7 +182,7 @@ pub struct World {
     /// The negotiated position encoding.
     pub encoding: Option<PositionEncoding>,
     /// Workspace folders (for resolving build paths).
-    pub workspace_folders: Vec<PathBuf>,
+    pub workspace_folders: crate::handlers::build::WorkspaceFolders,
     /// The client shows `$/progress` (`window.workDoneProgress`).
     pub client_progress: bool,
     /// The client accepts `workspace/inlayHint/refresh`.

@@ -581,3 +581,66 @@ async fn workspace_folders_added_and_removed_decide_where_build_on_save_writes()
     assert!(hover.contains("build on save: off:"), "{hover}");
     session.shutdown().await;
 }
+
+/// At most 1,024 workspace folders are kept, from `initialize` and from
+/// changes; the others are named in the log, and a folder removed makes
+/// room (the audit's D1: 40,000 folders added at once were compared
+/// pairwise under the lock every request needs, and every hover on `main`
+/// and every save resolved every folder).
+#[tokio::test]
+async fn workspace_folders_past_the_cap_are_refused_and_logged() {
+    let root = tempfile::tempdir().expect("a temporary directory");
+    let source = support::example("scatter.op2");
+    let folder = |i: usize| root.path().join(format!("f{i}"));
+    let entry = |i: usize| json!({"uri": file_uri(&folder(i)), "name": format!("f{i}")});
+    // The folder holding the program is the last one: past the cap.
+    std::fs::create_dir(folder(1030)).unwrap();
+    std::fs::write(folder(1030).join("scatter.op2"), &source).unwrap();
+    let uri = file_uri(&folder(1030).join("scatter.op2"));
+
+    let mut session = Session::in_process();
+    let mut params = json!({"processId": null, "rootUri": null, "capabilities": {}});
+    params["workspaceFolders"] = (0..=1030).map(entry).collect();
+    session.initialize_with(params).await;
+    let refused = session
+        .wait_for("the log of the folders refused", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("ignored 7 workspace folders beyond the 1024"))
+        })
+        .await;
+    let message = refused["params"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!("`{}`", folder(1024).display())),
+        "{message}"
+    );
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("outside every workspace folder"), "{log}");
+
+    // 2,000 more: all refused; one removed makes room for the program's.
+    let from = session.mark();
+    session.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": (2000..4000).map(entry).collect::<Value>(), "removed": []}}),
+    );
+    session
+        .wait_for_after(from, "the log of the 2,000 folders refused", |m| {
+            m["params"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("ignored 2000 workspace folders"))
+        })
+        .await;
+    session.notify(
+        "workspace/didChangeWorkspaceFolders",
+        json!({"event": {"added": [entry(1030)], "removed": [entry(0)]}}),
+    );
+    let log = save(&mut session, &uri).await;
+    assert_eq!(
+        listing(&folder(1030)),
+        ["scatter.graph.xml", "scatter.op2"],
+        "{log}"
+    );
+    session.shutdown().await;
+}

@@ -25,7 +25,7 @@ use crate::world::Analysed;
 pub fn output_path(
     source: &Path,
     settings: &Settings,
-    folders: &[PathBuf],
+    folders: &[WorkspaceFolder],
 ) -> Result<PathBuf, String> {
     let stem = source
         .file_stem()
@@ -81,26 +81,37 @@ pub fn may_replace(folder: &Path, target: &Path) -> Result<(), String> {
 
 /// The canonical workspace folder holding `source` (the innermost one), or
 /// why there is none.
-pub fn workspace_folder_of(source: &Path, folders: &[PathBuf]) -> Result<PathBuf, String> {
+pub fn workspace_folder_of(source: &Path, folders: &[WorkspaceFolder]) -> Result<PathBuf, String> {
     folder_of(source, folders, "build on save is off for it")
 }
 
 /// The canonical workspace folder holding `source`, or why there is none,
 /// ending with `refusal` (what is off for such a file).
-pub fn folder_of(source: &Path, folders: &[PathBuf], refusal: &str) -> Result<PathBuf, String> {
+///
+/// The folders' canonical forms are those found when the client named them
+/// ([`WorkspaceFolders::change`]); only a folder that could not be resolved
+/// then is tried again here, so a lookup resolves the source and, at
+/// most, the folders missing then ([`MAX_WORKSPACE_FOLDERS`] at worst), not
+/// every folder each time.
+pub fn folder_of(
+    source: &Path,
+    folders: &[WorkspaceFolder],
+    refusal: &str,
+) -> Result<PathBuf, String> {
     if source.components().any(|c| c == Component::ParentDir) {
         return Err(format!(
             "`{}` is spelled with `..`; {refusal}",
             source.display()
         ));
     }
-    let canonical = fs::canonicalize(source)
-        .map_err(|e| format!("cannot resolve `{}`: {e}", source.display()))?;
+    let canonical =
+        canonicalize(source).map_err(|e| format!("cannot resolve `{}`: {e}", source.display()))?;
     folders
         .iter()
-        .filter_map(|folder| fs::canonicalize(folder).ok())
+        .filter_map(WorkspaceFolder::canonical)
         .filter(|folder| canonical.starts_with(folder))
         .max_by_key(|folder| folder.components().count())
+        .map(std::borrow::Cow::into_owned)
         .ok_or_else(|| {
             format!(
                 "`{}` is outside every workspace folder; {refusal}",
@@ -109,10 +120,130 @@ pub fn folder_of(source: &Path, folders: &[PathBuf], refusal: &str) -> Result<Pa
         })
 }
 
+/// The most workspace folders the server keeps: those the client names
+/// first (in `initialize`, then in each `workspace/didChangeWorkspaceFolders`
+/// in order); the others are refused and logged. Each lookup of the folder
+/// of a file looks at every folder kept, and each folder added is resolved
+/// once.
+pub const MAX_WORKSPACE_FOLDERS: usize = 1024;
+
+/// One workspace folder: its path as the client named it, and its
+/// canonical form when it could be resolved then.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorkspaceFolder {
+    /// The path of the folder's URI.
+    pub path: PathBuf,
+    canonical: Option<PathBuf>,
+}
+
+impl WorkspaceFolder {
+    /// The folder at `path`, resolved now.
+    pub fn new(path: PathBuf) -> WorkspaceFolder {
+        let canonical = canonicalize(&path).ok();
+        WorkspaceFolder { path, canonical }
+    }
+
+    /// Its canonical form: the one found when it was added, else (it did
+    /// not exist then) resolved now.
+    fn canonical(&self) -> Option<std::borrow::Cow<'_, Path>> {
+        match &self.canonical {
+            Some(canonical) => Some(std::borrow::Cow::Borrowed(canonical)),
+            None => canonicalize(&self.path).ok().map(std::borrow::Cow::Owned),
+        }
+    }
+}
+
+/// The workspace folders, each once, at most [`MAX_WORKSPACE_FOLDERS`].
+#[derive(Clone, Debug, Default)]
+pub struct WorkspaceFolders {
+    list: Vec<WorkspaceFolder>,
+    /// What `initialize` refused, to log once the client is initialized.
+    pub unreported: Option<String>,
+}
+
+/// The folders a change could not keep.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Refused {
+    /// How many.
+    pub count: usize,
+    /// The first few, to name in the log.
+    pub first: Vec<PathBuf>,
+}
+
+impl Refused {
+    /// The log message, when any folder was refused.
+    pub fn message(&self) -> Option<String> {
+        if self.count == 0 {
+            return None;
+        }
+        let names: Vec<String> = self
+            .first
+            .iter()
+            .map(|path| format!("`{}`", path.display()))
+            .collect();
+        let more = if self.count > self.first.len() {
+            ", …"
+        } else {
+            ""
+        };
+        Some(format!(
+            "ignored {} workspace folder{} beyond the {MAX_WORKSPACE_FOLDERS} the server keeps ({}{more}); \
+             build on save and op2.import do not write in them",
+            self.count,
+            if self.count == 1 { "" } else { "s" },
+            names.join(", ")
+        ))
+    }
+}
+
+impl WorkspaceFolders {
+    /// The folders, in the order they were added.
+    pub fn as_slice(&self) -> &[WorkspaceFolder] {
+        &self.list
+    }
+
+    /// Removes `removed`, then adds each of `added` not there yet, while
+    /// there is room; linear in the folders and the change (one set of
+    /// each, not a search of the list per folder: 40,000 folders added at
+    /// once stalled the server for two minutes, audit D1).
+    pub fn change(&mut self, removed: &[PathBuf], added: Vec<PathBuf>) -> Refused {
+        if !removed.is_empty() {
+            let removed: rustc_hash::FxHashSet<&PathBuf> = removed.iter().collect();
+            self.list.retain(|folder| !removed.contains(&folder.path));
+        }
+        let mut present: rustc_hash::FxHashSet<PathBuf> =
+            self.list.iter().map(|folder| folder.path.clone()).collect();
+        let mut refused = Refused::default();
+        for path in added {
+            if present.contains(&path) {
+                continue;
+            }
+            if self.list.len() >= MAX_WORKSPACE_FOLDERS {
+                refused.count += 1;
+                if refused.first.len() < 3 {
+                    refused.first.push(path);
+                }
+                continue;
+            }
+            present.insert(path.clone());
+            self.list.push(WorkspaceFolder::new(path));
+        }
+        refused
+    }
+}
+
+/// `fs::canonicalize`, counted in tests (each is a system call per
+/// component of the path).
+fn canonicalize(path: &Path) -> std::io::Result<PathBuf> {
+    #[cfg(test)]
+    tests::CANONICALISATIONS.with(|count| count.set(count.get() + 1));
+    fs::canonicalize(path)
+}
+
 /// The canonical form of `path` when it is inside `folder` (canonical).
 fn inside(folder: &Path, path: &Path) -> Result<PathBuf, String> {
     let canonical =
-        fs::canonicalize(path).map_err(|e| format!("cannot resolve `{}`: {e}", path.display()))?;
+        canonicalize(path).map_err(|e| format!("cannot resolve `{}`: {e}", path.display()))?;
     if canonical.starts_with(folder) {
         Ok(canonical)
     } else {
@@ -127,7 +258,11 @@ fn inside(folder: &Path, path: &Path) -> Result<PathBuf, String> {
 
 /// The line the hover of `main` shows about build on save: on (and into
 /// which folder), or off and why.
-pub fn status_line(source: Option<&Path>, settings: &Settings, folders: &[PathBuf]) -> String {
+pub fn status_line(
+    source: Option<&Path>,
+    settings: &Settings,
+    folders: &[WorkspaceFolder],
+) -> String {
     if !settings.build.on_save {
         return "build on save: off (`op2.build.onSave` is false)".into();
     }
@@ -163,7 +298,7 @@ pub fn on_main_keyword(parse: &op2_syntax::Parse, offset: u32) -> bool {
 fn instance_path(
     source: &Path,
     settings: &Settings,
-    folders: &[PathBuf],
+    folders: &[WorkspaceFolder],
 ) -> Result<PathBuf, String> {
     let folder = workspace_folder_of(source, folders)?;
     let path = folder.join(&settings.build.instance);
@@ -182,7 +317,7 @@ pub struct Save<'a> {
     /// Current settings.
     pub settings: &'a Settings,
     /// The workspace folders.
-    pub folders: &'a [PathBuf],
+    pub folders: &'a [WorkspaceFolder],
     /// The client shows `$/progress`.
     pub client_progress: bool,
     /// The documents and reasons of refusals logged already.
@@ -307,4 +442,78 @@ pub async fn build_with_progress(client: &Client, analysed: &Analysed, save: Sav
             .await;
     }
     client.log_message(kind, message).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    thread_local! {
+        pub(super) static CANONICALISATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    fn counted<T>(f: impl FnOnce() -> T) -> (T, usize) {
+        CANONICALISATIONS.with(|count| count.set(0));
+        let result = f();
+        (result, CANONICALISATIONS.with(std::cell::Cell::get))
+    }
+
+    #[test]
+    fn a_folder_lookup_resolves_the_source_not_every_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let paths: Vec<PathBuf> = (0..200)
+            .map(|i| {
+                let folder = root.path().join(format!("f{i}"));
+                fs::create_dir(&folder).unwrap();
+                folder
+            })
+            .collect();
+        let source = paths[150].join("main.op2");
+        fs::write(&source, "").unwrap();
+        let mut folders = WorkspaceFolders::default();
+        let (refused, resolved) = counted(|| folders.change(&[], paths.clone()));
+        assert_eq!(refused, Refused::default());
+        assert_eq!(resolved, 200, "each folder is resolved once, when added");
+        for _ in 0..10 {
+            let (found, resolved) = counted(|| folder_of(&source, folders.as_slice(), "off"));
+            assert_eq!(found, Ok(fs::canonicalize(&paths[150]).unwrap()));
+            assert_eq!(resolved, 1, "only the source is resolved per lookup");
+        }
+    }
+
+    #[test]
+    fn folders_are_kept_once_up_to_the_cap_and_the_rest_named() {
+        let root = tempfile::tempdir().unwrap();
+        let path = |i: usize| root.path().join(format!("f{i}"));
+        let mut folders = WorkspaceFolders::default();
+        // Twice each, and past the cap: each kept once, the rest refused
+        // without being resolved.
+        let added: Vec<PathBuf> = (0..3000).chain(0..3000).map(path).collect();
+        let (refused, resolved) = counted(|| folders.change(&[], added));
+        assert_eq!(folders.as_slice().len(), MAX_WORKSPACE_FOLDERS);
+        assert_eq!(resolved, MAX_WORKSPACE_FOLDERS);
+        assert_eq!(refused.count, 2 * 3000 - 2 * MAX_WORKSPACE_FOLDERS);
+        assert_eq!(refused.first, vec![path(1024), path(1025), path(1026)]);
+        let message = refused.message().unwrap();
+        assert!(
+            message.starts_with("ignored 3952 workspace folders beyond the 1024"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("`{}`", path(1024).display())),
+            "{message}"
+        );
+        // Removing makes room again; the order of the others is kept.
+        let removed: Vec<PathBuf> = (0..10).map(path).collect();
+        let refused = folders.change(&removed, (5000..5020).map(path).collect());
+        assert_eq!(refused.count, 10);
+        assert_eq!(folders.as_slice().len(), MAX_WORKSPACE_FOLDERS);
+        assert_eq!(folders.as_slice()[0].path, path(10));
+        assert_eq!(
+            folders.as_slice()[MAX_WORKSPACE_FOLDERS - 1].path,
+            path(5009)
+        );
+        assert_eq!(folders.change(&[], vec![path(10)]), Refused::default());
+        assert_eq!(Refused::default().message(), None);
+    }
 }

@@ -15,7 +15,7 @@ use op2_codegen::files::{SOURCE_LIMIT, read_regular};
 use tower_lsp_server::Client;
 use tower_lsp_server::lsp_types::{MessageType, ProgressToken};
 
-use crate::handlers::build::{folder_of, may_replace};
+use crate::handlers::build::{WorkspaceFolder, folder_of, may_replace};
 
 /// Where an import from the editor reads and writes, decided on canonical
 /// paths.
@@ -37,7 +37,11 @@ pub struct Target {
 /// same folder once links are resolved, and each file the import may write
 /// there (`<stem>.op2`, `.json`, `.h5`) nothing, a file, or a link leading
 /// inside the folder.
-pub fn target(main: &Path, out: Option<&Path>, folders: &[PathBuf]) -> Result<Target, String> {
+pub fn target(
+    main: &Path,
+    out: Option<&Path>,
+    folders: &[WorkspaceFolder],
+) -> Result<Target, String> {
     const REFUSAL: &str = "op2 import runs only on files inside a workspace folder";
     let folder = folder_of(main, folders, REFUSAL)?;
     let bytes = read_regular(main, SOURCE_LIMIT).map_err(|error| error.describe(main))?;
