@@ -1,6 +1,7 @@
-//! A count of the items the editor features examine, per thread: requests
-//! run on one thread each, so a test can hold a request's work to a bound
-//! (linear in its input) without timing it.
+//! A count of the items the editor features examine (folding, selection,
+//! completion, the device type text, the par_loops a rename looks at), per
+//! thread: requests run on one thread each, so a test can hold a request's
+//! work to a bound (linear in its input) without timing it.
 
 use std::cell::Cell;
 

@@ -2072,7 +2072,7 @@ fn renaming_a_kernel_of_many_par_loops_is_linear_in_them() {
         );
         let fixture = parse_fixture(&source);
         let analysed = analysed(&fixture.text);
-        let before = navigation::invocation_work_on_this_thread();
+        let before = op2_lsp::work::on_this_thread();
         let edits = navigation::rename(
             &analysed.analysis.program,
             analysed.document.parse(),
@@ -2080,7 +2080,7 @@ fn renaming_a_kernel_of_many_par_loops_is_linear_in_them() {
             "q",
         )
         .expect("renamed");
-        let work = navigation::invocation_work_on_this_thread() - before;
+        let work = op2_lsp::work::on_this_thread() - before;
         // The kernel's name at its definition and in each par_loop.
         assert_eq!(edits.len(), count + 1);
         assert!(

@@ -1550,7 +1550,7 @@ fn rename_kernel_invocations(
         *uses.entry(name.as_str()).or_default() += 1;
     }
     for (j, name) in names.iter().enumerate().filter(|(j, _)| own(*j)) {
-        count_invocation_work(1);
+        crate::work::count(1);
         if let Some(keyword) = op2_analysis::type_keyword_prefix(name) {
             return Err(format!(
                 "the par_loops of `{old_name}` without `as` are named after it, and `{name}` would start with the type keyword `{keyword}`, which POETS loaders misread (E312)"
@@ -1575,23 +1575,6 @@ fn rename_kernel_invocations(
     ))
 }
 
-thread_local! {
-    /// The invocations looked at by renames on this thread: the work count
-    /// the tests hold to a multiple of the par_loops.
-    static INVOCATION_WORK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-fn count_invocation_work(steps: usize) {
-    INVOCATION_WORK.set(INVOCATION_WORK.get().saturating_add(steps as u64));
-}
-
-/// How many invocations the renames of the calling thread have looked at
-/// so far, each time they were named, checked or compared (a test counts a
-/// rename's work with it).
-pub fn invocation_work_on_this_thread() -> u64 {
-    INVOCATION_WORK.get()
-}
-
 fn explicit_names(program: &Program) -> Vec<Option<String>> {
     program
         .invocations
@@ -1611,7 +1594,7 @@ fn pin_other_names(
     let mut edits = Vec::new();
     for _ in 0..=program.invocations.len() {
         let names = invocation_names(program, explicit, kernel_rename);
-        count_invocation_work(program.invocations.len());
+        crate::work::count(program.invocations.len());
         let changed: Vec<usize> = program
             .invocations
             .iter()
@@ -1668,7 +1651,7 @@ fn invocation_names(
     reserved.extend(program.dats.iter().map(|d| d.name.as_str()));
     reserved.extend(program.globals.iter().map(|g| g.name.as_str()));
     let n = program.invocations.len();
-    count_invocation_work(n);
+    crate::work::count(n);
     let mut names = vec![String::new(); n];
     let mut taken: FxHashSet<String> = FxHashSet::default();
     let mut first: FxHashSet<KernelId> = FxHashSet::default();
