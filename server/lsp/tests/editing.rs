@@ -1175,16 +1175,18 @@ fn folding_ranges_are_linear_in_the_document() {
     }
 }
 
-/// At most `MAX_SELECTION_POSITIONS` distinct positions of a request get
-/// their chains (each costs a descent of the tree and up to 128 ranges of
-/// answer); the rest get an empty range at the position, and a position
-/// asked twice gets the same answer.
+/// At most `MAX_SELECTION_POSITIONS` positions of a request get their
+/// chains (each costs up to 128 ranges of answer, a repeat too, and a
+/// distinct one a descent of the tree); the rest get an empty range at the
+/// position, and a position asked twice gets the same answer.
 #[test]
 fn selection_ranges_are_bounded_per_request() {
     let statements: String = (0..3_000).map(|i| format!("int v{i} = {i};\n")).collect();
     let text = format!("main {{\n{statements}}}\n");
     let mut positions: Vec<Position> = (1..=3_000).map(|line| Position::new(line, 5)).collect();
-    positions.push(Position::new(1, 5));
+    // A repeat within the limit, and the same position many times past it.
+    positions.insert(1, Position::new(1, 5));
+    positions.extend(std::iter::repeat_n(Position::new(1, 5), 5_000));
     let ranges = with_context("file:///selection.op2", &text, |c| {
         handlers::folding::selection_ranges(c, &positions)
     })
@@ -1192,20 +1194,11 @@ fn selection_ranges_are_bounded_per_request() {
     assert_eq!(ranges.len(), positions.len(), "an answer per position");
     let limit = handlers::folding::MAX_SELECTION_POSITIONS;
     let chained = ranges.iter().filter(|r| r.parent.is_some()).count();
-    assert_eq!(
-        chained,
-        limit + 1,
-        "the limit's distinct positions and the repeat"
-    );
-    assert_eq!(
-        ranges[0],
-        ranges[positions.len() - 1],
-        "a repeat is the same"
-    );
+    assert_eq!(chained, limit, "the limit's positions, a repeat among them");
+    assert_eq!(ranges[0], ranges[1], "a repeat is the same");
     for (range, position) in ranges.iter().zip(&positions).skip(limit) {
-        if range.parent.is_none() {
-            assert_eq!((range.range.start, range.range.end), (*position, *position));
-        }
+        assert_eq!(range.parent, None);
+        assert_eq!((range.range.start, range.range.end), (*position, *position));
     }
 }
 

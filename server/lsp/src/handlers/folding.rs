@@ -127,11 +127,12 @@ pub fn folding_ranges(context: &Context<'_>) -> Option<Vec<FoldingRange>> {
 /// is a linked list the client, and our own serialiser, walk recursively).
 pub const MAX_SELECTION_LEVELS: usize = 128;
 
-/// Most distinct positions of one request that get their ranges (an editor
-/// sends one per cursor); the others get an empty range at the position.
-/// Each costs a descent of the tree past the siblings before it and up to
-/// [`MAX_SELECTION_LEVELS`] ranges of answer, so the request's work and
-/// answer are bounded whatever the client sends.
+/// Most positions of one request that get their ranges (an editor sends one
+/// per cursor); the others get an empty range at the position. Each costs
+/// a descent of the tree past the siblings before it (once per distinct
+/// position) and up to [`MAX_SELECTION_LEVELS`] ranges of answer (for a
+/// repeat too), so the request's work and answer are bounded whatever the
+/// client sends.
 pub const MAX_SELECTION_POSITIONS: usize = 1024;
 
 /// For each position, the node at it and each ancestor with a larger range
@@ -153,13 +154,14 @@ pub fn selection_ranges(
     };
     let ranges = positions
         .iter()
-        .map(|&position| {
+        .enumerate()
+        .map(|(index, &position)| {
+            if index >= MAX_SELECTION_POSITIONS {
+                return empty(position);
+            }
             let offset = context.offset(position) as usize;
             if let Some(known) = done.get(&offset) {
                 return known.clone();
-            }
-            if done.len() >= MAX_SELECTION_POSITIONS {
-                return empty(position);
             }
             let mut chain: Vec<std::ops::Range<usize>> = Vec::new();
             // The node at `offset` and its ancestors, found in one descent.
