@@ -957,8 +957,15 @@ mod tests {
         let mut command = Command::new("sh");
         command
             // Out of the shell's process group (which ends with the
-            // shell), so that it holds the output on.
-            .args(["-c", "setsid sleep 120 & echo $! > \"$0\""])
+            // shell), so that it holds the output on. The shell ends only
+            // once the sleep has left the group (its pid is written after
+            // `setsid`): ending first, it had the sleep killed with the
+            // group under load, and nothing held the output.
+            .args([
+                "-c",
+                "setsid sh -c 'echo $$ > \"$0\"; exec sleep 120' \"$0\" & \
+                 while [ ! -s \"$0\" ]; do sleep 0.05; done",
+            ])
             .arg(&pid_file);
         let start = std::time::Instant::now();
         let result = finish(&mut command, Some(&cancel));
