@@ -24,6 +24,7 @@ mod invocation;
 pub mod kernel;
 mod lower;
 pub mod model;
+pub mod order;
 mod program;
 pub mod reserved;
 mod shift;

@@ -13,5 +13,6 @@ mod examples;
 mod explanations;
 mod fixtures;
 mod incremental;
+mod order;
 mod quick_fixes;
 mod robustness;

@@ -63,6 +63,52 @@ fn a_failing_check_names_tolerances_that_pass() {
     }
 }
 
+/// The fuzz campaign's case (seed 9, 1516280; `server/fuzz/regressions`):
+/// an `int` global takes truncated terms of a double dat that the two
+/// engines increment in different orders, so one term is 8812 in one and
+/// 8813 in the other. The check names the global in a note and passes.
+#[test]
+fn a_value_the_order_of_sums_moves_by_any_amount_is_named_not_failed() {
+    let regressions = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
+    let stem = "simulate-int-truncated-from-incremented-double";
+    let directory = tempfile::tempdir().expect("a temporary folder");
+    let program = directory.path().join("program.op2");
+    std::fs::copy(regressions.join(format!("{stem}.op2")), &program).expect("copied");
+    std::fs::copy(
+        regressions.join(format!("{stem}.imports/lib.op2")),
+        directory.path().join("lib.op2"),
+    )
+    .expect("copied");
+    let output = op2()
+        .arg("simulate")
+        .arg(&program)
+        .arg("--instance")
+        .arg(regressions.join(format!("{stem}.instance.json")))
+        .args([
+            "--check",
+            "--seed",
+            "6973588195043848320",
+            "--max-iterations",
+            "16",
+        ])
+        .output()
+        .expect("op2 runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "note: 1 value(s) of `g_1` differ (first globals.g_1: run 38435 simulate 38438); they are not compared"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(
+            "check: the simulation agrees with `op2 run` on every dat and global compared"
+        ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_tolerance_that_is_not_a_finite_number_of_zero_or_more_is_refused() {
     for argument in ["--rtol=NaN", "--atol=-1e-9", "--rtol=inf"] {

@@ -23,8 +23,15 @@
 //! (2^29, `f32::EPSILON / f64::EPSILON`) for a `float`, whose terms round
 //! 2^29 times more coarsely. The relative term is not widened: a `float`
 //! that does not cancel is still compared to `relative` of itself.
+//!
+//! A value that the order of sums can move by any amount (a conversion to
+//! an integer, a comparison or a branch of an order-dependent value:
+//! [`op2_analysis::order`]) is not held to any tolerance: a difference
+//! there is listed apart, in [`Comparison::order_dependent`], and is not a
+//! failure.
 
 use op2_analysis::model::Program;
+use op2_analysis::order::{Sensitivity, order_dependence};
 use op2_analysis::value::Value;
 use op2_syntax::ast::ScalarType;
 
@@ -197,13 +204,34 @@ fn magnitude<'a>(values: impl IntoIterator<Item = &'a Value>) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Every value of `actual` that differs from `expected`, worst first.
+/// What a comparison found.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Comparison {
+    /// The values that differ beyond the tolerance, worst first: each is a
+    /// failure.
+    pub differences: Vec<Difference>,
+    /// The values that differ where the order of floating-point sums may
+    /// move them by any amount (their dat or global is
+    /// [`Sensitivity::Arbitrary`]), in order of place: not failures.
+    pub order_dependent: Vec<Difference>,
+}
+
+impl Comparison {
+    /// True when nothing counts against the comparison.
+    pub fn agrees(&self) -> bool {
+        self.differences.is_empty()
+    }
+}
+
+/// Every value of `actual` that differs from `expected`: those that fail,
+/// worst first, and apart, those the order of sums may move by any amount.
 pub fn compare(
     program: &Program,
     expected: &State,
     actual: &State,
     tolerance: Tolerance,
-) -> Vec<Difference> {
+) -> Comparison {
+    let order = order_dependence(program);
     let largest = |values: &[Vec<Value>]| {
         values
             .iter()
@@ -215,9 +243,15 @@ pub fn compare(
         state_scale = largest(&expected.globals);
     }
     let mut differences = Vec::new();
-    let mut push = |path: &dyn Fn() -> String, a: Value, b: Value, scale: f64| {
+    let mut order_dependent = Vec::new();
+    let mut push = |path: &dyn Fn() -> String, a: Value, b: Value, scale: f64, free: bool| {
         if let Some((relative, absolute)) = differs(a, b, scale, tolerance) {
-            differences.push(Difference {
+            let list = if free {
+                &mut order_dependent
+            } else {
+                &mut differences
+            };
+            list.push(Difference {
                 path: path(),
                 expected: a,
                 actual: b,
@@ -228,6 +262,7 @@ pub fn compare(
     };
     for (index, dat) in program.dats.iter().enumerate() {
         let dimension = dat.ty.dimension.max(1) as usize;
+        let free = order.dats[index] == Sensitivity::Arbitrary;
         let values = &expected.dats[index];
         let own = magnitude(values);
         let scale = if own > 0.0 { own } else { state_scale };
@@ -244,11 +279,12 @@ pub fn compare(
                     )
                 }
             };
-            push(&path, *a, *b, scale);
+            push(&path, *a, *b, scale, free);
         }
     }
     for (index, global) in program.globals.iter().enumerate() {
         let length = expected.globals[index].len();
+        let free = order.globals[index] == Sensitivity::Arbitrary;
         for (offset, (a, b)) in expected.globals[index]
             .iter()
             .zip(&actual.globals[index])
@@ -261,7 +297,7 @@ pub fn compare(
                     format!("globals.{}[{offset}]", global.name)
                 }
             };
-            push(&path, *a, *b, state_scale);
+            push(&path, *a, *b, state_scale, free);
         }
     }
     differences.sort_by(|x, y| {
@@ -269,7 +305,10 @@ pub fn compare(
             .total_cmp(&x.relative)
             .then(y.absolute.total_cmp(&x.absolute))
     });
-    differences
+    Comparison {
+        differences,
+        order_dependent,
+    }
 }
 
 #[cfg(test)]

@@ -354,7 +354,8 @@ fn airfoil_on_threads_agrees_with_one_thread() {
             relative: 1e-12,
             absolute: 1e-14,
         },
-    );
+    )
+    .differences;
     assert!(
         differences.is_empty(),
         "{:?}",

@@ -34,7 +34,7 @@ fn every_wrong_message_is_caught(case: &Case, stride: usize) -> usize {
             &unperturbed,
             Tolerance::DEFAULT
         )
-        .is_empty(),
+        .agrees(),
         "the clean run passes"
     );
     let mut changed = 0;
@@ -58,7 +58,7 @@ fn every_wrong_message_is_caught(case: &Case, stride: usize) -> usize {
             &state,
             Tolerance::DEFAULT,
         );
-        if !differences.is_empty() {
+        if !differences.agrees() {
             caught += 1;
         }
     }

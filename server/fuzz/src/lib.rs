@@ -422,16 +422,21 @@ pub struct Outcome {
     pub built: bool,
     /// It ran and was simulated.
     pub ran: bool,
+    /// Some values differed where the order of floating-point sums may
+    /// move them by any amount (not compared: `op2_analysis::order`).
+    pub order_dependent: bool,
     /// A language server session ran.
     pub session: bool,
 }
 
 impl Outcome {
-    /// One word for the campaign's counts: `lsp`, `ran`, `built`,
-    /// `checked` or `none`.
+    /// One word for the campaign's counts: `lsp`, `ran-order` (ran, some
+    /// values not compared), `ran`, `built`, `checked` or `none`.
     pub fn word(self) -> &'static str {
         if self.session {
             "lsp"
+        } else if self.ran && self.order_dependent {
+            "ran-order"
         } else if self.ran {
             "ran"
         } else if self.built {
@@ -477,6 +482,7 @@ pub fn run_case(
                 checked: true,
                 built: r.built,
                 ran: r.ran,
+                order_dependent: r.order_dependent,
                 session: false,
             })
         }

@@ -990,6 +990,9 @@ struct Reached {
     built: u64,
     /// Programs built, run and simulated.
     ran: u64,
+    /// Of those, the ones where values differed that the order of sums
+    /// may move by any amount (not compared).
+    order_dependent: u64,
     /// Language server sessions.
     sessions: u64,
     /// Cases that ended in a finding (where they stopped is not counted).
@@ -1002,6 +1005,10 @@ impl Reached {
             "checked" => self.checked += 1,
             "built" => self.built += 1,
             "ran" => self.ran += 1,
+            "ran-order" => {
+                self.ran += 1;
+                self.order_dependent += 1;
+            }
             "lsp" => self.sessions += 1,
             _ => self.other += 1,
         }
@@ -1011,9 +1018,10 @@ impl Reached {
     fn summary(&self) -> String {
         let programs = self.checked + self.built + self.ran;
         format!(
-            "parse, check and fmt {programs}; build {}; run and simulate {}; lsp sessions {}; ended in a finding {}",
+            "parse, check and fmt {programs}; build {}; run and simulate {} ({} with values that differ where the order of sums moves them, not compared); lsp sessions {}; ended in a finding {}",
             self.built + self.ran,
             self.ran,
+            self.order_dependent,
             self.sessions,
             self.other
         )

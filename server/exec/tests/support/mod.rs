@@ -157,7 +157,8 @@ impl Case {
         let (actual, sim_output, statistics) = self
             .simulate(options)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let differences = compare(&self.analysis.program, &expected, &actual, tolerance);
+        let differences =
+            compare(&self.analysis.program, &expected, &actual, tolerance).differences;
         assert!(
             differences.is_empty(),
             "seed {seed}: {} differences, worst {:?}",

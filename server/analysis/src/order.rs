@@ -1,0 +1,612 @@
+//! Which dats and globals may end a run with values that depend on the order
+//! in which floating-point contributions are summed.
+//!
+//! language.md §8 leaves the order of an INC's contributions (and of a MIN
+//! or MAX's, which decides the sign of a zero) unspecified, so `op2 run` and
+//! `op2 simulate` may end with floating values a few units in the last place
+//! apart; `op2 simulate --check` compares those within a tolerance
+//! (`op2_exec::compare`). Such a difference grows past any tolerance when
+//! it crosses a discontinuity: a conversion to an integer (8812.999999999998
+//! and 8813.0 truncate to 8812 and 8813), a comparison, a branch, `floor`,
+//! `ceil`, `round` or `atan2`. A value computed through one of those from
+//! an order-dependent value may differ by any amount, and so may every
+//! value that the branch decides.
+//!
+//! This module finds those values: each dat and global gets a
+//! [`Sensitivity`]. The analysis is a propagation over a graph whose nodes
+//! are the dats, the globals, and each kernel's parameters and locals (and
+//! `main`'s), with one edge from every variable an assignment reads to the
+//! variable it writes. It is flow-insensitive (a variable is as sensitive
+//! as the most sensitive value ever assigned to it) and context-insensitive
+//! (a kernel's parameter is as sensitive as the most sensitive argument any
+//! par_loop passes it), so it may call a value order-dependent that is not,
+//! never the reverse. Inside a kernel, a condition that is order-dependent
+//! makes every variable assigned under it [`Sensitivity::Arbitrary`], and a
+//! `break` or `continue` under one makes its whole loop so, a `return`
+//! under one the whole kernel. The branches of `main` are not followed:
+//! both engines run `main` alike, and a branch of `main` that went the
+//! other way in one of them would show in what it decides.
+//!
+//! The cost is linear in the program: each variable's sensitivity rises at
+//! most twice, and each edge is looked at once per rise of its source.
+
+use op2_syntax::ast::{AccessMode, AssignOp, BinaryOp, UnaryOp};
+
+use crate::hir::{Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use crate::model::{ArgKind, Data, Program};
+
+/// How a final value may depend on the order of floating-point sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Sensitivity {
+    /// The same whatever the order: no order-dependent value reaches it.
+    Exact,
+    /// May differ by the rounding of the sums it comes from: a floating
+    /// value computed continuously from order-dependent values.
+    Rounding,
+    /// May differ by any amount: computed through a conversion to an
+    /// integer, a comparison, a branch, `floor`, `ceil`, `round` or `atan2`
+    /// of an order-dependent value.
+    Arbitrary,
+}
+
+impl Sensitivity {
+    /// What a value of this sensitivity becomes through a discontinuity.
+    fn jumped(self) -> Sensitivity {
+        match self {
+            Sensitivity::Exact => Sensitivity::Exact,
+            _ => Sensitivity::Arbitrary,
+        }
+    }
+}
+
+/// The sensitivity of every dat and global at the end of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OrderDependence {
+    /// Indexed by `DatId`.
+    pub dats: Vec<Sensitivity>,
+    /// Indexed by `GlobalId`.
+    pub globals: Vec<Sensitivity>,
+}
+
+impl OrderDependence {
+    /// The sensitivity of a dat or global.
+    pub fn of(&self, data: Data) -> Sensitivity {
+        match data {
+            Data::Dat(id) => self.dats[id.index()],
+            Data::Global(id) => self.globals[id.index()],
+        }
+    }
+}
+
+/// Works out which dats and globals of `program` depend on the order of
+/// floating-point sums, and how.
+pub fn order_dependence(program: &Program) -> OrderDependence {
+    let mut graph = Graph::default();
+    for dat in &program.dats {
+        graph.node(!dat.ty.scalar.is_floating());
+    }
+    for global in &program.globals {
+        graph.node(!global.ty.scalar.is_floating());
+    }
+    let dats = 0usize;
+    let globals = program.dats.len();
+    let data_node = |data: Data| match data {
+        Data::Dat(id) => dats + id.index(),
+        Data::Global(id) => globals + id.index(),
+    };
+    // Each kernel's parameters, then its body.
+    let mut params_of = Vec::with_capacity(program.kernels.len());
+    for kernel in &program.kernels {
+        let first = graph.levels.len();
+        for param in &kernel.params {
+            graph.node(!param.ty.is_floating());
+        }
+        params_of.push(first);
+        let mut walker = Walker::new(&mut graph, &kernel.body, Some(first), None, true);
+        walker.body(&kernel.body);
+    }
+    // The par_loops connect their arguments' data to the parameters.
+    for invocation in &program.invocations {
+        if invocation.is_fetch {
+            continue;
+        }
+        let Some(kernel) = invocation.kernel else {
+            continue;
+        };
+        let first = params_of[kernel.index()];
+        let params = program.kernels[kernel.index()].params.len();
+        for (position, arg) in invocation.resolved_args() {
+            if position >= params {
+                continue;
+            }
+            let param = first + position;
+            let Some(data) = arg.kind.data() else {
+                continue;
+            };
+            let node = data_node(data);
+            graph.edge(node, param, false);
+            let writes = !matches!(arg.mode, AccessMode::Read);
+            if writes {
+                graph.edge(param, node, false);
+            }
+            let reduces = matches!(
+                arg.mode,
+                AccessMode::Inc | AccessMode::Min | AccessMode::Max
+            );
+            if reduces && arg.ty.scalar.is_floating() {
+                graph.seed(node, Sensitivity::Rounding);
+            }
+            if let ArgKind::Info { of, .. } = arg.kind {
+                // Which element sets the extreme is decided by comparisons.
+                let of = of as usize;
+                if of < params {
+                    graph.edge(first + of, node, true);
+                }
+            }
+        }
+    }
+    if let Some(main) = &program.main {
+        let mut walker = Walker::new(&mut graph, main, None, Some(globals), false);
+        walker.body(main);
+    }
+    let levels = graph.propagate();
+    OrderDependence {
+        dats: levels[dats..dats + program.dats.len()].to_vec(),
+        globals: levels[globals..globals + program.globals.len()].to_vec(),
+    }
+}
+
+/// Variables and what flows between them.
+#[derive(Default)]
+struct Graph {
+    /// The sensitivity each node starts with.
+    levels: Vec<Sensitivity>,
+    /// Whether a node holds an integer (or is a branch's condition): it
+    /// never holds a value that only rounds differently.
+    integral: Vec<bool>,
+    /// `(from, to, through a discontinuity)`.
+    edges: Vec<(u32, u32, bool)>,
+}
+
+impl Graph {
+    fn node(&mut self, integral: bool) -> usize {
+        self.levels.push(Sensitivity::Exact);
+        self.integral.push(integral);
+        self.levels.len() - 1
+    }
+
+    fn edge(&mut self, from: usize, to: usize, jump: bool) {
+        self.edges.push((from as u32, to as u32, jump));
+    }
+
+    fn seed(&mut self, node: usize, level: Sensitivity) {
+        self.levels[node] = self.levels[node].max(level);
+    }
+
+    /// Every node's final sensitivity: a worklist over the edges, grouped
+    /// by source.
+    fn propagate(mut self) -> Vec<Sensitivity> {
+        let n = self.levels.len();
+        for node in 0..n {
+            if self.integral[node] {
+                self.levels[node] = self.levels[node].jumped();
+            }
+        }
+        let mut start = vec![0u32; n + 1];
+        for &(from, _, _) in &self.edges {
+            start[from as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut next = start.clone();
+        let mut targets = vec![(0u32, false); self.edges.len()];
+        for &(from, to, jump) in &self.edges {
+            let slot = &mut next[from as usize];
+            targets[*slot as usize] = (to, jump);
+            *slot += 1;
+        }
+        let mut work: Vec<usize> = (0..n)
+            .filter(|&node| self.levels[node] != Sensitivity::Exact)
+            .collect();
+        while let Some(node) = work.pop() {
+            let level = self.levels[node];
+            let edges = start[node] as usize..start[node + 1] as usize;
+            for &(to, jump) in &targets[edges] {
+                let to = to as usize;
+                let mut arriving = if jump { level.jumped() } else { level };
+                if self.integral[to] {
+                    arriving = arriving.jumped();
+                }
+                if arriving > self.levels[to] {
+                    self.levels[to] = arriving;
+                    work.push(to);
+                }
+            }
+        }
+        self.levels
+    }
+}
+
+/// Adds one body's edges to the graph.
+struct Walker<'g> {
+    graph: &'g mut Graph,
+    /// The node of local 0.
+    locals: usize,
+    /// The node of parameter 0 (kernels).
+    params: Option<usize>,
+    /// The node of global 0 (`main`).
+    globals: Option<usize>,
+    /// Whether branches are followed (kernels, not `main`).
+    control: bool,
+    /// The node of the innermost condition in force, if any.
+    condition: Option<usize>,
+    /// The node of each enclosing loop's condition.
+    loops: Vec<usize>,
+    /// The node a `return` under a condition makes the whole body depend
+    /// on: every assignment reads it.
+    whole: Option<usize>,
+}
+
+impl<'g> Walker<'g> {
+    fn new(
+        graph: &'g mut Graph,
+        body: &Body,
+        params: Option<usize>,
+        globals: Option<usize>,
+        control: bool,
+    ) -> Walker<'g> {
+        let locals = graph.levels.len();
+        for local in &body.locals {
+            graph.node(!local.ty.is_floating());
+        }
+        let whole = control.then(|| graph.node(true));
+        Walker {
+            graph,
+            locals,
+            params,
+            globals,
+            control,
+            condition: whole,
+            loops: Vec::new(),
+            whole,
+        }
+    }
+
+    fn var(&self, var: Var) -> Option<usize> {
+        match var {
+            Var::Local(id) => Some(self.locals + id.0 as usize),
+            Var::Param(k) => self.params.map(|first| first + k as usize),
+            Var::Global(id) => self.globals.map(|first| first + id.index()),
+            Var::Const(_) => None,
+        }
+    }
+
+    fn body(&mut self, body: &Body) {
+        for stmt in &body.statements {
+            self.stmt(stmt);
+        }
+    }
+
+    /// A new condition node under the one in force, fed by `sources`
+    /// (each through the discontinuity a branch is).
+    fn branch(&mut self, sources: &[(usize, bool)]) -> usize {
+        let node = self.graph.node(true);
+        if let Some(outer) = self.condition {
+            self.graph.edge(outer, node, false);
+        }
+        for &(source, _) in sources {
+            self.graph.edge(source, node, true);
+        }
+        node
+    }
+
+    /// Statements nest no deeper than the language's nesting limit, so
+    /// this recursion is bounded as `hir::walk_stmt_exprs`'s is.
+    fn stmt(&mut self, stmt: &Stmt) {
+        match &stmt.kind {
+            StmtKind::Expr(expr) => {
+                self.expr(expr, false, &mut Vec::new());
+            }
+            StmtKind::Local { local, init } => {
+                let target = self.locals + local.0 as usize;
+                let mut sources = Vec::new();
+                match init {
+                    Some(LocalInit::Expr(expr)) => self.expr(expr, false, &mut sources),
+                    Some(LocalInit::List(items)) => {
+                        for item in items {
+                            self.expr(item, false, &mut sources);
+                        }
+                    }
+                    None => {}
+                }
+                self.assign(target, &sources);
+            }
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
+                for stmt in stmts {
+                    self.stmt(stmt);
+                }
+            }
+            StmtKind::If {
+                condition,
+                then_branch,
+                else_branch,
+            } => {
+                let mut sources = Vec::new();
+                self.expr(condition, true, &mut sources);
+                let outer = self.condition;
+                if self.control {
+                    self.condition = Some(self.branch(&sources));
+                }
+                self.stmt(then_branch);
+                if let Some(else_branch) = else_branch {
+                    self.stmt(else_branch);
+                }
+                self.condition = outer;
+            }
+            StmtKind::For {
+                init,
+                condition,
+                step,
+                body,
+            } => {
+                if let Some(init) = init {
+                    self.stmt(init);
+                }
+                let mut sources = Vec::new();
+                if let Some(condition) = condition {
+                    self.expr(condition, true, &mut sources);
+                }
+                self.looped(&sources, |walker| {
+                    walker.stmt(body);
+                    if let Some(step) = step {
+                        walker.expr(step, false, &mut Vec::new());
+                    }
+                });
+            }
+            StmtKind::While { condition, body } | StmtKind::DoWhile { body, condition } => {
+                let mut sources = Vec::new();
+                self.expr(condition, true, &mut sources);
+                self.looped(&sources, |walker| walker.stmt(body));
+            }
+            StmtKind::Break | StmtKind::Continue => {
+                if let (Some(condition), Some(&loop_node)) = (self.condition, self.loops.last()) {
+                    self.graph.edge(condition, loop_node, false);
+                }
+            }
+            StmtKind::Return => {
+                if let (Some(condition), Some(whole)) = (self.condition, self.whole) {
+                    self.graph.edge(condition, whole, false);
+                }
+            }
+            StmtKind::Fetch { dat, global, .. } => {
+                if let Some(global) = self.var(Var::Global(*global)) {
+                    // The dats come first in the graph.
+                    self.graph.edge(dat.index(), global, false);
+                }
+            }
+            StmtKind::Print { args, .. } => {
+                for arg in args {
+                    self.expr(arg, false, &mut Vec::new());
+                }
+            }
+            StmtKind::Exit(status) => {
+                self.expr(status, false, &mut Vec::new());
+            }
+            StmtKind::ParLoop(_) => {}
+        }
+    }
+
+    /// A loop's body and step under the loop's condition, which a `break`
+    /// or `continue` under a condition of its own also feeds.
+    fn looped(&mut self, sources: &[(usize, bool)], body: impl FnOnce(&mut Self)) {
+        if !self.control {
+            body(self);
+            return;
+        }
+        let node = self.branch(sources);
+        let outer = self.condition.replace(node);
+        self.loops.push(node);
+        body(self);
+        self.loops.pop();
+        self.condition = outer;
+    }
+
+    /// Makes `target` read `sources` and the condition in force.
+    fn assign(&mut self, target: usize, sources: &[(usize, bool)]) {
+        for &(source, jump) in sources {
+            self.graph.edge(source, target, jump);
+        }
+        if let Some(condition) = self.condition {
+            self.graph.edge(condition, target, false);
+        }
+    }
+
+    fn place(&mut self, place: &Place, sources: &mut Vec<(usize, bool)>) -> Option<usize> {
+        if let Some(index) = &place.index {
+            // An index is an integer: what it reads arrives through a jump.
+            self.expr(index, true, sources);
+        }
+        self.var(place.var)
+    }
+
+    /// Adds to `sources` each variable `expr` reads, with whether it
+    /// arrives through a discontinuity (`jump`, or one inside `expr`), and
+    /// adds the edges of the assignments inside it. Expressions nest no
+    /// deeper than the language's nesting limit (a long chain of operators
+    /// is one [`ExprKind::Chain`], walked in a loop).
+    fn expr(&mut self, expr: &Expr, jump: bool, sources: &mut Vec<(usize, bool)>) {
+        let jump = jump || !expr.ty.is_floating();
+        match &expr.kind {
+            ExprKind::Literal(_) | ExprKind::Len(_) | ExprKind::Error => {}
+            ExprKind::Load(place) => {
+                let mut read = Vec::new();
+                if let Some(node) = self.place(place, &mut read) {
+                    read.push((node, false));
+                }
+                sources.extend(read.into_iter().map(|(n, j)| (n, j || jump)));
+            }
+            ExprKind::Assign { place, op, value } => {
+                let mut read = Vec::new();
+                let target = self.place(place, &mut read);
+                self.expr(value, false, &mut read);
+                if let Some(target) = target {
+                    if !matches!(op, AssignOp::Assign) {
+                        read.push((target, false));
+                    }
+                    // The index of the place decides which component.
+                    self.assign(target, &read);
+                    sources.push((target, jump));
+                } else {
+                    sources.extend(read.into_iter().map(|(n, j)| (n, j || jump)));
+                }
+            }
+            ExprKind::Update { place, .. } => {
+                let mut read = Vec::new();
+                if let Some(target) = self.place(place, &mut read) {
+                    read.push((target, false));
+                    self.assign(target, &read);
+                    sources.push((target, jump));
+                }
+            }
+            ExprKind::Unary(op, value) => {
+                let jump = jump || matches!(op, UnaryOp::Not);
+                self.expr(value, jump, sources);
+            }
+            ExprKind::Binary(op, a, b) => {
+                let jump = jump || discontinuous(*op);
+                self.expr(a, jump, sources);
+                self.short_circuit(*op, a, b, jump, sources);
+            }
+            ExprKind::Chain(first, links) => {
+                // Operand 0 (`first`) passes through every link, link i's
+                // right operand through links i onwards: an operand arrives
+                // through a jump when a comparison, a logical operator or
+                // an integer result comes at or after it.
+                let last_jump = links
+                    .iter()
+                    .rposition(|link| discontinuous(link.op) || !link.ty.is_floating());
+                self.expr(first, jump || last_jump.is_some(), sources);
+                // The right operands of `&&` and `||` run as the operands
+                // before them decide.
+                let outer = self.condition;
+                if self.control
+                    && links
+                        .iter()
+                        .any(|link| matches!(link.op, BinaryOp::And | BinaryOp::Or))
+                {
+                    let mut decided = Vec::new();
+                    self.expr_sources_only(expr, &mut decided);
+                    self.condition = Some(self.branch(&decided));
+                }
+                for (i, link) in links.iter().enumerate() {
+                    let jumps = last_jump.is_some_and(|last| i <= last);
+                    self.expr(&link.right, jump || jumps, sources);
+                }
+                self.condition = outer;
+            }
+            ExprKind::Conditional(condition, a, b) => {
+                let mut decided = Vec::new();
+                self.expr(condition, true, &mut decided);
+                sources.extend(decided.iter().copied());
+                let outer = self.condition;
+                if self.control && !decided.is_empty() {
+                    self.condition = Some(self.branch(&decided));
+                }
+                self.expr(a, jump, sources);
+                self.expr(b, jump, sources);
+                self.condition = outer;
+            }
+            ExprKind::Convert { value, .. } => self.expr(value, jump, sources),
+            ExprKind::Call(builtin, args) => {
+                let jump = jump
+                    || matches!(
+                        builtin,
+                        Builtin::Floor | Builtin::Ceil | Builtin::Round | Builtin::Atan2
+                    );
+                for arg in args {
+                    self.expr(arg, jump, sources);
+                }
+            }
+        }
+    }
+
+    /// The right operand of `&&` and `||` runs only as the left one
+    /// decides: assignments inside it are under that condition.
+    fn short_circuit(
+        &mut self,
+        op: BinaryOp,
+        a: &Expr,
+        b: &Expr,
+        jump: bool,
+        sources: &mut Vec<(usize, bool)>,
+    ) {
+        if !(self.control && matches!(op, BinaryOp::And | BinaryOp::Or)) {
+            self.expr(b, jump, sources);
+            return;
+        }
+        let mut decided = Vec::new();
+        self.expr_sources_only(a, &mut decided);
+        let outer = self.condition;
+        if !decided.is_empty() {
+            self.condition = Some(self.branch(&decided));
+        }
+        self.expr(b, jump, sources);
+        self.condition = outer;
+    }
+
+    /// The variables `expr` reads, without adding its assignments' edges a
+    /// second time: they were added when `expr` was walked.
+    fn expr_sources_only(&mut self, expr: &Expr, sources: &mut Vec<(usize, bool)>) {
+        let mut stack = vec![expr];
+        while let Some(expr) = stack.pop() {
+            match &expr.kind {
+                ExprKind::Load(place)
+                | ExprKind::Assign { place, .. }
+                | ExprKind::Update { place, .. } => {
+                    if let Some(node) = self.var(place.var) {
+                        sources.push((node, true));
+                    }
+                    if let Some(index) = &place.index {
+                        stack.push(index);
+                    }
+                    if let ExprKind::Assign { value, .. } = &expr.kind {
+                        stack.push(value);
+                    }
+                }
+                ExprKind::Unary(_, a) | ExprKind::Convert { value: a, .. } => stack.push(a),
+                ExprKind::Binary(_, a, b) => {
+                    stack.push(a);
+                    stack.push(b);
+                }
+                ExprKind::Chain(first, links) => {
+                    stack.push(first);
+                    stack.extend(links.iter().map(|link| &link.right));
+                }
+                ExprKind::Conditional(c, a, b) => {
+                    stack.push(c);
+                    stack.push(a);
+                    stack.push(b);
+                }
+                ExprKind::Call(_, args) => stack.extend(args.iter()),
+                ExprKind::Literal(_) | ExprKind::Len(_) | ExprKind::Error => {}
+            }
+        }
+    }
+}
+
+/// Operators whose result jumps as their operands move: comparisons and
+/// logic (an `int` result, so caught by the type as well).
+fn discontinuous(op: BinaryOp) -> bool {
+    matches!(
+        op,
+        BinaryOp::Eq
+            | BinaryOp::Ne
+            | BinaryOp::Lt
+            | BinaryOp::Le
+            | BinaryOp::Gt
+            | BinaryOp::Ge
+            | BinaryOp::And
+            | BinaryOp::Or
+    )
+}
