@@ -630,8 +630,33 @@ struct Job {
     current: Option<Running>,
     /// The stage the current case was in when it became slow.
     stage: String,
-    stderr: Arc<Mutex<Vec<u8>>>,
+    stderr: Tail,
     generation: u64,
+}
+
+/// The head of a worker's standard error, read by a thread of its own.
+#[derive(Default)]
+struct Tail {
+    text: Arc<Mutex<Vec<u8>>>,
+    /// Told when the reading thread has read to the end.
+    ended: Option<mpsc::Receiver<()>>,
+}
+
+impl Tail {
+    /// What the worker wrote, once the reading thread has read to the end
+    /// or `wait` has passed (a process the worker started may hold the
+    /// pipe open after the worker died). Read before then, a dead worker's
+    /// last words could still be in the pipe, and the finding would not
+    /// say what happened.
+    fn read(&self, wait: Duration) -> String {
+        if let Some(ended) = &self.ended {
+            let _ = ended.recv_timeout(wait);
+        }
+        self.text
+            .lock()
+            .map(|t| String::from_utf8_lossy(&t).into_owned())
+            .unwrap_or_default()
+    }
 }
 
 fn spawn_worker(
@@ -640,7 +665,7 @@ fn spawn_worker(
     queue: &VecDeque<u64>,
     events: &mpsc::Sender<(u64, Event)>,
     generation: u64,
-) -> Option<(Child, Arc<Mutex<Vec<u8>>>)> {
+) -> Option<(Child, Tail)> {
     let (first, last) = (*queue.front()?, *queue.back()?);
     let step = settings.jobs;
     let exe = std::env::current_exe().ok()?;
@@ -684,8 +709,9 @@ fn spawn_worker(
         }
         let _ = sender.send((generation, Event::Closed(job)));
     });
-    let tail = Arc::new(Mutex::new(Vec::new()));
-    let keep = Arc::clone(&tail);
+    let text = Arc::new(Mutex::new(Vec::new()));
+    let keep = Arc::clone(&text);
+    let (ended, at_end) = mpsc::channel();
     std::thread::spawn(move || {
         let mut buffer = [0u8; 4096];
         while let Ok(n) = stderr.read(&mut buffer) {
@@ -698,8 +724,15 @@ fn spawn_worker(
                 kept.extend_from_slice(&buffer[..n.min(room)]);
             }
         }
+        let _ = ended.send(());
     });
-    Some((child, tail))
+    Some((
+        child,
+        Tail {
+            text,
+            ended: Some(at_end),
+        },
+    ))
 }
 
 fn supervise(settings: &Settings) -> ExitCode {
@@ -713,7 +746,7 @@ fn supervise(settings: &Settings) -> ExitCode {
                 .collect(),
             current: None,
             stage: String::new(),
-            stderr: Arc::default(),
+            stderr: Tail::default(),
             generation: 0,
         })
         .collect();
@@ -818,11 +851,7 @@ fn supervise(settings: &Settings) -> ExitCode {
                         if clean && jobs[j].current.is_none() {
                             jobs[j].child = None;
                         } else {
-                            let tail = jobs[j]
-                                .stderr
-                                .lock()
-                                .map(|t| String::from_utf8_lossy(&t).into_owned())
-                                .unwrap_or_default();
+                            let tail = jobs[j].stderr.read(Duration::from_secs(5));
                             let last_line = what_happened(&tail);
                             let how = status.as_ref().map_or("vanished".to_string(), ended);
                             dead = Some((j, format!("the worker {how}: {last_line}"), "crash"));
