@@ -592,6 +592,18 @@ async fn write_client<O: AsyncWrite>(output: O, mut frames: mpsc::Receiver<Vec<u
     }
 }
 
+/// How many of the client's messages tower-lsp-server runs at a time.
+/// Past this many it reads no further message until one ends, and a
+/// request on a document waits for that document's parse and analysis
+/// (the watchdog's 20 s, or the parse's worst case on top): with its
+/// default of 4, the few requests an editor sends about a document it
+/// opens (symbols, folding ranges, tokens, lenses) held up, while that
+/// document was slow, every other message: edits, requests on the other
+/// documents, and the `$/cancelRequest` that would have freed them. A
+/// message running costs its future and its parameters, which tower-lsp
+/// also keeps for the 100 messages it queues before these.
+pub const MESSAGES_RUNNING: usize = 128;
+
 /// Serves `service` (tower-lsp-server's) on `input` and `output` through
 /// this transport; returns how the session ended.
 pub async fn serve_checked<I, O, S>(
@@ -616,6 +628,7 @@ where
         let stop = Arc::clone(&stop);
         async move {
             tower_lsp_server::Server::new(server_input, server_output, socket)
+                .concurrency_level(MESSAGES_RUNNING)
                 .serve(service)
                 .await;
             server_done.store(true, Ordering::SeqCst);

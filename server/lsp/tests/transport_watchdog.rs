@@ -234,3 +234,58 @@ async fn a_parse_past_its_worst_case_is_abandoned_and_requests_do_not_wait() {
     remove_the_hook(&mut session, SLOW_PARSE, 22).await;
     session.shutdown().await;
 }
+
+/// The text of a document whose parse runs until the watchdog abandons it,
+/// at `ParseLimit::worst_case` of its length plus the limit (8.5 s here):
+/// long enough that an answer that did not wait for it comes first, by a
+/// margin no load makes up.
+const SLOW: &str = "// op2.test.slow-parse\nset cells;\nmain {}\n";
+
+/// Requests waiting for a slow document do not hold up the others:
+/// tower-lsp-server runs at most so many messages at a time (4 by default)
+/// and reads no further while they run, so a few requests on a document
+/// whose parse runs away (an editor asks for symbols, folding ranges,
+/// tokens and lenses of a document it opens) held up every other message,
+/// edits, requests on other documents and `$/cancelRequest` included,
+/// until the watchdog gave up on that document. Checked by order: the other
+/// document is opened and answered, and the waiting requests cancelled,
+/// before the slow document's first diagnostic, the watchdog's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_waiting_for_a_slow_document_do_not_hold_up_the_others() {
+    enable_test_hooks();
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    session.did_open(SLOW_PARSE, SLOW, 1);
+    let waiting: Vec<i64> = (0..8)
+        .map(|_| {
+            session.send_request(
+                "textDocument/documentSymbol",
+                json!({"textDocument": {"uri": SLOW_PARSE}}),
+            )
+        })
+        .collect();
+
+    let other = support::example("airfoil.op2");
+    session.did_open(OTHER, &other, 1);
+    let symbols = document_symbols(&mut session, OTHER).await;
+    assert!(symbols.is_ok_and(|s| !s.is_null()), "the other document");
+    assert_eq!(
+        session.published(SLOW_PARSE),
+        Vec::<serde_json::Value>::new(),
+        "the other document waited for the watchdog"
+    );
+    for &id in &waiting {
+        session.notify("$/cancelRequest", json!({"id": id}));
+    }
+    for &id in &waiting {
+        let answer = session.response(id, "a cancelled request").await;
+        let error = answer.expect_err("cancelled");
+        assert_eq!(error["code"], -32800, "{error}");
+    }
+    assert_eq!(
+        session.published(SLOW_PARSE),
+        Vec::<serde_json::Value>::new(),
+        "the cancellations waited for the watchdog"
+    );
+    session.shutdown().await;
+}
