@@ -105,6 +105,59 @@ fn runaway_error() -> Error {
     }
 }
 
+/// How long a request about every open document (`workspace/symbol`)
+/// waits for the documents whose analysis is not ready: they are waited
+/// for together, and those still not ready then are left out of the answer
+/// and named in the log. A document whose analysis runs away would
+/// otherwise hold the answer for the watchdog's 20 s (or its parse's worst
+/// case on top).
+const WAIT_FOR_EVERY_DOCUMENT: Duration = Duration::from_secs(1);
+
+/// At most this many documents are named in the log message of a request
+/// answered without them; the others are counted.
+const MOST_NAMED: usize = 16;
+
+/// Why a document was left out of an answer about every open document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Missing {
+    /// Its analysis did not finish in time.
+    NotReady,
+    /// The watchdog abandoned the analysis of its text.
+    Abandoned,
+    /// It changed while the request waited.
+    Modified,
+}
+
+/// The log message of a request (`method`) answered without the
+/// documents of `missing`, or `None` when none is missing.
+fn left_out(method: &str, missing: &[(Uri, Missing)]) -> Option<String> {
+    if missing.is_empty() {
+        return None;
+    }
+    let mut message = format!(
+        "{method} answered without {} document{}:",
+        missing.len(),
+        if missing.len() == 1 { "" } else { "s" }
+    );
+    for (uri, why) in missing.iter().take(MOST_NAMED) {
+        let why = match why {
+            Missing::NotReady => format!(
+                "not analysed within {} s",
+                WAIT_FOR_EVERY_DOCUMENT.as_secs_f64()
+            ),
+            Missing::Abandoned => "its analysis was abandoned".to_owned(),
+            Missing::Modified => "changed meanwhile".to_owned(),
+        };
+        message.push_str(&format!(" {} ({why});", uri.as_str()));
+    }
+    if missing.len() > MOST_NAMED {
+        message.push_str(&format!(" and {} more", missing.len() - MOST_NAMED));
+    } else {
+        message.pop();
+    }
+    Some(message)
+}
+
 fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
     // A panic elsewhere never leaves the world half-updated (updates are
     // single assignments), so a poisoned lock is still usable.
@@ -475,6 +528,61 @@ impl Backend {
                 }
             }
         }
+    }
+
+    /// The analyses of `uris` as asked (see [`Backend::analysed_as_asked`]),
+    /// in the order of `uris`, and the documents left out with why. Those
+    /// analysed already are taken at once; the others are waited for
+    /// together, each in a task of its own, and those not ready after
+    /// `wait` are left out (their waits are dropped; a worker's analysis
+    /// goes on). Closed documents are neither.
+    async fn analysed_together(
+        &self,
+        uris: Vec<Uri>,
+        wait: Duration,
+    ) -> (Vec<(Uri, Arc<Analysed>)>, Vec<(Uri, Missing)>) {
+        let deadline = tokio::time::Instant::now() + wait;
+        // `None`: not analysed yet; `Some(None)`: closed.
+        let mut answers: Vec<Option<std::result::Result<Option<Arc<Analysed>>, Missing>>> = {
+            let world = lock(&self.world);
+            uris.iter()
+                .map(|uri| match world.documents.get(uri) {
+                    None => Some(Ok(None)),
+                    Some(entry) => entry.current().map(|a| Ok(Some(Arc::clone(a)))),
+                })
+                .collect()
+        };
+        let mut waits = tokio::task::JoinSet::new();
+        for (index, uri) in uris.iter().enumerate() {
+            if answers[index].is_none() {
+                let (backend, uri) = (self.handle(), uri.clone());
+                waits.spawn(async move { (index, backend.analysed_as_asked(&uri).await) });
+            }
+        }
+        while let Ok(Some(joined)) = tokio::time::timeout_at(deadline, waits.join_next()).await {
+            // A wait that panicked stays `None`: left out as not ready.
+            if let Ok((index, answer)) = joined {
+                answers[index] = Some(answer.map_err(|error| {
+                    if error.code == runaway_error().code {
+                        Missing::Abandoned
+                    } else {
+                        Missing::Modified
+                    }
+                }));
+            }
+        }
+        // Dropping the set aborts the waits still running.
+        drop(waits);
+        let (mut ready, mut missing) = (Vec::new(), Vec::new());
+        for (uri, answer) in uris.into_iter().zip(answers) {
+            match answer {
+                Some(Ok(Some(analysed))) => ready.push((uri, analysed)),
+                Some(Ok(None)) => {}
+                Some(Err(why)) => missing.push((uri, why)),
+                None => missing.push((uri, Missing::NotReady)),
+            }
+        }
+        (ready, missing)
     }
 
     /// Runs a request handler over the current analysis, on the blocking
@@ -1030,38 +1138,65 @@ impl LanguageServer for Backend {
         &self,
         params: WorkspaceSymbolParams,
     ) -> Result<Option<OneOf<Vec<SymbolInformation>, Vec<WorkspaceSymbol>>>> {
+        // Every open document's analysis as asked, waited for together and
+        // at most `WAIT_FOR_EVERY_DOCUMENT`: a document still (or forever)
+        // being analysed is left out and named in the log, never waited for
+        // in turn.
         let uris: Vec<Uri> = lock(&self.world).documents.keys().cloned().collect();
-        let mut symbols = Vec::new();
-        for uri in uris {
-            let query = params.query.clone();
-            if let Ok(Some(found)) = self
-                .request("workspaceSymbol", &uri, move |c| {
-                    Some(handlers::symbols::workspace_symbols(c, &query))
-                })
-                .await
-            {
-                symbols.extend(found);
+        let (ready, missing) = self.analysed_together(uris, WAIT_FOR_EVERY_DOCUMENT).await;
+        if let Some(message) = left_out("workspace/symbol", &missing) {
+            self.client.log_message(MessageType::WARNING, message).await;
+        }
+        let (encoding, settings) = {
+            let world = lock(&self.world);
+            (world.encoding(), world.settings.clone())
+        };
+        let query = params.query;
+        let result = tokio::task::spawn_blocking(move || {
+            let mut symbols = Vec::new();
+            for (uri, analysed) in &ready {
+                let context = Context {
+                    analysed,
+                    encoding,
+                    settings: &settings,
+                    uri,
+                };
+                symbols.extend(handlers::symbols::workspace_symbols(&context, &query));
+            }
+            // Every open program reports its imports too: one entry per
+            // place.
+            let mut seen = std::collections::HashSet::new();
+            symbols.retain(|symbol: &WorkspaceSymbol| {
+                let place = match &symbol.location {
+                    OneOf::Left(location) => (
+                        location.uri.as_str().to_owned(),
+                        Some((location.range.start, location.range.end)),
+                    ),
+                    OneOf::Right(location) => (location.uri.as_str().to_owned(), None),
+                };
+                seen.insert((
+                    symbol.name.clone(),
+                    place.0,
+                    place
+                        .1
+                        .map(|(s, e)| (s.line, s.character, e.line, e.character)),
+                ))
+            });
+            symbols
+        })
+        .await;
+        match result {
+            Ok(symbols) => Ok(Some(OneOf::Right(symbols))),
+            Err(error) => {
+                self.client
+                    .log_message(
+                        MessageType::ERROR,
+                        format!("workspaceSymbol failed: {error}"),
+                    )
+                    .await;
+                Err(Error::internal_error())
             }
         }
-        // Every open program reports its imports too: one entry per place.
-        let mut seen = std::collections::HashSet::new();
-        symbols.retain(|symbol: &WorkspaceSymbol| {
-            let place = match &symbol.location {
-                OneOf::Left(location) => (
-                    location.uri.as_str().to_owned(),
-                    Some((location.range.start, location.range.end)),
-                ),
-                OneOf::Right(location) => (location.uri.as_str().to_owned(), None),
-            };
-            seen.insert((
-                symbol.name.clone(),
-                place.0,
-                place
-                    .1
-                    .map(|(s, e)| (s.line, s.character, e.line, e.character)),
-            ))
-        });
-        Ok(Some(OneOf::Right(symbols)))
     }
 
     async fn semantic_tokens_full(
@@ -1159,5 +1294,34 @@ impl LanguageServer for Backend {
             handlers::formatting::formatting,
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documents_left_out_are_named_up_to_a_bound() {
+        assert_eq!(left_out("workspace/symbol", &[]), None);
+        let uri = |n: usize| format!("file:///p/{n}.op2").parse::<Uri>().expect("a URI");
+        assert_eq!(
+            left_out(
+                "workspace/symbol",
+                &[(uri(0), Missing::NotReady), (uri(1), Missing::Abandoned)]
+            )
+            .as_deref(),
+            Some(
+                "workspace/symbol answered without 2 documents: file:///p/0.op2 (not analysed \
+                 within 1 s); file:///p/1.op2 (its analysis was abandoned)"
+            )
+        );
+        let many: Vec<(Uri, Missing)> = (0..MOST_NAMED + 3)
+            .map(|n| (uri(n), Missing::Modified))
+            .collect();
+        let message = left_out("workspace/symbol", &many).expect("a message");
+        assert!(message.starts_with("workspace/symbol answered without 19 documents: "));
+        assert!(message.ends_with("file:///p/15.op2 (changed meanwhile); and 3 more"));
+        assert_eq!(message.matches("changed meanwhile").count(), MOST_NAMED);
     }
 }

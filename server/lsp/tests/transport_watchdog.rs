@@ -241,6 +241,85 @@ async fn a_parse_past_its_worst_case_is_abandoned_and_requests_do_not_wait() {
 /// margin no load makes up.
 const SLOW: &str = "// op2.test.slow-parse\nset cells;\nmain {}\n";
 
+/// `workspace/symbol` answers from the documents whose analysis is ready,
+/// and waits for the others together and briefly, not for each in turn:
+/// a document whose parse runs away is left out of the answer (named in
+/// the log), and the answer comes before its watchdog fires. Before, the
+/// request waited for each document in turn, so it was answered only once
+/// the watchdog had given up on the slow one (its diagnostic came first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workspace_symbols_do_not_wait_for_a_runaway_document() {
+    enable_test_hooks();
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    let other = support::example("airfoil.op2");
+    session.did_open(OTHER, &other, 1);
+    session.diagnostics(OTHER, 1).await;
+    session.did_open(SLOW_PARSE, SLOW, 1);
+
+    let symbols = session
+        .request("workspace/symbol", json!({"query": "res_calc"}))
+        .await
+        .expect("an answer");
+    // Checked by order, not by time: the slow document gets its first
+    // diagnostic only from the watchdog.
+    assert_eq!(
+        session.published(SLOW_PARSE),
+        Vec::<serde_json::Value>::new(),
+        "the answer waited for the watchdog"
+    );
+    let symbols = symbols.as_array().expect("an array");
+    assert!(
+        symbols
+            .iter()
+            .any(|s| s["name"] == "res_calc" && s["location"]["uri"] == OTHER),
+        "the ready document's symbols: {symbols:?}"
+    );
+    assert!(
+        symbols.iter().all(|s| s["location"]["uri"] != SLOW_PARSE),
+        "{symbols:?}"
+    );
+    let logged = session
+        .wait_for("the document left out, logged", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("workspace/symbol") && s.contains(SLOW_PARSE))
+        })
+        .await;
+    assert!(
+        !logged["params"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains(OTHER),
+        "{logged}"
+    );
+
+    // Once the watchdog has given up on it, the answer leaves it out at
+    // once, and says why.
+    session.diagnostics(SLOW_PARSE, 1).await;
+    let from = session.mark();
+    let symbols = session
+        .request("workspace/symbol", json!({"query": "cells"}))
+        .await
+        .expect("an answer");
+    let symbols = symbols.as_array().expect("an array");
+    assert!(
+        symbols.iter().any(|s| s["location"]["uri"] == OTHER)
+            && symbols.iter().all(|s| s["location"]["uri"] != SLOW_PARSE),
+        "{symbols:?}"
+    );
+    session
+        .wait_for_after(from, "the abandoned document, logged", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|s| s.contains(SLOW_PARSE) && s.contains("abandoned"))
+        })
+        .await;
+    session.shutdown().await;
+}
+
 /// Requests waiting for a slow document do not hold up the others:
 /// tower-lsp-server runs at most so many messages at a time (4 by default)
 /// and reads no further while they run, so a few requests on a document
