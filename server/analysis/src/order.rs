@@ -28,7 +28,11 @@
 //! other way in one of them would show in what it decides.
 //!
 //! The cost is linear in the program: each variable's sensitivity rises at
-//! most twice, and each edge is looked at once per rise of its source.
+//! most twice, and each edge is looked at once per rise of its source. The
+//! walk over the bodies reads the left operand of a `&&` or `||` a second
+//! time for the condition of its right one, so operators of that kind
+//! nested in one another's left operands cost the nesting depth (at most
+//! the language's nesting limit) as a factor.
 
 use op2_syntax::ast::{AccessMode, AssignOp, BinaryOp, UnaryOp};
 
@@ -102,7 +106,8 @@ pub fn order_dependence(program: &Program) -> OrderDependence {
             graph.node(!param.ty.is_floating());
         }
         params_of.push(first);
-        let mut walker = Walker::new(&mut graph, &kernel.body, Some(first), None, true);
+        let params = Some((first, kernel.params.len()));
+        let mut walker = Walker::new(&mut graph, &kernel.body, params, None, true);
         walker.body(&kernel.body);
     }
     // The par_loops connect their arguments' data to the parameters.
@@ -146,7 +151,8 @@ pub fn order_dependence(program: &Program) -> OrderDependence {
         }
     }
     if let Some(main) = &program.main {
-        let mut walker = Walker::new(&mut graph, main, None, Some(globals), false);
+        let globals = Some((globals, program.globals.len()));
+        let mut walker = Walker::new(&mut graph, main, None, globals, false);
         walker.body(main);
     }
     let levels = graph.propagate();
@@ -233,8 +239,12 @@ struct Walker<'g> {
     graph: &'g mut Graph,
     /// The node of local 0.
     locals: usize,
-    /// The node of parameter 0 (kernels).
-    params: Option<usize>,
+    /// The node of parameter 0 (kernels) and how many there are.
+    params: Option<(usize, usize)>,
+    /// How many locals the body has.
+    local_count: usize,
+    /// How many globals the program has.
+    global_count: usize,
     /// The node of global 0 (`main`).
     globals: Option<usize>,
     /// Whether branches are followed (kernels, not `main`).
@@ -252,8 +262,8 @@ impl<'g> Walker<'g> {
     fn new(
         graph: &'g mut Graph,
         body: &Body,
-        params: Option<usize>,
-        globals: Option<usize>,
+        params: Option<(usize, usize)>,
+        globals: Option<(usize, usize)>,
         control: bool,
     ) -> Walker<'g> {
         let locals = graph.levels.len();
@@ -265,7 +275,9 @@ impl<'g> Walker<'g> {
             graph,
             locals,
             params,
-            globals,
+            local_count: body.locals.len(),
+            global_count: globals.map_or(0, |(_, count)| count),
+            globals: globals.map(|(first, _)| first),
             control,
             condition: whole,
             loops: Vec::new(),
@@ -273,11 +285,22 @@ impl<'g> Walker<'g> {
         }
     }
 
+    /// The node of a variable; `None` for a const (always exact) and for
+    /// an id out of range, which a lowered body never has.
     fn var(&self, var: Var) -> Option<usize> {
         match var {
-            Var::Local(id) => Some(self.locals + id.0 as usize),
-            Var::Param(k) => self.params.map(|first| first + k as usize),
-            Var::Global(id) => self.globals.map(|first| first + id.index()),
+            Var::Local(id) => {
+                let index = id.0 as usize;
+                (index < self.local_count).then_some(self.locals + index)
+            }
+            Var::Param(k) => {
+                let (first, count) = self.params?;
+                ((k as usize) < count).then_some(first + k as usize)
+            }
+            Var::Global(id) => {
+                let first = self.globals?;
+                (id.index() < self.global_count).then_some(first + id.index())
+            }
             Var::Const(_) => None,
         }
     }
@@ -309,7 +332,7 @@ impl<'g> Walker<'g> {
                 self.expr(expr, false, &mut Vec::new());
             }
             StmtKind::Local { local, init } => {
-                let target = self.locals + local.0 as usize;
+                let target = self.var(Var::Local(*local));
                 let mut sources = Vec::new();
                 match init {
                     Some(LocalInit::Expr(expr)) => self.expr(expr, false, &mut sources),
@@ -320,7 +343,9 @@ impl<'g> Walker<'g> {
                     }
                     None => {}
                 }
-                self.assign(target, &sources);
+                if let Some(target) = target {
+                    self.assign(target, &sources);
+                }
             }
             StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => {
                 for stmt in stmts {
@@ -380,8 +405,10 @@ impl<'g> Walker<'g> {
                 }
             }
             StmtKind::Fetch { dat, global, .. } => {
-                if let Some(global) = self.var(Var::Global(*global)) {
-                    // The dats come first in the graph.
+                // The dats come first in the graph.
+                if let Some(global) = self.var(Var::Global(*global))
+                    && dat.index() < self.graph.levels.len()
+                {
                     self.graph.edge(dat.index(), global, false);
                 }
             }
