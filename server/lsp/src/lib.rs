@@ -31,4 +31,4 @@ pub mod transport;
 pub mod work;
 pub mod world;
 
-pub use server::{Backend, serve, serve_stdio};
+pub use server::{ANALYSIS_LIMIT, Backend, Options, serve, serve_stdio, serve_with};

@@ -27,8 +27,8 @@ pub struct Backend {
     /// Held while deciding to publish and publishing, so that a result
     /// checked as current cannot be overtaken by a newer one on the way out.
     publishing: Arc<tokio::sync::Mutex<()>>,
-    /// Allows the test command that panics (for the panic-recovery test).
-    allow_test_panic: bool,
+    /// This server's test hooks and watchdog limit, fixed when it starts.
+    options: Options,
     /// The imports running, by progress token, for their cancellation.
     imports: handlers::import::Running,
 }
@@ -47,26 +47,99 @@ pub mod commands {
     /// What the server holds for each open document: version, generation,
     /// analyses run and cancelled, what was published (JSON).
     pub const STATUS: &str = "op2.status";
-    /// Panics (only with `OP2_LSP_TEST_PANIC=1` in the environment).
+    /// Panics (only on a server with [`Options::test_hooks`](crate::Options)).
     pub const TEST_PANIC: &str = "op2.test.panic";
 }
 
-/// Serves on standard input and output (what `op2 lsp` runs); returns how
-/// the session ended (its exit status).
-pub async fn serve_stdio() -> SessionEnd {
-    serve(tokio::io::stdin(), tokio::io::stdout()).await
+/// The settings of one server that are not the user's (those come from
+/// the client: `config`): its test hooks and its watchdog's limit. Each
+/// server has its own, fixed when it starts, so that servers running in
+/// one process (the tests') do not see each other's: only `op2 lsp` reads
+/// them from its environment, once ([`Options::from_env`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Enables the test hooks: the command that panics
+    /// ([`commands::TEST_PANIC`]), and the documents whose text starts with
+    /// `// op2.test.hang` (analysed for 10 s) or `// op2.test.slow-parse`
+    /// (parsed until the watchdog abandons it): how the panic recovery and
+    /// the watchdog are tested. Off by default.
+    pub test_hooks: bool,
+    /// How long one analysis may run before the watchdog abandons it
+    /// ([`ANALYSIS_LIMIT`] by default). Counted from the end of the
+    /// document's parse, which its own deadline bounds (E002); the parse is
+    /// abandoned when it runs this long past its worst case
+    /// ([`ParseLimit::worst_case`]).
+    pub analysis_limit: Duration,
 }
 
-/// Serves on any transport (tests use an in-memory duplex), through the
-/// checking transport (`transport`): malformed messages are answered, not
-/// fatal.
+/// The watchdog's limit on one analysis, unless [`Options::analysis_limit`]
+/// says otherwise: 20 s.
+pub const ANALYSIS_LIMIT: Duration = Duration::from_secs(20);
+
+impl Default for Options {
+    /// What a server runs with unless told otherwise: no test hooks, the
+    /// watchdog's limit [`ANALYSIS_LIMIT`].
+    fn default() -> Options {
+        Options {
+            test_hooks: false,
+            analysis_limit: ANALYSIS_LIMIT,
+        }
+    }
+}
+
+impl Options {
+    /// The options of `op2 lsp`, read once from its environment when it
+    /// starts: the test hooks with `OP2_LSP_TEST_PANIC=1`, the watchdog's
+    /// limit in milliseconds from `OP2_LSP_ANALYSIS_LIMIT_MS` (a value that
+    /// is not a whole number of milliseconds is ignored); the defaults
+    /// otherwise. The tests that start `op2 lsp` as a child process set
+    /// these in the child's environment.
+    pub fn from_env() -> Options {
+        Options::from_vars(
+            std::env::var("OP2_LSP_TEST_PANIC").ok().as_deref(),
+            std::env::var("OP2_LSP_ANALYSIS_LIMIT_MS").ok().as_deref(),
+        )
+    }
+
+    /// The options given the values of `OP2_LSP_TEST_PANIC` and
+    /// `OP2_LSP_ANALYSIS_LIMIT_MS` (`None` when unset).
+    fn from_vars(test_panic: Option<&str>, limit_ms: Option<&str>) -> Options {
+        let defaults = Options::default();
+        Options {
+            test_hooks: test_panic == Some("1"),
+            analysis_limit: limit_ms
+                .and_then(|v| v.parse().ok())
+                .map_or(defaults.analysis_limit, Duration::from_millis),
+        }
+    }
+}
+
+/// Serves on standard input and output (what `op2 lsp` runs), with the
+/// options of its environment ([`Options::from_env`], read once, here);
+/// returns how the session ended (its exit status).
+pub async fn serve_stdio() -> SessionEnd {
+    serve_with(tokio::io::stdin(), tokio::io::stdout(), Options::from_env()).await
+}
+
+/// Serves on any transport (tests use an in-memory duplex) with the default
+/// [`Options`], whatever the environment says; see [`serve_with`].
 pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> SessionEnd {
-    let allow_test_panic = std::env::var("OP2_LSP_TEST_PANIC").is_ok_and(|v| v == "1");
+    serve_with(input, output, Options::default()).await
+}
+
+/// Serves on any transport, through the checking transport (`transport`):
+/// malformed messages are answered, not fatal. `options` are this
+/// server's alone.
+pub async fn serve_with<I: AsyncRead + Unpin, O: AsyncWrite>(
+    input: I,
+    output: O,
+    options: Options,
+) -> SessionEnd {
     let (service, socket) = LspService::build(|client| Backend {
         client,
         world: Arc::default(),
         publishing: Arc::default(),
-        allow_test_panic,
+        options,
         imports: Arc::default(),
     })
     .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
@@ -75,26 +148,13 @@ pub async fn serve<I: AsyncRead + Unpin, O: AsyncWrite>(input: I, output: O) -> 
 }
 
 /// A document whose text starts with this is analysed for 10 s (only with
-/// `OP2_LSP_TEST_PANIC=1`): how the watchdog is tested.
+/// [`Options::test_hooks`]): how the watchdog is tested.
 const TEST_HANG: &str = "// op2.test.hang";
 
 /// A document whose text starts with this is parsed for longer than its
 /// parse's worst case and the watchdog's limit together (only with
-/// `OP2_LSP_TEST_PANIC=1`): how the watchdog over the parse is tested.
+/// [`Options::test_hooks`]): how the watchdog over the parse is tested.
 const TEST_SLOW_PARSE: &str = "// op2.test.slow-parse";
-
-/// How long one analysis may run before the watchdog abandons it: 20 s, or
-/// `OP2_LSP_ANALYSIS_LIMIT_MS`. Counted from the end of the document's
-/// parse, which its own deadline bounds (E002); the parse is abandoned
-/// when it runs this long past its worst case
-/// ([`ParseLimit::worst_case`]).
-fn analysis_limit() -> Duration {
-    let millis = std::env::var("OP2_LSP_ANALYSIS_LIMIT_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
-    Duration::from_millis(millis)
-}
 
 /// The answer to a request on a document whose analysis ran away.
 fn runaway_error() -> Error {
@@ -194,7 +254,7 @@ impl Backend {
             client: self.client.clone(),
             world: Arc::clone(&self.world),
             publishing: Arc::clone(&self.publishing),
-            allow_test_panic: self.allow_test_panic,
+            options: self.options,
             imports: Arc::clone(&self.imports),
         }
     }
@@ -254,8 +314,8 @@ impl Backend {
             let entry = world.documents.get(uri)?;
             (
                 entry.document.parse_job(),
-                self.allow_test_panic && entry.document.starts_with(TEST_HANG),
-                self.allow_test_panic && entry.document.starts_with(TEST_SLOW_PARSE),
+                self.options.test_hooks && entry.document.starts_with(TEST_HANG),
+                self.options.test_hooks && entry.document.starts_with(TEST_SLOW_PARSE),
                 entry.generation(),
                 Arc::clone(&entry.generation),
                 entry.path.clone(),
@@ -264,6 +324,7 @@ impl Backend {
             )
         };
         let worker = asker == Asker::Worker;
+        let limit = self.options.analysis_limit;
         let (world, parsed_uri) = (Arc::clone(&self.world), uri.clone());
         // The most a parse of this text takes within its deadline, all its
         // retries after a give-up included (nothing when it is parsed).
@@ -289,7 +350,7 @@ impl Backend {
                     // meanwhile: the next parse starts from it.
                     let superseded = job.superseded();
                     if slow_parse {
-                        std::thread::sleep(parse_bound + analysis_limit() + Duration::from_secs(5));
+                        std::thread::sleep(parse_bound + limit + Duration::from_secs(5));
                     }
                     let parsed = job.run(&|| worker && superseded())?;
                     let document = parsed.document.clone();
@@ -317,7 +378,7 @@ impl Backend {
         // and its own limit on top, and abandons it after that as it
         // abandons an analysis. Its clock for the analysis starts when the
         // parse ends.
-        let waited = parse_bound + analysis_limit();
+        let waited = parse_bound + limit;
         if tokio::time::timeout(waited, parse_ended).await.is_err() {
             abandoned.store(true, Ordering::SeqCst);
             self.runaway(uri, generation, waited).await;
@@ -327,8 +388,8 @@ impl Backend {
         // (a thread cannot be stopped), the document gets a fresh engine
         // (the old one stays locked by that run) and a diagnostic saying
         // so, and it is not analysed again until it changes.
-        let Ok(result) = tokio::time::timeout(analysis_limit(), task).await else {
-            self.runaway(uri, generation, analysis_limit()).await;
+        let Ok(result) = tokio::time::timeout(limit, task).await else {
+            self.runaway(uri, generation, limit).await;
             return None;
         };
         let analysed = match result {
@@ -934,7 +995,7 @@ impl LanguageServer for Backend {
             .and_then(|a| a.as_str())
             .and_then(|s| s.parse::<Uri>().ok());
         match params.command.as_str() {
-            commands::TEST_PANIC if self.allow_test_panic => {
+            commands::TEST_PANIC if self.options.test_hooks => {
                 let result =
                     tokio::task::spawn_blocking(|| -> () { panic!("test panic requested") }).await;
                 self.client
@@ -1323,5 +1384,33 @@ mod tests {
         assert!(message.starts_with("workspace/symbol answered without 19 documents: "));
         assert!(message.ends_with("file:///p/15.op2 (changed meanwhile); and 3 more"));
         assert_eq!(message.matches("changed meanwhile").count(), MOST_NAMED);
+    }
+
+    /// What `op2 lsp` makes of its environment: the production values
+    /// unless told otherwise, as before the options were per server.
+    #[test]
+    fn the_options_of_the_environment() {
+        assert_eq!(Options::from_vars(None, None), Options::default());
+        assert_eq!(
+            Options::default(),
+            Options {
+                test_hooks: false,
+                analysis_limit: Duration::from_secs(20)
+            }
+        );
+        assert!(Options::from_vars(Some("1"), None).test_hooks);
+        assert!(!Options::from_vars(Some("0"), None).test_hooks);
+        assert!(!Options::from_vars(Some("yes"), None).test_hooks);
+        assert_eq!(
+            Options::from_vars(None, Some("1500")).analysis_limit,
+            Duration::from_millis(1500)
+        );
+        for ignored in ["", "1.5", "-1", "20s", "99999999999999999999"] {
+            assert_eq!(
+                Options::from_vars(None, Some(ignored)).analysis_limit,
+                ANALYSIS_LIMIT,
+                "{ignored:?}"
+            );
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! A panic inside one request is answered with an error and the session
-//! goes on. The server enables the panicking test command only with
-//! `OP2_LSP_TEST_PANIC=1` in its environment, so this file is its own test
-//! binary: every server it starts sees the variable.
+//! goes on. The server has the panicking test command only with its test
+//! hooks on: an option of the one server the in-process test starts
+//! (`op2_lsp::Options`), and `OP2_LSP_TEST_PANIC=1` in the environment of
+//! the `op2 lsp` child process, never in this test process's.
 
 use crate::support;
 
@@ -10,25 +11,12 @@ use support::Session;
 
 const URI: &str = "file:///nonexistent/op2-tests/airfoil.op2";
 
-/// Sets `OP2_LSP_TEST_PANIC=1` once, before any server of this binary
-/// starts (each test calls this first).
-fn enable_test_panic() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: the environment is only read through `std::env` here
-        // (which locks it) and by the servers, which start after this `Once`
-        // completes; no C code reads it concurrently in these tests.
-        #[allow(unsafe_code)]
-        unsafe {
-            std::env::set_var("OP2_LSP_TEST_PANIC", "1");
-        }
-    });
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_in_a_request_leaves_the_session_working() {
-    enable_test_panic();
-    let mut session = Session::in_process();
+    let mut session = Session::in_process_with(op2_lsp::Options {
+        test_hooks: true,
+        ..op2_lsp::Options::default()
+    });
     session.initialize(&[], None, None).await;
     let text = support::example("airfoil.op2");
     session.did_open(URI, &text, 1);
@@ -114,8 +102,8 @@ async fn the_binary_survives_a_panic_too() {
 
 #[tokio::test]
 async fn without_the_variable_the_command_does_not_exist() {
-    // The binary started without the variable (the in-process servers of
-    // this file all see it).
+    // The binary started without the variable (`Session::binary` removes
+    // it from the child's environment).
     let Some(mut session) = Session::binary(&[]) else {
         return;
     };

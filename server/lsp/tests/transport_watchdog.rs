@@ -2,14 +2,17 @@
 //! the document gets a diagnostic saying so, requests on it answer with an
 //! error instead of waiting, other documents are answered meanwhile, and an
 //! edit starts a fresh analysis. The server makes a document hang only with
-//! `OP2_LSP_TEST_PANIC=1`, and reads its limit from
-//! `OP2_LSP_ANALYSIS_LIMIT_MS`, so this file is its own test binary: every
-//! server it starts sees both variables.
+//! its test hooks on, and these tests give it a short limit: both are
+//! options of the one server they start (`op2_lsp::Options`, through
+//! `Session::in_process_with`), never the process's environment, so the
+//! other servers of this test binary keep no hooks and the production
+//! limit (checked by the last test here).
 
 use crate::support;
 
 use std::time::{Duration, Instant};
 
+use op2_lsp::Options;
 use op2_syntax::ParseLimit;
 use op2_syntax::synth;
 use serde_json::json;
@@ -20,21 +23,16 @@ const OTHER: &str = "file:///nonexistent/op2-tests/airfoil.op2";
 const BROKEN: &str = "file:///nonexistent/op2-tests/broken.op2";
 const SLOW_PARSE: &str = "file:///nonexistent/op2-tests/slow-parse.op2";
 
-/// The limit the servers of this binary use.
+/// The limit the servers of these tests use.
 const LIMIT_MS: u64 = 1500;
 
-fn enable_test_hooks() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // SAFETY: the environment is only read through `std::env` here
-        // (which locks it) and by the servers, which start after this `Once`
-        // completes; no C code reads it concurrently in these tests.
-        #[allow(unsafe_code)]
-        unsafe {
-            std::env::set_var("OP2_LSP_TEST_PANIC", "1");
-            std::env::set_var("OP2_LSP_ANALYSIS_LIMIT_MS", LIMIT_MS.to_string());
-        }
-    });
+/// A session with a server of its own that has the test hooks on and the
+/// watchdog's limit [`LIMIT_MS`].
+fn hooked_session() -> Session {
+    Session::in_process_with(Options {
+        test_hooks: true,
+        analysis_limit: Duration::from_millis(LIMIT_MS),
+    })
 }
 
 /// The answer to a `documentSymbol` request on `uri`.
@@ -71,8 +69,7 @@ async fn remove_the_hook(session: &mut Session, uri: &str, hook: u32) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_runaway_analysis_is_abandoned_and_other_documents_go_on() {
-    enable_test_hooks();
-    let mut session = Session::in_process();
+    let mut session = hooked_session();
     session.initialize(&[], None, None).await;
 
     // The hook makes this document's analysis sleep for 10 s.
@@ -154,13 +151,12 @@ async fn a_runaway_analysis_is_abandoned_and_other_documents_go_on() {
 /// 20 s is below a 1 MiB file's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parse_longer_than_the_watchdog_allows_gives_up_with_e002() {
-    enable_test_hooks();
     let text = synth::broken_statement_lines(20_000);
     assert!(
         ParseLimit::worst_case(text.len()) > 2 * Duration::from_millis(LIMIT_MS),
         "the parse's worst case is well past the watchdog's limit"
     );
-    let mut session = Session::in_process();
+    let mut session = hooked_session();
     session.initialize(&[], None, None).await;
     session.did_open(BROKEN, &text, 1);
     let diagnostics = session.diagnostics(BROKEN, 1).await;
@@ -190,10 +186,9 @@ async fn a_parse_longer_than_the_watchdog_allows_gives_up_with_e002() {
 /// would; before, a request waited for the whole parse and its analysis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_parse_past_its_worst_case_is_abandoned_and_requests_do_not_wait() {
-    enable_test_hooks();
     let text = "// op2.test.slow-parse\nset cells;\nmain {}\n";
     let bound = ParseLimit::worst_case(text.len()) + Duration::from_millis(LIMIT_MS);
-    let mut session = Session::in_process();
+    let mut session = hooked_session();
     session.initialize(&[], None, None).await;
     let opened = Instant::now();
     session.did_open(SLOW_PARSE, text, 1);
@@ -249,8 +244,7 @@ const SLOW: &str = "// op2.test.slow-parse\nset cells;\nmain {}\n";
 /// the watchdog had given up on the slow one (its diagnostic came first).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workspace_symbols_do_not_wait_for_a_runaway_document() {
-    enable_test_hooks();
-    let mut session = Session::in_process();
+    let mut session = hooked_session();
     session.initialize(&[], None, None).await;
     let other = support::example("airfoil.op2");
     session.did_open(OTHER, &other, 1);
@@ -331,8 +325,7 @@ async fn workspace_symbols_do_not_wait_for_a_runaway_document() {
 /// before the slow document's first diagnostic, the watchdog's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_waiting_for_a_slow_document_do_not_hold_up_the_others() {
-    enable_test_hooks();
-    let mut session = Session::in_process();
+    let mut session = hooked_session();
     session.initialize(&[], None, None).await;
     session.did_open(SLOW_PARSE, SLOW, 1);
     let waiting: Vec<i64> = (0..8)
@@ -367,4 +360,121 @@ async fn requests_waiting_for_a_slow_document_do_not_hold_up_the_others() {
         "the cancellations waited for the watchdog"
     );
     session.shutdown().await;
+}
+
+/// The test hooks and the watchdog's limit are each server's own: in this
+/// test binary, where the tests above start servers with the hooks on and a
+/// 1.5 s limit, a server started with the default options analyses a
+/// document that starts with the hang marker at once and as any other text,
+/// and has no panicking command, while a server with the hooks on in the
+/// same process makes that text hang; and a server with the hooks on but
+/// the production limit (20 s) lets that hang (10 s) finish, where the
+/// 1.5 s server abandons it. Before, the hooks and the limit were read from
+/// the process's environment, which the tests above set: every server
+/// started after them had both, so a heavy test elsewhere in this binary
+/// could be abandoned after 1.5 s on a loaded machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_without_the_options_have_no_hooks_and_the_production_limit() {
+    let text = "// op2.test.hang\nset cells;\nmain {}\n";
+    let abandoned = |diagnostics: &[serde_json::Value]| {
+        diagnostics.iter().any(|d| {
+            d["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("did not finish"))
+        })
+    };
+
+    // Started first, so that its hooks are on while the others start.
+    let mut hooked = hooked_session();
+    hooked.initialize(&[], None, None).await;
+    hooked.did_open(HANGING, text, 1);
+    let mut slow = Session::in_process_with(Options {
+        test_hooks: true,
+        ..Options::default()
+    });
+    slow.initialize(&[], None, None).await;
+    slow.did_open(HANGING, text, 1);
+
+    // The default server: the marker is a comment like any other.
+    let mut plain = Session::in_process();
+    plain.initialize(&[], None, None).await;
+    plain.did_open(HANGING, text, 1);
+    let diagnostics = plain.diagnostics(HANGING, 1).await;
+    assert!(!abandoned(&diagnostics), "{diagnostics:?}");
+    let symbols = document_symbols(&mut plain, HANGING)
+        .await
+        .expect("symbols of the default server's document");
+    assert!(
+        symbols
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["name"] == "cells")),
+        "{symbols}"
+    );
+    let answer = plain
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "op2.test.panic", "arguments": []}),
+        )
+        .await;
+    let error = answer.expect_err("no panicking command on the default server");
+    assert_eq!(error["code"], -32602, "an unknown command: {error}");
+
+    // Meanwhile the hooks were on in the first server: its watchdog
+    // abandons that text after its own 1.5 s.
+    let diagnostics = hooked.diagnostics(HANGING, 1).await;
+    assert!(abandoned(&diagnostics), "{diagnostics:?}");
+    assert!(
+        diagnostics[0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("within 1.5 s")),
+        "{diagnostics:?}"
+    );
+
+    // The server with the hooks and the production limit waits the hang's
+    // 10 s out and analyses the text.
+    let diagnostics = slow.diagnostics(HANGING, 1).await;
+    assert!(!abandoned(&diagnostics), "{diagnostics:?}");
+    let symbols = document_symbols(&mut slow, HANGING).await;
+    assert!(symbols.is_ok(), "{symbols:?}");
+
+    for session in [hooked, slow, plain] {
+        session.shutdown().await;
+    }
+}
+
+/// `op2 lsp` reads its options from its environment once, when it starts:
+/// with `OP2_LSP_TEST_PANIC=1` and `OP2_LSP_ANALYSIS_LIMIT_MS=1500` (given
+/// to the child process only) the hang marker makes the text hang and the
+/// watchdog abandons it after 1.5 s; without them it is a comment.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_reads_its_options_from_its_environment() {
+    let text = "// op2.test.hang\nset cells;\nmain {}\n";
+    let limit = LIMIT_MS.to_string();
+    let Some(mut hooked) = Session::binary(&[
+        ("OP2_LSP_TEST_PANIC", "1"),
+        ("OP2_LSP_ANALYSIS_LIMIT_MS", &limit),
+    ]) else {
+        return;
+    };
+    let Some(mut plain) = Session::binary(&[]) else {
+        return;
+    };
+    for session in [&mut hooked, &mut plain] {
+        session.initialize(&[], None, None).await;
+        session.did_open(HANGING, text, 1);
+    }
+    let diagnostics = plain.diagnostics(HANGING, 1).await;
+    assert!(
+        diagnostics.iter().all(|d| d["severity"] != 1),
+        "{diagnostics:?}"
+    );
+    let diagnostics = hooked.diagnostics(HANGING, 1).await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    let message = diagnostics[0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not finish within 1.5 s"), "{message}");
+    plain.shutdown().await;
+    // Killed, not shut down: `op2 lsp` exits only once the abandoned
+    // analysis has ended (its runtime waits for the blocking thread), here
+    // 8.5 s on.
+    drop(hooked);
 }

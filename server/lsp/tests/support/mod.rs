@@ -1,6 +1,6 @@
 //! A small JSON-RPC client for end-to-end tests of the language server over
 //! its real transport: `Content-Length` framed messages over an in-memory
-//! duplex to `op2_lsp::serve`, or over the stdio of the `op2 lsp` binary.
+//! duplex to `op2_lsp::serve_with`, or over the stdio of the `op2 lsp` binary.
 //!
 //! The client answers every request the server sends it (progress creation,
 //! inlay hint refresh, …) with a `null` result unless told not to, keeps every
@@ -70,13 +70,21 @@ pub fn binary() -> Option<PathBuf> {
 }
 
 impl Session {
-    /// A session with `op2_lsp::serve` running in this process over an
-    /// in-memory duplex.
+    /// A session with a server running in this process over an in-memory
+    /// duplex, with the default options (no test hooks, the watchdog's
+    /// production limit).
     pub fn in_process() -> Session {
+        Session::in_process_with(op2_lsp::Options::default())
+    }
+
+    /// A session with a server running in this process with `options`,
+    /// which are that server's alone: the other servers of the test binary
+    /// keep theirs.
+    pub fn in_process_with(options: op2_lsp::Options) -> Session {
         let (client_end, server_end) = tokio::io::duplex(1 << 16);
         let (server_read, server_write) = tokio::io::split(server_end);
         let server = tokio::spawn(async move {
-            op2_lsp::serve(server_read, server_write).await;
+            op2_lsp::serve_with(server_read, server_write, options).await;
         });
         let (read, write) = tokio::io::split(client_end);
         let mut session = Session::over(read, write);
@@ -85,8 +93,10 @@ impl Session {
     }
 
     /// A session with `op2 lsp` run as a child process, with `env` added to
-    /// its environment. `None` (and a loud message) when the binary is not
-    /// built.
+    /// its environment: the variables of its test options
+    /// (`op2_lsp::Options::from_env`) are removed first, so that it has only
+    /// those `env` gives it. `None` (and a loud message) when the binary is
+    /// not built.
     pub fn binary(env: &[(&str, &str)]) -> Option<Session> {
         let Some(path) = binary() else {
             eprintln!(
@@ -102,7 +112,9 @@ impl Session {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::inherit())
             .kill_on_drop(true);
-        command.env_remove("OP2_LSP_TEST_PANIC");
+        command
+            .env_remove("OP2_LSP_TEST_PANIC")
+            .env_remove("OP2_LSP_ANALYSIS_LIMIT_MS");
         for (key, value) in env {
             command.env(key, value);
         }
