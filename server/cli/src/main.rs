@@ -286,6 +286,10 @@ fn lsp() -> anyhow::Result<Outcome> {
         .enable_all()
         .build()?;
     let end = runtime.block_on(op2_lsp::serve_stdio());
+    // Not the runtime's drop, which waits for every blocking task: an
+    // analysis the watchdog abandoned may still be running there, and a
+    // runaway one would keep the process alive after `exit` for good.
+    runtime.shutdown_background();
     // The protocol: 0 when `shutdown` came before `exit`, otherwise 1.
     Ok(if end.status() == 0 {
         Outcome::Success

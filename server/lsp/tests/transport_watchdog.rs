@@ -459,6 +459,7 @@ async fn the_binary_reads_its_options_from_its_environment() {
     let Some(mut plain) = Session::binary(&[]) else {
         return;
     };
+    let opened = Instant::now();
     for session in [&mut hooked, &mut plain] {
         session.initialize(&[], None, None).await;
         session.did_open(HANGING, text, 1);
@@ -473,8 +474,14 @@ async fn the_binary_reads_its_options_from_its_environment() {
     let message = diagnostics[0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("did not finish within 1.5 s"), "{message}");
     plain.shutdown().await;
-    // Killed, not shut down: `op2 lsp` exits only once the abandoned
-    // analysis has ended (its runtime waits for the blocking thread), here
-    // 8.5 s on.
-    drop(hooked);
+    // `exit` ends the process while the abandoned analysis still runs (its
+    // hang lasts 10 s from the open): the runtime no longer waits for the
+    // blocking thread, which kept `op2 lsp` alive until the analysis ended
+    // (for good, had it looped).
+    hooked.shutdown().await;
+    let ended = opened.elapsed();
+    assert!(
+        ended < Duration::from_secs(9),
+        "`op2 lsp` exited {ended:?} after the open: it waited for the abandoned analysis"
+    );
 }
