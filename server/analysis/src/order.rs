@@ -20,12 +20,16 @@
 //! as the most sensitive value ever assigned to it) and context-insensitive
 //! (a kernel's parameter is as sensitive as the most sensitive argument any
 //! par_loop passes it), so it may call a value order-dependent that is not,
-//! never the reverse. Inside a kernel, a condition that is order-dependent
-//! makes every variable assigned under it [`Sensitivity::Arbitrary`], and a
-//! `break` or `continue` under one makes its whole loop so, a `return`
-//! under one the whole kernel. The branches of `main` are not followed:
-//! both engines run `main` alike, and a branch of `main` that went the
-//! other way in one of them would show in what it decides.
+//! never the reverse. A condition that is order-dependent makes every
+//! variable assigned under it [`Sensitivity::Arbitrary`] (a loop's
+//! condition: everything its condition, body and step assign), a `break`
+//! or `continue` under one its whole loop, and a `return` or `exit` under
+//! one every loop it is in and everything assigned after it. `main` is
+//! walked the same way for its assignments; which par_loops it runs is not
+//! marked here: the engines record the par_loops they ran, and a
+//! comparison of two runs whose paths differ looks at
+//! [`OrderDependence::main_branches`] to tell an order-dependent branch
+//! from a wrong one.
 //!
 //! The cost is linear in the program: each variable's sensitivity rises at
 //! most twice, and each edge is looked at once per rise of its source. The
@@ -70,6 +74,14 @@ pub struct OrderDependence {
     pub dats: Vec<Sensitivity>,
     /// Indexed by `GlobalId`.
     pub globals: Vec<Sensitivity>,
+    /// Whether a condition of `main` (of an `if`, a loop, `?:`, `&&` or
+    /// `||`) may go either way by the order of sums: then the two engines
+    /// may run different par_loops, or stop at different places.
+    pub main_branches: bool,
+    /// Whether any value anywhere, a kernel's local included, may differ
+    /// by any amount: then an integer division, an index or a loop's
+    /// iteration limit may fault in one engine and not in the other.
+    pub jumps: bool,
 }
 
 impl OrderDependence {
@@ -107,7 +119,7 @@ pub fn order_dependence(program: &Program) -> OrderDependence {
         }
         params_of.push(first);
         let params = Some((first, kernel.params.len()));
-        let mut walker = Walker::new(&mut graph, &kernel.body, params, None, true);
+        let mut walker = Walker::new(&mut graph, &kernel.body, params, None);
         walker.body(&kernel.body);
     }
     // The par_loops connect their arguments' data to the parameters.
@@ -150,13 +162,19 @@ pub fn order_dependence(program: &Program) -> OrderDependence {
             }
         }
     }
+    let mut main_conditions = Vec::new();
     if let Some(main) = &program.main {
         let globals = Some((globals, program.globals.len()));
-        let mut walker = Walker::new(&mut graph, main, None, globals, false);
+        let mut walker = Walker::new(&mut graph, main, None, globals);
         walker.body(main);
+        main_conditions = walker.branches;
     }
     let levels = graph.propagate();
     OrderDependence {
+        main_branches: main_conditions
+            .iter()
+            .any(|&node| levels[node] == Sensitivity::Arbitrary),
+        jumps: levels.contains(&Sensitivity::Arbitrary),
         dats: levels[dats..dats + program.dats.len()].to_vec(),
         globals: levels[globals..globals + program.globals.len()].to_vec(),
     }
@@ -247,15 +265,16 @@ struct Walker<'g> {
     global_count: usize,
     /// The node of global 0 (`main`).
     globals: Option<usize>,
-    /// Whether branches are followed (kernels, not `main`).
-    control: bool,
     /// The node of the innermost condition in force, if any.
     condition: Option<usize>,
     /// The node of each enclosing loop's condition.
     loops: Vec<usize>,
-    /// The node a `return` under a condition makes the whole body depend
-    /// on: every assignment reads it.
-    whole: Option<usize>,
+    /// The node that a `return` or `exit` under a condition feeds: every
+    /// assignment walked after it reads it (those before it ran whether or
+    /// not it returned).
+    after: Option<usize>,
+    /// Every condition's node, for [`OrderDependence::main_branches`].
+    branches: Vec<usize>,
 }
 
 impl<'g> Walker<'g> {
@@ -264,13 +283,11 @@ impl<'g> Walker<'g> {
         body: &Body,
         params: Option<(usize, usize)>,
         globals: Option<(usize, usize)>,
-        control: bool,
     ) -> Walker<'g> {
         let locals = graph.levels.len();
         for local in &body.locals {
             graph.node(!local.ty.is_floating());
         }
-        let whole = control.then(|| graph.node(true));
         Walker {
             graph,
             locals,
@@ -278,10 +295,10 @@ impl<'g> Walker<'g> {
             local_count: body.locals.len(),
             global_count: globals.map_or(0, |(_, count)| count),
             globals: globals.map(|(first, _)| first),
-            control,
-            condition: whole,
+            condition: None,
             loops: Vec::new(),
-            whole,
+            after: None,
+            branches: Vec::new(),
         }
     }
 
@@ -315,6 +332,7 @@ impl<'g> Walker<'g> {
     /// (each through the discontinuity a branch is).
     fn branch(&mut self, sources: &[(usize, bool)]) -> usize {
         let node = self.graph.node(true);
+        self.branches.push(node);
         if let Some(outer) = self.condition {
             self.graph.edge(outer, node, false);
         }
@@ -360,9 +378,7 @@ impl<'g> Walker<'g> {
                 let mut sources = Vec::new();
                 self.expr(condition, true, &mut sources);
                 let outer = self.condition;
-                if self.control {
-                    self.condition = Some(self.branch(&sources));
-                }
+                self.condition = Some(self.branch(&sources));
                 self.stmt(then_branch);
                 if let Some(else_branch) = else_branch {
                     self.stmt(else_branch);
@@ -378,11 +394,7 @@ impl<'g> Walker<'g> {
                 if let Some(init) = init {
                     self.stmt(init);
                 }
-                let mut sources = Vec::new();
-                if let Some(condition) = condition {
-                    self.expr(condition, true, &mut sources);
-                }
-                self.looped(&sources, |walker| {
+                self.looped(condition.as_ref(), |walker| {
                     walker.stmt(body);
                     if let Some(step) = step {
                         walker.expr(step, false, &mut Vec::new());
@@ -390,20 +402,14 @@ impl<'g> Walker<'g> {
                 });
             }
             StmtKind::While { condition, body } | StmtKind::DoWhile { body, condition } => {
-                let mut sources = Vec::new();
-                self.expr(condition, true, &mut sources);
-                self.looped(&sources, |walker| walker.stmt(body));
+                self.looped(Some(condition), |walker| walker.stmt(body));
             }
             StmtKind::Break | StmtKind::Continue => {
                 if let (Some(condition), Some(&loop_node)) = (self.condition, self.loops.last()) {
                     self.graph.edge(condition, loop_node, false);
                 }
             }
-            StmtKind::Return => {
-                if let (Some(condition), Some(whole)) = (self.condition, self.whole) {
-                    self.graph.edge(condition, whole, false);
-                }
-            }
+            StmtKind::Return => self.returned(),
             StmtKind::Fetch { dat, global, .. } => {
                 // The dats come first in the graph.
                 if let Some(global) = self.var(Var::Global(*global))
@@ -419,33 +425,69 @@ impl<'g> Walker<'g> {
             }
             StmtKind::Exit(status) => {
                 self.expr(status, false, &mut Vec::new());
+                self.returned();
             }
+            // Which par_loops `main` runs is compared as it happens (both
+            // engines record the path they took: `OrderDependence`'s
+            // `main_branches` says whether an order-dependent condition
+            // could make them differ), not marked here.
             StmtKind::ParLoop(_) => {}
         }
     }
 
-    /// A loop's body and step under the loop's condition, which a `break`
-    /// or `continue` under a condition of its own also feeds.
-    fn looped(&mut self, sources: &[(usize, bool)], body: impl FnOnce(&mut Self)) {
-        if !self.control {
-            body(self);
+    /// A `return` or `exit`: under a condition, what is assigned after it,
+    /// and every enclosing loop (cut short), depend on that condition.
+    fn returned(&mut self) {
+        let Some(condition) = self.condition else {
             return;
+        };
+        let after = match self.after {
+            Some(after) => after,
+            None => {
+                let after = self.graph.node(true);
+                self.after = Some(after);
+                after
+            }
+        };
+        self.graph.edge(condition, after, false);
+        // The enclosing loops number at most the nesting limit.
+        for index in 0..self.loops.len() {
+            let node = self.loops[index];
+            self.graph.edge(condition, node, false);
         }
-        let node = self.branch(sources);
+    }
+
+    /// A loop: its condition (whose assignments happen once per iteration,
+    /// so under the loop), body and step under the loop's node, which the
+    /// condition feeds through a jump, and a `break` or `continue` under a
+    /// condition of its own also feeds.
+    fn looped(&mut self, condition: Option<&Expr>, body: impl FnOnce(&mut Self)) {
+        let mut sources = Vec::new();
+        if let Some(condition) = condition {
+            self.expr_sources_only(condition, &mut sources);
+        }
+        let node = self.branch(&sources);
         let outer = self.condition.replace(node);
         self.loops.push(node);
+        if let Some(condition) = condition {
+            self.expr(condition, true, &mut Vec::new());
+        }
         body(self);
         self.loops.pop();
         self.condition = outer;
     }
 
-    /// Makes `target` read `sources` and the condition in force.
+    /// Makes `target` read `sources`, the condition in force and a
+    /// `return` walked before it.
     fn assign(&mut self, target: usize, sources: &[(usize, bool)]) {
         for &(source, jump) in sources {
             self.graph.edge(source, target, jump);
         }
         if let Some(condition) = self.condition {
             self.graph.edge(condition, target, false);
+        }
+        if let Some(after) = self.after {
+            self.graph.edge(after, target, false);
         }
     }
 
@@ -517,10 +559,9 @@ impl<'g> Walker<'g> {
                 // The right operands of `&&` and `||` run as the operands
                 // before them decide.
                 let outer = self.condition;
-                if self.control
-                    && links
-                        .iter()
-                        .any(|link| matches!(link.op, BinaryOp::And | BinaryOp::Or))
+                if links
+                    .iter()
+                    .any(|link| matches!(link.op, BinaryOp::And | BinaryOp::Or))
                 {
                     let mut decided = Vec::new();
                     self.expr_sources_only(expr, &mut decided);
@@ -537,7 +578,7 @@ impl<'g> Walker<'g> {
                 self.expr(condition, true, &mut decided);
                 sources.extend(decided.iter().copied());
                 let outer = self.condition;
-                if self.control && !decided.is_empty() {
+                if !decided.is_empty() {
                     self.condition = Some(self.branch(&decided));
                 }
                 self.expr(a, jump, sources);
@@ -568,7 +609,7 @@ impl<'g> Walker<'g> {
         jump: bool,
         sources: &mut Vec<(usize, bool)>,
     ) {
-        if !(self.control && matches!(op, BinaryOp::And | BinaryOp::Or)) {
+        if !matches!(op, BinaryOp::And | BinaryOp::Or) {
             self.expr(b, jump, sources);
             return;
         }

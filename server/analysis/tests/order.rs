@@ -256,4 +256,86 @@ fn the_airfoil_only_rounds() {
         assert_ne!(*level, Sensitivity::Arbitrary, "global `{}`", global.name);
     }
     assert_eq!(of(&order, "rms"), Sensitivity::Rounding);
+    assert!(!order.1.main_branches);
+    assert!(!order.1.jumps);
+}
+
+#[test]
+fn what_a_loops_condition_assigns_depends_on_how_often_it_runs() {
+    // The review of 2026-11-28 (t4): `i++` in the condition runs once per
+    // iteration, and the iterations are decided by an arbitrary `n`.
+    let text = program(
+        r#"
+dat counted: int on cells = 0;
+dat stepped: int on cells = 0;
+kernel spread(const double *w, double *a) { *a += *w; }
+kernel steps(const double *f, int *o, int *p) {
+    int n = (int) ((*f - 0.6) * 1e17);
+    int i = 0;
+    while (i++ < n) { }
+    *o = i;
+    int j = 0;
+    for (int k = 0; k < n; j++) { k++; }
+    *p = j;
+}
+main {
+    par_loop spread over edges (weight READ, flux[ends[0]] INC);
+    par_loop steps over cells (flux READ, counted WRITE, stepped WRITE);
+}
+"#,
+    );
+    let order = analyse(&text);
+    assert_eq!(of(&order, "counted"), Sensitivity::Arbitrary);
+    assert_eq!(of(&order, "stepped"), Sensitivity::Arbitrary);
+}
+
+#[test]
+fn mains_branches_decide_what_main_assigns_and_are_reported() {
+    // The review's t1 and t7: a branch of `main` on a sum, and an `exit`
+    // under one before an assignment.
+    let text = program(
+        r#"
+global g: double = 0.0;
+global c: int = 0;
+global before: int = 0;
+global after: int = 0;
+kernel sum(const double *w, double *s) { *s += *w; }
+main {
+    before = 5;
+    par_loop sum over edges (weight READ, g INC);
+    if (g == 0.6) { c = 1; } else { c = 2; }
+    if (g != 0.6) exit(3);
+    after = 1;
+}
+"#,
+    );
+    let order = analyse(&text);
+    assert_eq!(of(&order, "c"), Sensitivity::Arbitrary);
+    assert_eq!(of(&order, "after"), Sensitivity::Arbitrary);
+    assert_eq!(of(&order, "before"), Sensitivity::Exact);
+    assert!(order.1.main_branches);
+    assert!(order.1.jumps);
+}
+
+#[test]
+fn branches_of_main_on_exact_values_are_not_reported() {
+    let text = program(
+        r#"
+global n: int = 0;
+global g: double = 0.0;
+kernel sum(const double *w, double *s) { *s += *w; }
+main {
+    for (int i = 0; i < 3; i++) {
+        par_loop sum over edges (weight READ, g INC);
+        n = n + 1;
+        if (n > 10) return;
+    }
+}
+"#,
+    );
+    let order = analyse(&text);
+    assert!(!order.1.main_branches);
+    assert!(!order.1.jumps);
+    assert_eq!(of(&order, "n"), Sensitivity::Exact);
+    assert_eq!(of(&order, "g"), Sensitivity::Rounding);
 }

@@ -5,6 +5,7 @@ use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use op2_analysis::order::order_dependence;
 use op2_analysis::{Analyser, Analysis, Options};
 use op2_exec::compare::FLOAT_PRECISION;
 use op2_exec::simulate::{self, SimulationError};
@@ -352,6 +353,9 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         &mut sink,
     ) {
         Ok(state) => state,
+        Err(error) if order_dependence(&loaded.analysis.program).jumps => bail!(
+            "the reference run failed where the simulation did not: {error}\nnote: some values of this program may differ by any amount with the order of floating-point sums (a conversion to an integer, a comparison or a branch of an order-dependent value), and one of them may be what faulted in one run and not in the other"
+        ),
         Err(error) => bail!("the reference run failed where the simulation did not: {error}"),
     };
     let tolerance = Tolerance {
@@ -359,9 +363,30 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
         absolute: options.atol,
     };
     let comparison = compare(&loaded.analysis.program, &expected, &state, tolerance);
+    if let Some(diverged) = comparison.diverged {
+        let exited = |exit: Option<u8>| exit.map_or(String::new(), |s| format!(", `exit({s})`"));
+        let paths = format!(
+            "`op2 run` started {} par_loop(s){} and the simulation {}{}",
+            diverged.expected_loops,
+            exited(diverged.expected_exit),
+            diverged.actual_loops,
+            exited(diverged.actual_exit)
+        );
+        if diverged.order_dependent {
+            writeln!(
+                stderr,
+                "note: the simulation took another path through `main` than `op2 run` ({paths}): a condition of `main` depends on a value that the order of floating-point sums moves (language.md §8), so the final states are not compared"
+            )?;
+            return Ok(ended(&state));
+        }
+        writeln!(
+            stderr,
+            "error: the simulation took another path through `main` than `op2 run` ({paths}), and no condition of `main` depends on the order of sums"
+        )?;
+    }
     order_dependent_note(&mut stderr, &comparison)?;
     let differences = comparison.differences;
-    if differences.is_empty() {
+    if differences.is_empty() && comparison.diverged.is_none() {
         writeln!(
             stderr,
             "check: the simulation agrees with `op2 run` on every dat and global{} (rtol {:e}, atol {:e})",
@@ -374,6 +399,9 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
             options.atol
         )?;
         return Ok(ended(&state));
+    }
+    if differences.is_empty() {
+        return Ok(Outcome::Errors);
     }
     writeln!(
         stderr,

@@ -109,6 +109,53 @@ fn a_value_the_order_of_sums_moves_by_any_amount_is_named_not_failed() {
     );
 }
 
+/// The review of 2026-11-28 (t1b): how often `main` runs a par_loop
+/// depends on a sum, 0.1 + 0.2 + 0.3, that the two engines add in other
+/// orders. The check says that the paths differ and why, and passes; a
+/// program whose paths differ without such a condition would fail.
+#[test]
+fn a_path_through_main_that_the_order_of_sums_decides_is_named_not_failed() {
+    let directory = tempfile::tempdir().expect("a temporary folder");
+    let program = directory.path().join("path.op2");
+    let instance = directory.path().join("path.json");
+    std::fs::write(
+        &program,
+        "set s;\ndat x: double on s;\ndat y: int on s;\nglobal g: double;\n\
+         kernel add(const double *a, double *sum) { *sum += *a; }\n\
+         kernel bump(int *v) { *v += 1; }\n\
+         main {\n    par_loop add over s (x READ, g INC);\n\
+         \x20   int n = (int) ((g - 0.6) * 1e17);\n\
+         \x20   for (int i = 0; i < n; i++) par_loop bump over s (y INC);\n}\n",
+    )
+    .expect("written");
+    std::fs::write(
+        &instance,
+        r#"{ "sets": { "s": 3 }, "dats": { "x": [0.1, 0.2, 0.3] } }"#,
+    )
+    .expect("written");
+    let mut diverged = 0;
+    for seed in ["0", "1", "2", "3"] {
+        let output = op2()
+            .arg("simulate")
+            .arg(&program)
+            .arg("--instance")
+            .arg(&instance)
+            .args(["--check", "--seed", seed])
+            .output()
+            .expect("op2 runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "seed {seed}: {stderr}");
+        if stderr.contains("note: the simulation took another path through `main` than `op2 run`") {
+            assert!(
+                stderr.contains("so the final states are not compared"),
+                "{stderr}"
+            );
+            diverged += 1;
+        }
+    }
+    assert!(diverged > 0, "some seed adds the sum in another order");
+}
+
 #[test]
 fn a_tolerance_that_is_not_a_finite_number_of_zero_or_more_is_refused() {
     for argument in ["--rtol=NaN", "--atol=-1e-9", "--rtol=inf"] {

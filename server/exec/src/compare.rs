@@ -204,6 +204,24 @@ fn magnitude<'a>(values: impl IntoIterator<Item = &'a Value>) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// Two runs that took different paths through `main`: they ran other
+/// par_loops, or as many in another order, or ended with another `exit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Divergence {
+    /// The par_loops the reference started.
+    pub expected_loops: u64,
+    /// The par_loops the other run started.
+    pub actual_loops: u64,
+    /// The reference's `exit` status.
+    pub expected_exit: Option<u8>,
+    /// The other run's `exit` status.
+    pub actual_exit: Option<u8>,
+    /// Whether a condition of `main` may go either way by the order of
+    /// floating-point sums ([`op2_analysis::order::OrderDependence::main_branches`]):
+    /// then the paths may differ and the states are not compared.
+    pub order_dependent: bool,
+}
+
 /// What a comparison found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Comparison {
@@ -214,12 +232,16 @@ pub struct Comparison {
     /// move them by any amount (their dat or global is
     /// [`Sensitivity::Arbitrary`]), in order of place: not failures.
     pub order_dependent: Vec<Difference>,
+    /// The runs took different paths through `main`. When the order of
+    /// sums explains it, nothing else is compared (the lists are empty);
+    /// otherwise it is a failure, and the values are compared as well.
+    pub diverged: Option<Divergence>,
 }
 
 impl Comparison {
     /// True when nothing counts against the comparison.
     pub fn agrees(&self) -> bool {
-        self.differences.is_empty()
+        self.differences.is_empty() && self.diverged.is_none_or(|d| d.order_dependent)
     }
 }
 
@@ -232,6 +254,20 @@ pub fn compare(
     tolerance: Tolerance,
 ) -> Comparison {
     let order = order_dependence(program);
+    let diverged = (expected.path != actual.path || expected.exit_status != actual.exit_status)
+        .then_some(Divergence {
+            expected_loops: expected.path.loops,
+            actual_loops: actual.path.loops,
+            expected_exit: expected.exit_status,
+            actual_exit: actual.exit_status,
+            order_dependent: order.main_branches,
+        });
+    if diverged.is_some_and(|d| d.order_dependent) {
+        return Comparison {
+            diverged,
+            ..Comparison::default()
+        };
+    }
     let largest = |values: &[Vec<Value>]| {
         values
             .iter()
@@ -308,6 +344,7 @@ pub fn compare(
     Comparison {
         differences,
         order_dependent,
+        diverged,
     }
 }
 

@@ -16,6 +16,6 @@ pub mod reference;
 pub mod simulate;
 pub mod state;
 
-pub use compare::{Comparison, Difference, Passing, Tolerance, compare, passing};
+pub use compare::{Comparison, Difference, Divergence, Passing, Tolerance, compare, passing};
 pub use reference::{Engine, LoopPlan, Reference, RuntimeError};
 pub use state::State;

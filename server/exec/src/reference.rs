@@ -645,6 +645,7 @@ impl Host for Reference<'_> {
         invocation: InvocationId,
         globals: &mut [Vec<Value>],
     ) -> Result<(), Fault> {
+        self.state.path.record(invocation);
         match self.run_invocation(invocation, globals) {
             Ok(()) => {
                 self.invocations_run += 1;

@@ -3278,6 +3278,9 @@ impl<'a> Simulator<'a> {
         if let Some(fetch) = self.fetches[plan_index] {
             return self.fetch_request(pin, plan_index, fetch);
         }
+        self.state
+            .path
+            .record(self.graph.invocations[plan_index].id);
         self.invocation_start = self.clocks[0].at;
         let cost = &mut self.costs[plan_index];
         cost.first_begin.get_or_insert(self.invocation_start);

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use op2_analysis::model::{ArgKind, Program};
+use op2_analysis::model::{ArgKind, InvocationId, Program};
 use op2_analysis::value::Value;
 use op2_instance::InstanceData;
 
@@ -26,6 +26,32 @@ pub struct State {
     /// The status of the `exit` that ended `main`; `None` when `main` ran
     /// to its end or returned.
     pub exit_status: Option<u8>,
+    /// The par_loops `main` ran, in order (a `fetch` is not one).
+    pub path: Path,
+}
+
+/// The par_loops a run of `main` started, in order, kept as their number
+/// and a hash of the sequence: two runs that took the same path through
+/// `main` have equal paths (and two that did not, almost surely not).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Path {
+    /// How many par_loops started.
+    pub loops: u64,
+    /// FNV-1a over the invocations' ids, in order.
+    pub hash: u64,
+}
+
+impl Path {
+    /// Records that the par_loop `invocation` started.
+    pub fn record(&mut self, invocation: InvocationId) {
+        if self.loops == 0 {
+            self.hash = 0xcbf2_9ce4_8422_2325;
+        }
+        self.loops += 1;
+        for byte in invocation.0.to_le_bytes() {
+            self.hash = (self.hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
 }
 
 impl State {
@@ -65,6 +91,7 @@ impl State {
             globals: data.globals.clone(),
             consts: data.consts.clone(),
             exit_status: None,
+            path: Path::default(),
         }
     }
 

@@ -244,7 +244,20 @@ pub fn check(
             // apart by the comparison (op2_analysis::order) and not held to
             // the tolerance.
             let comparison = op2_exec::compare(&analysis.program, expected, actual, tolerance);
-            reached.order_dependent = !comparison.order_dependent.is_empty();
+            reached.order_dependent = !comparison.order_dependent.is_empty()
+                || comparison.diverged.is_some_and(|d| d.order_dependent);
+            if let Some(diverged) = comparison.diverged.filter(|d| !d.order_dependent) {
+                return Err(Finding::property(
+                    "simulate",
+                    format!(
+                        "the simulation took another path through main than the reference run, with no condition of main that the order of sums moves: {} par_loops started in run, {} in simulate; exit {:?} in run, {:?} in simulate",
+                        diverged.expected_loops,
+                        diverged.actual_loops,
+                        diverged.expected_exit,
+                        diverged.actual_exit
+                    ),
+                ));
+            }
             let differences = comparison.differences;
             if let Some(first) = differences.first() {
                 return Err(Finding::property(
@@ -258,6 +271,16 @@ pub fn check(
                     ),
                 ));
             }
+        }
+        // A fault in one engine only (an integer division by zero, an
+        // index out of range, a kernel's iteration limit) is the order of
+        // sums' when some value may differ by any amount between them
+        // (`op2_analysis::order`): it may be a divisor, an index or a
+        // loop's bound.
+        (Ok(_), Err(SimulationError::Runtime(_))) | (Err(_), Ok(_))
+            if op2_analysis::order::order_dependence(&analysis.program).jumps =>
+        {
+            reached.order_dependent = true;
         }
         (Ok(_), Err(SimulationError::Runtime(error))) => {
             return Err(Finding::property(

@@ -157,8 +157,12 @@ impl Case {
         let (actual, sim_output, statistics) = self
             .simulate(options)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
-        let differences =
-            compare(&self.analysis.program, &expected, &actual, tolerance).differences;
+        let comparison = compare(&self.analysis.program, &expected, &actual, tolerance);
+        assert_eq!(
+            comparison.diverged, None,
+            "seed {seed}: main took another path"
+        );
+        let differences = comparison.differences;
         assert!(
             differences.is_empty(),
             "seed {seed}: {} differences, worst {:?}",
