@@ -12,7 +12,7 @@ use std::sync::Arc;
 use op2_analysis::Analysis;
 use op2_analysis::model::{Arg, ArgKind, DatId, InvocationId, Program};
 use op2_analysis::value::{self, Value};
-use op2_syntax::ast::{AccessMode, BinaryOp};
+use op2_syntax::ast::{AccessMode, BinaryOp, ScalarType};
 use op2_syntax::{Encoding, LineIndex, TextRange};
 
 use crate::interp::{Compiled, Fault, Frame, Host};
@@ -323,13 +323,17 @@ impl<'a> Reference<'a> {
         let consts = &self.state.consts;
         let elements = self.state.set_sizes[set.index()];
         let args: Vec<_> = invocation.resolved_args().map(|(_, a)| a.clone()).collect();
-        // Every element's copy of an `INFO` global starts from its value
-        // when the loop began, as on POETS, where each device gets it in
-        // the begin message.
-        let info_starts: Vec<Option<Vec<Value>>> = args
+        // Every element's copy of an `INFO` global, and of a MIN or MAX
+        // one, starts from the global's value when the loop began, as on
+        // POETS, where each device gets it in the begin message (and as in
+        // OP2's parallel back ends, where every thread starts from it).
+        let starts: Vec<Option<Vec<Value>>> = args
             .iter()
-            .map(|arg| match arg.kind {
-                ArgKind::Info { global, .. } => Some(globals[global.index()].clone()),
+            .map(|arg| match (arg.kind, arg.mode) {
+                (ArgKind::Info { global, .. }, _)
+                | (ArgKind::Global(global), AccessMode::Min | AccessMode::Max) => {
+                    Some(globals[global.index()].clone())
+                }
                 _ => None,
             })
             .collect();
@@ -346,12 +350,18 @@ impl<'a> Reference<'a> {
             for (k, arg) in args.iter().enumerate() {
                 let (base, length) = layout.params[k];
                 let target = &mut slots[base..base + length];
-                let zero = Value::zero(arg.ty.scalar);
                 let staged = arg.mode == AccessMode::Inc && !in_place[k];
                 match arg.kind {
                     ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
                         if staged {
-                            target.fill(zero);
+                            target.fill(inc_identity(arg.ty.scalar));
+                        } else if let (ArgKind::IndirectDat { .. }, AccessMode::Write) =
+                            (arg.kind, arg.mode)
+                        {
+                            // As the landing pad of a POETS device: the
+                            // incoming value of WRITE is unspecified, and
+                            // an indirect one is defined as zero.
+                            target.fill(Value::zero(arg.ty.scalar));
                         } else {
                             let row = self.state.row_of(&program, arg.kind, element);
                             target.copy_from_slice(
@@ -361,13 +371,15 @@ impl<'a> Reference<'a> {
                     }
                     ArgKind::Global(global) => {
                         if staged {
-                            target.fill(zero);
+                            target.fill(inc_identity(arg.ty.scalar));
+                        } else if let Some(start) = &starts[k] {
+                            target.copy_from_slice(start);
                         } else {
                             target.copy_from_slice(&globals[global.index()]);
                         }
                     }
                     ArgKind::Info { .. } => {
-                        if let Some(start) = &info_starts[k] {
+                        if let Some(start) = &starts[k] {
                             target.copy_from_slice(start);
                         }
                     }
@@ -502,16 +514,16 @@ pub const MAX_IN_PLACE_INC: usize = 32;
 /// by [`in_place_plan`] and followed by both engines.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IncPlace {
-    /// Not in place: an INC argument starts at zero and what the kernel
-    /// leaves in it is added to the target (an integer INC, a global passed
-    /// before in the loop, a dat or global with more than
+    /// Not in place: an INC argument starts at [`inc_identity`] and what
+    /// the kernel leaves in it is added to the target (an integer INC, a
+    /// global passed before in the loop, a dat or global with more than
     /// [`MAX_IN_PLACE_INC`] floating INC arguments); every other argument
-    /// is staged as its mode says.
+    /// is staged as its mode says (an indirect WRITE from zero).
     Staged,
     /// A floating INC argument that starts from its target's value and is
     /// stored back, unless, for the element, one of these earlier arguments
     /// (of the same dat, fewer than [`MAX_IN_PLACE_INC`]) names the same
-    /// row: then it starts at zero and is added after them.
+    /// row: then it starts at [`inc_identity`] and is added after them.
     InPlace {
         /// The earlier floating INC arguments of the same dat.
         unless: Vec<usize>,
@@ -606,8 +618,33 @@ pub(crate) fn index_value(index: usize) -> Value {
     Value::Int(i32::try_from(index).unwrap_or(i32::MAX))
 }
 
+/// Where a staged INC argument starts: `-0.0` for `float` and `double`,
+/// IEEE's additive identity (`x + -0.0` is `x` bit for bit for every `x`,
+/// `-0.0` included, where `-0.0 + 0.0` is `+0.0`), so that a staged sum and
+/// one in place agree on the sign of a zero; zero for the integer types.
+pub(crate) fn inc_identity(ty: ScalarType) -> Value {
+    match Value::zero(ty) {
+        Value::Double(_) => Value::Double(-0.0),
+        Value::Float(_) => Value::Float(-0.0),
+        zero => zero,
+    }
+}
+
+/// The sign of `value` when it is a floating zero: `Some(true)` for `-0.0`.
+fn zero_sign(value: Value) -> Option<bool> {
+    match value {
+        Value::Double(v) if v == 0.0 => Some(v.is_sign_negative()),
+        Value::Float(v) if v == 0.0 => Some(v.is_sign_negative()),
+        _ => None,
+    }
+}
+
 /// True when `value` is strictly better than `current` for a MIN or MAX
-/// reduction: what decides that an element sets an `INFO` global.
+/// reduction: smaller for MIN, larger for MAX, and between the zeros of a
+/// `float` or `double`, `-0.0` for MIN and `+0.0` for MAX, so that the
+/// result does not depend on the order the values come in (a NaN is never
+/// better, and nothing is better than a NaN). It decides what [`combine`]
+/// takes and which element sets an `INFO` global.
 pub(crate) fn improves(value: Value, current: Value, mode: AccessMode) -> bool {
     let op = if mode == AccessMode::Min {
         BinaryOp::Lt
@@ -615,17 +652,19 @@ pub(crate) fn improves(value: Value, current: Value, mode: AccessMode) -> bool {
         BinaryOp::Gt
     };
     value::binary(op, value, current).is_ok_and(Value::is_true)
+        || match (zero_sign(value), zero_sign(current)) {
+            (Some(negative), Some(was_negative)) => {
+                negative != was_negative && negative == (mode == AccessMode::Min)
+            }
+            _ => false,
+        }
 }
 
-/// Combines partial MIN/MAX values into the target.
+/// Combines partial MIN/MAX values into the target: each component takes
+/// the value where it [`improves`] on it.
 pub(crate) fn combine(target: &mut [Value], values: &[Value], mode: AccessMode) {
-    let op = if mode == AccessMode::Min {
-        BinaryOp::Lt
-    } else {
-        BinaryOp::Gt
-    };
     for (t, v) in target.iter_mut().zip(values) {
-        if value::binary(op, *v, *t).is_ok_and(Value::is_true) {
+        if improves(*v, *t, mode) {
             *t = v.convert(t.ty());
         }
     }

@@ -16,6 +16,7 @@ mod fetch;
 mod inc_in_place;
 mod indices;
 mod long_arrays;
+mod loop_start;
 mod output;
 mod repeated_inc;
 mod simulate_engines;

@@ -206,6 +206,9 @@ pub(crate) struct Memory<'a> {
     pub dats: &'a mut [Buffer],
     pub maps: &'a Maps,
     pub globals: &'a mut [Vec<u64>],
+    /// The globals' values when the loop began (`Slot::GlobalStart`),
+    /// read only.
+    pub starts: &'a [Vec<u64>],
     pub consts: &'a [Vec<u64>],
 }
 
@@ -321,6 +324,11 @@ impl Code {
                     let values = &mut memory.globals[g];
                     assert!(values.len() * 8 >= need, "global {g} too short");
                     values.as_mut_ptr().cast()
+                }
+                Slot::GlobalStart(g) => {
+                    let values = &memory.starts[g];
+                    assert!(values.len() * 8 >= need, "global {g}'s start too short");
+                    values.as_ptr().cast_mut().cast()
                 }
                 Slot::Const(c) => {
                     let values = &memory.consts[c];

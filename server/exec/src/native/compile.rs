@@ -43,6 +43,9 @@ pub(crate) enum Slot {
     Map(usize),
     /// A global's 8-byte slots.
     Global(usize),
+    /// A global's 8-byte slots as they were when the loop began: where
+    /// the parameter of a MIN or MAX argument starts, for every element.
+    GlobalStart(usize),
     /// A const's 8-byte slots (for indices not known when compiling).
     Const(usize),
 }
@@ -569,6 +572,9 @@ pub(crate) fn compile_loop<'a>(
             }
             ArgKind::Global(global) | ArgKind::Info { global, .. } => {
                 needed.push(Slot::Global(global.index()));
+                if let AccessMode::Min | AccessMode::Max = arg.mode {
+                    needed.push(Slot::GlobalStart(global.index()));
+                }
             }
             ArgKind::Index(Some((map, _))) => needed.push(Slot::Map(map.index())),
             ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(None) => {}
@@ -636,7 +642,7 @@ pub(crate) fn compile_loop<'a>(
     // says so, and `Shared(flag)` where the element's rows decide at run
     // time (`flag` set when one of the at most `MAX_IN_PLACE_INC - 1`
     // earlier arguments of the dat the plan names has this one's row: it
-    // starts at zero and adds, branch-free by `select`).
+    // starts at the INC identity and adds, branch-free by `select`).
     let plan = in_place_plan(&args);
     let mut place: Vec<InPlace> = Vec::with_capacity(args.len());
     let mut inc_rows: Vec<Option<ir::Value>> = vec![None; args.len()];
@@ -672,11 +678,14 @@ pub(crate) fn compile_loop<'a>(
         let length = arg.ty.dimension as usize;
         let param = g.array(Var::Param(k as u32))?.clone();
         let here = place[k];
-        // Zeroed for an INC argument that does not work in place.
+        // From the INC identity for an INC argument that does not work in
+        // place; from zero for an indirect WRITE (`reference`'s staging).
         let staged = arg.mode == AccessMode::Inc && here == InPlace::Staged;
+        let written =
+            arg.mode == AccessMode::Write && matches!(arg.kind, ArgKind::IndirectDat { .. });
         // The row, worked out before any loop over the components.
         let row = match arg.kind {
-            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } if !staged => {
+            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } if !staged && !written => {
                 row_of(&mut g, arg.kind)
             }
             ArgKind::Index(_) => row_of(&mut g, arg.kind),
@@ -687,14 +696,16 @@ pub(crate) fn compile_loop<'a>(
             let value = match arg.kind {
                 ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
                     if staged {
+                        g.inc_identity(ty)
+                    } else if written {
                         g.zero(ty)
                     } else {
                         let address = g.dat_address(dat.index(), row, length, c, ty);
                         let value = g.b.ins().load(ir_type(ty), FLAGS, address, 0);
                         match here {
                             InPlace::Shared(flag) => {
-                                let zero = g.zero(ty);
-                                g.b.ins().select(flag, zero, value)
+                                let identity = g.inc_identity(ty);
+                                g.b.ins().select(flag, identity, value)
                             }
                             _ => value,
                         }
@@ -707,9 +718,16 @@ pub(crate) fn compile_loop<'a>(
                 }
                 ArgKind::Global(global) => {
                     if staged {
-                        g.zero(ty)
+                        g.inc_identity(ty)
                     } else {
-                        let base = g.base(Slot::Global(global.index()));
+                        // MIN and MAX from the value when the loop began
+                        // (`reference`'s staging), whatever the elements
+                        // before have combined into the global since.
+                        let slot = match arg.mode {
+                            AccessMode::Min | AccessMode::Max => Slot::GlobalStart(global.index()),
+                            _ => Slot::Global(global.index()),
+                        };
+                        let base = g.base(slot);
                         let (address, offset) = g.slot_address(base, 0, c)?;
                         g.b.ins().load(ir_type(ty), FLAGS, address, offset)
                     }
@@ -846,9 +864,10 @@ pub(crate) fn compile_loop<'a>(
 enum InPlace {
     /// From the target's value, stored back.
     Fresh,
-    /// Not in place: an INC argument starts at zero and is added to its
-    /// target (an integer INC always, a floating one where the plan says
-    /// so); any other argument is staged from its target as usual.
+    /// Not in place: an INC argument starts at the INC identity (`-0.0`
+    /// for a floating one) and is added to its target (an integer INC
+    /// always, a floating one where the plan says so); any other argument
+    /// is staged as usual.
     Staged,
     /// As `Staged` where the flag is set (an earlier argument's row is the
     /// element's row of this one), else as `Fresh`.
@@ -1023,8 +1042,8 @@ fn offset8(c: usize) -> Result<i32, Unsupported> {
 
 impl Gen<'_, '_> {
     /// Whether `value` is strictly better than `old` for a MIN or MAX
-    /// reduction (the interpreter's `combine` and `improves`), as a truth
-    /// value.
+    /// reduction (the interpreter's `combine` and `improves`, with their
+    /// tie between the zeros of a `float` or `double`), as a truth value.
     fn better(
         &mut self,
         mode: AccessMode,
@@ -1040,7 +1059,26 @@ impl Gen<'_, '_> {
         let v = Typed { value, ty };
         let t = Typed { value: old, ty };
         let better = self.binary(op, v, t, TextRange::default())?;
-        Ok(self.truth(better))
+        let better = self.truth(better);
+        let bits = match ty {
+            ScalarType::Double => types::I64,
+            ScalarType::Float => types::I32,
+            _ => return Ok(better),
+        };
+        // Equal, so both zeros where the signs differ: MIN takes `-0.0`
+        // over `+0.0`, MAX `+0.0` over `-0.0`.
+        let equal = self.b.ins().fcmp(FloatCC::Equal, value, old);
+        let value_bits = self.b.ins().bitcast(bits, MemFlags::new(), value);
+        let old_bits = self.b.ins().bitcast(bits, MemFlags::new(), old);
+        let value_negative = self.b.ins().icmp_imm(IntCC::SignedLessThan, value_bits, 0);
+        let old_negative = self.b.ins().icmp_imm(IntCC::SignedLessThan, old_bits, 0);
+        let signs = if mode == AccessMode::Min {
+            self.b.ins().band_not(value_negative, old_negative)
+        } else {
+            self.b.ins().band_not(old_negative, value_negative)
+        };
+        let tie = self.b.ins().band(equal, signs);
+        Ok(self.b.ins().bor(better, tie))
     }
 
     /// No fault yet.
@@ -1168,6 +1206,11 @@ impl Gen<'_, '_> {
 
     fn zero(&mut self, ty: ScalarType) -> ir::Value {
         self.constant(Value::zero(ty))
+    }
+
+    /// Where a staged INC argument starts (`reference::inc_identity`).
+    pub(crate) fn inc_identity(&mut self, ty: ScalarType) -> ir::Value {
+        self.constant(crate::reference::inc_identity(ty))
     }
 
     fn constant(&mut self, v: Value) -> ir::Value {

@@ -32,6 +32,9 @@ struct Compiled {
     sites: Vec<Site>,
     /// The globals the loop reads or reduces (table slots), with their type.
     globals: Vec<(usize, op2_syntax::ast::ScalarType)>,
+    /// The globals it reduces by MIN or MAX, whose values when the loop
+    /// begins it reads too (`Slot::GlobalStart`).
+    starts: Vec<usize>,
 }
 
 /// A program compiled for one run, holding the run's dats and maps.
@@ -43,6 +46,9 @@ pub(crate) struct Native {
     maps: Maps,
     consts: Vec<Vec<u64>>,
     globals: Vec<Vec<u64>>,
+    /// The values of the globals a loop reduces by MIN or MAX when it
+    /// began (`Slot::GlobalStart`), for the loop running.
+    starts: Vec<Vec<u64>>,
     /// With more than one thread: the pool and every loop's plan.
     threads: Option<Threads>,
 }
@@ -112,6 +118,7 @@ impl Native {
             let mut need = vec![0usize; shape.slots.len()];
             let mut map_bounds = vec![None; shape.slots.len()];
             let mut globals = Vec::new();
+            let mut starts = Vec::new();
             let position = |slot: Slot| shape.slots.iter().position(|s| *s == slot);
             for (_, arg) in invocation.resolved_args() {
                 let dimension = arg.ty.dimension as usize;
@@ -153,6 +160,12 @@ impl Native {
                                 globals.push((global.index(), arg.ty.scalar));
                             }
                         }
+                        if let Some(k) = position(Slot::GlobalStart(global.index())) {
+                            need[k] = need[k].max(dimension * 8);
+                            if !starts.contains(&global.index()) {
+                                starts.push(global.index());
+                            }
+                        }
                     }
                     ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(None) => {}
                 }
@@ -166,6 +179,7 @@ impl Native {
                 code: Code::bind(id, shape.slots, need, map_bounds, elements),
                 sites: shape.sites,
                 globals,
+                starts,
             }));
         }
         let code = Code::new(module)?;
@@ -200,6 +214,7 @@ impl Native {
                 .map(|values| values.iter().map(|v| to_slot(*v)).collect())
                 .collect(),
             globals: program.globals.iter().map(|_| Vec::new()).collect(),
+            starts: program.globals.iter().map(|_| Vec::new()).collect(),
             threads: None,
         })
     }
@@ -304,10 +319,14 @@ impl Native {
             }
             self.globals[g] = globals[g].iter().map(|v| to_slot(*v)).collect();
         }
+        for &g in &compiled.starts {
+            self.starts[g].clone_from(&self.globals[g]);
+        }
         let mut memory = Memory {
             dats: &mut self.dats,
             maps: &self.maps,
             globals: &mut self.globals,
+            starts: &self.starts,
             consts: &self.consts,
         };
         let elements = compiled.code.elements;

@@ -28,7 +28,7 @@ use rayon::prelude::*;
 use super::code::{Bound, Stop};
 use super::flat::{from_slot, to_slot};
 use super::plan::{BLOCK, Reduction};
-use crate::reference::{add_into, combine};
+use crate::reference::{add_into, combine, inc_identity};
 
 /// The most bytes of partials a loop holds at once (a larger partial is
 /// held alone, one at a time).
@@ -59,9 +59,11 @@ pub(crate) fn wave(starts: &[Vec<u64>], threads: usize) -> usize {
 
 /// The starting partial of chunk `chunk`: MIN and MAX start from the
 /// global's value when the loop began (what the kernel sees, as in the
-/// sequential engine); INC starts from it in chunk 0 and from zero in the
-/// others, so that a loop of one chunk sums exactly as the sequential
-/// engine does. A `float` or `double` INC argument adds into its chunk's
+/// sequential engine); INC starts from it in chunk 0 and from the INC
+/// identity (`reference::inc_identity`, `-0.0` for `float` and `double`)
+/// in the others, so that a loop of one chunk sums exactly as the
+/// sequential engine does, and the sign of a zero total does not depend on
+/// the chunks. A `float` or `double` INC argument adds into its chunk's
 /// partial in place, element by element (`reference::in_place_args`).
 fn partial(chunk: usize, reductions: &[Reduction], starts: &[Vec<u64>]) -> Vec<Vec<u64>> {
     reductions
@@ -69,7 +71,7 @@ fn partial(chunk: usize, reductions: &[Reduction], starts: &[Vec<u64>]) -> Vec<V
         .zip(starts)
         .map(|(r, start)| {
             if r.mode == AccessMode::Inc && chunk > 0 {
-                vec![to_slot(Value::zero(r.ty)); start.len()]
+                vec![to_slot(inc_identity(r.ty)); start.len()]
             } else {
                 start.clone()
             }
