@@ -1,8 +1,8 @@
 //! Which dats and globals may end a run with values that depend on the order
 //! in which floating-point contributions are summed.
 //!
-//! language.md §8 leaves the order of an INC's contributions (and of a MIN
-//! or MAX's, which decides the sign of a zero) unspecified, so `op2 run` and
+//! language.md §8 leaves the order of an INC's contributions unspecified
+//! (a MIN or MAX gives the same result in every order), so `op2 run` and
 //! `op2 simulate` may end with floating values a few units in the last place
 //! apart; `op2 simulate --check` compares those within a tolerance
 //! (`op2_exec::compare`). Such a difference grows past any tolerance when
@@ -146,11 +146,12 @@ pub fn order_dependence(program: &Program) -> OrderDependence {
             if writes {
                 graph.edge(param, node, false);
             }
-            let reduces = matches!(
-                arg.mode,
-                AccessMode::Inc | AccessMode::Min | AccessMode::Max
-            );
-            if reduces && arg.ty.scalar.is_floating() {
+            // Only a sum depends on the order of its terms: a MIN or MAX
+            // combines each element's result, which starts from the
+            // global's value when the loop began, by a rule that breaks
+            // ties between 0.0 and -0.0 by sign, the same in both engines
+            // (language.md §8), so its result is the same in every order.
+            if arg.mode == AccessMode::Inc && arg.ty.scalar.is_floating() {
                 graph.seed(node, Sensitivity::Rounding);
             }
             if let ArgKind::Info { of, .. } = arg.kind {

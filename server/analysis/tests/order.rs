@@ -339,3 +339,30 @@ main {
     assert_eq!(of(&order, "n"), Sensitivity::Exact);
     assert_eq!(of(&order, "g"), Sensitivity::Rounding);
 }
+
+#[test]
+fn a_min_or_max_is_the_same_in_every_order() {
+    // The review's O1: `if (x > *m) *m = x;` compares the parameter, which
+    // made every MIN and MAX global arbitrary while they were seeded as
+    // order-dependent; their combination does not depend on the order.
+    let text = program(
+        r#"
+global top: double = 0.0;
+global low: double = 100.0;
+global picked: int = 0;
+kernel extremes(const double *w, double *t, double *l) {
+    if (*w > *t) { *t = *w; }
+    *l = fmin(*l, *w);
+}
+kernel pick(const double *t, int *p) { if (*t > 1.0) { *p += 1; } }
+main {
+    par_loop extremes over edges (weight READ, top MAX, low MIN);
+    par_loop pick over cells (top READ, picked INC);
+}
+"#,
+    );
+    let order = analyse(&text);
+    assert_eq!(of(&order, "top"), Sensitivity::Exact);
+    assert_eq!(of(&order, "low"), Sensitivity::Exact);
+    assert_eq!(of(&order, "picked"), Sensitivity::Exact);
+}
