@@ -32,12 +32,14 @@ use crate::native::flat::{from_slot, to_slot};
 use crate::native::{KernelCalls, Rows};
 use crate::printer::{Printer, Printing};
 use order::{Bits, DeviceSort, Wheel};
-use store::{Column, Payloads, add_slots, column_values, combine_slots, copy_slots, rows};
+use store::{
+    Column, Payloads, add_slots, better, column_values, combine, combine_slots, copy_slots, rows,
+};
 
 mod fetch;
 mod order;
 mod store;
-use crate::reference::{Engine, RuntimeError, add_into, combine, describe, prepare};
+use crate::reference::{Engine, RuntimeError, add_into, describe, prepare};
 use crate::state::State;
 
 /// A fault planted in the graph, to show that the simulator catches it
@@ -394,31 +396,32 @@ struct PlanInfo {
 /// invocation and set device type.
 #[derive(Clone, Copy)]
 enum Stage {
-    /// Zeros: an INC argument of a direct dat is a zeroed temporary, added
-    /// to the dat after the kernel (zero is the all-zero slot in every
-    /// type).
-    Zero { at: usize, length: usize },
+    /// Slots set to `slot`: an INC argument of a direct dat is a temporary
+    /// that starts at INC's identity (`identity`), added to the dat after
+    /// the kernel; a const's or a length's slots are zeros.
+    Fill { at: usize, length: usize, slot: u64 },
     /// The element's row of a dat.
     Dat {
         dat: usize,
         at: usize,
         length: usize,
     },
-    /// The element's landing pad, zeroed first for an INC argument.
+    /// The element's landing pad, set first to `start` (INC's identity)
+    /// for an INC argument.
     Buffer {
         buffer: usize,
         at: usize,
         length: usize,
-        zero: bool,
+        start: Option<u64>,
     },
     /// A global's pad (an `INFO` global's too); for an INC argument, the
-    /// pad and the slots zeroed: each INC argument its own zeroed copy,
-    /// however often the global is passed.
+    /// pad and the slots set to `start` (INC's identity): each INC argument
+    /// its own fresh copy, however often the global is passed.
     Pad {
         pad: usize,
         at: usize,
         length: usize,
-        zero: bool,
+        start: Option<u64>,
     },
     /// The device's own index, or the map's target, as the generated
     /// properties `index` and `{inv}_arg{i}_index`.
@@ -456,8 +459,8 @@ enum Store {
 #[derive(Clone, Copy)]
 enum PadStore {
     /// Copied: the first INC argument of a global is its partial itself,
-    /// zeroed (copying equals adding to zero); a READ global; an `INFO`
-    /// global.
+    /// started at INC's identity (copying equals adding to it); a READ
+    /// global; an `INFO` global.
     Copy,
     /// Added: an INC argument of a global passed INC before.
     Add,
@@ -484,6 +487,7 @@ fn staging(
         let at = offsets[position];
         let length = arg.ty.dimension as usize;
         let inc = arg.mode == AccessMode::Inc;
+        let inc_start = inc.then(|| to_slot(identity(arg.ty.scalar, AccessMode::Inc)));
         let column = |group: u8, column: usize| RowSource::Column {
             group,
             column: u32::try_from(column).unwrap_or(u32::MAX),
@@ -494,7 +498,11 @@ fn staging(
             ArgKind::DirectDat(dat) => {
                 let dat = dat.index();
                 stage.push(if inc {
-                    Stage::Zero { at, length }
+                    Stage::Fill {
+                        at,
+                        length,
+                        slot: inc_start.unwrap_or(0),
+                    }
                 } else {
                     Stage::Dat { dat, at, length }
                 });
@@ -518,7 +526,7 @@ fn staging(
                     buffer,
                     at,
                     length,
-                    zero: inc,
+                    start: inc_start,
                 });
                 store.push(Store::Buffer { buffer, at, length });
                 let start = if inc {
@@ -538,7 +546,7 @@ fn staging(
                     pad,
                     at,
                     length,
-                    zero: inc && global.is_some(),
+                    start: inc_start.filter(|_| global.is_some()),
                 });
                 let how = match (global, arg.mode) {
                     (Some(_), mode @ (AccessMode::Min | AccessMode::Max)) => {
@@ -580,7 +588,11 @@ fn staging(
             // Compiled in, or put in the interpreter's frame; their slots
             // zeroed, as every slot is before a call.
             ArgKind::Const(_) | ArgKind::Len(_) => {
-                stage.push(Stage::Zero { at, length });
+                stage.push(Stage::Fill {
+                    at,
+                    length,
+                    slot: 0,
+                });
                 handler.push(row(RowSource::None, RowStart::Load, RowBack::Keep));
             }
         }
@@ -1276,13 +1288,21 @@ pub fn simulate_with_progress(
     Ok((state, simulator.statistics))
 }
 
+/// The identity of a reduction, as the generated handlers start a partial
+/// (compilation.md, "Reductions: identities and ties"): `-0.0` for a
+/// floating INC (IEEE's additive identity: `x + -0.0` is `x` for every
+/// `x`, `-0.0` included, so a sum of `-0.0` terms stays `-0.0` as it does
+/// in place in `op2 run`), the infinities for a floating MIN or MAX (a
+/// finite extreme would beat a global that is `+inf` or `-inf`), the
+/// extremes of an integer type.
 fn identity(ty: ScalarType, mode: AccessMode) -> Value {
-    // The finite extremes the generated handlers use (compilation.md §10).
     match (mode, ty) {
-        (AccessMode::Min, ScalarType::Double) => Value::Double(f64::MAX),
-        (AccessMode::Max, ScalarType::Double) => Value::Double(f64::MIN),
-        (AccessMode::Min, ScalarType::Float) => Value::Float(f32::MAX),
-        (AccessMode::Max, ScalarType::Float) => Value::Float(f32::MIN),
+        (AccessMode::Inc, ScalarType::Double) => Value::Double(-0.0),
+        (AccessMode::Inc, ScalarType::Float) => Value::Float(-0.0),
+        (AccessMode::Min, ScalarType::Double) => Value::Double(f64::INFINITY),
+        (AccessMode::Max, ScalarType::Double) => Value::Double(f64::NEG_INFINITY),
+        (AccessMode::Min, ScalarType::Float) => Value::Float(f32::INFINITY),
+        (AccessMode::Max, ScalarType::Float) => Value::Float(f32::NEG_INFINITY),
         (AccessMode::Min, ScalarType::Int) => Value::Int(i32::MAX),
         (AccessMode::Max, ScalarType::Int) => Value::Int(i32::MIN),
         (AccessMode::Min, ScalarType::Uint) => Value::Uint(u32::MAX),
@@ -2787,7 +2807,7 @@ impl<'a> Simulator<'a> {
     }
 
     /// Runs the kernel on one iteration element: INC landing pads are
-    /// zeroed first, then the kernel works on the device's own data in
+    /// set to INC's identity first, then the kernel works on the device's own data in
     /// place, as the generated C++ does. The arguments are staged in
     /// 8-byte slots, which the compiled kernel call reads and writes; the
     /// interpreter gets them as values.
@@ -2864,7 +2884,7 @@ impl<'a> Simulator<'a> {
             let (pads, ty) = (&columns.pads, columns.pads.ty(r));
             let value = from_slot(pads.row(r, element)[0], ty);
             let start = from_slot(start, ty);
-            let set = crate::reference::improves(value, start, plan.mode);
+            let set = better(value, start, plan.mode);
             self.plan_columns[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
                 u32::try_from(element).unwrap_or(NO_ELEMENT)
             } else {
@@ -2897,7 +2917,7 @@ impl<'a> Simulator<'a> {
         let columns = &mut self.columns[t];
         for step in &info.stage {
             match *step {
-                Stage::Zero { at, length } => staged[at..at + length].fill(0),
+                Stage::Fill { at, length, slot } => staged[at..at + length].fill(slot),
                 Stage::Dat { dat, at, length } => {
                     copy_slots(&mut staged[at..at + length], self.dats.row(dat, element));
                 }
@@ -2905,11 +2925,11 @@ impl<'a> Simulator<'a> {
                     buffer,
                     at,
                     length,
-                    zero,
+                    start,
                 } => {
                     let values = self.plan_columns[p].buffers.row_mut(buffer, element);
-                    if zero {
-                        values.fill(0);
+                    if let Some(slot) = start {
+                        values.fill(slot);
                     }
                     copy_slots(&mut staged[at..at + length], values);
                 }
@@ -2917,12 +2937,12 @@ impl<'a> Simulator<'a> {
                     pad,
                     at,
                     length,
-                    zero,
+                    start,
                 } => {
                     let values = columns.pads.row_mut(pad, element);
-                    if zero {
-                        values.fill(0);
-                        staged[at..at + length].fill(0);
+                    if let Some(slot) = start {
+                        values.fill(slot);
+                        staged[at..at + length].fill(slot);
                     } else {
                         copy_slots(&mut staged[at..at + length], values);
                     }
@@ -3710,8 +3730,12 @@ fn takes(incoming: Value, current: Value, element: Value, held: Value, mode: Acc
     };
     element != NO_ELEMENT
         && (held == NO_ELEMENT
-            || crate::reference::improves(incoming, current, mode)
-            || (incoming == current && element < held))
+            || better(incoming, current, mode)
+            // Equal: neither better (`0.0` and `-0.0` are not, for MIN or
+            // MAX).
+            || (incoming == current
+                && !better(current, incoming, mode)
+                && element < held))
 }
 
 /// An aggregator's combination of a child's `INFO` partial into its own.

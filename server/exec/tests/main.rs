@@ -13,6 +13,7 @@ mod differential;
 mod examples;
 mod faults;
 mod fetch;
+mod graph_identity;
 mod inc_in_place;
 mod indices;
 mod long_arrays;
