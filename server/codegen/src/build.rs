@@ -17,7 +17,7 @@ use op2_syntax::ast::{AccessMode, ScalarType};
 use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use crate::controller;
-use crate::cpp::{Printer, Spelling, double_literal, line_flush, scalar_type_decl};
+use crate::cpp::{Printer, Spelling, line_flush, scalar_type_decl};
 use crate::kernels::KernelCache;
 use crate::model::{
     CType, Controller, DeviceKind, DevicePlan, DeviceType, FetchPlan, GraphType, InfoPlan,
@@ -40,6 +40,15 @@ template <typename T> inline bool op2_bool_post(T &x, int delta) {
     return old;
 }
 inline int32_t op2_isnan(double x) { return x != x; }
+// What a MIN (MAX) reduction of floats takes: a smaller (larger) value, or
+// -0.0 against +0.0 (+0.0 against -0.0), so that which zero it ends with
+// does not depend on the order the values arrive in.
+template <typename T> inline bool op2_below(T a, T b) {
+    return a < b || (a == 0 && b == 0 && std::signbit(a) && !std::signbit(b));
+}
+template <typename T> inline bool op2_above(T a, T b) {
+    return a > b || (a == 0 && b == 0 && !std::signbit(a) && std::signbit(b));
+}
 inline int32_t op2_isinf(double x) { return x == x && (x - x) != (x - x); }
 ";
 
@@ -400,21 +409,27 @@ fn info_members(program: &Program, info: &InfoPlan) -> [Member; 2] {
 
 /// Of two partials of an `INFO` global, takes the incoming one (`message`)
 /// when it has an element and the current one (`state`, whose `R` is
-/// `current`) has none, or `R` is strictly better, or equal with a lower
-/// element.
+/// `current`) has none, or `R` is strictly better ([`better`]), or equal
+/// (neither better) with a lower element.
 fn info_combine(out: &mut String, program: &Program, info: &InfoPlan, current: &str, value: &str) {
     let g = global_member(program, info.global);
     let element = names::info_element(&program.globals[info.global.index()].name);
     let r = global_member(program, info.of).name;
-    let better = if info.mode == AccessMode::Min {
-        '<'
-    } else {
-        '>'
+    let ty = program.globals[info.of.index()].ty.scalar;
+    let (incoming, current) = (format!("message->{r}[0]"), format!("{current}[0]"));
+    let better_value = better(info.mode, ty, &incoming, &current);
+    // Equal: neither better, so `0.0` and `-0.0` are not equal here.
+    let equal = match ty {
+        ScalarType::Double | ScalarType::Float => format!(
+            "{incoming} == {current} && !{}",
+            better(info.mode, ty, &current, &incoming)
+        ),
+        _ => format!("{incoming} == {current}"),
     };
     let none = names::NO_ELEMENT;
     let _ = writeln!(
         out,
-        "if (message->{element} != {none}u && (deviceState->{element} == {none}u || message->{r}[0] {better} {current}[0] || (message->{r}[0] == {current}[0] && message->{element} < deviceState->{element}))) {{\n    deviceState->{element} = message->{element};"
+        "if (message->{element} != {none}u && (deviceState->{element} == {none}u || {better_value} || ({equal} && message->{element} < deviceState->{element}))) {{\n    deviceState->{element} = message->{element};"
     );
     copy_loop(out, g.components(), |o, c| {
         let _ = write!(
@@ -545,16 +560,20 @@ fn mask(bits: usize) -> u32 {
     }
 }
 
-/// The largest finite value of a type (`MIN`'s identity) or the lowest
-/// (`MAX`'s), as a C++ literal (compilation.md §10: finite extremes).
+/// The identity of a reduction as a C++ expression (compilation.md,
+/// "Reductions: identities and ties"):
+/// for INC `-0.0` in a floating type (IEEE's additive identity, so that a
+/// sum of `-0.0` terms stays `-0.0`) and zero in the others; for MIN and
+/// MAX the infinities of a floating type (from `<cmath>`; a finite extreme
+/// would beat a global that is infinite) and an integer type's extremes.
 fn identity(ty: ScalarType, mode: AccessMode) -> String {
     let lowest = mode == AccessMode::Max;
     match (ty, lowest) {
+        (ScalarType::Double, _) if mode == AccessMode::Inc => "-0.0".into(),
+        (ScalarType::Float, _) if mode == AccessMode::Inc => "-0.0f".into(),
         (_, _) if mode == AccessMode::Inc => "0".into(),
-        (ScalarType::Double, false) => double_literal(f64::MAX),
-        (ScalarType::Double, true) => double_literal(f64::MIN),
-        (ScalarType::Float, false) => format!("{:?}f", f32::MAX),
-        (ScalarType::Float, true) => format!("{:?}f", f32::MIN),
+        (ScalarType::Double | ScalarType::Float, false) => "INFINITY".into(),
+        (ScalarType::Double | ScalarType::Float, true) => "-INFINITY".into(),
         (ScalarType::Int, false) => i32::MAX.to_string(),
         (ScalarType::Int, true) => "(-2147483647 - 1)".into(),
         (ScalarType::Uint, false) => format!("{}u", u32::MAX),
@@ -1038,13 +1057,16 @@ const KERNEL_BUFFER: &str = "op2_print_t op2_print;
 op2_print.length = 0;
 ";
 
-/// The body of the execute handler on the iteration set's devices: zero the
-/// INC accumulators, copy the consts and lengths passed as arguments, call
-/// the kernel function, and add the INC temporaries into their targets.
+/// The body of the execute handler on the iteration set's devices: start
+/// the INC accumulators at INC's identity, copy the consts and lengths
+/// passed as arguments, call the kernel function, and add the INC
+/// temporaries into their targets.
 ///
-/// Every INC argument sees its own zeroed copy (as `op2 run` gives an
-/// integer one; a floating one it works on in place, which differs only in
-/// the rounding of the sums, language.md §8): an
+/// Every INC argument sees its own copy, zero for an integer type (as
+/// `op2 run` gives an integer one) and `-0.0` for a floating one (which
+/// `op2 run` works on in place: starting at IEEE's additive identity, the
+/// copy differs from that only in the rounding of the sums, language.md
+/// §8, not in the sign of a zero): an
 /// indirect one its landing pad, the first INC argument of a global the
 /// global's state (its partial), and a direct dat or a repeated global a
 /// local `op2_arg{i}` added to the dat or the partial after the kernel. The
@@ -1070,8 +1092,9 @@ fn execute_kernel(
                 "{} op2_arg{index}[{length}];",
                 scalar_type_decl(arg.ty.scalar)
             );
+            let start = identity(arg.ty.scalar, AccessMode::Inc);
             copy_loop(handler, *length, |out, c| {
-                let _ = write!(out, "op2_arg{index}[{c}] = 0;");
+                let _ = write!(out, "op2_arg{index}[{c}] = {start};");
             });
             continue;
         }
@@ -1084,8 +1107,9 @@ fn execute_kernel(
             ArgKind::IndirectDat { .. } => (buffer(index).to_owned(), arg.ty.dimension),
             _ => continue,
         };
+        let start = identity(arg.ty.scalar, AccessMode::Inc);
         copy_loop(handler, length, |out, c| {
-            let _ = write!(out, "deviceState->{name}[{c}] = 0;");
+            let _ = write!(out, "deviceState->{name}[{c}] = {start};");
         });
     }
     for (index, arg) in invocation.resolved_args() {
@@ -1189,15 +1213,15 @@ fn execute_kernel(
     for info in &plan.infos {
         let r = global_member(program, info.of).name;
         let element = names::info_element(&program.globals[info.global.index()].name);
-        let better = if info.mode == AccessMode::Min {
-            '<'
-        } else {
-            '>'
-        };
+        let better = better(
+            info.mode,
+            program.globals[info.of.index()].ty.scalar,
+            &format!("deviceState->{r}[0]"),
+            &format!("op2_start{}", info.arg),
+        );
         let _ = writeln!(
             handler,
-            "deviceState->{element} = deviceState->{r}[0] {better} op2_start{} ? (uint32_t) deviceProperties->{} : {}u;",
-            info.arg,
+            "deviceState->{element} = {better} ? (uint32_t) deviceProperties->{} : {}u;",
             names::INDEX_PROPERTY,
             names::NO_ELEMENT
         );
@@ -1483,10 +1507,11 @@ fn controller_device(
         }
         for (global, mode) in &plan.end_globals {
             let member = global_member(program, *global);
+            let ty = program.globals[global.index()].ty.scalar;
             let target = format!("deviceState->{}", member.name);
             let source = format!("message->{}", member.name);
             copy_loop(&mut end, member.components(), |out, c| {
-                combine(out, *mode, &target, &source, c);
+                combine(out, *mode, ty, &target, &source, c);
             });
         }
         let _ = writeln!(end, "deviceState->{}++;", names::END_COUNT);
@@ -1522,20 +1547,45 @@ fn controller_device(
     }
 }
 
-/// One component of a reduction: `target[c]` combined with `source[c]` by
-/// `mode` (`+=` for INC, the smaller for MIN, the larger for MAX).
-fn combine(out: &mut String, mode: AccessMode, target: &str, source: &str, c: &str) {
+/// One component of a reduction: `target[c]` combined with `source[c]` of
+/// type `ty` by `mode` (`+=` for INC, the smaller for MIN, the larger for
+/// MAX, [`better`]).
+fn combine(
+    out: &mut String,
+    mode: AccessMode,
+    ty: ScalarType,
+    target: &str,
+    source: &str,
+    c: &str,
+) {
     let _ = match mode {
-        AccessMode::Min => write!(
-            out,
-            "if ({source}[{c}] < {target}[{c}]) {target}[{c}] = {source}[{c}];"
-        ),
-        AccessMode::Max => write!(
-            out,
-            "if ({source}[{c}] > {target}[{c}]) {target}[{c}] = {source}[{c}];"
-        ),
+        AccessMode::Min | AccessMode::Max => {
+            let better = better(
+                mode,
+                ty,
+                &format!("{source}[{c}]"),
+                &format!("{target}[{c}]"),
+            );
+            write!(out, "if ({better}) {target}[{c}] = {source}[{c}];")
+        }
         _ => write!(out, "{target}[{c}] += {source}[{c}];"),
     };
+}
+
+/// The C++ condition that `value` (of type `ty`) is strictly better than
+/// `current` for a MIN or MAX reduction: smaller or larger, and for a
+/// floating type also `-0.0` against `0.0` for MIN and `0.0` against
+/// `-0.0` for MAX (`op2_below`, `op2_above`), so that the zero a reduction
+/// ends with does not depend on the order of its values. A NaN is never
+/// better, and nothing is better than a NaN.
+fn better(mode: AccessMode, ty: ScalarType, value: &str, current: &str) -> String {
+    let floating = matches!(ty, ScalarType::Double | ScalarType::Float);
+    match (mode == AccessMode::Min, floating) {
+        (true, true) => format!("op2_below({value}, {current})"),
+        (false, true) => format!("op2_above({value}, {current})"),
+        (true, false) => format!("{value} < {current}"),
+        (false, false) => format!("{value} > {current}"),
+    }
 }
 
 /// The aggregator device type of one invocation's tree (compilation.md
@@ -1636,11 +1686,11 @@ fn tree_device(program: &Program, plan: &InvocationPlan) -> DeviceType {
             element.name
         );
     }
-    for (partial, message, mode, _) in &partials {
+    for (partial, message, mode, ty) in &partials {
         let target = format!("deviceState->{}", partial.name);
         let source = format!("message->{}", message.name);
         copy_loop(&mut end, partial.components(), |out, c| {
-            combine(out, *mode, &target, &source, c);
+            combine(out, *mode, *ty, &target, &source, c);
         });
         copy_loop(&mut end_forward, partial.components(), |out, c| {
             let _ = write!(out, "{source}[{c}] = {target}[{c}];");

@@ -295,7 +295,7 @@ fn translation_unit(graph: &GraphType, file: &str) -> String {
 }
 
 /// The C++ compiler: `$CXX`, else `c++`, else `g++`.
-fn compiler() -> String {
+pub(crate) fn compiler() -> String {
     let candidates: Vec<String> = std::env::var("CXX")
         .ok()
         .filter(|c| !c.is_empty())
@@ -317,7 +317,7 @@ fn compiler() -> String {
     );
 }
 
-fn work_dir() -> PathBuf {
+pub(crate) fn work_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cpp_compiles");
     std::fs::create_dir_all(&dir).expect("creating the scratch directory");
     dir

@@ -14,3 +14,4 @@ mod generator;
 mod graph_type_snapshots;
 mod graph_type_structure;
 mod instance_graph;
+mod reduction_identities;
