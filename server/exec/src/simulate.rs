@@ -32,14 +32,14 @@ use crate::native::flat::{from_slot, to_slot};
 use crate::native::{KernelCalls, Rows};
 use crate::printer::{Printer, Printing};
 use order::{Bits, DeviceSort, Wheel};
-use store::{
-    Column, Payloads, add_slots, better, column_values, combine, combine_slots, copy_slots, rows,
-};
+use store::{Column, Payloads, add_slots, column_values, combine_slots, copy_slots, rows};
 
 mod fetch;
 mod order;
 mod store;
-use crate::reference::{Engine, RuntimeError, add_into, describe, prepare};
+use crate::reference::{
+    Engine, RuntimeError, add_into, combine, describe, improves, inc_identity, prepare,
+};
 use crate::state::State;
 
 /// A fault planted in the graph, to show that the simulator catches it
@@ -1297,8 +1297,7 @@ pub fn simulate_with_progress(
 /// extremes of an integer type.
 fn identity(ty: ScalarType, mode: AccessMode) -> Value {
     match (mode, ty) {
-        (AccessMode::Inc, ScalarType::Double) => Value::Double(-0.0),
-        (AccessMode::Inc, ScalarType::Float) => Value::Float(-0.0),
+        (AccessMode::Inc, _) => inc_identity(ty),
         (AccessMode::Min, ScalarType::Double) => Value::Double(f64::INFINITY),
         (AccessMode::Max, ScalarType::Double) => Value::Double(f64::NEG_INFINITY),
         (AccessMode::Min, ScalarType::Float) => Value::Float(f32::INFINITY),
@@ -2884,7 +2883,7 @@ impl<'a> Simulator<'a> {
             let (pads, ty) = (&columns.pads, columns.pads.ty(r));
             let value = from_slot(pads.row(r, element)[0], ty);
             let start = from_slot(start, ty);
-            let set = better(value, start, plan.mode);
+            let set = improves(value, start, plan.mode);
             self.plan_columns[p].info_elements.row_mut(element)[i] = to_slot(Value::Uint(if set {
                 u32::try_from(element).unwrap_or(NO_ELEMENT)
             } else {
@@ -3730,11 +3729,11 @@ fn takes(incoming: Value, current: Value, element: Value, held: Value, mode: Acc
     };
     element != NO_ELEMENT
         && (held == NO_ELEMENT
-            || better(incoming, current, mode)
+            || improves(incoming, current, mode)
             // Equal: neither better (`0.0` and `-0.0` are not, for MIN or
             // MAX).
             || (incoming == current
-                && !better(current, incoming, mode)
+                && !improves(current, incoming, mode)
                 && element < held))
 }
 

@@ -202,6 +202,9 @@ main {
 }
 ";
 
+// The interpreter engine only: the compiled engine's execute handlers
+// (`native::compile::compile_handler`, `RowStart::Zero` and `ZeroRow`) still
+// start an INC parameter at `+0.0`.
 #[test]
 fn a_sum_of_negative_zeros_stays_negative_zero_on_the_graph() {
     each_simulation(
@@ -310,4 +313,41 @@ fn min_and_max_break_a_tie_between_zeros_by_sign() {
             },
         );
     }
+}
+
+// With `op2 run`'s side (reference.rs: -0.0 as the staged INC start, the
+// same tie rule), run and simulate agree on every one of these programs.
+
+/// `op2 simulate` ends where `op2 run` does, bit for bit, for each seed and
+/// fan limit, with the given engines.
+fn assert_run_and_simulate_agree(name: &str, text: &str, json: &str, engines: &[Engine]) {
+    let (expected, _) = load(name, text, json.as_bytes())
+        .run()
+        .unwrap_or_else(|e| panic!("{name}: the run fails: {}", e.message));
+    each_simulation(name, text, json, engines, |_, state, context| {
+        if let Some(difference) = support::first_difference(&expected, state) {
+            panic!("{context}: run and simulate differ: {difference}");
+        }
+    });
+}
+
+#[test]
+fn run_and_simulate_agree_bit_for_bit_on_the_review_programs() {
+    let t14 = forty("v", "1e308");
+    assert_run_and_simulate_agree("t14_min", T14_MIN, &t14, &BOTH);
+    assert_run_and_simulate_agree("t14_max", T14_MAX, &t14, &BOTH);
+    assert_run_and_simulate_agree("t14_float", T14_FLOAT, &forty("v", "3e38"), &BOTH);
+    for json in [alternating("0.0", "-0.0"), alternating("-0.0", "0.0")] {
+        assert_run_and_simulate_agree("t3e", T3E, &json, &BOTH);
+        assert_run_and_simulate_agree("t3e_info", T3E_INFO, &json, &BOTH);
+    }
+    // The interpreter engine only, as in the test of G3a above.
+    assert_run_and_simulate_agree("t2", T2_INDIRECT, T2_JSON, &[Engine::Interp]);
+    let json = forty("d", "0.0");
+    assert_run_and_simulate_agree(
+        "t2_global_direct",
+        T2_GLOBAL_DIRECT,
+        &json,
+        &[Engine::Interp],
+    );
 }

@@ -100,46 +100,15 @@ pub(super) fn add_slots(ty: ScalarType, target: &mut [u64], values: &[u64]) {
     }
 }
 
-/// True when `value` is strictly better than `current` for a MIN or MAX
-/// reduction, as the generated handlers decide it (`op2_below`,
-/// `op2_above`; compilation.md, "Reductions: identities and ties"):
-/// smaller for MIN and larger for MAX, and between the zeros of a `float`
-/// or `double`, `-0.0` for MIN and `0.0` for MAX, so that which zero a
-/// reduction ends with does not depend on the order its values arrive in.
-/// A NaN is never better, and nothing is better than a NaN. It decides
-/// what [`combine`] and [`combine_slots`] take, and which element sets an
-/// `INFO` global.
-pub(super) fn better(value: Value, current: Value, mode: AccessMode) -> bool {
-    let min = mode == AccessMode::Min;
-    let op = if min { BinaryOp::Lt } else { BinaryOp::Gt };
-    // The sign of a floating zero (true: `-0.0`).
-    let zero_sign = |v: Value| match v {
-        Value::Double(x) if x == 0.0 => Some(x.is_sign_negative()),
-        Value::Float(x) if x == 0.0 => Some(x.is_sign_negative()),
-        _ => None,
-    };
-    value::binary(op, value, current).is_ok_and(Value::is_true)
-        || matches!(
-            (zero_sign(value), zero_sign(current)),
-            (Some(v), Some(c)) if v != c && v == min
-        )
-}
-
-/// Combines partial MIN or MAX values into `target`: each component takes
-/// the value where it is [`better`].
-pub(super) fn combine(target: &mut [Value], values: &[Value], mode: AccessMode) {
-    for (t, v) in target.iter_mut().zip(values) {
-        if better(*v, *t, mode) {
-            *t = v.convert(t.ty());
-        }
-    }
-}
-
-/// Combines MIN or MAX partials into `target`, as [`combine`].
+/// Combines MIN or MAX partials into `target`, as `reference::combine`:
+/// where `reference::improves` says a value is better, which breaks a tie
+/// between `0.0` and `-0.0` by sign as the generated handlers do
+/// (`op2_below`, `op2_above`; compilation.md, "Reductions: identities and
+/// ties").
 pub(super) fn combine_slots(ty: ScalarType, target: &mut [u64], values: &[u64], mode: AccessMode) {
     for (t, v) in target.iter_mut().zip(values) {
         let candidate = from_slot(*v, ty);
-        if better(candidate, from_slot(*t, ty), mode) {
+        if crate::reference::improves(candidate, from_slot(*t, ty), mode) {
             *t = to_slot(candidate.convert(ty));
         }
     }
