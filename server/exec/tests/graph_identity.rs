@@ -202,28 +202,22 @@ main {
 }
 ";
 
-// The interpreter engine only: the compiled engine's execute handlers
-// (`native::compile::compile_handler`, `RowStart::Zero` and `ZeroRow`) still
-// start an INC parameter at `+0.0`.
+// Both engines: the compiled engine's execute handlers
+// (`native::compile::compile_handler`, `RowStart::Zero` and `ZeroRow`) start
+// an INC parameter at the INC identity too.
 #[test]
 fn a_sum_of_negative_zeros_stays_negative_zero_on_the_graph() {
-    each_simulation(
-        "t2",
-        T2_INDIRECT,
-        T2_JSON,
-        &[Engine::Interp],
-        |case, state, context| {
-            assert_bits(only(&case.dat(state, "d")), Value::Double(-0.0), context);
-            let r = only(&case.dat(state, "r"));
-            assert_bits(r, Value::Double(f64::NEG_INFINITY), context);
-        },
-    );
+    each_simulation("t2", T2_INDIRECT, T2_JSON, &BOTH, |case, state, context| {
+        assert_bits(only(&case.dat(state, "d")), Value::Double(-0.0), context);
+        let r = only(&case.dat(state, "r"));
+        assert_bits(r, Value::Double(f64::NEG_INFINITY), context);
+    });
     let json = forty("d", "0.0");
     each_simulation(
         "t2_global_direct",
         T2_GLOBAL_DIRECT,
         &json,
-        &[Engine::Interp],
+        &BOTH,
         |case, state, context| {
             assert_bits(only(&case.global(state, "g")), Value::Float(-0.0), context);
             for d in case.dat(state, "d") {
@@ -342,12 +336,7 @@ fn run_and_simulate_agree_bit_for_bit_on_the_review_programs() {
         assert_run_and_simulate_agree("t3e_info", T3E_INFO, &json, &BOTH);
     }
     // The interpreter engine only, as in the test of G3a above.
-    assert_run_and_simulate_agree("t2", T2_INDIRECT, T2_JSON, &[Engine::Interp]);
+    assert_run_and_simulate_agree("t2", T2_INDIRECT, T2_JSON, &BOTH);
     let json = forty("d", "0.0");
-    assert_run_and_simulate_agree(
-        "t2_global_direct",
-        T2_GLOBAL_DIRECT,
-        &json,
-        &[Engine::Interp],
-    );
+    assert_run_and_simulate_agree("t2_global_direct", T2_GLOBAL_DIRECT, &json, &BOTH);
 }

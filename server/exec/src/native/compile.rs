@@ -988,11 +988,13 @@ pub(crate) fn compile_handler<'a>(
                     let (address, offset) = g.slot_address(row, 0, c)?;
                     match start {
                         RowStart::Load => g.b.ins().load(ir_type(ty), FLAGS, address, offset),
-                        RowStart::Zero => g.zero(ty),
+                        RowStart::Zero => g.inc_identity(ty),
                         RowStart::ZeroRow => {
-                            let zero = g.b.ins().iconst(types::I64, 0);
-                            g.b.ins().store(FLAGS, zero, address, offset);
-                            g.zero(ty)
+                            let slot =
+                                crate::native::flat::to_slot(crate::reference::inc_identity(ty));
+                            let bits = g.b.ins().iconst(types::I64, slot.cast_signed());
+                            g.b.ins().store(FLAGS, bits, address, offset);
+                            g.inc_identity(ty)
                         }
                     }
                 }
