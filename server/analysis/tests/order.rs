@@ -366,3 +366,26 @@ main {
     assert_eq!(of(&order, "low"), Sensitivity::Exact);
     assert_eq!(of(&order, "picked"), Sensitivity::Exact);
 }
+
+#[test]
+fn a_write_argument_read_before_it_is_written_is_unspecified() {
+    // The review's G7, in a loop: the graph's landing pad of an indirect
+    // WRITE keeps what the last execution left there (W503 warns).
+    let text = program(
+        r#"
+dat patched: double on cells = 5.0;
+dat written: double on cells = 5.0;
+kernel bump(double *v) { *v = *v + 1.0; }
+kernel put(double *v) { *v = 1.0; }
+main {
+    for (int i = 0; i < 3; i++) {
+        par_loop bump over edges (patched[ends[0]] WRITE);
+        par_loop put over edges (written[ends[0]] WRITE);
+    }
+}
+"#,
+    );
+    let order = analyse(&text);
+    assert_eq!(of(&order, "patched"), Sensitivity::Arbitrary);
+    assert_eq!(of(&order, "written"), Sensitivity::Exact);
+}

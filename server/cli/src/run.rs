@@ -483,7 +483,7 @@ fn order_dependent_note(
     };
     writeln!(
         stderr,
-        "note: {} value(s) of {}{more} differ (first {}: run {} simulate {}); they are not compared: each is computed through a conversion to an integer, a comparison or a branch of a value that the order of floating-point sums moves (language.md §8)",
+        "note: {} value(s) of {}{more} differ (first {}: run {} simulate {}); they are not compared: each is computed through a conversion to an integer, a comparison or a branch of a value that the order of floating-point sums moves (language.md §8), or from a WRITE argument read before it is written (W503)",
         comparison.order_dependent.len(),
         shown.join(", "),
         first.path,

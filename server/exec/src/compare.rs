@@ -25,10 +25,13 @@
 //! that does not cancel is still compared to `relative` of itself.
 //!
 //! A value that the order of sums can move by any amount (a conversion to
-//! an integer, a comparison or a branch of an order-dependent value:
-//! [`op2_analysis::order`]) is not held to any tolerance: a difference
-//! there is listed apart, in [`Comparison::order_dependent`], and is not a
-//! failure.
+//! an integer, a comparison or a branch of an order-dependent value), or
+//! that comes from a WRITE argument read before it is written (W503, a
+//! value the language leaves unspecified), is not held to any tolerance
+//! ([`op2_analysis::order`]): a difference there is listed apart, in
+//! [`Comparison::order_dependent`], and is not a failure. Two runs whose
+//! paths through `main` differ are compared no further when a condition of
+//! `main` may go either way by the order of sums ([`Comparison::diverged`]).
 
 use op2_analysis::model::Program;
 use op2_analysis::order::{Sensitivity, order_dependence};
