@@ -634,42 +634,19 @@ impl<'g> Walker<'g> {
     }
 
     /// The variables `expr` reads, without adding its assignments' edges a
-    /// second time: they were added when `expr` was walked.
-    fn expr_sources_only(&mut self, expr: &Expr, sources: &mut Vec<(usize, bool)>) {
-        let mut stack = vec![expr];
-        while let Some(expr) = stack.pop() {
-            match &expr.kind {
-                ExprKind::Load(place)
-                | ExprKind::Assign { place, .. }
-                | ExprKind::Update { place, .. } => {
-                    if let Some(node) = self.var(place.var) {
-                        sources.push((node, true));
-                    }
-                    if let Some(index) = &place.index {
-                        stack.push(index);
-                    }
-                    if let ExprKind::Assign { value, .. } = &expr.kind {
-                        stack.push(value);
-                    }
+    /// second time (they are added when `expr` is walked), each through a
+    /// jump: they decide a condition.
+    fn expr_sources_only(&self, expr: &Expr, sources: &mut Vec<(usize, bool)>) {
+        crate::hir::walk_expr(expr, &mut |e| match &e.kind {
+            ExprKind::Load(place)
+            | ExprKind::Assign { place, .. }
+            | ExprKind::Update { place, .. } => {
+                if let Some(node) = self.var(place.var) {
+                    sources.push((node, true));
                 }
-                ExprKind::Unary(_, a) | ExprKind::Convert { value: a, .. } => stack.push(a),
-                ExprKind::Binary(_, a, b) => {
-                    stack.push(a);
-                    stack.push(b);
-                }
-                ExprKind::Chain(first, links) => {
-                    stack.push(first);
-                    stack.extend(links.iter().map(|link| &link.right));
-                }
-                ExprKind::Conditional(c, a, b) => {
-                    stack.push(c);
-                    stack.push(a);
-                    stack.push(b);
-                }
-                ExprKind::Call(_, args) => stack.extend(args.iter()),
-                ExprKind::Literal(_) | ExprKind::Len(_) | ExprKind::Error => {}
             }
-        }
+            _ => {}
+        });
     }
 }
 
