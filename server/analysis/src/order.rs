@@ -36,7 +36,8 @@
 //! walk over the bodies reads the left operand of a `&&` or `||` a second
 //! time for the condition of its right one, so operators of that kind
 //! nested in one another's left operands cost the nesting depth (at most
-//! the language's nesting limit) as a factor.
+//! the language's nesting limit) as a factor, as does a `return` or `exit`,
+//! which feeds every loop it is in.
 
 use op2_syntax::ast::{AccessMode, AssignOp, BinaryOp, UnaryOp};
 

@@ -358,9 +358,10 @@ impl<'a> Reference<'a> {
                         } else if let (ArgKind::IndirectDat { .. }, AccessMode::Write) =
                             (arg.kind, arg.mode)
                         {
-                            // As the landing pad of a POETS device: the
-                            // incoming value of WRITE is unspecified, and
-                            // an indirect one is defined as zero.
+                            // The incoming value of WRITE is unspecified
+                            // (W503); an indirect one starts at zero, as a
+                            // POETS device's landing pad does the first
+                            // time (later it keeps the last execution's).
                             target.fill(Value::zero(arg.ty.scalar));
                         } else {
                             let row = self.state.row_of(&program, arg.kind, element);
