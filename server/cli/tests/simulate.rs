@@ -44,10 +44,21 @@ fn the_default_tolerance_passes_every_bundled_example() {
 #[test]
 fn a_failing_check_names_tolerances_that_pass() {
     // With no tolerance at all, summation order shows.
-    let output = simulate("scatter", &["--seed", "42", "--rtol", "0", "--atol", "0"])
-        .code(1)
-        .get_output()
-        .clone();
+    let output = simulate(
+        "scatter",
+        &[
+            "--seed",
+            "42",
+            "--rtol",
+            "0",
+            "--atol",
+            "0",
+            "--tolerance-only",
+        ],
+    )
+    .code(1)
+    .get_output()
+    .clone();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let help = stderr
         .lines()
@@ -59,7 +70,11 @@ fn a_failing_check_names_tolerances_that_pass() {
         let (name, value) = flag.split_once(' ').expect("`--flag value`");
         let other = if name == "--rtol" { "--atol" } else { "--rtol" };
         // Each suggestion passes with the other tolerance kept at 0.
-        simulate("scatter", &["--seed", "42", name, value, other, "0"]).success();
+        simulate(
+            "scatter",
+            &["--seed", "42", name, value, other, "0", "--tolerance-only"],
+        )
+        .success();
     }
 }
 
@@ -253,4 +268,55 @@ fn a_loop_past_the_simulators_sends_is_refused_by_the_check_first() {
         "{stderr}"
     );
     assert!(output.stdout.is_empty());
+}
+
+/// Review G6: values whose rounding a later operation makes far larger
+/// than the tolerance, without any branch on them (`simulate/singular.op2`:
+/// a sum that cancels, a reciprocal of it, `pow` of a negative base;
+/// `simulate/big_terms.op2`: terms far larger than the data). The check
+/// runs `main` again in another order, which moves each as far, names them
+/// in a note and passes; `--tolerance-only` holds them to the tolerance and
+/// fails, as the check did before.
+#[test]
+fn a_value_that_another_order_moves_as_far_is_named_not_failed() {
+    let directory = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/simulate");
+    for (stem, seed, values) in [
+        ("singular", "3", "3 value(s) of `s`, `t`, `r`"),
+        ("big_terms", "0", "1 value(s) of `d`"),
+    ] {
+        let check = |extra: &[&str]| {
+            op2()
+                .arg("simulate")
+                .arg(directory.join(format!("{stem}.op2")))
+                .arg("--instance")
+                .arg(directory.join(format!("{stem}.instance.json")))
+                .args(["--check", "--seed", seed])
+                .args(extra)
+                .output()
+                .expect("op2 runs")
+        };
+        let output = check(&[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stem}: {stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "note: {values} differ beyond the tolerance, by at most 16× as much as running `main` again in another order moves them"
+            )),
+            "{stem}: {stderr}"
+        );
+        assert!(
+            stderr.contains(
+                "check: the simulation agrees with `op2 run` on every dat and global compared"
+            ),
+            "{stem}: {stderr}"
+        );
+        let output = check(&["--tolerance-only"]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stem}: {stderr}");
+        assert!(
+            stderr.contains("error: the simulation differs from `op2 run` in"),
+            "{stem}: {stderr}"
+        );
+        assert!(!stderr.contains("another order"), "{stem}: {stderr}");
+    }
 }

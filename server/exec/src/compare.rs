@@ -33,11 +33,15 @@
 //! paths through `main` differ are compared no further when a condition of
 //! `main` may go either way by the order of sums ([`Comparison::diverged`]).
 
+use std::collections::HashMap;
+
+use op2_analysis::Analysis;
 use op2_analysis::model::Program;
 use op2_analysis::order::{Sensitivity, order_dependence};
 use op2_analysis::value::Value;
 use op2_syntax::ast::ScalarType;
 
+use crate::reference::{Reference, RuntimeError};
 use crate::state::State;
 
 /// How much more coarsely a `float` rounds than a `double`: the absolute
@@ -225,12 +229,36 @@ pub struct Divergence {
     pub order_dependent: bool,
 }
 
+/// A value that differs beyond the tolerance where the reference, run
+/// again in another order the language allows
+/// ([`crate::Reference::in_another_order`]), differs beyond it too, and by
+/// no more than [`ANOTHER_ORDER_FACTOR`] times as much: the order of
+/// floating-point sums moves it on this instance by about that much.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Explained {
+    /// The difference of the run compared.
+    pub difference: Difference,
+    /// The value in the run in another order.
+    pub other: Value,
+}
+
+/// A difference is explained by the order of sums when it is at most this
+/// many times what the reference's run in another order moved the same
+/// value: one other order shows how sensitive a value is to the order, not
+/// how far every order moves it (a random order and the reverse one give
+/// rounding errors of the same size, rarely more than a few times apart).
+pub const ANOTHER_ORDER_FACTOR: f64 = 16.0;
+
 /// What a comparison found.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Comparison {
     /// The values that differ beyond the tolerance, worst first: each is a
     /// failure.
     pub differences: Vec<Difference>,
+    /// The values that differed beyond the tolerance and that the
+    /// reference's run in another order moves as much ([`explain`]), worst
+    /// first: not failures.
+    pub explained: Vec<Explained>,
     /// The values that differ where the order of floating-point sums may
     /// move them by any amount (their dat or global is
     /// [`Sensitivity::Arbitrary`]), in order of place: not failures.
@@ -346,9 +374,117 @@ pub fn compare(
     });
     Comparison {
         differences,
+        explained: Vec::new(),
         order_dependent,
         diverged,
     }
+}
+
+/// Moves each difference of `comparison` (of some run against `expected`,
+/// the reference's final state) that `other`, the final state of the
+/// reference run in another order ([`crate::Reference::in_another_order`]),
+/// explains into [`Comparison::explained`]: `other` differs from `expected`
+/// there beyond the tolerance too, and the compared run's difference is at
+/// most [`ANOTHER_ORDER_FACTOR`] times `other`'s, or `other`'s is not a
+/// finite number (a NaN or an infinity where the reference has a number,
+/// or the other way round). So a value that cancels, divides by a
+/// difference near zero or meets a singularity (`1.0 / (s - 0.6)`,
+/// `pow(-3.0, s)`), where a few units in the last place of the terms become
+/// far more than the tolerance, is not a failure when a second order of
+/// the same sums moves it as far; a value that the other order leaves
+/// within the tolerance is still held to it. Nothing is moved when the
+/// two reference runs took different paths through `main`.
+pub fn explain(
+    program: &Program,
+    expected: &State,
+    other: &State,
+    comparison: &mut Comparison,
+    tolerance: Tolerance,
+) {
+    if comparison.differences.is_empty()
+        || other.path != expected.path
+        || other.exit_status != expected.exit_status
+    {
+        return;
+    }
+    let moved = compare(program, expected, other, tolerance);
+    let others: HashMap<&str, Value> = moved
+        .differences
+        .iter()
+        .chain(&moved.order_dependent)
+        .map(|d| (d.path.as_str(), d.actual))
+        .collect();
+    let (explained, differences): (Vec<_>, Vec<_>) = std::mem::take(&mut comparison.differences)
+        .into_iter()
+        .map(|difference| {
+            let other = others.get(difference.path.as_str()).copied();
+            (difference, other)
+        })
+        .partition(|(difference, other)| other.is_some_and(|other| explains(difference, other)));
+    comparison.differences = differences.into_iter().map(|(d, _)| d).collect();
+    comparison.explained = explained
+        .into_iter()
+        .filter_map(|(difference, other)| {
+            Some(Explained {
+                difference,
+                other: other?,
+            })
+        })
+        .collect();
+}
+
+/// What [`explain_by_another_order`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnotherOrder {
+    /// Nothing differed: the reference was not run again.
+    NotRun,
+    /// The reference ran again in another order; what it explains is in
+    /// [`Comparison::explained`].
+    Ran,
+    /// The reference run in another order failed (a fault at another
+    /// element first, or one that the order of sums moves): nothing is
+    /// explained.
+    Failed(RuntimeError),
+}
+
+/// When `comparison` (of some run against `expected`, the reference's
+/// final state from `initial`) has differences, runs the reference again
+/// from `initial` in another order ([`Reference::in_another_order`], with
+/// the interpreter, its printed text dropped) and [`explain`]s by it what
+/// it can. The CLI's `simulate --check` and the fuzzing campaigns' property
+/// both call it.
+pub fn explain_by_another_order(
+    analysis: &Analysis,
+    initial: State,
+    max_iterations: u64,
+    expected: &State,
+    comparison: &mut Comparison,
+    tolerance: Tolerance,
+) -> AnotherOrder {
+    if comparison.differences.is_empty() {
+        return AnotherOrder::NotRun;
+    }
+    let mut sink = |_: &str| {};
+    match Reference::new(analysis, initial, &mut sink)
+        .in_another_order()
+        .run(max_iterations)
+    {
+        Ok(other) => {
+            explain(&analysis.program, expected, &other, comparison, tolerance);
+            AnotherOrder::Ran
+        }
+        Err(error) => AnotherOrder::Failed(error),
+    }
+}
+
+/// Whether `other`, which differs from `difference.expected` beyond the
+/// tolerance, moves the value as far as `difference` within
+/// [`ANOTHER_ORDER_FACTOR`] (see [`explain`]).
+fn explains(difference: &Difference, other: Value) -> bool {
+    let expected = difference.expected.as_f64();
+    let moved = (other.as_f64() - expected).abs();
+    let found = (difference.actual.as_f64() - expected).abs();
+    !moved.is_finite() || found <= ANOTHER_ORDER_FACTOR * moved
 }
 
 #[cfg(test)]

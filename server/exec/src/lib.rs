@@ -16,6 +16,9 @@ pub mod reference;
 pub mod simulate;
 pub mod state;
 
-pub use compare::{Comparison, Difference, Divergence, Passing, Tolerance, compare, passing};
+pub use compare::{
+    ANOTHER_ORDER_FACTOR, AnotherOrder, Comparison, Difference, Divergence, Explained, Passing,
+    Tolerance, compare, explain, explain_by_another_order, passing,
+};
 pub use reference::{Engine, LoopPlan, Reference, RuntimeError};
 pub use state::State;

@@ -147,6 +147,8 @@ pub struct Reference<'a> {
     threads_asked: usize,
     /// Threads the compiled engine runs loops on.
     threads_used: usize,
+    /// Runs in another order the language allows ([`Reference::in_another_order`]).
+    another_order: bool,
 }
 
 impl fmt::Debug for Reference<'_> {
@@ -175,7 +177,29 @@ impl<'a> Reference<'a> {
             fallback: None,
             threads_asked: 1,
             threads_used: 1,
+            another_order: false,
         }
+    }
+
+    /// Runs every par_loop in another order that the language allows
+    /// (language.md §8), with the interpreter: its elements from the last
+    /// to the first, and every INC argument, a `float` or `double` one
+    /// too, starting at [`inc_identity`] and added to its target after the
+    /// kernel (as a POETS device adds an increment it receives) rather
+    /// than working on the target in place. Only the order and grouping of
+    /// floating-point sums differ from the reference's run, so a value
+    /// that differs between the two is one that the order of sums moves on
+    /// this instance, by about as much as the two runs show: what
+    /// `op2 simulate --check` asks of this run ([`crate::compare::explain`]).
+    #[must_use]
+    pub fn in_another_order(mut self) -> Reference<'a> {
+        if let Some(native) = self.native.take() {
+            native.finish(&mut self.state);
+        }
+        self.fallback = None;
+        self.threads_used = 1;
+        self.another_order = true;
+        self
     }
 
     /// Chooses the engine; [`Engine::Compiled`] compiles every par_loop
@@ -185,7 +209,7 @@ impl<'a> Reference<'a> {
     pub fn with_engine(mut self, engine: Engine) -> Reference<'a> {
         self.native = None;
         self.fallback = None;
-        if engine == Engine::Compiled {
+        if engine == Engine::Compiled && !self.another_order {
             match Native::new(&self.program, &mut self.state) {
                 Ok(native) => self.native = Some(native),
                 Err(reason) => self.fallback = Some(reason),
@@ -339,10 +363,19 @@ impl<'a> Reference<'a> {
             .collect();
         // Which arguments start from their target, per element (see
         // `in_place`).
-        let plan = in_place_plan(&args);
+        let plan = if self.another_order {
+            vec![IncPlace::Staged; args.len()]
+        } else {
+            in_place_plan(&args)
+        };
         let mut in_place = vec![false; args.len()];
         let mut rows = vec![0; args.len()];
-        for element in 0..elements {
+        for step in 0..elements {
+            let element = if self.another_order {
+                elements - 1 - step
+            } else {
+                step
+            };
             in_place_args(&args, &plan, &mut in_place, &mut rows, |kind| {
                 self.state.row_of(&program, kind, element)
             });

@@ -7,6 +7,7 @@
 mod support;
 
 mod airfoil;
+mod another_order;
 mod c_semantics;
 mod chains;
 mod differential;

@@ -1020,7 +1020,8 @@ struct Reached {
     /// Programs built, run and simulated.
     ran: u64,
     /// Of those, the ones where values differed that the order of sums
-    /// may move by any amount (not compared).
+    /// may move by any amount (not compared), or that the reference run in
+    /// another order moved as far (not failures).
     order_dependent: u64,
     /// Language server sessions.
     sessions: u64,
@@ -1047,7 +1048,7 @@ impl Reached {
     fn summary(&self) -> String {
         let programs = self.checked + self.built + self.ran;
         format!(
-            "parse, check and fmt {programs}; build {}; run and simulate {} ({} with values that differ where the order of sums moves them, not compared); lsp sessions {}; ended in a finding {}",
+            "parse, check and fmt {programs}; build {}; run and simulate {} ({} with values that differ where the order of sums moves them, not compared or explained by another order); lsp sessions {}; ended in a finding {}",
             self.built + self.ran,
             self.ran,
             self.order_dependent,

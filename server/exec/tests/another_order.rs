@@ -1,0 +1,142 @@
+//! The reference run in another order (`Reference::in_another_order`): each
+//! par_loop's elements from the last to the first, every INC argument
+//! summed apart and added after its kernel; and what `op2 simulate
+//! --check` lets it explain (`op2_exec::explain`).
+
+use crate::support;
+
+use op2_analysis::value::Value;
+use op2_exec::{Engine, Reference, State, Tolerance, compare, explain};
+use support::{Case, load};
+
+/// Runs `case` in another order, after asking for `engine` (which the
+/// other order overrides: it always interprets), with its printed text.
+fn another_order(case: &Case, engine: Engine) -> (State, String) {
+    let mut output = String::new();
+    let state = State::new(&case.analysis.program, &case.data);
+    let mut sink = |text: &str| output.push_str(text);
+    let state = Reference::new(&case.analysis, state, &mut sink)
+        .with_engine(engine)
+        .in_another_order()
+        .run(u64::MAX)
+        .expect("runs in another order");
+    (state, output)
+}
+
+const VISITS: &str = "set cells;
+dat v: double on cells;
+dat w: double on cells;
+kernel show(const int *i, const double *v, double *w) {
+    print(\"%d \", *i);
+    *w = *v * 2.0;
+}
+main { par_loop show over cells (idx, v READ, w WRITE); }
+";
+
+#[test]
+fn the_elements_are_visited_from_the_last_and_the_results_are_the_same() {
+    let case = load(
+        "visits.op2",
+        VISITS,
+        br#"{ "sets": { "cells": 4 }, "dats": { "v": [1.0, 2.0, 3.0, 4.0] } }"#,
+    );
+    // A kernel that prints runs in the interpreter.
+    let (expected, printed) = case.run_with(Engine::Interp, u64::MAX).expect("runs");
+    assert_eq!(printed, "0 \n1 \n2 \n3 \n");
+    for engine in [Engine::Interp, Engine::Compiled] {
+        let (other, printed) = another_order(&case, engine);
+        assert_eq!(printed, "3 \n2 \n1 \n0 \n", "{engine:?}");
+        assert_eq!(other.dats, expected.dats, "{engine:?}");
+    }
+}
+
+/// Review G6's third program: `d += exp(46); d -= exp(46)` on a `d` of 1.
+/// In place (OP2's sequential build) the 1 is lost, `(1 + 1e20) - 1e20`;
+/// summed apart and added afterwards (a POETS device) it is kept.
+const BIG_TERMS: &str = "set cells;
+set edges;
+map e2c: edges -> cells[1];
+dat x: double on edges;
+dat d: double on cells;
+kernel add(const double *a, double *sum) {
+    *sum += exp(*a);
+    *sum -= exp(*a);
+}
+main { par_loop add over edges (x READ, d[e2c[0]] INC); }
+";
+
+#[test]
+fn an_increment_is_summed_apart_and_added_after_its_kernel() {
+    let case = load(
+        "big_terms.op2",
+        BIG_TERMS,
+        br#"{ "sets": { "cells": 2, "edges": 1 }, "maps": { "e2c": [[0]] }, "dats": { "x": [46.0], "d": [1.0, 5.0] } }"#,
+    );
+    let (expected, _) = case.run().expect("runs");
+    let (other, _) = another_order(&case, Engine::Compiled);
+    let d = |state: &State| state.dats[1].clone();
+    assert_eq!(d(&expected), [Value::Double(0.0), Value::Double(5.0)]);
+    assert_eq!(d(&other), [Value::Double(1.0), Value::Double(5.0)]);
+}
+
+/// A state of `case` with dat `dat`'s values replaced by `values`.
+fn with_dat(state: &State, dat: usize, values: &[f64]) -> State {
+    let mut state = state.clone();
+    state.dats[dat] = values.iter().map(|&v| Value::Double(v)).collect();
+    state
+}
+
+#[test]
+fn only_a_difference_that_the_other_order_moves_as_far_is_explained() {
+    let case = load(
+        "double.op2",
+        "set cells;
+dat v: double on cells;
+dat w: double on cells;
+kernel twice(const double *v, double *w) { *w = *v * 2.0; }
+main { par_loop twice over cells (v READ, w WRITE); }
+",
+        br#"{ "sets": { "cells": 4 }, "dats": { "v": [1.0, 2.0, 3.0, 4.0] } }"#,
+    );
+    let (expected, _) = case.run().expect("runs");
+    let program = &case.analysis.program;
+    let tolerance = Tolerance::DEFAULT;
+    // `w` is [2, 4, 6, 8]. The other order moves w[0] by 1e-6, w[1] to a
+    // NaN, w[2] by 1e-14 (within the tolerance) and leaves w[3].
+    let other = with_dat(&expected, 1, &[2.0 + 1e-6, f64::NAN, 6.0 + 1e-14, 8.0]);
+    // The run compared moves w[0] by 16e-6 (explained) and then by 17e-6
+    // (not), w[1] by any amount (explained), w[2] and w[3] by 1e-6 (not).
+    for (w0, explained) in [(2.0 + 16e-6, 2), (2.0 + 17e-6, 1)] {
+        let actual = with_dat(&expected, 1, &[w0, 1e300, 6.0 + 1e-6, 8.0 + 1e-6]);
+        let mut comparison = compare(program, &expected, &actual, tolerance);
+        assert_eq!(comparison.differences.len(), 4);
+        explain(program, &expected, &other, &mut comparison, tolerance);
+        let paths = |list: Vec<String>| list.join(" ");
+        assert_eq!(comparison.explained.len(), explained, "{comparison:?}");
+        assert_eq!(
+            comparison.explained[0].difference.path, "dats.w[1]",
+            "the worst first"
+        );
+        assert!(comparison.explained[0].other.as_f64().is_nan());
+        let failing = paths(
+            comparison
+                .differences
+                .iter()
+                .map(|d| d.path.clone())
+                .collect(),
+        );
+        assert!(
+            failing.contains("dats.w[2]") && failing.contains("dats.w[3]"),
+            "{failing}"
+        );
+        assert!(!comparison.agrees());
+    }
+    // A state whose path through `main` differs explains nothing.
+    let mut other = other;
+    other.exit_status = Some(3);
+    let actual = with_dat(&expected, 1, &[2.0 + 1e-6, 4.0, 6.0, 8.0]);
+    let mut comparison = compare(program, &expected, &actual, tolerance);
+    explain(program, &expected, &other, &mut comparison, tolerance);
+    assert!(comparison.explained.is_empty());
+    assert_eq!(comparison.differences.len(), 1);
+}
