@@ -244,8 +244,7 @@ pub fn check(
             // Values the order of sums may move by any amount are listed
             // apart by the comparison (op2_analysis::order) and not held to
             // the tolerance.
-            let mut comparison =
-                op2_exec::compare(&analysis.program, expected, actual, tolerance);
+            let mut comparison = op2_exec::compare(&analysis.program, expected, actual, tolerance);
             // Values beyond the tolerance that the reference run in another
             // order moves as far (a sum that cancels, a singularity) are
             // the order of sums', as in `op2 simulate --check`.
