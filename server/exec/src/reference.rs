@@ -282,7 +282,10 @@ impl<'a> Reference<'a> {
         let mut globals = std::mem::take(&mut self.state.globals);
         let consts = self.state.consts.clone();
         let lengths = self.state.lengths();
-        let result = {
+        // On several threads `main` runs on the loops' pool (see
+        // `native::parallel::on_pool`).
+        let pool = self.native.as_ref().and_then(Native::pool);
+        let mut run_main = || {
             let mut frame = Frame {
                 slots: &mut slots,
                 consts: &consts,
@@ -292,6 +295,10 @@ impl<'a> Reference<'a> {
                 budget: max_iterations,
             };
             compiled.run_main(&mut frame)
+        };
+        let result = match pool {
+            Some(pool) => crate::native::parallel::on_pool(&pool, run_main),
+            None => run_main(),
         };
         if let Some(native) = self.native.take() {
             native.finish(&mut self.state);

@@ -512,3 +512,42 @@ main {{
         }
     }
 }
+
+/// On several threads `main` runs on the loops' pool, so that each loop
+/// starts its blocks there instead of being handed to the pool and waited
+/// for (two hand-overs between threads per loop, about 9,000 loops in the
+/// 7,200-cell airfoil's 1000 iterations): what `main` prints comes from a
+/// thread of the pool. On one thread there is no pool.
+#[test]
+fn main_runs_on_the_pool_of_the_loops() {
+    let case = load(
+        "printing.op2",
+        "set cells;
+dat x: double on cells = 0.5;
+global g: double;
+kernel add(const double *a, double *sum) { *sum += *a; }
+main {
+    for (int i = 0; i < 3; i++) {
+        par_loop add over cells (x READ, g INC);
+        print(\"%g\\n\", g);
+    }
+}
+",
+        br#"{ "sets": { "cells": 2000 } }"#,
+    );
+    for (threads, on_pool) in [(1, false), (2, true)] {
+        let mut seen = Vec::new();
+        let mut out = |_: &str| seen.push(rayon::current_thread_index().is_some());
+        let state = State::new(&case.analysis.program, &case.data);
+        Reference::new(&case.analysis, state, &mut out)
+            .with_engine(Engine::Compiled)
+            .with_threads(threads)
+            .run(u64::MAX)
+            .expect("runs");
+        assert_eq!(seen.len(), 3, "{threads} thread(s)");
+        assert!(
+            seen.iter().all(|&p| p == on_pool),
+            "{threads} thread(s): {seen:?}"
+        );
+    }
+}

@@ -8,8 +8,10 @@
 mod code;
 pub(crate) mod compile;
 pub(crate) mod flat;
-mod parallel;
+pub(crate) mod parallel;
 mod plan;
+
+use std::sync::Arc;
 
 use cranelift_codegen::ir::{AbiParam, types};
 use cranelift_frontend::FunctionBuilderContext;
@@ -63,7 +65,7 @@ const POOL_STACK: usize = 4 << 20;
 /// Running loops on several threads.
 #[derive(Debug)]
 struct Threads {
-    pool: rayon::ThreadPool,
+    pool: Arc<rayon::ThreadPool>,
     plans: Vec<Option<Plan>>,
 }
 
@@ -259,8 +261,16 @@ impl Native {
                 Some(plan::plan(invocation, compiled.code.elements, &lookup))
             })
             .collect();
-        self.threads = Some(Threads { pool, plans });
+        self.threads = Some(Threads {
+            pool: Arc::new(pool),
+            plans,
+        });
         threads
+    }
+
+    /// The pool loops run on, when they run on several threads.
+    pub(crate) fn pool(&self) -> Option<Arc<rayon::ThreadPool>> {
+        self.threads.as_ref().map(|t| Arc::clone(&t.pool))
     }
 
     /// How each invocation runs on the threads: `None` on one thread.

@@ -303,3 +303,35 @@ fn lowest_fault(
     }
     fault.1
 }
+
+/// A closure and its result carried to a thread of the pool and back while
+/// the calling thread waits (see [`on_pool`]).
+struct Carried<T>(T);
+
+// SAFETY: a `Carried` value is only made by `on_pool`, which moves it to a
+// thread of the pool and gets its result back while the calling thread is
+// blocked in `install`: nothing it holds is touched from two threads at
+// once, and `install`'s latch orders every access on the pool's thread
+// between the caller's accesses before and after. It carries `main`'s
+// interpreter with the reference's borrowed output callback (which holds
+// the caller's locked stdout: only written through, never unlocked, on the
+// pool's thread).
+unsafe impl<T> Send for Carried<T> {}
+
+impl<F: FnOnce() -> R, R> Carried<F> {
+    /// Calls the closure (a method, so that a closure calling it captures
+    /// the whole `Carried`, not its field).
+    fn call(self) -> Carried<R> {
+        Carried((self.0)())
+    }
+}
+
+/// Runs `op` on a thread of `pool` while this thread waits, and returns its
+/// result: so that `main`, which starts every loop, runs on the pool, where
+/// a loop's [`run`] starts its blocks directly instead of handing each loop
+/// to the pool and waiting for it to come back (`ThreadPool::install` from a
+/// thread of the same pool runs in place).
+pub(crate) fn on_pool<R>(pool: &rayon::ThreadPool, op: impl FnOnce() -> R) -> R {
+    let job = Carried(op);
+    pool.install(move || job.call()).0
+}
