@@ -41,7 +41,7 @@ use op2_analysis::order::{Sensitivity, order_dependence};
 use op2_analysis::value::Value;
 use op2_syntax::ast::ScalarType;
 
-use crate::reference::{Reference, RuntimeError};
+use crate::reference::{Engine, Reference, RuntimeError};
 use crate::state::State;
 
 /// How much more coarsely a `float` rounds than a `double`: the absolute
@@ -450,8 +450,8 @@ pub enum AnotherOrder {
 /// When `comparison` (of some run against `expected`, the reference's
 /// final state from `initial`) has differences, runs the reference again
 /// from `initial` in another order ([`Reference::in_another_order`], with
-/// the interpreter, its printed text dropped) and [`explain`]s by it what
-/// it can. The CLI's `simulate --check` and the fuzzing campaigns' property
+/// the compiled engine where it can run the program, its printed text
+/// dropped) and [`explain`]s by it what it can. The CLI's `simulate --check` and the fuzzing campaigns' property
 /// both call it.
 pub fn explain_by_another_order(
     analysis: &Analysis,
@@ -467,6 +467,7 @@ pub fn explain_by_another_order(
     let mut sink = |_: &str| {};
     match Reference::new(analysis, initial, &mut sink)
         .in_another_order()
+        .with_engine(Engine::Compiled)
         .run(max_iterations)
     {
         Ok(other) => {

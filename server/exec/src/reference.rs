@@ -182,23 +182,25 @@ impl<'a> Reference<'a> {
     }
 
     /// Runs every par_loop in another order that the language allows
-    /// (language.md §8), with the interpreter: its elements from the last
-    /// to the first, and every INC argument, a `float` or `double` one
-    /// too, starting at [`inc_identity`] and added to its target after the
+    /// (language.md §8), on one thread: its elements from the last to the
+    /// first, and every INC argument, a `float` or `double` one too,
+    /// starting at [`inc_identity`] and added to its target after the
     /// kernel (as a POETS device adds an increment it receives) rather
     /// than working on the target in place. Only the order and grouping of
     /// floating-point sums differ from the reference's run, so a value
     /// that differs between the two is one that the order of sums moves on
     /// this instance, by about as much as the two runs show: what
     /// `op2 simulate --check` asks of this run ([`crate::compare::explain`]).
+    /// Both engines run it, bit-identical to each other; the compiled one
+    /// is compiled again for it, when it was chosen before.
     #[must_use]
     pub fn in_another_order(mut self) -> Reference<'a> {
+        self.another_order = true;
+        self.threads_used = 1;
         if let Some(native) = self.native.take() {
             native.finish(&mut self.state);
+            return self.with_engine(Engine::Compiled);
         }
-        self.fallback = None;
-        self.threads_used = 1;
-        self.another_order = true;
         self
     }
 
@@ -209,8 +211,8 @@ impl<'a> Reference<'a> {
     pub fn with_engine(mut self, engine: Engine) -> Reference<'a> {
         self.native = None;
         self.fallback = None;
-        if engine == Engine::Compiled && !self.another_order {
-            match Native::new(&self.program, &mut self.state) {
+        if engine == Engine::Compiled {
+            match Native::new(&self.program, &mut self.state, self.another_order) {
                 Ok(native) => self.native = Some(native),
                 Err(reason) => self.fallback = Some(reason),
             }

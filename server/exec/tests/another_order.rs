@@ -1,7 +1,7 @@
 //! The reference run in another order (`Reference::in_another_order`): each
 //! par_loop's elements from the last to the first, every INC argument
-//! summed apart and added after its kernel; and what `op2 simulate
-//! --check` lets it explain (`op2_exec::explain`).
+//! summed apart and added after its kernel, bit-identical in both engines;
+//! and what `op2 simulate --check` lets it explain (`op2_exec::explain`).
 
 use crate::support;
 
@@ -9,17 +9,34 @@ use op2_analysis::value::Value;
 use op2_exec::{Engine, Reference, State, Tolerance, compare, explain};
 use support::{Case, load};
 
-/// Runs `case` in another order, after asking for `engine` (which the
-/// other order overrides: it always interprets), with its printed text.
-fn another_order(case: &Case, engine: Engine) -> (State, String) {
+/// Runs `case` in another order with `engine`, chosen before or after
+/// asking for the other order (`engine_first`), with its printed text and
+/// the engine that ran.
+fn another_order_with(case: &Case, engine: Engine, engine_first: bool) -> (State, String, Engine) {
     let mut output = String::new();
     let state = State::new(&case.analysis.program, &case.data);
     let mut sink = |text: &str| output.push_str(text);
-    let state = Reference::new(&case.analysis, state, &mut sink)
-        .with_engine(engine)
-        .in_another_order()
-        .run(u64::MAX)
-        .expect("runs in another order");
+    let reference = Reference::new(&case.analysis, state, &mut sink);
+    let reference = if engine_first {
+        reference
+            .with_engine(engine)
+            .with_threads(2)
+            .in_another_order()
+    } else {
+        reference
+            .in_another_order()
+            .with_engine(engine)
+            .with_threads(2)
+    };
+    assert_eq!(reference.threads(), 1, "the other order runs on one thread");
+    let ran = reference.engine();
+    let state = reference.run(u64::MAX).expect("runs in another order");
+    (state, output, ran)
+}
+
+/// [`another_order_with`], the engine chosen first.
+fn another_order(case: &Case, engine: Engine) -> (State, String) {
+    let (state, output, _) = another_order_with(case, engine, true);
     (state, output)
 }
 
@@ -139,4 +156,100 @@ main { par_loop twice over cells (v READ, w WRITE); }
     explain(program, &expected, &other, &mut comparison, tolerance);
     assert!(comparison.explained.is_empty());
     assert_eq!(comparison.differences.len(), 1);
+}
+
+/// A ring of nodes whose edges increment both their ends through a map,
+/// sum squares into a global and take its MIN and MAX: the interpreter and
+/// the compiled engine give the same bits in another order, as they do in
+/// element order, and the other order moves the sums.
+const RING: &str = "set nodes;
+set edges;
+map ends: edges -> nodes[2];
+dat w: double on edges;
+dat f: float on edges;
+dat sum: double on nodes;
+dat fsum: float on nodes;
+global g: double;
+global low: double = 1.0e9;
+global high: double = -1.0e9;
+kernel spread(
+    const double *w,
+    const float *f,
+    double *a,
+    double *b,
+    float *fa,
+    double *g,
+    double *low,
+    double *high
+) {
+    *a += *w;
+    *b -= 0.5 * *w;
+    *fa += *f;
+    *g += *w * *w;
+    *low = fmin(*low, *w);
+    *high = fmax(*high, *w);
+}
+main {
+    for (int i = 0; i < 3; i++) {
+        par_loop spread over edges (
+            w READ,
+            f READ,
+            sum[ends[0]] INC,
+            sum[ends[1]] INC,
+            fsum[ends[0]] INC,
+            g INC,
+            low MIN,
+            high MAX,
+        );
+    }
+}
+";
+
+fn ring(nodes: usize, edges: usize) -> Case {
+    let ends: Vec<String> = (0..edges)
+        .map(|e| format!("[{},{}]", e % nodes, (e * 7 + 3) % nodes))
+        .collect();
+    let w: Vec<String> = (0..edges)
+        .map(|e| {
+            format!(
+                "{:?}",
+                ((e * 37 % 101) as f64 - 50.0) / 7.0 + 1e-3 * e as f64
+            )
+        })
+        .collect();
+    let f: Vec<String> = (0..edges)
+        .map(|e| format!("{:?}", ((e * 13 % 29) as f64 - 14.0) / 3.0))
+        .collect();
+    let json = format!(
+        r#"{{ "sets": {{ "nodes": {nodes}, "edges": {edges} }}, "maps": {{ "ends": [{}] }}, "dats": {{ "w": [{}], "f": [{}] }} }}"#,
+        ends.join(","),
+        w.join(","),
+        f.join(",")
+    );
+    load("ring.op2", RING, json.as_bytes())
+}
+
+#[test]
+fn both_engines_give_the_same_bits_in_another_order() {
+    let case = ring(97, 1000);
+    let (forward, _) = case.run().expect("runs");
+    let (interpreted, _, ran) = another_order_with(&case, Engine::Interp, true);
+    assert_eq!(ran, Engine::Interp);
+    for engine_first in [true, false] {
+        let (compiled, _, ran) = another_order_with(&case, Engine::Compiled, engine_first);
+        assert_eq!(ran, Engine::Compiled);
+        if let Some(difference) = support::first_difference(&interpreted, &compiled) {
+            panic!("the engines differ in another order: {difference}");
+        }
+        assert_eq!(compiled.globals, interpreted.globals);
+    }
+    // The other order moves the sums, and only the sums: MIN and MAX are
+    // the same.
+    assert_ne!(
+        forward.dats, interpreted.dats,
+        "another order moves some sum"
+    );
+    for name in ["low", "high"] {
+        assert_eq!(case.global(&forward, name), case.global(&interpreted, name));
+    }
 }

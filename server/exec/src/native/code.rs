@@ -286,6 +286,22 @@ impl Code {
         unsafe { bound.call(start, end) }
     }
 
+    /// Runs `lp` on elements `elements - 1` down to 0, one at a time (the
+    /// reference's run in another order); stops at the first that faults.
+    pub(crate) fn run_reverse(
+        &self,
+        lp: &Loop,
+        memory: &mut Memory<'_>,
+        elements: usize,
+    ) -> Result<(), Stop> {
+        let bound = self.bind_memory(lp, memory)?;
+        for element in (0..elements).rev() {
+            // SAFETY: one call at a time on this table.
+            unsafe { bound.call(element, element + 1) }?;
+        }
+        Ok(())
+    }
+
     /// `lp`'s code with its table of pointers into `memory`, each checked
     /// to reach at least what the code may reach.
     pub(crate) fn bind_memory<'m>(

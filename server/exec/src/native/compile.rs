@@ -101,6 +101,10 @@ pub(crate) struct Context<'a> {
     pub program: &'a Program,
     pub set_sizes: &'a [usize],
     pub consts: &'a [Vec<Value>],
+    /// Every INC argument of a loop starts at the INC identity and is
+    /// added to its target after the kernel, none in place (the
+    /// reference's run in another order, `Reference::in_another_order`).
+    pub staged: bool,
 }
 
 /// Declares an imported math function (name, arity) in a function.
@@ -643,7 +647,11 @@ pub(crate) fn compile_loop<'a>(
     // time (`flag` set when one of the at most `MAX_IN_PLACE_INC - 1`
     // earlier arguments of the dat the plan names has this one's row: it
     // starts at the INC identity and adds, branch-free by `select`).
-    let plan = in_place_plan(&args);
+    let plan = if cx.staged {
+        vec![IncPlace::Staged; args.len()]
+    } else {
+        in_place_plan(&args)
+    };
     let mut place: Vec<InPlace> = Vec::with_capacity(args.len());
     let mut inc_rows: Vec<Option<ir::Value>> = vec![None; args.len()];
     for (k, arg) in args.iter().enumerate() {

@@ -53,6 +53,9 @@ pub(crate) struct Native {
     starts: Vec<Vec<u64>>,
     /// With more than one thread: the pool and every loop's plan.
     threads: Option<Threads>,
+    /// Every loop runs its elements from the last to the first, with its
+    /// INC arguments staged (`Reference::in_another_order`), on one thread.
+    reverse: bool,
 }
 
 /// The most threads a run uses (a larger request gets this many).
@@ -81,12 +84,22 @@ impl Native {
     /// takes the state's dats and maps into typed buffers (given back by
     /// [`Native::finish`]). Fails, leaving `state` as it was, when some
     /// loop cannot be compiled.
-    pub(crate) fn new(program: &Program, state: &mut State) -> Result<Native, String> {
+    ///
+    /// With `reverse`, for the run in another order: every
+    /// loop's elements from the last to the first, every INC argument
+    /// staged from the INC identity and added after the kernel, on one
+    /// thread (`Reference::in_another_order`).
+    pub(crate) fn new(
+        program: &Program,
+        state: &mut State,
+        reverse: bool,
+    ) -> Result<Native, String> {
         let mut module = code::new_module()?;
         let cx = Context {
             program,
             set_sizes: &state.set_sizes,
             consts: &state.consts,
+            staged: reverse,
         };
         let mut functions = Functions::new(&module);
         let mut loops = Vec::with_capacity(program.invocations.len());
@@ -218,6 +231,7 @@ impl Native {
             globals: program.globals.iter().map(|_| Vec::new()).collect(),
             starts: program.globals.iter().map(|_| Vec::new()).collect(),
             threads: None,
+            reverse,
         })
     }
 
@@ -233,7 +247,7 @@ impl Native {
         }
         .min(MAX_THREADS);
         self.threads = None;
-        if threads < 2 {
+        if threads < 2 || self.reverse {
             return 1;
         }
         let Ok(pool) = rayon::ThreadPoolBuilder::new()
@@ -368,6 +382,7 @@ impl Native {
                     }
                 })
             }
+            _ if self.reverse => self.code.run_reverse(&compiled.code, &mut memory, elements),
             _ => self.code.run(&compiled.code, &mut memory, 0, elements),
         };
         for &(g, ty) in &compiled.globals {
@@ -546,6 +561,7 @@ impl KernelCalls {
             program,
             set_sizes,
             consts,
+            staged: false,
         };
         let mut functions = Functions::new(&module);
         let mut defined = Vec::with_capacity(program.invocations.len());
