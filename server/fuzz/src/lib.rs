@@ -76,7 +76,18 @@ pub fn full_every() -> u64 {
 
 /// The stages of a case, for reporting where a hang is.
 pub const STAGES: &[&str] = &[
-    "generate", "parse", "check", "fmt", "build", "run", "simulate", "lsp", "import", "hdf5",
+    "generate",
+    "parse",
+    "check",
+    "fmt",
+    "build",
+    "run",
+    "simulate",
+    "lsp",
+    "import",
+    "hdf5",
+    "run compiled",
+    "run threads",
 ];
 
 /// Whether the `hdf5` stage also reads a damaged copy of the instance, in a

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use op2_analysis::value::Value;
 use op2_analysis::{Analyser, Analysis, Loader, Options};
 use op2_codegen::instance::GraphInstance;
 use op2_codegen::output::InstanceWriter;
@@ -220,6 +221,24 @@ pub fn check(
     let state = State::new(&analysis.program, &data);
     let mut print = |s: &str| output.push(s);
     let expected = Reference::new(&analysis, state, &mut print).run(program.max_iterations);
+    let printed = output.kept;
+
+    // `op2 run`'s own engine: every loop compiled, on one thread
+    // (bit-identical to the interpreter) and on two (`--threads 2`: `main`
+    // on the pool, loops in coloured blocks; only the order of floating
+    // sums may differ).
+    crate::enter("run compiled");
+    let (compiled, compiled_printed) = run_compiled(&analysis, &data, program.max_iterations, 1);
+    engines_agree(&expected, &printed, &compiled, &compiled_printed)?;
+    crate::enter("run threads");
+    let (threaded, _) = run_compiled(&analysis, &data, program.max_iterations, 2);
+    threads_agree(
+        &analysis,
+        &data,
+        program.max_iterations,
+        &expected,
+        &threaded,
+    )?;
 
     // simulate
     crate::enter("simulate");
@@ -319,6 +338,151 @@ pub fn check(
         (_, Err(SimulationError::Limit(_))) => {}
     }
     Ok(reached)
+}
+
+/// A run of `op2 run`'s compiled engine on `threads` threads, with what it
+/// printed.
+fn run_compiled(
+    analysis: &Analysis,
+    data: &op2_instance::InstanceData,
+    max_iterations: u64,
+    threads: usize,
+) -> (Result<State, op2_exec::RuntimeError>, String) {
+    let mut output = Output::default();
+    let mut print = |s: &str| output.push(s);
+    let state = State::new(&analysis.program, data);
+    let result = Reference::new(analysis, state, &mut print)
+        .with_engine(op2_exec::Engine::Compiled)
+        .with_threads(threads)
+        .run(max_iterations);
+    (result, output.kept)
+}
+
+/// Whether two values are the same bits (`0.0` and `-0.0` differ, a NaN is
+/// a NaN of the same bits).
+fn same_bits(a: Value, b: Value) -> bool {
+    match (a, b) {
+        (Value::Double(x), Value::Double(y)) => x.to_bits() == y.to_bits(),
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        _ => a == b,
+    }
+}
+
+/// The first value of two final states that is not the same bits, named.
+fn first_other_bits(a: &State, b: &State) -> Option<String> {
+    for (kind, left, right) in [
+        ("dat", &a.dats, &b.dats),
+        ("global", &a.globals, &b.globals),
+    ] {
+        for (index, (x, y)) in left.iter().zip(right).enumerate() {
+            if x.len() != y.len() {
+                return Some(format!(
+                    "{kind} {index} has {} values against {}",
+                    x.len(),
+                    y.len()
+                ));
+            }
+            if let Some(at) = x.iter().zip(y).position(|(p, q)| !same_bits(*p, *q)) {
+                return Some(format!(
+                    "{kind} {index} [{at}]: {:?} against {:?}",
+                    x[at], y[at]
+                ));
+            }
+        }
+    }
+    (a.exit_status != b.exit_status || a.path != b.path)
+        .then(|| "the path through `main` or the exit status".to_string())
+}
+
+/// The compiled engine on one thread gives the interpreter's result bit for
+/// bit (issue 15): the same final state and printed text, or the same error.
+fn engines_agree(
+    expected: &Result<State, op2_exec::RuntimeError>,
+    printed: &str,
+    compiled: &Result<State, op2_exec::RuntimeError>,
+    compiled_printed: &str,
+) -> Result<(), Finding> {
+    let differs = |what: String| {
+        Err(Finding::property(
+            "run compiled",
+            format!("the compiled engine differs from the interpreter: {what}"),
+        ))
+    };
+    match (expected, compiled) {
+        (Ok(a), Ok(b)) => {
+            if let Some(what) = first_other_bits(a, b) {
+                return differs(what);
+            }
+            if printed != compiled_printed {
+                return differs("the printed text".into());
+            }
+        }
+        (Err(a), Err(b)) if a.message == b.message => {}
+        (Err(a), Err(b)) => {
+            return differs(format!("error {:?} against {:?}", a.message, b.message));
+        }
+        (Ok(_), Err(b)) => return differs(format!("it failed where the interpreter did not: {b}")),
+        (Err(a), Ok(_)) => return differs(format!("it ran where the interpreter failed: {a}")),
+    }
+    Ok(())
+}
+
+/// Two threads give one thread's result but for the order of floating sums:
+/// the same outcome (the same error, where no value may move by any amount
+/// with that order, `op2_analysis::order`), and final states that agree as
+/// `op2 simulate --check` requires of the simulation.
+fn threads_agree(
+    analysis: &Analysis,
+    data: &op2_instance::InstanceData,
+    max_iterations: u64,
+    expected: &Result<State, op2_exec::RuntimeError>,
+    threaded: &Result<State, op2_exec::RuntimeError>,
+) -> Result<(), Finding> {
+    let finding = |what: String| Err(Finding::property("run threads", what));
+    let order = op2_analysis::order::order_dependence(&analysis.program);
+    match (expected, threaded) {
+        (Ok(expected), Ok(actual)) => {
+            let tolerance = Tolerance {
+                relative: 1e-6,
+                absolute: 1e-9,
+            };
+            let mut comparison = op2_exec::compare(&analysis.program, expected, actual, tolerance);
+            if comparison.diverged.is_some_and(|d| d.order_dependent) {
+                return Ok(());
+            }
+            if comparison.diverged.is_some() {
+                return finding("two threads took another path through main than one".into());
+            }
+            op2_exec::explain_by_another_order(
+                analysis,
+                State::new(&analysis.program, data),
+                max_iterations,
+                expected,
+                &mut comparison,
+                tolerance,
+            );
+            if let Some(first) = comparison.differences.first() {
+                return finding(format!(
+                    "two threads differ from one in {} value(s), first {}: {:?} against {:?}",
+                    comparison.differences.len(),
+                    first.path,
+                    first.expected,
+                    first.actual
+                ));
+            }
+        }
+        (Err(a), Err(b)) if a.message == b.message || order.jumps => {}
+        _ if order.jumps => {}
+        (Err(a), Err(b)) => {
+            return finding(format!(
+                "two threads failed with {:?}, one with {:?}",
+                b.message, a.message
+            ));
+        }
+        (Ok(_), Err(b)) => return finding(format!("two threads failed where one did not: {b}")),
+        (Err(a), Ok(_)) => return finding(format!("two threads ran where one failed: {a}")),
+    }
+    Ok(())
 }
 
 /// The instance through OP2's HDF5 layout: written (to a temporary file:
@@ -515,5 +679,39 @@ impl Output {
             }
             self.kept.push_str(&text[..end]);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(dat: Vec<Value>) -> State {
+        State {
+            set_sizes: vec![dat.len()],
+            maps: Vec::new(),
+            arities: Vec::new(),
+            dats: vec![dat],
+            globals: vec![vec![Value::Int(1)]],
+            consts: Vec::new(),
+            exit_status: None,
+            path: op2_exec::state::Path::default(),
+        }
+    }
+
+    #[test]
+    fn the_engines_must_agree_bit_for_bit() {
+        let one = state(vec![Value::Double(0.0), Value::Double(f64::NAN)]);
+        // Equal as numbers (`0.0 == -0.0`), not as bits.
+        let signed = state(vec![Value::Double(-0.0), Value::Double(f64::NAN)]);
+        assert_eq!(first_other_bits(&one, &one.clone()), None);
+        let found = first_other_bits(&one, &signed).expect("a zero's sign differs");
+        assert!(found.starts_with("dat 0 [0]"), "{found}");
+        assert!(engines_agree(&Ok(one.clone()), "x", &Ok(one.clone()), "x").is_ok());
+        assert!(engines_agree(&Ok(one.clone()), "x", &Ok(signed), "x").is_err());
+        assert!(engines_agree(&Ok(one.clone()), "x", &Ok(one.clone()), "y").is_err());
+        let mut exited = one.clone();
+        exited.exit_status = Some(1);
+        assert!(engines_agree(&Ok(one), "", &Ok(exited), "").is_err());
     }
 }
