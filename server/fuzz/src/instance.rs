@@ -16,6 +16,10 @@ const MAX_VALUES: u64 = 20_000;
 /// Instance JSON for `program`.
 pub fn generate(program: &Program, rng: &mut Rng) -> Vec<u8> {
     let hostile = rng.one_in(25) && !crate::tame();
+    // One instance in twenty has sets of several blocks of `op2 run
+    // --threads` (256 elements each), so that loops run in coloured
+    // blocks on the pool, not only as one block on one thread.
+    let blocks = rng.one_in(20);
     let mut sets = Map::new();
     let mut sizes = Vec::new();
     for set in &program.sets {
@@ -23,6 +27,8 @@ pub fn generate(program: &Program, rng: &mut Rng) -> Vec<u8> {
             *rng.pick(&[2_000_000_000, 4_294_967_295, 1 << 40, 100_000_000])
         } else if rng.one_in(10) {
             0
+        } else if blocks && rng.one_in(2) {
+            rng.range(257, 1500) as u64
         } else {
             rng.range(1, 8) as u64
         };
@@ -141,5 +147,37 @@ fn value(scalar: ScalarType, rng: &mut Rng) -> Value {
         ScalarType::Int | ScalarType::Ll => json!(rng.below(200) as i64 - 100),
         ScalarType::Uint | ScalarType::Ull => json!(rng.below(200)),
         ScalarType::Bool => json!(rng.chance(50)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// One instance in twenty or so has a set of more than one block of
+    /// `op2 run --threads` (256 elements), so that the campaign's `run
+    /// threads` stage runs loops in coloured blocks.
+    #[test]
+    fn some_instances_have_sets_of_several_blocks() {
+        let analysis = op2_analysis::analyse_text(
+            Path::new("p.op2"),
+            "set a;\nset b;\nmap m: a -> b[2];\ndat x: double on a;\nmain { }\n",
+            &op2_analysis::Options::default(),
+        );
+        let mut several = 0;
+        for seed in 0..400 {
+            let json = generate(&analysis.program, &mut Rng::new(seed));
+            let value: Value = serde_json::from_slice(&json).expect("JSON");
+            if value["sets"]
+                .as_object()
+                .expect("sets")
+                .values()
+                .any(|size| size.as_u64().is_some_and(|n| (257..=1500).contains(&n)))
+            {
+                several += 1;
+            }
+        }
+        assert!((5..=40).contains(&several), "{several} of 400");
     }
 }
