@@ -372,11 +372,7 @@ impl<'a> Reference<'a> {
             .collect();
         // Which arguments start from their target, per element (see
         // `in_place`).
-        let plan = if self.another_order {
-            vec![IncPlace::Staged; args.len()]
-        } else {
-            in_place_plan(&args)
-        };
+        let plan = inc_plan(&args, self.another_order);
         let mut in_place = vec![false; args.len()];
         let mut rows = vec![0; args.len()];
         for step in 0..elements {
@@ -571,6 +567,19 @@ pub enum IncPlace {
         /// The earlier floating INC arguments of the same dat.
         unless: Vec<usize>,
     },
+}
+
+/// The [`IncPlace`] of every argument of a par_loop: [`in_place_plan`], or
+/// every argument [`IncPlace::Staged`] in the reference's other order
+/// (`Reference::in_another_order`), where each INC is summed apart and
+/// added after its kernel. The interpreter and the compiled engine both ask
+/// here.
+pub fn inc_plan(args: &[Arg], every_staged: bool) -> Vec<IncPlace> {
+    if every_staged {
+        vec![IncPlace::Staged; args.len()]
+    } else {
+        in_place_plan(args)
+    }
 }
 
 /// The [`IncPlace`] of every argument of a par_loop, in order. Arguments are

@@ -256,27 +256,8 @@ pub fn check(
             return Err(Finding::property("simulate", error.to_string()));
         }
         (Ok(expected), Ok((actual, _))) => {
-            let tolerance = Tolerance {
-                relative: 1e-6,
-                absolute: 1e-9,
-            };
-            // Values the order of sums may move by any amount are listed
-            // apart by the comparison (op2_analysis::order) and not held to
-            // the tolerance.
-            let mut comparison = op2_exec::compare(&analysis.program, expected, actual, tolerance);
-            // Values beyond the tolerance that the reference run in another
-            // order moves as far (a sum that cancels, a singularity) are
-            // the order of sums', as in `op2 simulate --check`.
-            if comparison.diverged.is_none() {
-                op2_exec::explain_by_another_order(
-                    &analysis,
-                    State::new(&analysis.program, &data),
-                    program.max_iterations,
-                    expected,
-                    &mut comparison,
-                    tolerance,
-                );
-            }
+            let comparison =
+                compare_as_check(&analysis, &data, program.max_iterations, expected, actual);
             reached.order_dependent = !comparison.order_dependent.is_empty()
                 || !comparison.explained.is_empty()
                 || comparison.diverged.is_some_and(|d| d.order_dependent);
@@ -427,6 +408,37 @@ fn engines_agree(
     Ok(())
 }
 
+/// `actual`'s final state against the reference's, `expected`, as `op2
+/// simulate --check` compares them: values the order of sums may move by
+/// any amount are listed apart (`op2_analysis::order`) and not held to the
+/// tolerance, and, where both took the same path through `main`, values
+/// beyond it that the reference run in another order moves as far (a sum
+/// that cancels, a singularity) are explained, not differences.
+fn compare_as_check(
+    analysis: &Analysis,
+    data: &op2_instance::InstanceData,
+    max_iterations: u64,
+    expected: &State,
+    actual: &State,
+) -> op2_exec::Comparison {
+    let tolerance = Tolerance {
+        relative: 1e-6,
+        absolute: 1e-9,
+    };
+    let mut comparison = op2_exec::compare(&analysis.program, expected, actual, tolerance);
+    if comparison.diverged.is_none() {
+        op2_exec::explain_by_another_order(
+            analysis,
+            State::new(&analysis.program, data),
+            max_iterations,
+            expected,
+            &mut comparison,
+            tolerance,
+        );
+    }
+    comparison
+}
+
 /// Two threads give one thread's result but for the order of floating sums:
 /// the same outcome (the same error, where no value may move by any amount
 /// with that order, `op2_analysis::order`), and final states that agree as
@@ -442,25 +454,13 @@ fn threads_agree(
     let order = op2_analysis::order::order_dependence(&analysis.program);
     match (expected, threaded) {
         (Ok(expected), Ok(actual)) => {
-            let tolerance = Tolerance {
-                relative: 1e-6,
-                absolute: 1e-9,
-            };
-            let mut comparison = op2_exec::compare(&analysis.program, expected, actual, tolerance);
+            let comparison = compare_as_check(analysis, data, max_iterations, expected, actual);
             if comparison.diverged.is_some_and(|d| d.order_dependent) {
                 return Ok(());
             }
             if comparison.diverged.is_some() {
                 return finding("two threads took another path through main than one".into());
             }
-            op2_exec::explain_by_another_order(
-                analysis,
-                State::new(&analysis.program, data),
-                max_iterations,
-                expected,
-                &mut comparison,
-                tolerance,
-            );
             if let Some(first) = comparison.differences.first() {
                 return finding(format!(
                     "two threads differ from one in {} value(s), first {}: {:?} against {:?}",

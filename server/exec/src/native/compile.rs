@@ -29,7 +29,7 @@ use op2_syntax::TextRange;
 use op2_syntax::ast::{AccessMode, BinaryOp, ScalarType, UnaryOp};
 
 use super::flat::size_of;
-use crate::reference::{IncPlace, in_place_plan};
+use crate::reference::{IncPlace, inc_plan};
 
 /// Why a loop is not compiled (the interpreter runs the program).
 pub(crate) type Unsupported = String;
@@ -640,18 +640,14 @@ pub(crate) fn compile_loop<'a>(
         }
     };
     // Which floating INC arguments work on their target in place, as
-    // `reference::in_place_plan` decides for the loop and
+    // `reference::inc_plan` decides for the loop and
     // `reference::in_place_args` per element: `Fresh` where no earlier
     // argument of the same dat is to be compared, `Staged` where the plan
     // says so, and `Shared(flag)` where the element's rows decide at run
     // time (`flag` set when one of the at most `MAX_IN_PLACE_INC - 1`
     // earlier arguments of the dat the plan names has this one's row: it
     // starts at the INC identity and adds, branch-free by `select`).
-    let plan = if cx.staged {
-        vec![IncPlace::Staged; args.len()]
-    } else {
-        in_place_plan(&args)
-    };
+    let plan = inc_plan(&args, cx.staged);
     let mut place: Vec<InPlace> = Vec::with_capacity(args.len());
     let mut inc_rows: Vec<Option<ir::Value>> = vec![None; args.len()];
     for (k, arg) in args.iter().enumerate() {
