@@ -290,6 +290,11 @@ fn lsp() -> anyhow::Result<Outcome> {
     // analysis the watchdog abandoned may still be running there, and a
     // runaway one would keep the process alive after `exit` for good.
     runtime.shutdown_background();
+    // A build on save still writing (one `shutdown` did not wait for, or
+    // an `exit` without `shutdown`) ends with the process: its temporary
+    // file is removed, and the registry stays locked until the process
+    // ends, so that no new one is made.
+    std::mem::forget(op2_codegen::output::remove_temporary_files());
     // The protocol: 0 when `shutdown` came before `exit`, otherwise 1.
     Ok(if end.status() == 0 {
         Outcome::Success

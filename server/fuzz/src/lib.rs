@@ -19,6 +19,7 @@ pub mod lsp;
 pub mod mutate;
 pub mod pipeline;
 pub mod rng;
+pub mod workspace;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

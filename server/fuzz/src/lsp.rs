@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use crate::Finding;
 use crate::mutate;
 use crate::rng::Rng;
+use crate::workspace::{self, Layout};
 
 /// The document every session edits.
 pub const URI: &str = "file:///op2-fuzz/main.op2";
@@ -28,7 +29,7 @@ pub struct Script {
     pub chunks: Vec<Vec<u8>>,
 }
 
-fn frame(message: &Value) -> Vec<u8> {
+pub(crate) fn frame(message: &Value) -> Vec<u8> {
     let body = message.to_string();
     let mut out = format!("Content-Length: {}\r\n\r\n", body.len()).into_bytes();
     out.extend_from_slice(body.as_bytes());
@@ -58,7 +59,10 @@ fn boundary(text: &str, mut at: usize) -> usize {
     at
 }
 
-/// A session on `text`, with `corpus` for the edits.
+/// A session on `text`, with `corpus` for the edits. Half of them build on
+/// save in a folder of their own (`workspace`): a workspace folder, the
+/// document somewhere in or out of it, saves and changes of the build
+/// settings among the edits.
 pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
     let mut chunks = Vec::new();
     let encodings = if rng.chance(50) {
@@ -67,12 +71,24 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
         json!(["utf-16"])
     };
     let utf8 = encodings.as_array().is_some_and(|a| a.len() == 2);
-    chunks.push(frame(
-        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    let building = rng.chance(50);
+    let uri = if building {
+        workspace::document(rng)
+    } else {
+        URI.to_owned()
+    };
+    let mut params = json!({
         "processId": null, "rootUri": null, "capabilities": {
             "general": {"positionEncodings": encodings},
             "window": {"workDoneProgress": true},
-            "textDocument": {"publishDiagnostics": {"versionSupport": true}}}}}),
+            "textDocument": {"publishDiagnostics": {"versionSupport": true}}}});
+    if building {
+        params["rootUri"] = json!(workspace::folder());
+        params["workspaceFolders"] = json!([{"uri": workspace::folder(), "name": "ws"}]);
+        params["initializationOptions"] = workspace::settings(rng);
+    }
+    chunks.push(frame(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params}),
     ));
     chunks.push(frame(
         &json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
@@ -81,11 +97,11 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
     let mut version = 1;
     chunks.push(frame(
         &json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
-        "textDocument": {"uri": URI, "languageId": "op2", "version": version, "text": doc}}}),
+        "textDocument": {"uri": uri, "languageId": "op2", "version": version, "text": doc}}}),
     ));
     let mut id = 10;
     for _ in 0..rng.range(3, 30) {
-        match rng.below(10) {
+        match rng.below(if building { 13 } else { 10 }) {
             0..=3 => {
                 // An incremental edit, in the encoding the server will
                 // choose (UTF-8 when offered, else UTF-16).
@@ -109,7 +125,7 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
                 version += 1;
                 chunks.push(frame(
                     &json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-                    "textDocument": {"uri": URI, "version": version},
+                    "textDocument": {"uri": uri, "version": version},
                     "contentChanges": [{"range": range, "text": insert}]}}),
                 ));
             }
@@ -119,7 +135,7 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
                 version += 1;
                 chunks.push(frame(
                     &json!({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-                    "textDocument": {"uri": URI, "version": version},
+                    "textDocument": {"uri": uri, "version": version},
                     "contentChanges": [{"text": doc}]}}),
                 ));
             }
@@ -150,7 +166,7 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
                 ]);
                 let whole = json!({"start": {"line": 0, "character": 0}, "end": pos});
                 let params = json!({
-                    "textDocument": {"uri": URI},
+                    "textDocument": {"uri": uri},
                     "position": pos,
                     "positions": [pos],
                     "range": whole,
@@ -162,8 +178,25 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
                     &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
                 ));
             }
-            _ if crate::tame() => {}
-            _ => chunks.push(malformed(rng, &mut id)),
+            8 | 9 if crate::tame() => {}
+            8 | 9 => chunks.push(malformed(rng, &mut id)),
+            10 | 11 => {
+                // A save of the document, or of another place of the
+                // folder (open or not).
+                let saved = if rng.chance(70) {
+                    uri.clone()
+                } else {
+                    workspace::document(rng)
+                };
+                chunks.push(frame(
+                    &json!({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {
+                    "textDocument": {"uri": saved}}}),
+                ));
+            }
+            _ => chunks.push(frame(
+                &json!({"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": {
+                "settings": workspace::settings(rng)}}),
+            )),
         }
     }
     Script { chunks }
@@ -203,8 +236,50 @@ fn malformed(rng: &mut Rng, id: &mut i64) -> Vec<u8> {
     }
 }
 
-/// Runs `script` against a fresh server and checks that it survives it.
+/// Runs `script` against a fresh server and checks that it survives it;
+/// a session that names [`workspace::ROOT`] runs in a fresh folder laid out
+/// for it, and must write nowhere it may not ([`Layout::check`]).
 pub fn run(script: &Script) -> Result<(), Finding> {
+    let root = workspace::ROOT.as_bytes();
+    let names_root = script
+        .chunks
+        .iter()
+        .any(|c| c.windows(root.len()).any(|w| w == root));
+    if !names_root {
+        return serve(script);
+    }
+    let layout = Layout::new()?;
+    run_in(script, &layout)
+}
+
+/// Runs `script`, which names [`workspace::ROOT`], in `layout`'s folder and
+/// checks what it wrote there.
+pub fn run_in(script: &Script, layout: &Layout) -> Result<(), Finding> {
+    let placed = Script {
+        chunks: script.chunks.iter().map(|c| place(layout, c)).collect(),
+    };
+    serve(&placed)?;
+    layout.check()
+}
+
+/// `chunk` with the layout's folder in place of the root: a whole framed
+/// message is framed again for its new length; other bytes are replaced
+/// as they are (a malformed chunk stays malformed).
+fn place(layout: &Layout, chunk: &[u8]) -> Vec<u8> {
+    if let Some(end) = chunk.windows(4).position(|w| w == b"\r\n\r\n") {
+        let length = std::str::from_utf8(&chunk[..end]).ok().and_then(|header| {
+            header
+                .strip_prefix("Content-Length: ")
+                .and_then(|n| n.trim().parse::<usize>().ok())
+        });
+        if length == Some(chunk.len() - end - 4) {
+            return frame_raw(&layout.place(&chunk[end + 4..]));
+        }
+    }
+    layout.place(chunk)
+}
+
+fn serve(script: &Script) -> Result<(), Finding> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .max_blocking_threads(4)
@@ -252,7 +327,18 @@ async fn session(script: &Script) -> Result<(), Finding> {
             }
         }
     });
-    for chunk in &script.chunks {
+    // As a client does, nothing after `initialize` before its answer: the
+    // server rejects what comes sooner (`Server not initialized`) and drops
+    // notifications, so a session sent at once would test little more than
+    // that (before 2026-11-28 most sessions of the campaigns did). A script
+    // whose first chunk is not an answered `initialize` goes on after a
+    // while all the same.
+    let mut chunks = script.chunks.iter();
+    if let Some(first) = chunks.next() {
+        let _ = to_write.send(first.clone());
+        answer_to(&mut answers, 1, PATIENCE / 4, &mut server_task).await?;
+    }
+    for chunk in chunks {
         let _ = to_write.send(chunk.clone());
     }
     // The probe, sent a few times: a malformed length may have swallowed
@@ -306,6 +392,18 @@ async fn session(script: &Script) -> Result<(), Finding> {
     let _ = to_write.send(frame(
         &json!({"jsonrpc": "2.0", "id": 2_000_000, "method": "shutdown", "params": null}),
     ));
+    // `exit` after the answer to `shutdown`, as a client sends it: the
+    // server lets its builds on save finish before it answers, and `exit`
+    // would cancel that wait.
+    if !answer_to(&mut answers, 2_000_000, PATIENCE, &mut server_task).await? {
+        return Err(Finding::property(
+            "lsp",
+            format!(
+                "the server did not answer `shutdown` within {} s",
+                PATIENCE.as_secs()
+            ),
+        ));
+    }
     let _ = to_write.send(frame(
         &json!({"jsonrpc": "2.0", "method": "exit", "params": null}),
     ));
@@ -320,6 +418,31 @@ async fn session(script: &Script) -> Result<(), Finding> {
                 "lsp",
                 "the server did not stop after `shutdown` and `exit`",
             ))
+        }
+    }
+}
+
+/// Waits for the server's answer to request `id`: whether it came within
+/// `patience` (or the server's messages ended); the server stopping first is
+/// a finding.
+async fn answer_to<T>(
+    answers: &mut mpsc::UnboundedReceiver<Value>,
+    id: i64,
+    patience: Duration,
+    server: &mut tokio::task::JoinHandle<T>,
+) -> Result<bool, Finding> {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        tokio::select! {
+            message = answers.recv() => match message {
+                Some(message) if message["id"] == id => return Ok(true),
+                Some(_) => {}
+                None => return Ok(true),
+            },
+            () = tokio::time::sleep_until(deadline) => return Ok(false),
+            _ = &mut *server => {
+                return Err(Finding::property("lsp", "the server stopped before `exit`"));
+            }
         }
     }
 }

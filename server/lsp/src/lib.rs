@@ -31,4 +31,6 @@ pub mod transport;
 pub mod work;
 pub mod world;
 
-pub use server::{ANALYSIS_LIMIT, Backend, Options, serve, serve_stdio, serve_with};
+pub use server::{
+    ANALYSIS_LIMIT, Backend, Options, SHUTDOWN_WAITS_FOR_BUILDS, serve, serve_stdio, serve_with,
+};

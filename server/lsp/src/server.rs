@@ -31,6 +31,60 @@ pub struct Backend {
     options: Options,
     /// The imports running, by progress token, for their cancellation.
     imports: handlers::import::Running,
+    /// The builds on save under way, which `shutdown` lets finish.
+    builds: Arc<Builds>,
+}
+
+/// How long `shutdown` waits for the builds on save under way: an editor
+/// that quits right after a save still gets its graph. Below the two
+/// seconds clients commonly give `shutdown` before they stop the server
+/// anyway; a build still running at `exit` is ended with the process and
+/// its temporary file removed (`op2 lsp`, docs/reliability.md).
+pub const SHUTDOWN_WAITS_FOR_BUILDS: Duration = Duration::from_millis(1500);
+
+/// The builds on save under way: a count, and a signal each time one ends.
+#[derive(Debug, Default)]
+struct Builds {
+    running: std::sync::atomic::AtomicUsize,
+    ended: tokio::sync::Notify,
+}
+
+/// One build on save counted in [`Builds`] until it is dropped (finished,
+/// failed, panicked or cancelled).
+struct Building(Arc<Builds>);
+
+impl Building {
+    fn start(builds: &Arc<Builds>) -> Building {
+        builds.running.fetch_add(1, Ordering::SeqCst);
+        Building(Arc::clone(builds))
+    }
+}
+
+impl Drop for Building {
+    fn drop(&mut self) {
+        self.0.running.fetch_sub(1, Ordering::SeqCst);
+        self.0.ended.notify_waiters();
+    }
+}
+
+impl Builds {
+    /// Waits until no build runs, or `limit` has passed.
+    async fn settle(&self, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let ended = self.ended.notified();
+            tokio::pin!(ended);
+            // Registered before the count is read: an end between the two
+            // is not missed.
+            ended.as_mut().enable();
+            if self.running.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, ended).await.is_err() {
+                return;
+            }
+        }
+    }
 }
 
 /// Commands the server executes (`workspace/executeCommand`).
@@ -141,6 +195,7 @@ pub async fn serve_with<I: AsyncRead + Unpin, O: AsyncWrite>(
         publishing: Arc::default(),
         options,
         imports: Arc::default(),
+        builds: Arc::default(),
     })
     .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
     .finish();
@@ -256,6 +311,7 @@ impl Backend {
             publishing: Arc::clone(&self.publishing),
             options: self.options,
             imports: Arc::clone(&self.imports),
+            builds: Arc::clone(&self.builds),
         }
     }
 
@@ -686,7 +742,9 @@ impl Backend {
         let client = self.client.clone();
         let world = Arc::clone(&self.world);
         let backend = self.handle();
+        let building = Building::start(&self.builds);
         tokio::spawn(async move {
+            let _building = building;
             let Some(analysed) = backend.analysed(&uri, Asker::Request).await else {
                 return;
             };
@@ -842,6 +900,9 @@ impl LanguageServer for Backend {
     }
 
     async fn shutdown(&self) -> Result<()> {
+        // The builds on save under way finish first, for a while: the
+        // client sends `exit` when this answers.
+        self.builds.settle(SHUTDOWN_WAITS_FOR_BUILDS).await;
         Ok(())
     }
 

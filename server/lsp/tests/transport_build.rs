@@ -226,6 +226,38 @@ async fn the_graph_is_byte_identical_to_the_op2_binarys() {
     );
 }
 
+/// An editor that quits right after a save: `shutdown` answers once the
+/// build on save has written its graph (within
+/// `op2_lsp::SHUTDOWN_WAITS_FOR_BUILDS`), so the graph is there and no
+/// temporary file is left.
+#[tokio::test]
+async fn shutdown_right_after_a_save_waits_for_its_build() {
+    let workspace = Workspace::new();
+    let source = support::example("airfoil.op2");
+    let (path, uri) = workspace.file("airfoil.op2", &source);
+    let mut session = Session::in_process();
+    session
+        .initialize(&[], Some(&workspace.folder()), None)
+        .await;
+    // Not waiting for the analysis: the save comes with the open.
+    session.did_open(&uri, &source, 1);
+    session.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    session.shutdown().await;
+    let graph = path.with_file_name("airfoil.graph.xml");
+    assert!(
+        std::fs::read(&graph).is_ok_and(|bytes| bytes == expected_graph(&path)),
+        "the build on save finished before `shutdown` answered"
+    );
+    assert_eq!(
+        listing(&workspace.folder()),
+        ["airfoil.graph.xml", "airfoil.op2"],
+        "no temporary files are left"
+    );
+}
+
 #[tokio::test]
 async fn saving_a_program_with_errors_writes_nothing_and_says_why() {
     let workspace = Workspace::new();
