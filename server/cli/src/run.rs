@@ -530,7 +530,7 @@ fn explained_note(stderr: &mut dyn Write, comparison: &op2_exec::Comparison) -> 
     );
     writeln!(
         stderr,
-        "note: {} value(s) of {names} differ beyond the tolerance, by at most {}× as much as running `main` again in another order moves them (each par_loop's elements in reverse, each increment summed apart and added after its kernel; the worst, {}: run {} simulate {}, the other order {}); the order of floating-point sums explains them on this instance (a sum that cancels, or a division, `pow`, `log` or `sqrt` near a singularity, makes a few units in the last place of the terms far more), so they are not failures (`--tolerance-only` holds them to the tolerance)",
+        "note: {} value(s) of {names} differ beyond the tolerance, by at most {}× as much as running `main` again in another order moves them (each par_loop's elements in reverse, each increment summed apart and added after its kernel, each floating target summing the two halves of the set apart; the worst, {}: run {} simulate {}, the other order {}); the order of floating-point sums explains them on this instance (a long sum, a sum that cancels, or a division, `pow`, `log` or `sqrt` near a singularity, makes a few units in the last place of the terms far more), so they are not failures (`--tolerance-only` holds them to the tolerance)",
         comparison.explained.len(),
         op2_exec::ANOTHER_ORDER_FACTOR,
         first.difference.path,

@@ -375,7 +375,22 @@ impl<'a> Reference<'a> {
         let plan = inc_plan(&args, self.another_order);
         let mut in_place = vec![false; args.len()];
         let mut rows = vec![0; args.len()];
+        // In the other order, the floating INC targets sum the second half
+        // of the elements and the first apart (`SplitSums`).
+        let split = if self.another_order && elements >= 2 {
+            SplitSums::of(&args)
+        } else {
+            SplitSums::default()
+        };
+        let half = elements / 2;
+        let mut parts: Option<(Parts, Option<Parts>)> =
+            (!split.is_empty()).then(|| (split.take(&mut self.state.dats, globals), None));
         for step in 0..elements {
+            if step == elements - half
+                && let Some((_, second @ None)) = parts.as_mut()
+            {
+                *second = Some(split.take(&mut self.state.dats, globals));
+            }
             let element = if self.another_order {
                 elements - 1 - step
             } else {
@@ -502,6 +517,9 @@ impl<'a> Reference<'a> {
                     _ => {}
                 }
             }
+        }
+        if let Some((saved, Some(second))) = parts {
+            split.combine(&mut self.state.dats, globals, saved, &second);
         }
         Ok(())
     }
@@ -661,6 +679,96 @@ pub(crate) fn add_into(target: &mut [Value], values: &[Value]) {
     for (t, v) in target.iter_mut().zip(values) {
         let ty = t.ty();
         *t = value::binary(BinaryOp::Add, *t, *v).map_or(*t, |sum| sum.convert(ty));
+    }
+}
+
+/// The floating INC targets of a par_loop (dats and globals, each once,
+/// with their scalar type), which the reference's other order sums in two
+/// parts (`Reference::in_another_order`): the elements of the second half
+/// of the set, then those of the first, each part from INC's identity, and
+/// then the target takes its old value plus the second part plus the
+/// first. Recursive sums of many like terms round alike in any element
+/// order, so reversing the elements alone would not move them; summing in
+/// parts moves them about as much as other orders do (blocks on threads,
+/// the simulator's trees).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SplitSums {
+    pub dats: Vec<(usize, ScalarType)>,
+    pub globals: Vec<(usize, ScalarType)>,
+}
+
+/// What a split sum's targets held at one point, dats then globals, in
+/// [`SplitSums`]' order.
+pub(crate) type Parts = (Vec<Vec<Value>>, Vec<Vec<Value>>);
+
+impl SplitSums {
+    pub(crate) fn of<'a>(args: impl IntoIterator<Item = &'a Arg>) -> SplitSums {
+        let mut split = SplitSums::default();
+        for arg in args {
+            if arg.mode != AccessMode::Inc || !arg.ty.scalar.is_floating() {
+                continue;
+            }
+            match arg.kind {
+                ArgKind::DirectDat(dat) | ArgKind::IndirectDat { dat, .. } => {
+                    split.dats.push((dat.index(), arg.ty.scalar));
+                }
+                ArgKind::Global(global) => split.globals.push((global.index(), arg.ty.scalar)),
+                _ => {}
+            }
+        }
+        for list in [&mut split.dats, &mut split.globals] {
+            list.sort_unstable_by_key(|&(i, _)| i);
+            list.dedup_by_key(|&mut (i, _)| i);
+        }
+        split
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.dats.is_empty() && self.globals.is_empty()
+    }
+
+    /// Takes the targets' values out of `dats` and `globals`, leaving INC's
+    /// identity in each component.
+    pub(crate) fn take(&self, dats: &mut [Vec<Value>], globals: &mut [Vec<Value>]) -> Parts {
+        let take = |values: &mut Vec<Value>, ty: ScalarType| {
+            let identity = inc_identity(ty);
+            values
+                .iter_mut()
+                .map(|v| std::mem::replace(v, identity))
+                .collect::<Vec<Value>>()
+        };
+        (
+            self.dats
+                .iter()
+                .map(|&(d, ty)| take(&mut dats[d], ty))
+                .collect(),
+            self.globals
+                .iter()
+                .map(|&(g, ty)| take(&mut globals[g], ty))
+                .collect(),
+        )
+    }
+
+    /// With the first half's sums in the targets: each target becomes
+    /// `saved + second + first`, added in that order.
+    pub(crate) fn combine(
+        &self,
+        dats: &mut [Vec<Value>],
+        globals: &mut [Vec<Value>],
+        saved: Parts,
+        second: &Parts,
+    ) {
+        let put = |target: &mut Vec<Value>, saved: Vec<Value>, second: &[Value]| {
+            let first = std::mem::replace(target, saved);
+            add_into(target, second);
+            add_into(target, &first);
+        };
+        for (((d, _), saved), second) in self.dats.iter().zip(saved.0).zip(&second.0) {
+            put(&mut dats[*d], saved, second);
+        }
+        for (((g, _), saved), second) in self.globals.iter().zip(saved.1).zip(&second.1) {
+            put(&mut globals[*g], saved, second);
+        }
     }
 }
 

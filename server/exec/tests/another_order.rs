@@ -1,6 +1,7 @@
 //! The reference run in another order (`Reference::in_another_order`): each
 //! par_loop's elements from the last to the first, every INC argument
-//! summed apart and added after its kernel, bit-identical in both engines;
+//! summed apart and added after its kernel, each floating target summing
+//! the two halves of the set apart, bit-identical in both engines;
 //! and what `op2 simulate --check` lets it explain (`op2_exec::explain`).
 
 use crate::support;
@@ -94,6 +95,55 @@ fn an_increment_is_summed_apart_and_added_after_its_kernel() {
     let d = |state: &State| state.dats[1].clone();
     assert_eq!(d(&expected), [Value::Double(0.0), Value::Double(5.0)]);
     assert_eq!(d(&other), [Value::Double(1.0), Value::Double(5.0)]);
+}
+
+/// A `float` global and a `float` dat through a map, each incremented by
+/// the same term from every element: element order sums them one term at a
+/// time, which reversing the elements leaves bit for bit as it is. The other
+/// order sums the second half of the elements and the first apart, each from
+/// `-0.0`, and adds the old value, the second part and the first, in both
+/// engines (the campaign of 9cd26a9's case 1305780).
+const LONG_SUMS: &str = "set cells;
+set nodes;
+map c2n: cells -> nodes[1];
+dat n: float on nodes;
+global g: float;
+kernel add(float *total, float *node) {
+    *total += 0.1;
+    *node += 0.1;
+}
+main { par_loop add over cells (g INC, n[c2n[0]] INC); }
+";
+
+#[test]
+fn floating_increments_are_summed_in_two_halves() {
+    let cells = 1001;
+    let map: Vec<String> = (0..cells).map(|_| "[0]".to_owned()).collect();
+    let json = format!(
+        r#"{{ "sets": {{ "cells": {cells}, "nodes": 1 }}, "maps": {{ "c2n": [{}] }}, "dats": {{ "n": [3.0] }}, "globals": {{ "g": [2.0] }} }}"#,
+        map.join(",")
+    );
+    let case = load("long_sums.op2", LONG_SUMS, json.as_bytes());
+    // 0.1 as the kernel's `float` sees it: the double constant converted.
+    #[allow(clippy::cast_possible_truncation)]
+    let term = 0.1f64 as f32;
+    let part = |terms: usize| (0..terms).fold(-0.0f32, |sum, _| sum + term);
+    let half = cells / 2;
+    let sequential = |start: f32| (0..cells).fold(start, |sum, _| sum + term);
+    let in_parts = |start: f32| (start + part(cells - half)) + part(half);
+    let (expected, _) = case.run().expect("runs");
+    assert_eq!(expected.globals[0], [Value::Float(sequential(2.0))]);
+    assert_eq!(expected.dats[0], [Value::Float(sequential(3.0))]);
+    assert_ne!(sequential(2.0), in_parts(2.0), "the parts move the sum");
+    for engine in [Engine::Interp, Engine::Compiled] {
+        let (other, _) = another_order(&case, engine);
+        assert_eq!(
+            other.globals[0],
+            [Value::Float(in_parts(2.0))],
+            "{engine:?}"
+        );
+        assert_eq!(other.dats[0], [Value::Float(in_parts(3.0))], "{engine:?}");
+    }
 }
 
 /// A state of `case` with dat `dat`'s values replaced by `values`.

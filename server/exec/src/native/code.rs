@@ -292,10 +292,11 @@ impl Code {
         &self,
         lp: &Loop,
         memory: &mut Memory<'_>,
-        elements: usize,
+        from: usize,
+        to: usize,
     ) -> Result<(), Stop> {
         let bound = self.bind_memory(lp, memory)?;
-        for element in (0..elements).rev() {
+        for element in (from..to).rev() {
             // SAFETY: one call at a time on this table.
             unsafe { bound.call(element, element + 1) }?;
         }

@@ -27,6 +27,8 @@ use compile::{Context, Site, SiteKind, Slot};
 use flat::{Buffer, from_slot, size_of, to_slot};
 use plan::Plan;
 
+use crate::reference::SplitSums;
+
 /// A compiled loop with what it needs to report a fault.
 #[derive(Debug)]
 struct Compiled {
@@ -56,6 +58,9 @@ pub(crate) struct Native {
     /// Every loop runs its elements from the last to the first, with its
     /// INC arguments staged (`Reference::in_another_order`), on one thread.
     reverse: bool,
+    /// With `reverse`, per invocation: its floating INC targets, summed in
+    /// two parts (`reference::SplitSums`).
+    splits: Vec<SplitSums>,
 }
 
 /// The most threads a run uses (a larger request gets this many).
@@ -232,6 +237,15 @@ impl Native {
             starts: program.globals.iter().map(|_| Vec::new()).collect(),
             threads: None,
             reverse,
+            splits: if reverse {
+                program
+                    .invocations
+                    .iter()
+                    .map(|i| SplitSums::of(i.resolved_args().map(|(_, a)| a)))
+                    .collect()
+            } else {
+                Vec::new()
+            },
         })
     }
 
@@ -382,7 +396,13 @@ impl Native {
                     }
                 })
             }
-            _ if self.reverse => self.code.run_reverse(&compiled.code, &mut memory, elements),
+            _ if self.reverse => run_in_parts(
+                &self.code,
+                &compiled.code,
+                &mut memory,
+                elements,
+                &self.splits[id.index()],
+            ),
             _ => self.code.run(&compiled.code, &mut memory, 0, elements),
         };
         for &(g, ty) in &compiled.globals {
@@ -406,6 +426,67 @@ impl Native {
     pub(crate) fn finish(self, state: &mut State) {
         state.dats = self.dats.iter().map(Buffer::to_values).collect();
         state.maps = self.maps.into_inner();
+    }
+}
+
+/// A loop of the run in another order: its elements from the last, the
+/// floating INC targets summing the second half and the first apart, as the
+/// interpreter does (`reference::SplitSums`, the same arithmetic on the
+/// same values, so both engines stay bit-identical).
+fn run_in_parts(
+    code: &Code,
+    lp: &Loop,
+    memory: &mut Memory<'_>,
+    elements: usize,
+    split: &SplitSums,
+) -> Result<(), code::Stop> {
+    if split.is_empty() || elements < 2 {
+        return code.run_reverse(lp, memory, 0, elements);
+    }
+    let half = elements / 2;
+    let (mut dats, mut globals) = split_values(memory, split);
+    let saved = split.take(&mut dats, &mut globals);
+    store_split(memory, split, &dats, &globals);
+    code.run_reverse(lp, memory, half, elements)?;
+    let (mut dats, mut globals) = split_values(memory, split);
+    let second = split.take(&mut dats, &mut globals);
+    store_split(memory, split, &dats, &globals);
+    code.run_reverse(lp, memory, 0, half)?;
+    let (mut dats, mut globals) = split_values(memory, split);
+    split.combine(&mut dats, &mut globals, saved, &second);
+    store_split(memory, split, &dats, &globals);
+    Ok(())
+}
+
+/// `split`'s targets in `memory` as values, at their indices (the others
+/// empty).
+fn split_values(memory: &Memory<'_>, split: &SplitSums) -> (Vec<Vec<Value>>, Vec<Vec<Value>>) {
+    let mut dats = vec![Vec::new(); memory.dats.len()];
+    for &(d, _) in &split.dats {
+        dats[d] = memory.dats[d].to_values();
+    }
+    let mut globals = vec![Vec::new(); memory.globals.len()];
+    for &(g, ty) in &split.globals {
+        globals[g] = memory.globals[g]
+            .iter()
+            .map(|&s| from_slot(s, ty))
+            .collect();
+    }
+    (dats, globals)
+}
+
+/// Writes `split`'s targets back into `memory`.
+fn store_split(
+    memory: &mut Memory<'_>,
+    split: &SplitSums,
+    dats: &[Vec<Value>],
+    globals: &[Vec<Value>],
+) {
+    for &(d, ty) in &split.dats {
+        memory.dats[d] = Buffer::from_values(ty, &dats[d]);
+    }
+    for &(g, _) in &split.globals {
+        memory.globals[g] = globals[g].iter().map(|&v| to_slot(v)).collect();
     }
 }
 
