@@ -258,6 +258,58 @@ async fn shutdown_right_after_a_save_waits_for_its_build() {
     );
 }
 
+/// `exit` while a build on save is writing its graph: `op2 lsp` ends at
+/// once, and the build's temporary file is removed, not left in the
+/// workspace. The exit is sent once the temporary file is there (a large
+/// instance makes the graph take a while to write).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_during_a_build_leaves_no_temporary_file() {
+    let Some(mut session) = Session::binary(&[]) else {
+        return;
+    };
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.folder().join("mesh.json"),
+        op2_instance::synth::airfoil_like(200),
+    )
+    .expect("write the instance");
+    let source = support::example("airfoil.op2");
+    let (_, uri) = workspace.file("airfoil.op2", &source);
+    session
+        .initialize(
+            &[],
+            Some(&workspace.folder()),
+            Some(json!({"op2": {"build": {"instance": "mesh.json"}}})),
+        )
+        .await;
+    session.did_open(&uri, &source, 1);
+    session.notify(
+        "textDocument/didSave",
+        json!({"textDocument": {"uri": uri}}),
+    );
+    let writing = |folder: &Path| {
+        listing(folder)
+            .iter()
+            .any(|name| name.starts_with(".op2-build-"))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !writing(&workspace.folder()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the build never started writing: {:?}",
+            listing(&workspace.folder())
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let status = session.exit_at_once().await;
+    assert_eq!(status.code(), Some(1), "`exit` without `shutdown`");
+    assert!(
+        !writing(&workspace.folder()),
+        "a temporary file was left: {:?}",
+        listing(&workspace.folder())
+    );
+}
+
 #[tokio::test]
 async fn saving_a_program_with_errors_writes_nothing_and_says_why() {
     let workspace = Workspace::new();

@@ -458,6 +458,18 @@ impl Session {
         );
     }
 
+    /// `exit` with no `shutdown` before it, to a server run as a child
+    /// process; its exit status once it has stopped.
+    pub async fn exit_at_once(mut self) -> std::process::ExitStatus {
+        self.notify("exit", Value::Null);
+        let mut child = self.child.take().expect("a server run as a child process");
+        match tokio::time::timeout(TIMEOUT, child.wait()).await {
+            Ok(Ok(status)) => status,
+            Ok(Err(error)) => panic!("waiting for `op2 lsp`: {error}"),
+            Err(_) => panic!("`op2 lsp` did not exit after `exit`"),
+        }
+    }
+
     /// `shutdown` then `exit`, and waits for the server to stop.
     pub async fn shutdown(mut self) {
         let answer = self.request("shutdown", Value::Null).await;
