@@ -182,16 +182,24 @@ pub fn script(text: &str, corpus: &[&[u8]], rng: &mut Rng) -> Script {
             8 | 9 => chunks.push(malformed(rng, &mut id)),
             10 | 11 => {
                 // A save of the document, or of another place of the
-                // folder (open or not).
+                // folder (open or not); or `op2.build`, which builds now
+                // and writes as a save does.
                 let saved = if rng.chance(70) {
                     uri.clone()
                 } else {
                     workspace::document(rng)
                 };
-                chunks.push(frame(
-                    &json!({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {
-                    "textDocument": {"uri": saved}}}),
-                ));
+                if rng.one_in(3) {
+                    id += 1;
+                    chunks.push(frame(&json!({"jsonrpc": "2.0", "id": id,
+                        "method": "workspace/executeCommand",
+                        "params": {"command": "op2.build", "arguments": [saved]}})));
+                } else {
+                    chunks.push(frame(
+                        &json!({"jsonrpc": "2.0", "method": "textDocument/didSave", "params": {
+                        "textDocument": {"uri": saved}}}),
+                    ));
+                }
             }
             _ => chunks.push(frame(
                 &json!({"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": {

@@ -370,8 +370,9 @@ mod tests {
         );
     }
 
-    /// A session that saves a clean program in the workspace builds it
-    /// there (so the property looks at real writes), one that saves it
+    /// A session that saves a clean program in the workspace, or asks
+    /// `op2.build` for it, builds it there (so the property looks at real
+    /// writes), one that saves it
     /// outside or through a link writes nothing, and the check passes both.
     #[cfg(unix)]
     #[test]
@@ -408,6 +409,18 @@ mod tests {
         run_in(&session("ws/main.op2", "out/graphs"), &layout).expect("no stray write");
         let graph = layout.path().join("ws/out/graphs/main.graph.xml");
         assert!(graph.is_file(), "the build on save wrote no graph");
+        // `op2.build` writes as a save does.
+        let mut build = session("ws/sub/main.op2", "");
+        let uri = format!("file://{ROOT}/ws/sub/main.op2");
+        *build.chunks.last_mut().expect("a save") = frame(&json!({"jsonrpc": "2.0", "id": 3,
+            "method": "workspace/executeCommand",
+            "params": {"command": "op2.build", "arguments": [uri]}}));
+        let layout = Layout::new().expect("laid out");
+        run_in(&build, &layout).expect("no stray write");
+        assert!(
+            layout.path().join("ws/sub/main.graph.xml").is_file(),
+            "op2.build wrote no graph"
+        );
         for (document, out_dir) in [
             ("ws/link/main.op2", ""),
             ("ws/main.op2", "../outside"),
