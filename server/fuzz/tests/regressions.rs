@@ -173,6 +173,31 @@ fn unclosed_subscripts_in_a_call_end_within_memory() {
     );
 }
 
+/// The campaign of 883bf24, seed 14, case 79163 (1 MB, F13): a run of
+/// `u[;` lines, each leaving a `[` open, with one other token half way;
+/// tree-sitter's walk of its stack at the end of the text is quadratic in
+/// the run and no allowance can stop it (12 GB for the case; the worker
+/// aborted at 4 GB). A parse now gives up before tree-sitter sees a text
+/// with more than 512 `[` open (E002). Generated at the case's size with a
+/// `)` and with a NUL byte (the case's) half way.
+#[test]
+fn a_run_of_open_subscripts_ends_within_memory() {
+    replay_generated(
+        "open-subscripts",
+        &[
+            (
+                "open-subscripts-paren.op2",
+                op2_syntax::synth::open_subscripts_around(45_485, ")"),
+            ),
+            (
+                "open-subscripts-nul.op2",
+                op2_syntax::synth::open_subscripts_around(45_485, "\0"),
+            ),
+        ],
+        30,
+    );
+}
+
 /// Campaign 2efac03, seed 5, case 713594 (2 MB, issue #12): 32,982 lines
 /// `par_loop … INC)i++) {` in `main`'s `for`, each opening a block never
 /// closed. The parse is linear, but the file is one ERROR holding some

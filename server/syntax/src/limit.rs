@@ -76,6 +76,61 @@ pub const MEMORY_PER_BYTE: u64 = 512;
 /// spaces between its tokens.
 pub const MEMORY_PER_CHECK: u64 = 16 << 10;
 
+/// The most `[` a text may hold open at once, outside comments and string
+/// literals, before it is parsed; past it the parse gives up at the line of
+/// the `[` that passed it, as for memory. Tree-sitter's error recovery can
+/// nest every later line of a run of `x[;` statements inside the one
+/// before once some other token interrupts the run, so that its stack
+/// grows with the text, and the walk over that stack when the text ends
+/// (`ts_stack_pop_all`, which calls nothing of `op2`'s but the allocator,
+/// so that neither the deadline nor the memory bound can stop it) is
+/// quadratic in it: 176 KB of such lines asked for 1.36 GB, the 1 MB of the
+/// campaign of 883bf24's case 79163 12 GB (docs/reliability.md, F13). No
+/// program nests anything deeper than the language's 200 levels, so a
+/// text with this many `[` open is broken past recovery there; a text with
+/// fewer costs at most what 512 such lines cost, about 40 MB.
+pub const MOST_OPEN_SUBSCRIPTS: usize = 512;
+
+/// The offset of the `[` that holds more than [`MOST_OPEN_SUBSCRIPTS`] open
+/// at once in `text`, if one does: one pass, skipping `//` and `/* */`
+/// comments and string and character literals (to their closing quote or
+/// the end of their line; a backslash escapes the byte after it). A `]`
+/// closes one, when one is open.
+pub(crate) fn subscripts_past_limit(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut open = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                i = memchr::memchr2(b'\n', b'\r', &bytes[i..]).map_or(bytes.len(), |at| i + at);
+                continue;
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                i = memchr::memmem::find(&bytes[i + 2..], b"*/")
+                    .map_or(bytes.len(), |at| i + at + 4);
+                continue;
+            }
+            quote @ (b'"' | b'\'') => {
+                i += 1;
+                while i < bytes.len() && !matches!(bytes[i], b'\n' | b'\r') && bytes[i] != quote {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+            }
+            b'[' => {
+                open += 1;
+                if open > MOST_OPEN_SUBSCRIPTS {
+                    return Some(i);
+                }
+            }
+            b']' => open = open.saturating_sub(1),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 /// Attempts after a give-up, each from a line start nearer the first error
 /// than the one before (half as far past it, halved again while that snaps
 /// to a line already tried); then one from the line of the first error
@@ -397,6 +452,29 @@ fn line_start(text: &str, offset: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `[` past the limit is found, `]` closes one, and brackets in
+    /// comments and literals are not counted.
+    #[test]
+    fn open_subscripts_are_counted_outside_comments_and_literals() {
+        let open = "x[".repeat(MOST_OPEN_SUBSCRIPTS);
+        assert_eq!(subscripts_past_limit(&open), None);
+        let past = format!("{open}y[");
+        assert_eq!(subscripts_past_limit(&past), Some(open.len() + 1));
+        assert_eq!(subscripts_past_limit(&format!("{open}]y[")), None);
+        for hidden in ["// [\n", "/* [[ */", "\"[\"", "'['", "\"a\\\"[\""] {
+            let text = format!("{open}{hidden}");
+            assert_eq!(subscripts_past_limit(&text), None, "{hidden:?}");
+        }
+        // A literal ends at its line's end, an unclosed comment at the text's.
+        assert_eq!(
+            subscripts_past_limit(&format!("{open}\"\n[")),
+            Some(open.len() + 2)
+        );
+        assert_eq!(subscripts_past_limit(&format!("{open}/* [")), None);
+        // Balanced brackets, however many, are not open at once.
+        assert_eq!(subscripts_past_limit(&"a[0]".repeat(10_000)), None);
+    }
 
     #[test]
     fn blanking_keeps_length_and_line_breaks() {

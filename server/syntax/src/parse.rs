@@ -36,6 +36,19 @@ fn run_parser(
     limit: ParseLimit,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Tree, Stopped> {
+    // Too many `[` open: gives up before tree-sitter sees the text, as for
+    // memory, at the line of the `[` past the limit (the retry then parses
+    // the text blanked from there).
+    if limit == ParseLimit::Time
+        && let Some(at) = crate::limit::subscripts_past_limit(text)
+    {
+        return Err(Stopped {
+            reached: at,
+            first_error: Some(at),
+            cancelled: false,
+            memory: true,
+        });
+    }
     on_parse_stack(text.len(), || {
         PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit, cancelled))
     })

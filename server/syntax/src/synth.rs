@@ -116,6 +116,26 @@ pub fn unclosed_subscripts_in_a_call(n: usize, spaces: usize) -> String {
     out
 }
 
+/// The campaign of 883bf24, case 79163 (F13): a kernel of `n` lines
+/// `    r[0] = t[0] + u[;`, each leaving a `[` open, with `middle` (any one
+/// other token: `)`, a quote, `#`, a NUL) on a line of its own half way.
+/// After it, tree-sitter's error recovery nests every later line inside the
+/// one before, its stack grows with the text, and its walk over that stack
+/// when the text ends is quadratic in it: at `n` = 16,000 (352 KB) 5.3 GB
+/// and 21 s, the case's 45,485 lines (1 MB) 12 GB. A parse now gives up
+/// before tree-sitter sees such a text ([`crate::limit::MOST_OPEN_SUBSCRIPTS`]).
+pub fn open_subscripts_around(n: usize, middle: &str) -> String {
+    let line = "    r[0] = t[0] + u[;\n";
+    let mut out = String::with_capacity(100 + line.len() * n + middle.len());
+    out.push_str("kernel k(double *r) {\n    double t[2];\n    double u[2];\n");
+    out.push_str(&line.repeat(n / 2));
+    out.push_str(middle);
+    out.push('\n');
+    out.push_str(&line.repeat(n - n / 2));
+    out.push_str("}\n");
+    out
+}
+
 /// Fuzz campaign seed 5, case 713594: in `main`'s `for`, `n` lines
 /// `par_loop sum over cells (p_q READ, total INC)i++) {`, each opening a
 /// block it never closes. The parser reads it in linear time; the root is
