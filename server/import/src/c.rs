@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use tree_sitter::{Node, Parser, Tree};
+use tree_sitter::{Node, Tree};
 
 /// A place in a C/C++ source, 1-based, columns in characters.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -68,43 +68,30 @@ impl fmt::Debug for Source {
 impl Source {
     /// Parses `text`; tree-sitter always gives a tree.
     pub fn parse(path: &Path, display: String, text: String) -> Result<Source, String> {
-        let mut parser = Parser::new();
-        parser
-            .set_language(&tree_sitter_cpp::LANGUAGE.into())
-            .map_err(|e| format!("cannot load the C++ grammar: {e}"))?;
         // tree-sitter's recovery from some runs of syntax errors takes time
-        // that grows faster than the text (`for (…)++)++)…`): the parse
-        // has the deadline `op2`'s own parses have, and a give-up is an
-        // error at the first syntax error, which the application's compiler
-        // would refuse anyway.
-        // It is measured as `op2`'s are (the parsing thread's CPU time
-        // against the place reached), and runs where the stack grows with
-        // the text, since tree-sitter frees error recovery's merged stack
-        // versions recursively.
-        let mut first_error = None;
-        let mut reached = 0;
-        let mut stopped = None;
-        let bytes = text.as_bytes();
-        let tree = op2_syntax::on_parse_stack(text.len(), || {
-            let clock = op2_syntax::limit::ParseClock::start();
-            let mut progress = |state: &tree_sitter::ParseState| {
-                reached = reached.max(state.current_byte_offset());
-                if state.has_error() && first_error.is_none() {
-                    first_error = Some(reached);
-                }
-                stopped = clock.exceeded(reached);
-                if stopped.is_some() {
-                    std::ops::ControlFlow::Break(())
-                } else {
-                    std::ops::ControlFlow::Continue(())
-                }
-            };
-            parser.parse_with_options(
-                &mut |offset: usize, _| &bytes[offset.min(bytes.len())..],
+        // and memory that grow faster than the text (`for (…)++)++)…`):
+        // the parse has the limits `op2`'s own parses have
+        // (`op2_syntax::limit`), and a give-up is an error at the first
+        // syntax error, which the application's compiler would refuse
+        // anyway. It runs where the stack grows with the text, since
+        // tree-sitter frees error recovery's merged stack versions
+        // recursively.
+        let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
+        let parsed = op2_syntax::on_parse_stack(text.len(), || {
+            op2_syntax::limit::parse_within(
+                &language,
+                &text,
                 None,
-                Some(tree_sitter::ParseOptions::new().progress_callback(&mut progress)),
+                op2_syntax::ParseLimit::Time,
+                &|| false,
             )
         });
+        let (tree, stopped) = match parsed {
+            Ok(tree) => (Some(tree), None),
+            Err(stopped) => (None, Some(stopped)),
+        };
+        let reached = stopped.map_or(text.len(), |stopped| stopped.reached);
+        let first_error = stopped.and_then(|stopped| stopped.first_error);
         let allowed = op2_syntax::ParseLimit::time_allowed(reached);
         let Some(tree) = tree else {
             let mut at = first_error.unwrap_or(reached).min(text.len());
@@ -115,7 +102,7 @@ impl Source {
             let line = before.matches('\n').count() + 1;
             let column = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
             let why = match stopped {
-                Some(op2_syntax::limit::Exceeded::Memory) => format!(
+                Some(stopped) if stopped.memory => format!(
                     "recovering from the syntax errors from about here on: it needed more memory than the {reached} bytes it had reached allow"
                 ),
                 _ => format!(

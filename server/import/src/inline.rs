@@ -234,10 +234,7 @@ impl Helpers {
         install: bool,
     ) -> Helpers {
         let mut helpers = Helpers::default();
-        let mut parser = tree_sitter::Parser::new();
-        let language_loaded = parser
-            .set_language(&tree_sitter_cpp::LANGUAGE.into())
-            .is_ok();
+        let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
         let mut written = BTreeSet::new();
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {
@@ -334,11 +331,7 @@ impl Helpers {
             if variadic {
                 named.push(VA_ARGS.to_owned());
             }
-            let translated = if language_loaded {
-                translate_body(&mut parser, &body, &named, &names)
-            } else {
-                Err("the C++ grammar could not be loaded".to_owned())
-            };
+            let translated = translate_body(&language, &body, &named, &names);
             let (body, locals) = match translated {
                 Ok((body, locals)) => (Ok(body), locals),
                 Err(why) => (Err(why), BTreeSet::new()),
@@ -355,13 +348,9 @@ impl Helpers {
             );
         }
         for (name, body) in &raw_objects {
-            let translated = if language_loaded {
-                translate_body(&mut parser, body, &[], &names)
-                    .ok()
-                    .map(|(text, _)| text)
-            } else {
-                None
-            };
+            let translated = translate_body(&language, body, &[], &names)
+                .ok()
+                .map(|(text, _)| text);
             // Not kernel C (a string, say): as written, for the host code.
             helpers
                 .object_bodies
@@ -694,7 +683,7 @@ fn macro_arguments(
 /// and calls of other macros (`macros`) left for the expansion. `Err` says what
 /// is outside the kernel subset.
 fn translate_body(
-    parser: &mut tree_sitter::Parser,
+    language: &tree_sitter::Language,
     body: &str,
     params: &[String],
     macros: &BTreeSet<String>,
@@ -708,9 +697,18 @@ fn translate_body(
     const BEFORE: &str = "void op2_import_macro() {\n";
     let text = format!("{BEFORE}{body}\n;}}");
     let range = BEFORE.len()..BEFORE.len() + body.len();
-    let tree = parser
-        .parse(&text, None)
-        .ok_or("the C++ parser gave up on its body")?;
+    // Within the limits of every parse (`op2_syntax::limit`): a body is one
+    // logical line of the application, as long as its author made it.
+    let tree = op2_syntax::on_parse_stack(text.len(), || {
+        op2_syntax::limit::parse_within(
+            language,
+            &text,
+            None,
+            op2_syntax::ParseLimit::Time,
+            &|| false,
+        )
+    })
+    .map_err(|_| "the C++ parser gave up on its body: recovering from its syntax errors needed more time or memory than its length allows")?;
     let source = Source {
         path: std::path::PathBuf::new(),
         display: String::new(),

@@ -35,9 +35,15 @@
 //! 2.8 GB at once. Stopped early by its memory, such a parse never gets
 //! there, and gives up as it does at the deadline, with a message that says
 //! why. The rate per call does not change with spaces between the tokens,
-//! which dilute the rate per byte. What one stretch without progress calls
-//! asks for is still not bounded by this check (docs/reliability.md,
-//! "Limits").
+//! which dilute the rate per byte.
+//!
+//! What one stretch without progress calls asks for is bounded by the
+//! allocator instead: a parse may never ask for more than [`memory_cap`]
+//! (the allowance of its whole text), and the request that would pass it
+//! abandons the parse on the spot, freeing all it held
+//! ([`crate::memory::parse_guarded`]). The end of F13's text (a quadratic
+//! walk over the parse stack that asked for 12 GB for 1 MB) stops there,
+//! as a give-up for memory.
 //!
 //! The same callback asks the caller whether the parse is still wanted (the
 //! language server's worker cancels the parse of a version that went by):
@@ -48,7 +54,9 @@ use std::cell::Cell;
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
-use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
+use tree_sitter::{Language, ParseState, Tree};
+
+use crate::memory::{Guarded, parse_guarded};
 
 /// The CPU time every parse may take, whatever the text's length.
 pub const TIME_BASE: Duration = Duration::from_secs(1);
@@ -88,7 +96,9 @@ pub const MEMORY_PER_CHECK: u64 = 16 << 10;
 /// campaign of 883bf24's case 79163 12 GB (docs/reliability.md, F13). No
 /// program nests anything deeper than the language's 200 levels, so a
 /// text with this many `[` open is broken past recovery there; a text with
-/// fewer costs at most what 512 such lines cost, about 40 MB.
+/// fewer costs at most what 512 such lines cost, about 40 MB. The general
+/// bound on that walk is [`memory_cap`]; this check stops its known shape
+/// earlier, for a one-pass scan instead of hundreds of megabytes.
 pub const MOST_OPEN_SUBSCRIPTS: usize = 512;
 
 /// The offset of the `[` that holds more than [`MOST_OPEN_SUBSCRIPTS`] open
@@ -149,7 +159,7 @@ pub const MOST_ATTEMPTS: u32 = RETRIES as u32 + 3;
 
 /// Where a parse that was stopped had got to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Stopped {
+pub struct Stopped {
     /// The byte offset the parser had reached.
     pub reached: usize,
     /// The offset it had reached when it first had an error (within a
@@ -306,13 +316,24 @@ fn thread_cpu_time() -> Option<Duration> {
     None
 }
 
-/// Parses `text` (reusing `old`, edited to match it) with `parser` within
+/// The most memory (gross, see [`crate::memory`]) one parse of a text of
+/// `len` bytes may ask for under [`ParseLimit::Time`] at any moment, its
+/// parser's included: [`ParseLimit::memory_allowed`] for the whole text.
+/// Past it, the allocator abandons the parse on the spot
+/// ([`crate::memory::parse_guarded`]), even where tree-sitter calls no
+/// callback of ours (its final walk over the parse stack, F13).
+pub fn memory_cap(len: usize) -> u64 {
+    MEMORY_BASE.saturating_add(MEMORY_PER_BYTE.saturating_mul(len as u64))
+}
+
+/// Parses `text` in `language` (reusing `old`, edited to match it) within
 /// `limit`, unless `cancelled()` says so first (asked at each of
 /// tree-sitter's progress calls). `Err` says where the parser had got to
-/// when it was stopped, and whether it was cancelled; the parser is then
-/// reset, ready for another text.
-pub(crate) fn parse_within(
-    parser: &mut Parser,
+/// when it was stopped, and whether it was cancelled. Under
+/// [`ParseLimit::Time`] the parse is also abandoned the moment it asks for
+/// more than [`memory_cap`] of the text, wherever it is.
+pub fn parse_within(
+    language: &Language,
     text: &str,
     old: Option<&Tree>,
     limit: ParseLimit,
@@ -345,25 +366,22 @@ pub(crate) fn parse_within(
             ControlFlow::Continue(())
         }
     };
-    let bytes = text.as_bytes();
-    let tree = parser.parse_with_options(
-        &mut |offset: usize, _| &bytes[offset.min(bytes.len())..],
-        old,
-        Some(ParseOptions::new().progress_callback(&mut progress)),
-    );
-    match tree {
-        Some(tree) => Ok(tree),
-        None => {
-            // A cancelled parser resumes where it stopped unless reset.
-            parser.reset();
-            Err(Stopped {
-                reached: reached.min(text.len()),
-                first_error: first_error.map(|at| at.min(text.len())),
-                cancelled: was_cancelled,
-                memory,
-            })
-        }
-    }
+    let cap = match limit {
+        ParseLimit::Time => memory_cap(text.len()),
+        ParseLimit::Checks(_) => u64::MAX,
+    };
+    let outcome = parse_guarded(language, text.as_bytes(), old, cap, &mut progress);
+    let abandoned = match outcome {
+        Guarded::Returned(Some(tree)) => return Ok(tree),
+        Guarded::Returned(None) => false,
+        Guarded::Abandoned => true,
+    };
+    Err(Stopped {
+        reached: reached.min(text.len()),
+        first_error: first_error.map(|at| at.min(text.len())),
+        cancelled: was_cancelled,
+        memory: memory || abandoned,
+    })
 }
 
 /// A tree for `text` after a parse was `stopped`: the text blanked from a
@@ -374,14 +392,14 @@ pub(crate) fn parse_within(
 /// error (before it the text parses in linear time). Returns the tree and
 /// the offset blanked from; `None` when `cancelled()` says so meanwhile.
 pub(crate) fn parse_prefix(
-    parser: &mut Parser,
+    language: &Language,
     text: &str,
     stopped: Stopped,
     limit: ParseLimit,
     cancelled: &dyn Fn() -> bool,
 ) -> Option<(Tree, usize)> {
     for cut in cuts(text, stopped) {
-        match parse_within(parser, &blank_from(text, cut), None, limit, cancelled) {
+        match parse_within(language, &blank_from(text, cut), None, limit, cancelled) {
             Ok(tree) => return Some((tree, cut)),
             Err(stopped) if stopped.cancelled => return None,
             Err(_) => {}
@@ -389,9 +407,14 @@ pub(crate) fn parse_prefix(
     }
     // Nothing but spaces and line breaks: a few actions per line, linear.
     let blank = blank_from(text, 0);
-    let tree = parser
-        .parse(&blank, None)
-        .expect("a parse without a progress callback always yields a tree");
+    let tree = parse_within(
+        language,
+        &blank,
+        None,
+        ParseLimit::Checks(u64::MAX),
+        &|| false,
+    )
+    .expect("a parse with no limit and no cancel always yields a tree");
     Some((tree, 0))
 }
 
@@ -554,11 +577,13 @@ mod tests {
         for spaces in [0, 60] {
             let text = crate::synth::unclosed_subscripts_in_a_call(8_000, spaces);
             let stopped = crate::on_parse_stack(text.len(), || {
-                let mut parser = Parser::new();
-                parser
-                    .set_language(&crate::ast::language())
-                    .expect("the bundled grammar");
-                parse_within(&mut parser, &text, None, ParseLimit::Time, &|| false)
+                parse_within(
+                    &crate::ast::language(),
+                    &text,
+                    None,
+                    ParseLimit::Time,
+                    &|| false,
+                )
             })
             .expect_err("the parse stops");
             assert!(stopped.memory, "{spaces} spaces: {stopped:?}");
@@ -572,6 +597,102 @@ mod tests {
                 text.len()
             );
         }
+    }
+
+    /// The resident memory of this process, in bytes (Linux).
+    #[cfg(target_os = "linux")]
+    fn resident() -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+        let pages: u64 = statm
+            .split_whitespace()
+            .nth(1)
+            .and_then(|field| field.parse().ok())
+            .expect("statm's second field is the resident pages");
+        // SAFETY: `sysconf` reads a constant of the system.
+        #[allow(unsafe_code)]
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        pages * u64::try_from(page).unwrap_or(4096)
+    }
+
+    /// F13 with the open-subscripts check out of the way (it is
+    /// `run_parser`'s, not `parse_within`'s): the walk at the text's end,
+    /// which no progress call interrupts, is abandoned by the allocator at
+    /// the cap, and everything the abandoned parse held is freed, so that
+    /// parses of such texts one after another do not add up.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_walk_with_no_progress_call_is_abandoned_at_the_cap_and_its_memory_freed() {
+        // Unbounded: 1.36 GB and 4.9 s in a release build (F13).
+        let text = crate::synth::open_subscripts_around(8_000, ")");
+        let cap = memory_cap(text.len());
+        let abandon = || {
+            crate::on_parse_stack(text.len(), || {
+                let before = crate::memory::requested();
+                let stopped = parse_within(
+                    &crate::ast::language(),
+                    &text,
+                    None,
+                    ParseLimit::Time,
+                    &|| false,
+                )
+                .expect_err("the parse is abandoned");
+                let asked = crate::memory::requested() - before;
+                (stopped, asked)
+            })
+        };
+        let (stopped, asked) = abandon();
+        assert!(stopped.memory, "{stopped:?}");
+        assert!(!stopped.cancelled);
+        // It had reached the end (its last progress call came within the
+        // last two lines): the progress calls had found nothing wrong, and
+        // the walk there asked for the rest.
+        assert!(
+            stopped.reached + 64 > text.len(),
+            "{stopped:?} of {}",
+            text.len()
+        );
+        // At most the cap, and the one request that passed it (which the
+        // jump kept from being made), were asked for.
+        assert!(asked > cap, "asked for {asked} of {cap}");
+        assert!(asked < cap + (64 << 20), "asked for {asked} of {cap}");
+        let after_one = resident();
+        for _ in 0..6 {
+            let (stopped, _) = abandon();
+            assert!(stopped.memory);
+        }
+        let grown = resident().saturating_sub(after_one);
+        assert!(
+            grown < cap,
+            "six more abandoned parses grew the process by {grown} bytes (cap {cap})"
+        );
+    }
+
+    /// Texts that parse keep their trees whole after the guard closes, and
+    /// the trees free normally on another thread.
+    #[test]
+    fn a_guarded_parse_that_returns_keeps_its_tree() {
+        let text = crate::synth::program(200);
+        let tree = parse_within(
+            &crate::ast::language(),
+            &text,
+            None,
+            ParseLimit::Time,
+            &|| false,
+        )
+        .expect("a program parses");
+        assert!(!tree.root_node().has_error());
+        let again = parse_within(
+            &crate::ast::language(),
+            &text,
+            Some(&tree),
+            ParseLimit::Time,
+            &|| false,
+        )
+        .expect("and again, reusing its tree");
+        assert_eq!(tree.root_node().to_sexp(), again.root_node().to_sexp());
+        std::thread::spawn(move || drop((tree, again)))
+            .join()
+            .expect("the trees free on another thread");
     }
 
     #[test]

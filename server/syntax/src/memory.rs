@@ -1,125 +1,215 @@
-//! The memory tree-sitter's C library asks for, counted per thread, so that
-//! a parse can be stopped when it has asked for more than its text's size
-//! allows (see [`crate::limit`]).
+//! The memory tree-sitter's C library asks for, counted per thread, and
+//! parses that are abandoned the moment they ask for more than a cap (see
+//! [`crate::limit`]).
 //!
 //! tree-sitter allocates through four functions that a program may replace,
 //! once, before it makes any parser or tree ([`tree_sitter::set_allocator`]).
-//! The ones installed here are libc's `malloc`, `calloc`, `realloc` and
-//! `free`, as tree-sitter's defaults are, with one addition: each request
-//! adds the bytes it asks for to a counter of the calling thread. The count
-//! is gross (a `realloc` counts its whole new size, a `free` takes nothing
-//! off), because a parse's tree is freed later, often on another thread,
-//! and because gross allocation bounds both what a parse holds and the work
-//! it spends allocating. A parse reads the counter of its own thread at its
-//! start and at each progress call.
+//! The ones installed here (`csrc/guard.c`) are libc's `malloc`, `calloc`,
+//! `realloc` and `free`, as tree-sitter's defaults are, with two additions:
+//! - each request adds the bytes it asks for to a counter of the calling
+//!   thread. The count is gross (a `realloc` counts its whole new size, a
+//!   `free` takes nothing off), because a parse's tree is freed later, often
+//!   on another thread, and because gross allocation bounds both what a
+//!   parse holds and the work it spends allocating. A parse reads the
+//!   counter of its own thread at its start and at each progress call;
+//! - within [`parse_guarded`], a request that takes the thread past the
+//!   parse's cap does not return: it jumps back to the C function that
+//!   called tree-sitter, and every block the parse had allocated is freed.
+//!   That bounds the work tree-sitter does between two progress calls,
+//!   where no callback of ours can stop it (its final walk over the parse
+//!   stack, F13 in `wip/fuzz-findings.md`).
 //!
 //! Since the functions are libc's own, memory that tree-sitter allocated
-//! before they were installed (a parser made first) is freed correctly by
-//! them, which is the condition tree-sitter sets for installing them late.
+//! before they were installed is freed correctly by them, which is the
+//! condition tree-sitter sets for installing them late.
 
-use std::cell::Cell;
-use std::ffi::c_void;
-use std::io::Write;
+use std::ffi::{c_char, c_int, c_void};
+use std::ops::ControlFlow;
 use std::sync::Once;
 
-thread_local! {
-    /// The bytes tree-sitter has asked for on this thread. A constant
-    /// initializer and no destructor: reading it never allocates.
-    static REQUESTED: Cell<u64> = const { Cell::new(0) };
+use tree_sitter::ffi::{
+    TSInput, TSInputEncodingUTF8, TSParseOptions, TSParseState, TSParser, TSPoint, TSTree,
+};
+use tree_sitter::{Language, ParseState, Parser, Tree};
+
+#[allow(unsafe_code)]
+unsafe extern "C" {
+    fn op2_ts_malloc(size: usize) -> *mut c_void;
+    fn op2_ts_calloc(count: usize, size: usize) -> *mut c_void;
+    fn op2_ts_realloc(block: *mut c_void, size: usize) -> *mut c_void;
+    fn op2_ts_free(block: *mut c_void);
+    safe fn op2_ts_requested() -> u64;
+    safe fn op2_ts_guard_open(cap: u64) -> c_int;
+    safe fn op2_ts_guard_close();
+    fn op2_ts_guard_abandon();
+    fn op2_ts_parse_guarded(
+        parser: *mut TSParser,
+        old_tree: *const TSTree,
+        input: TSInput,
+        options: TSParseOptions,
+        tree: *mut *mut TSTree,
+    ) -> c_int;
 }
 
 /// The bytes tree-sitter's C library has asked for on the calling thread
 /// since the thread started (once [`install`] has run); it only grows.
 pub(crate) fn requested() -> u64 {
-    REQUESTED.try_with(Cell::get).unwrap_or(0)
-}
-
-fn count(bytes: usize) {
-    let _ = REQUESTED.try_with(|requested| {
-        requested.set(requested.get().saturating_add(bytes as u64));
-    });
+    op2_ts_requested()
 }
 
 /// Installs the counting allocator, once per process. Every parse calls it
-/// before it makes a parser ([`crate::limit::ParseClock::start`] and the
-/// syntax crate's own parser): whichever parse comes first in the process
-/// installs it, and the rest wait for that to finish.
+/// before it makes a parser ([`crate::limit::ParseClock::start`] and
+/// [`parse_guarded`]): whichever parse comes first in the process installs
+/// it, and the rest wait for that to finish.
 pub(crate) fn install() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
         #[allow(unsafe_code)]
         // SAFETY: the four functions are one family (libc's allocator, as
-        // tree-sitter's defaults), so memory from before the call is freed
-        // correctly after it; none returns null for a request of more than
-        // zero bytes (they abort instead, as the defaults do); libc's
-        // pointers have the alignment tree-sitter expects. The `Once` makes
-        // this the only call, and every path that makes a parser in this
-        // workspace calls `install` first, so no other thread is in
-        // tree-sitter while the library's four pointers are written.
+        // tree-sitter's defaults, with counting and, inside a guard, a
+        // record of each block that does not change what is freed), so
+        // memory from before the call is freed correctly after it; none
+        // returns null for a request of more than zero bytes (they abort
+        // instead, as the defaults do); libc's pointers have the alignment
+        // tree-sitter expects. The `Once` makes this the only call, and
+        // every path that makes a parser in this workspace calls `install`
+        // first, so no other thread is in tree-sitter while the library's
+        // four pointers are written.
         unsafe {
             tree_sitter::set_allocator(Some(tree_sitter::Allocator {
-                malloc: counted_malloc,
-                calloc: counted_calloc,
-                realloc: counted_realloc,
-                free: counted_free,
+                malloc: op2_ts_malloc,
+                calloc: op2_ts_calloc,
+                realloc: op2_ts_realloc,
+                free: op2_ts_free,
             }));
         }
     });
 }
 
-/// Ends the process when libc cannot give tree-sitter the `bytes` it asked
-/// for, which it does not expect (tree-sitter's own allocator does the same).
-fn out_of_memory(bytes: usize) -> ! {
-    let mut stderr = std::io::stderr().lock();
-    let _ = writeln!(stderr, "tree-sitter failed to allocate {bytes} bytes");
-    std::process::abort()
+/// How a guarded parse ended.
+#[derive(Debug)]
+pub(crate) enum Guarded {
+    /// tree-sitter returned: a tree, or none when the progress callback
+    /// stopped it.
+    Returned(Option<Tree>),
+    /// The parse asked for more than its cap and was abandoned, its memory
+    /// freed.
+    Abandoned,
 }
 
-#[allow(unsafe_code)]
-extern "C" fn counted_malloc(size: usize) -> *mut c_void {
-    count(size);
-    // SAFETY: `malloc` accepts any size; a null result is handled below.
-    let pointer = unsafe { libc::malloc(size) };
-    if pointer.is_null() && size > 0 {
-        out_of_memory(size);
-    }
-    pointer
-}
+/// The progress callback of a guarded parse, behind a thin pointer.
+type Progress<'a> = &'a mut dyn FnMut(&ParseState) -> ControlFlow<()>;
 
-#[allow(unsafe_code)]
-extern "C" fn counted_calloc(count_of: usize, size: usize) -> *mut c_void {
-    count(count_of.saturating_mul(size));
-    // SAFETY: `calloc` accepts any count and size (it checks their product
-    // for overflow); a null result is handled below.
-    let pointer = unsafe { libc::calloc(count_of, size) };
-    if pointer.is_null() && count_of > 0 && size > 0 {
-        out_of_memory(count_of.saturating_mul(size));
-    }
-    pointer
-}
-
-/// # Safety
+/// Parses `text` in `language` (reusing `old`, edited to match it) with a
+/// parser made for this parse, calling `progress` at each of tree-sitter's
+/// progress calls (`Break` stops the parse), and abandoning it when it asks
+/// for more than `cap` bytes (from the allocator's first request on, the
+/// parser's own included). Not reentrant: `progress` must not parse.
 ///
-/// `pointer` is null or comes from this family and is not freed yet.
-#[allow(unsafe_code)]
-unsafe extern "C" fn counted_realloc(pointer: *mut c_void, size: usize) -> *mut c_void {
-    count(size);
-    // SAFETY: tree-sitter passes null or a pointer from this family
-    // (`malloc`, `calloc` or `realloc`, installed here or its libc
-    // defaults) that it has not freed.
-    let moved = unsafe { libc::realloc(pointer, size) };
-    if moved.is_null() && size > 0 {
-        out_of_memory(size);
+/// An abandoned parse frees all it had allocated, except that the parts of
+/// `old` it had taken for reuse keep the count tree-sitter added to them,
+/// so `old` is never freed whole: a parse abandoned with an old tree leaks
+/// that tree (the callers' retries parse afresh).
+pub(crate) fn parse_guarded(
+    language: &Language,
+    text: &[u8],
+    old: Option<&Tree>,
+    cap: u64,
+    progress: Progress<'_>,
+) -> Guarded {
+    install();
+    // A second handle on `old` to hand to C (the same nodes), made outside
+    // the guard: freed normally whatever happens.
+    let old_raw = old.map_or(std::ptr::null(), |tree| {
+        tree.clone().into_raw().cast_const()
+    });
+    if op2_ts_guard_open(cap) != 0 {
+        // Nothing parses inside a guarded parse; reaching here is a bug.
+        unreachable!("a guarded parse inside another on the same thread");
     }
-    moved
+    let mut parser = Parser::new();
+    parser
+        .set_language(language)
+        .expect("the bundled grammars match the tree-sitter library they are built with");
+    let parser = parser.into_raw();
+    let mut progress = progress;
+    let mut input = text;
+    let options = TSParseOptions {
+        payload: (&raw mut progress).cast::<c_void>(),
+        progress_callback: Some(call_progress),
+    };
+    let c_input = TSInput {
+        payload: (&raw mut input).cast::<c_void>(),
+        read: Some(read_text),
+        encoding: TSInputEncodingUTF8,
+        decode: None,
+    };
+    let mut tree: *mut TSTree = std::ptr::null_mut();
+    #[allow(unsafe_code)]
+    // SAFETY: `parser` is a live parser made above and used by nothing
+    // else; `old_raw` is null or a tree handle this function owns; the
+    // payloads point at locals that outlive the call, of the types the two
+    // callbacks read; a guard is open on this thread.
+    let outcome = unsafe { op2_ts_parse_guarded(parser, old_raw, c_input, options, &raw mut tree) };
+    if outcome == 1 {
+        #[allow(unsafe_code)]
+        // SAFETY: the guard is open; the abandoned parser and every block
+        // the parse allocated are freed by it, and `parser` is not used
+        // again. The handle `old_raw` was made before the guard opened and
+        // is freed below, normally.
+        unsafe {
+            op2_ts_guard_abandon();
+        }
+        drop_tree(old_raw);
+        return Guarded::Abandoned;
+    }
+    #[allow(unsafe_code)]
+    // SAFETY: the parse returned, so tree-sitter's state is whole: the
+    // parser made above is freed once, here.
+    drop(unsafe { Parser::from_raw(parser) });
+    op2_ts_guard_close();
+    drop_tree(old_raw);
+    #[allow(unsafe_code)]
+    // SAFETY: a non-null result is a new tree that nothing else owns.
+    let tree = (!tree.is_null()).then(|| unsafe { Tree::from_raw(tree) });
+    Guarded::Returned(tree)
 }
 
-/// # Safety
-///
-/// `pointer` is null or comes from this family and is not freed yet.
+/// Frees a tree handle made by [`parse_guarded`] for its call, if any.
+fn drop_tree(raw: *const TSTree) {
+    if !raw.is_null() {
+        #[allow(unsafe_code)]
+        // SAFETY: `raw` is the handle `Tree::into_raw` gave, freed once.
+        drop(unsafe { Tree::from_raw(raw.cast_mut()) });
+    }
+}
+
+/// tree-sitter's read callback: the text from `byte_index` on.
 #[allow(unsafe_code)]
-unsafe extern "C" fn counted_free(pointer: *mut c_void) {
-    // SAFETY: tree-sitter passes null or a pointer from this family that it
-    // has not freed yet.
-    unsafe { libc::free(pointer) }
+unsafe extern "C" fn read_text(
+    payload: *mut c_void,
+    byte_index: u32,
+    _position: TSPoint,
+    bytes_read: *mut u32,
+) -> *const c_char {
+    // SAFETY: `payload` is the `&[u8]` of `parse_guarded`, alive for the
+    // whole parse; `bytes_read` is tree-sitter's out-parameter.
+    let text: &[u8] = unsafe { *payload.cast::<&[u8]>() };
+    let from = usize::try_from(byte_index).map_or(text.len(), |at| at.min(text.len()));
+    let rest = &text[from..];
+    // SAFETY: as above.
+    unsafe { *bytes_read = u32::try_from(rest.len()).unwrap_or(u32::MAX) };
+    rest.as_ptr().cast::<c_char>()
+}
+
+/// tree-sitter's progress callback: `true` stops the parse.
+#[allow(unsafe_code)]
+unsafe extern "C" fn call_progress(state: *mut TSParseState) -> bool {
+    // SAFETY: the state's payload is the `Progress` of `parse_guarded`,
+    // alive and not otherwise borrowed for the whole parse; `state` is
+    // tree-sitter's, valid for this call.
+    unsafe {
+        let progress = &mut *(*state).payload.cast::<Progress<'_>>();
+        progress(&ParseState::from_raw(state)).is_break()
+    }
 }

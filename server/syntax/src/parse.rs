@@ -1,32 +1,17 @@
 //! A parsed file: its text, its tree, and incremental edits of both.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::ops::Range;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tree_sitter::{InputEdit, Node, Parser, Point, Tree};
+use tree_sitter::{InputEdit, Node, Point, Tree};
 
 use crate::ast::{SourceFile, language};
 use crate::diagnostic::{Diagnostic, FileId};
 use crate::errors::{Part, errors_in, syntax_errors};
 use crate::limit::{ParseLimit, Stopped, parse_prefix, parse_within};
 use crate::{Code, Location, TextRange};
-
-thread_local! {
-    // A parser is cheap to keep and not `Sync`: one per thread.
-    static PARSER: RefCell<Parser> = RefCell::new(new_parser());
-}
-
-fn new_parser() -> Parser {
-    crate::memory::install();
-    let mut parser = Parser::new();
-    parser
-        .set_language(&language())
-        .expect("the bundled grammar matches the tree-sitter library it is built with");
-    parser
-}
 
 /// Parses `text` (reusing `old`) within `limit` unless `cancelled()`; `Err`
 /// says where the parser had got to when it was stopped.
@@ -50,7 +35,7 @@ fn run_parser(
         });
     }
     on_parse_stack(text.len(), || {
-        PARSER.with(|parser| parse_within(&mut parser.borrow_mut(), text, old, limit, cancelled))
+        parse_within(&language(), text, old, limit, cancelled)
     })
 }
 
@@ -76,8 +61,7 @@ fn give_up(
         return Err(Cancelled);
     }
     let (tree, at) = on_parse_stack(text.len(), || {
-        PARSER
-            .with(|parser| parse_prefix(&mut parser.borrow_mut(), text, stopped, limit, cancelled))
+        parse_prefix(&language(), text, stopped, limit, cancelled)
     })
     .ok_or(Cancelled)?;
     let memory = stopped.memory;
