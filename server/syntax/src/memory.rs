@@ -109,7 +109,9 @@ type Progress<'a> = &'a mut dyn FnMut(&ParseState) -> ControlFlow<()>;
 /// An abandoned parse frees all it had allocated, except that the parts of
 /// `old` it had taken for reuse keep the count tree-sitter added to them,
 /// so `old` is never freed whole: a parse abandoned with an old tree leaks
-/// that tree (the callers' retries parse afresh).
+/// that tree (the callers' retries parse afresh). A grammar's external
+/// scanner that allocates with libc directly (the C++ grammar's, 68 bytes)
+/// leaves that block too.
 pub(crate) fn parse_guarded(
     language: &Language,
     text: &[u8],
