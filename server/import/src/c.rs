@@ -77,6 +77,10 @@ impl Source {
         // tree-sitter frees error recovery's merged stack versions
         // recursively.
         let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
+        // The guarded parse takes a grammar that loads; say so if not.
+        tree_sitter::Parser::new()
+            .set_language(&language)
+            .map_err(|e| format!("cannot load the C++ grammar: {e}"))?;
         let parsed = op2_syntax::on_parse_stack(text.len(), || {
             op2_syntax::limit::parse_within(
                 &language,

@@ -235,6 +235,7 @@ impl Helpers {
     ) -> Helpers {
         let mut helpers = Helpers::default();
         let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
+        let language_loaded = tree_sitter::Parser::new().set_language(&language).is_ok();
         let mut written = BTreeSet::new();
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {
@@ -331,7 +332,11 @@ impl Helpers {
             if variadic {
                 named.push(VA_ARGS.to_owned());
             }
-            let translated = translate_body(&language, &body, &named, &names);
+            let translated = if language_loaded {
+                translate_body(&language, &body, &named, &names)
+            } else {
+                Err("the C++ grammar could not be loaded".to_owned())
+            };
             let (body, locals) = match translated {
                 Ok((body, locals)) => (Ok(body), locals),
                 Err(why) => (Err(why), BTreeSet::new()),
@@ -348,9 +353,13 @@ impl Helpers {
             );
         }
         for (name, body) in &raw_objects {
-            let translated = translate_body(&language, body, &[], &names)
-                .ok()
-                .map(|(text, _)| text);
+            let translated = if language_loaded {
+                translate_body(&language, body, &[], &names)
+                    .ok()
+                    .map(|(text, _)| text)
+            } else {
+                None
+            };
             // Not kernel C (a string, say): as written, for the host code.
             helpers
                 .object_bodies

@@ -18,14 +18,20 @@
  * is half way through a change), so every block allocated on the thread
  * while a guard is open is recorded in a set, and abandoning frees them all.
  * The parser itself is made inside the guard (see the Rust side,
- * `crate::guard`), so that it is one of them. A block freed while the guard
+ * `crate::memory`), so that it is one of them. A block freed while the guard
  * is open leaves the set; when the parse ends normally the set is dropped
  * and the blocks (the new tree) are ordinary blocks again, to be freed on
  * any thread.
  *
  * Every request, guarded or not, adds its size to a counter of its thread
  * (gross: a realloc counts its new size, a free takes nothing off), which
- * the progress callback reads to bound a parse's memory more finely.
+ * the progress callback reads to bound a parse's memory more finely. The
+ * set's own tables count too, so that the cap bounds all a parse costs.
+ *
+ * While the progress callback runs (Rust code of the caller's), the guard
+ * is paused: nothing allocated then is recorded, and no request jumps, so
+ * that a jump never crosses a Rust frame and an abandon never frees what
+ * Rust holds.
  */
 
 #include <setjmp.h>
@@ -35,7 +41,8 @@
 #include <tree_sitter/api.h>
 
 /* A set of block addresses: open addressing, linear probing, a power of
- * two slots, at most half of them used or deleted. */
+ * two slots, at most half of them used or deleted; rebuilt, when that
+ * half is reached, with a third or less of the slots live. */
 #define EMPTY ((void *)0)
 #define DELETED ((void *)1)
 
@@ -46,8 +53,12 @@ struct guard {
     uint64_t cap;
     /* Where to jump when the cap is passed; null outside the parse call. */
     jmp_buf *target;
+    /* The progress callback is running: nothing is recorded, nothing
+     * jumps. */
+    int paused;
     void **slots;
-    size_t mask; /* slots - 1 */
+    size_t mask;  /* slots - 1 */
+    int shift;    /* 64 - log2(slots) */
     size_t used; /* live and deleted slots */
     size_t live;
 };
@@ -62,7 +73,7 @@ static void out_of_memory(size_t bytes) {
 
 static size_t slot_of(const struct guard *guard, const void *block) {
     uint64_t key = (uint64_t)(uintptr_t)block >> 4;
-    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> 20) & guard->mask;
+    return (size_t)((key * UINT64_C(0x9E3779B97F4A7C15)) >> guard->shift);
 }
 
 static void place(struct guard *guard, void *block) {
@@ -77,26 +88,46 @@ static void place(struct guard *guard, void *block) {
     guard->live++;
 }
 
-/* Makes room for one more block: twice the slots when live blocks fill a
- * quarter of them, the same number (dropping deleted slots) otherwise. */
-static void make_room(struct guard *guard) {
-    if ((guard->used + 1) * 2 <= guard->mask + 1) {
-        return;
-    }
-    size_t slots = guard->mask + 1;
-    if ((guard->live + 1) * 4 > slots) {
-        if (slots > SIZE_MAX / (4 * sizeof(void *))) {
+/* The slots the set is rebuilt with, holding `live` blocks and one more:
+ * the least power of two, at least 64, of which they fill a third or less. */
+static size_t slots_for(size_t live) {
+    size_t slots = 64;
+    while (slots / 3 < live + 1) {
+        if (slots > SIZE_MAX / (2 * sizeof(void *))) {
             out_of_memory(SIZE_MAX);
         }
         slots *= 2;
     }
+    return slots;
+}
+
+/* The bytes the next record will ask for, if it must rebuild the set. */
+static size_t growth(const struct guard *guard) {
+    if ((guard->used + 1) * 2 <= guard->mask + 1) {
+        return 0;
+    }
+    return slots_for(guard->live) * sizeof(void *);
+}
+
+/* Makes room for one more block, rebuilding the set when half of its
+ * slots are used or deleted. */
+static void make_room(struct guard *guard) {
+    if (growth(guard) == 0) {
+        return;
+    }
+    size_t slots = slots_for(guard->live);
     void **old = guard->slots;
     size_t old_mask = guard->mask;
     guard->slots = calloc(slots, sizeof(void *));
     if (guard->slots == NULL) {
         out_of_memory(slots * sizeof(void *));
     }
+    requested += (uint64_t)(slots * sizeof(void *));
     guard->mask = slots - 1;
+    guard->shift = 64;
+    for (size_t left = slots; left > 1; left /= 2) {
+        guard->shift--;
+    }
     guard->used = 0;
     guard->live = 0;
     for (size_t at = 0; at <= old_mask; at++) {
@@ -109,7 +140,7 @@ static void make_room(struct guard *guard) {
 
 static void track(void *block) {
     struct guard *guard = open_guard;
-    if (guard == NULL || block == NULL) {
+    if (guard == NULL || guard->paused || block == NULL) {
         return;
     }
     make_room(guard);
@@ -133,9 +164,10 @@ static void untrack(void *block) {
     }
 }
 
-/* Counts a request of `bytes`, and jumps out of the guarded parse when it
- * takes the thread past the cap. Called before anything is allocated, so
- * that nothing is lost by the jump. */
+/* Counts a request of `bytes`, and jumps out of the guarded parse when it,
+ * with the set's rebuild that recording it may need, takes the thread past
+ * the cap. Called before anything is allocated, so that nothing is lost by
+ * the jump. */
 static void count(size_t bytes) {
     uint64_t now = requested + (uint64_t)bytes;
     if (now < requested) {
@@ -143,7 +175,14 @@ static void count(size_t bytes) {
     }
     requested = now;
     struct guard *guard = open_guard;
-    if (guard != NULL && guard->target != NULL && now - guard->base > guard->cap) {
+    if (guard == NULL || guard->target == NULL || guard->paused) {
+        return;
+    }
+    uint64_t with_set = now + (uint64_t)growth(guard);
+    if (with_set < now) {
+        with_set = UINT64_MAX;
+    }
+    if (with_set - guard->base > guard->cap) {
         jmp_buf *target = guard->target;
         guard->target = NULL;
         longjmp(*target, 1);
@@ -205,6 +244,7 @@ int op2_ts_guard_open(uint64_t cap) {
         out_of_memory(64 * sizeof(void *));
     }
     guard->mask = 63;
+    guard->shift = 58;
     guard->base = requested;
     guard->cap = cap;
     open_guard = guard;
@@ -226,6 +266,21 @@ static void close_guard(int free_blocks) {
     }
     free(guard->slots);
     free(guard);
+}
+
+/* Pauses the open guard, if any, while code that is not tree-sitter's
+ * runs inside the parse (the progress callback): what it allocates is not
+ * recorded, and no request jumps. Frees are still taken out of the set. */
+void op2_ts_guard_pause(void) {
+    if (open_guard != NULL) {
+        open_guard->paused = 1;
+    }
+}
+
+void op2_ts_guard_resume(void) {
+    if (open_guard != NULL) {
+        open_guard->paused = 0;
+    }
 }
 
 /* Closes the guard and keeps its blocks: they are ordinary blocks again. */

@@ -17,7 +17,9 @@
 //!   called tree-sitter, and every block the parse had allocated is freed.
 //!   That bounds the work tree-sitter does between two progress calls,
 //!   where no callback of ours can stop it (its final walk over the parse
-//!   stack, F13 in `wip/fuzz-findings.md`).
+//!   stack, F13 in `wip/fuzz-findings.md`). The record's own tables count
+//!   against the cap. The progress callback runs with the guard paused:
+//!   what it allocates is the caller's, and nothing it asks for jumps.
 //!
 //! Since the functions are libc's own, memory that tree-sitter allocated
 //! before they were installed is freed correctly by them, which is the
@@ -42,6 +44,8 @@ unsafe extern "C" {
     safe fn op2_ts_guard_open(cap: u64) -> c_int;
     safe fn op2_ts_guard_close();
     fn op2_ts_guard_abandon();
+    safe fn op2_ts_guard_pause();
+    safe fn op2_ts_guard_resume();
     fn op2_ts_parse_guarded(
         parser: *mut TSParser,
         old_tree: *const TSTree,
@@ -122,14 +126,11 @@ pub(crate) fn parse_guarded(
     install();
     // A second handle on `old` to hand to C (the same nodes), made outside
     // the guard: freed normally whatever happens.
-    let old_raw = old.map_or(std::ptr::null(), |tree| {
-        tree.clone().into_raw().cast_const()
-    });
-    if op2_ts_guard_open(cap) != 0 {
-        // Nothing parses inside a guarded parse; reaching here is a bug.
-        unreachable!("a guarded parse inside another on the same thread");
-    }
+    let old = OldTree(old.map_or(std::ptr::null_mut(), |tree| tree.clone().into_raw()));
+    let guard = Guard::open(cap);
     let mut parser = Parser::new();
+    // The guard closes (keeping its blocks, which `parser` frees) if this
+    // panics.
     parser
         .set_language(language)
         .expect("the bundled grammars match the tree-sitter library they are built with");
@@ -149,40 +150,71 @@ pub(crate) fn parse_guarded(
     let mut tree: *mut TSTree = std::ptr::null_mut();
     #[allow(unsafe_code)]
     // SAFETY: `parser` is a live parser made above and used by nothing
-    // else; `old_raw` is null or a tree handle this function owns; the
-    // payloads point at locals that outlive the call, of the types the two
-    // callbacks read; a guard is open on this thread.
-    let outcome = unsafe { op2_ts_parse_guarded(parser, old_raw, c_input, options, &raw mut tree) };
+    // else; `old.0` is null or the handle `old` owns, alive for the call;
+    // the payloads point at locals that outlive the call, of the types the
+    // two callbacks read; the guard is open on this thread.
+    let outcome = unsafe { op2_ts_parse_guarded(parser, old.0, c_input, options, &raw mut tree) };
     if outcome == 1 {
-        #[allow(unsafe_code)]
-        // SAFETY: the guard is open; the abandoned parser and every block
-        // the parse allocated are freed by it, and `parser` is not used
-        // again. The handle `old_raw` was made before the guard opened and
-        // is freed below, normally.
-        unsafe {
-            op2_ts_guard_abandon();
-        }
-        drop_tree(old_raw);
+        // The parser and every block the parse allocated are freed with
+        // the guard; `parser` is not used again.
+        guard.abandon();
         return Guarded::Abandoned;
     }
     #[allow(unsafe_code)]
     // SAFETY: the parse returned, so tree-sitter's state is whole: the
     // parser made above is freed once, here.
     drop(unsafe { Parser::from_raw(parser) });
-    op2_ts_guard_close();
-    drop_tree(old_raw);
+    drop(guard);
     #[allow(unsafe_code)]
     // SAFETY: a non-null result is a new tree that nothing else owns.
     let tree = (!tree.is_null()).then(|| unsafe { Tree::from_raw(tree) });
     Guarded::Returned(tree)
 }
 
-/// Frees a tree handle made by [`parse_guarded`] for its call, if any.
-fn drop_tree(raw: *const TSTree) {
-    if !raw.is_null() {
+/// A handle on the old tree of a parse, for C: freed when dropped.
+struct OldTree(*mut TSTree);
+
+impl Drop for OldTree {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            #[allow(unsafe_code)]
+            // SAFETY: the handle `Tree::into_raw` gave, freed once, here.
+            drop(unsafe { Tree::from_raw(self.0) });
+        }
+    }
+}
+
+/// The guard of one parse on this thread ([`parse_guarded`]): dropped, it
+/// closes and keeps its blocks (they are the tree's, or freed already);
+/// [`Guard::abandon`] frees them instead.
+struct Guard;
+
+impl Guard {
+    fn open(cap: u64) -> Guard {
+        if op2_ts_guard_open(cap) != 0 {
+            // Nothing parses inside a guarded parse (the progress callback
+            // runs with the guard paused, and parses nothing); reaching
+            // here is a bug.
+            unreachable!("a guarded parse inside another on the same thread");
+        }
+        Guard
+    }
+
+    /// Frees every block allocated under the guard and not freed since.
+    fn abandon(self) {
+        std::mem::forget(self);
         #[allow(unsafe_code)]
-        // SAFETY: `raw` is the handle `Tree::into_raw` gave, freed once.
-        drop(unsafe { Tree::from_raw(raw.cast_mut()) });
+        // SAFETY: called only after a jump, when nothing but the abandoned
+        // parser refers to those blocks, and it is never used again.
+        unsafe {
+            op2_ts_guard_abandon();
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        op2_ts_guard_close();
     }
 }
 
@@ -204,14 +236,20 @@ unsafe extern "C" fn read_text(
     rest.as_ptr().cast::<c_char>()
 }
 
-/// tree-sitter's progress callback: `true` stops the parse.
+/// tree-sitter's progress callback: `true` stops the parse. It runs the
+/// caller's code with the guard paused, so that nothing it allocates is
+/// recorded (an abandon would free it under the caller) and no request of
+/// it jumps (over its Rust frames).
 #[allow(unsafe_code)]
 unsafe extern "C" fn call_progress(state: *mut TSParseState) -> bool {
+    op2_ts_guard_pause();
     // SAFETY: the state's payload is the `Progress` of `parse_guarded`,
     // alive and not otherwise borrowed for the whole parse; `state` is
     // tree-sitter's, valid for this call.
-    unsafe {
+    let stop = unsafe {
         let progress = &mut *(*state).payload.cast::<Progress<'_>>();
         progress(&ParseState::from_raw(state)).is_break()
-    }
+    };
+    op2_ts_guard_resume();
+    stop
 }
