@@ -213,6 +213,9 @@ pub fn check(
         // An instance the limits refuse is an answer, not a failure.
         let _ = error;
     }
+    if dat_values(&analysis.program, &data) > EXECUTE_VALUES {
+        return Ok(reached);
+    }
 
     // run
     crate::enter("run");
@@ -230,6 +233,7 @@ pub fn check(
     crate::enter("run compiled");
     let (compiled, compiled_printed) = run_compiled(&analysis, &data, program.max_iterations, 1);
     engines_agree(&expected, &printed, &compiled, &compiled_printed)?;
+    drop(compiled);
     crate::enter("run threads");
     let (threaded, _) = run_compiled(&analysis, &data, program.max_iterations, 2);
     threads_agree(
@@ -239,6 +243,7 @@ pub fn check(
         &expected,
         &threaded,
     )?;
+    drop(threaded);
 
     // simulate
     crate::enter("simulate");
@@ -319,6 +324,31 @@ pub fn check(
         (_, Err(SimulationError::Limit(_))) => {}
     }
     Ok(reached)
+}
+
+/// The most dat values (set size × dimension, summed over the dats) of a
+/// case that goes on to run and simulate in the worker. Those stages hold
+/// several copies of every dat at once (the reference run's final state, as
+/// values, until the simulation is compared with it; each engine's own; the
+/// simulator's), about 80 bytes per value together: the campaign of 0295429
+/// (seed 18, case 1095160) aborted its worker at the 4 GiB limit with a
+/// `ull[65536]` dat on 716 elements, 47 million values, which `op2 run`
+/// alone runs in 1.1 GB. Past this many values a case stops after the
+/// build, which covers the instance's limits (`MAX_DAT_VALUES`, 2^27, is
+/// checked there); the engines' work per value does not change with the
+/// count, and 2^24 values take about 1.3 GB here.
+pub const EXECUTE_VALUES: u64 = 1 << 24;
+
+/// The values every dat of `program` holds in a run on `data`.
+fn dat_values(program: &op2_analysis::Program, data: &op2_instance::InstanceData) -> u64 {
+    program
+        .dats
+        .iter()
+        .filter_map(|d| {
+            let size = data.set_sizes.get(d.set?.index())?;
+            Some(u64::from(*size) * u64::from(d.ty.dimension))
+        })
+        .sum()
 }
 
 /// A run of `op2 run`'s compiled engine on `threads` threads, with what it
