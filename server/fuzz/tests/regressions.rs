@@ -30,6 +30,35 @@ fn every_regression_input_passes() {
     assert!(report.contains(&format!("{inputs} cases")), "{report}");
 }
 
+/// The campaign of 0295429 (seed 18, case 1095160): a `ull[65536]` dat on
+/// 716 elements, 47 million values. Alone, the campaign's worker peaked at
+/// 3.7 GB on it (four engines' final states held at once), just under its
+/// 4 GiB, and in the campaign, after earlier cases, it aborted. Replayed
+/// here within 1 GiB of address space, where that worker aborts at once:
+/// the case now stops after the build.
+#[test]
+fn a_case_of_a_large_dat_stays_within_the_workers_memory() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
+    let guard = crate::temporary_folder("op2-fuzz-large-dat-");
+    for extension in ["op2", "instance.json", "options"] {
+        let name = format!("worker-memory-large-dat.{extension}");
+        std::fs::copy(source.join(&name), guard.path().join(&name)).expect("copy the input");
+    }
+    let out = crate::temporary_folder("op2-fuzz-replay-");
+    let args = [
+        OsStr::new("replay"),
+        guard.path().as_os_str(),
+        OsStr::new("--memory-mb"),
+        OsStr::new("1024"),
+        OsStr::new("--out"),
+        out.path().as_os_str(),
+        OsStr::new("--quiet"),
+    ];
+    let (status, report) = crate::op2_fuzz(args, &[]);
+    assert!(status.success(), "{report}");
+    assert!(report.contains("1 cases"), "{report}");
+}
+
 /// F10 (campaign seed 22, cases 13405 and 13944): a MISSING token deep
 /// inside nested blocks, or nested `if`s, overflowed the 2 MB stack of a
 /// fuzz worker in the syntax error checker (tree-sitter's C recursed once
