@@ -78,8 +78,7 @@ impl Source {
         // recursively.
         let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
         // The guarded parse takes a grammar that loads; say so if not.
-        tree_sitter::Parser::new()
-            .set_language(&language)
+        op2_syntax::limit::check_language(&language)
             .map_err(|e| format!("cannot load the C++ grammar: {e}"))?;
         let parsed = op2_syntax::on_parse_stack(text.len(), || {
             op2_syntax::limit::parse_within(

@@ -235,7 +235,7 @@ impl Helpers {
     ) -> Helpers {
         let mut helpers = Helpers::default();
         let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
-        let language_loaded = tree_sitter::Parser::new().set_language(&language).is_ok();
+        let language_loaded = op2_syntax::limit::check_language(&language).is_ok();
         let mut written = BTreeSet::new();
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {

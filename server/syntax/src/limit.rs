@@ -326,6 +326,16 @@ pub fn memory_cap(len: usize) -> u64 {
     MEMORY_BASE.saturating_add(MEMORY_PER_BYTE.saturating_mul(len as u64))
 }
 
+/// Whether `language` loads into this tree-sitter library (a grammar of an
+/// ABI version the library reads), checked with a parser made for the check
+/// alone. The counting allocator is installed first, as before every parser
+/// of the process: a check that made its parser before the first parse
+/// could run on one thread while another installs the allocator.
+pub fn check_language(language: &Language) -> Result<(), tree_sitter::LanguageError> {
+    crate::memory::install();
+    tree_sitter::Parser::new().set_language(language)
+}
+
 /// Parses `text` in `language` (reusing `old`, edited to match it) within
 /// `limit`, unless `cancelled()` says so first (asked at each of
 /// tree-sitter's progress calls). `Err` says where the parser had got to
@@ -617,6 +627,48 @@ mod tests {
         pages * u64::try_from(page).unwrap_or(4096)
     }
 
+    /// Runs the test `name` of this binary again, in a process of its own
+    /// where no other test has allocated or parsed: `true` in that process,
+    /// where the test goes on; `false` in this one, once the other passed.
+    fn alone(name: &str) -> bool {
+        const ALONE: &str = "OP2_SYNTAX_TEST_ALONE";
+        if std::env::var_os(ALONE).is_some() {
+            return true;
+        }
+        let output = std::process::Command::new(std::env::current_exe().expect("this test"))
+            .args(["--exact", name, "--test-threads", "1", "--nocapture"])
+            .env(ALONE, "1")
+            .output()
+            .expect("this test binary runs again");
+        assert!(
+            output.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&output.stdout).contains("1 passed"),
+            "the test ran alone"
+        );
+        false
+    }
+
+    /// A grammar checked before any parse of the process (as `op2 import`
+    /// checks the C++ grammar) is checked with the counting allocator
+    /// installed, so that no parser is made before it is.
+    #[test]
+    fn checking_a_grammar_first_installs_the_allocator() {
+        if !alone("limit::tests::checking_a_grammar_first_installs_the_allocator") {
+            return;
+        }
+        assert_eq!(crate::memory::requested(), 0, "nothing parsed before");
+        check_language(&crate::ast::language()).expect("the bundled grammar loads");
+        assert!(
+            crate::memory::requested() > 0,
+            "the check's parser was allocated through the counting allocator"
+        );
+    }
+
     /// F13 with the open-subscripts check out of the way (it is
     /// `run_parser`'s, not `parse_within`'s): the walk at the text's end,
     /// which no progress call interrupts, is abandoned by the allocator at
@@ -627,24 +679,9 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn a_walk_with_no_progress_call_is_abandoned_at_the_cap_and_its_memory_freed() {
-        const ALONE: &str = "OP2_SYNTAX_TEST_ALONE";
-        if std::env::var_os(ALONE).is_none() {
-            let name = "limit::tests::a_walk_with_no_progress_call_is_abandoned_at_the_cap_and_its_memory_freed";
-            let output = std::process::Command::new(std::env::current_exe().expect("this test"))
-                .args(["--exact", name, "--test-threads", "1", "--nocapture"])
-                .env(ALONE, "1")
-                .output()
-                .expect("this test binary runs again");
-            assert!(
-                output.status.success(),
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            assert!(
-                String::from_utf8_lossy(&output.stdout).contains("1 passed"),
-                "the test ran alone"
-            );
+        if !alone(
+            "limit::tests::a_walk_with_no_progress_call_is_abandoned_at_the_cap_and_its_memory_freed",
+        ) {
             return;
         }
         // Unbounded: 1.36 GB and 4.9 s in a release build (F13).

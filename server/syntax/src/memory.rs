@@ -63,8 +63,9 @@ pub(crate) fn requested() -> u64 {
 
 /// Installs the counting allocator, once per process. Every parse calls it
 /// before it makes a parser ([`crate::limit::ParseClock::start`] and
-/// [`parse_guarded`]): whichever parse comes first in the process installs
-/// it, and the rest wait for that to finish.
+/// [`parse_guarded`]), and so does the check of a grammar
+/// ([`crate::limit::check_language`]): whichever comes first in the process
+/// installs it, and the rest wait for that to finish.
 pub(crate) fn install() {
     static INSTALLED: Once = Once::new();
     INSTALLED.call_once(|| {
