@@ -31,6 +31,12 @@ fn parse(c: &mut Criterion) {
         "the keystroke keeps the program valid"
     );
     parse.edit(offset..offset + 1, "").expect("valid edit");
+    // The scan for `[` held open that every parse and reparse makes of the
+    // whole text before tree-sitter sees it (`limit::MOST_OPEN_SUBSCRIPTS`):
+    // part of each keystroke above.
+    c.bench_function("open subscripts scan 5000 lines", |b| {
+        b.iter(|| op2_syntax::limit::subscripts_past_limit(black_box(text.as_str())))
+    });
     let mut typed = false;
     c.bench_function("keystroke reparse 5000 lines", |b| {
         b.iter(|| {

@@ -105,40 +105,158 @@ pub const MOST_OPEN_SUBSCRIPTS: usize = 512;
 /// at once in `text`, if one does: one pass, skipping `//` and `/* */`
 /// comments and string and character literals (to their closing quote or
 /// the end of their line; a backslash escapes the byte after it). A `]`
-/// closes one, when one is open.
-pub(crate) fn subscripts_past_limit(text: &str) -> Option<usize> {
+/// closes one, when one is open. Every parse and reparse makes this pass
+/// over the whole text, so the stretches between the bytes that may start a
+/// comment or a literal are read 16 bytes at a time where the processor
+/// allows (`brackets`): 0.25 ms a byte at a time for a 200 KB program, most
+/// of a keystroke's reparse (docs/benchmarks.md, "Syntax").
+pub fn subscripts_past_limit(text: &str) -> Option<usize> {
+    past_limit_with(text, brackets::until_stop)
+}
+
+/// [`subscripts_past_limit`] with `until_stop` counting the brackets of each
+/// stretch up to the next `/`, `"` or `'`.
+fn past_limit_with(
+    text: &str,
+    until_stop: fn(&[u8], usize, &mut usize) -> Result<usize, usize>,
+) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut open = 0usize;
     let mut i = 0;
     while i < bytes.len() {
-        match bytes[i] {
-            b'/' if bytes.get(i + 1) == Some(&b'/') => {
+        i = match until_stop(bytes, i, &mut open) {
+            Ok(stop) => stop,
+            Err(past) => return Some(past),
+        };
+        match bytes.get(i) {
+            None => break,
+            Some(b'/') if bytes.get(i + 1) == Some(&b'/') => {
                 i = memchr::memchr2(b'\n', b'\r', &bytes[i..]).map_or(bytes.len(), |at| i + at);
                 continue;
             }
-            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+            Some(b'/') if bytes.get(i + 1) == Some(&b'*') => {
                 i = memchr::memmem::find(&bytes[i + 2..], b"*/")
                     .map_or(bytes.len(), |at| i + at + 4);
                 continue;
             }
-            quote @ (b'"' | b'\'') => {
+            Some(&quote @ (b'"' | b'\'')) => {
                 i += 1;
                 while i < bytes.len() && !matches!(bytes[i], b'\n' | b'\r') && bytes[i] != quote {
                     i += if bytes[i] == b'\\' { 2 } else { 1 };
                 }
             }
-            b'[' => {
-                open += 1;
-                if open > MOST_OPEN_SUBSCRIPTS {
-                    return Some(i);
-                }
-            }
-            b']' => open = open.saturating_sub(1),
-            _ => {}
+            // A `/` that starts no comment.
+            Some(_) => {}
         }
         i += 1;
     }
     None
+}
+
+/// The brackets of a stretch of text: from an offset to the next byte that
+/// may start a comment or a literal (`/`, `"`, `'`), `[` adds one to the
+/// count of those open, `]` takes one off (none below zero). `Ok` is where
+/// the stretch ends (that byte, or the text's end); `Err` the offset of the
+/// `[` that took the count past [`MOST_OPEN_SUBSCRIPTS`].
+mod brackets {
+    use super::MOST_OPEN_SUBSCRIPTS;
+
+    /// A byte at a time: the reference, and the path where 16 bytes at a
+    /// time are not available.
+    pub(super) fn one_at_a_time(
+        bytes: &[u8],
+        from: usize,
+        open: &mut usize,
+    ) -> Result<usize, usize> {
+        for (at, &byte) in bytes.iter().enumerate().skip(from) {
+            match byte {
+                b'/' | b'"' | b'\'' => return Ok(at),
+                b'[' => {
+                    *open += 1;
+                    if *open > MOST_OPEN_SUBSCRIPTS {
+                        return Err(at);
+                    }
+                }
+                b']' => *open = open.saturating_sub(1),
+                _ => {}
+            }
+        }
+        Ok(bytes.len())
+    }
+
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    pub(super) fn until_stop(bytes: &[u8], from: usize, open: &mut usize) -> Result<usize, usize> {
+        #[allow(unsafe_code)]
+        // SAFETY: the function asks for SSE2, which this build enables for
+        // every x86-64 processor (the `cfg` above); it reads `bytes` through
+        // slices only.
+        unsafe {
+            sixteen_at_a_time(bytes, from, open)
+        }
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+    pub(super) fn until_stop(bytes: &[u8], from: usize, open: &mut usize) -> Result<usize, usize> {
+        one_at_a_time(bytes, from, open)
+    }
+
+    /// The bytes of `chunk` equal to `byte`, a bit each (bit `k` for byte `k`).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[target_feature(enable = "sse2")]
+    fn equal(chunk: std::arch::x86_64::__m128i, byte: u8) -> u32 {
+        use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_movemask_epi8, _mm_set1_epi8};
+        let mask = _mm_movemask_epi8(_mm_cmpeq_epi8(chunk, _mm_set1_epi8(byte.cast_signed())));
+        mask.cast_unsigned()
+    }
+
+    /// [`one_at_a_time`]'s answer, 16 bytes at a time: the brackets of a
+    /// chunk are a bit each, counted with one instruction where the chunk
+    /// holds only `[` or only `]` (or `[` that stay within the limit), and
+    /// walked in order otherwise (a `]` at zero closes nothing).
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[target_feature(enable = "sse2")]
+    fn sixteen_at_a_time(bytes: &[u8], from: usize, open: &mut usize) -> Result<usize, usize> {
+        use std::arch::x86_64::_mm_set_epi64x;
+        let mut at = from;
+        while let Some(chunk) = bytes.get(at..at + 16) {
+            let (low, high) = chunk.split_at(8);
+            let word = |half: &[u8]| i64::from_le_bytes(half.try_into().expect("8 bytes"));
+            let chunk = _mm_set_epi64x(word(high), word(low));
+            let stops = equal(chunk, b'/') | equal(chunk, b'"') | equal(chunk, b'\'');
+            let before = if stops == 0 {
+                u32::MAX
+            } else {
+                (1 << stops.trailing_zeros()) - 1
+            };
+            let opens = equal(chunk, b'[') & before;
+            let closes = equal(chunk, b']') & before;
+            let added = opens.count_ones() as usize;
+            if closes == 0 && *open + added <= MOST_OPEN_SUBSCRIPTS {
+                *open += added;
+            } else if opens == 0 {
+                *open = open.saturating_sub(closes.count_ones() as usize);
+            } else {
+                let mut bits = opens | closes;
+                while bits != 0 {
+                    let bit = bits.trailing_zeros();
+                    if opens >> bit & 1 == 1 {
+                        *open += 1;
+                        if *open > MOST_OPEN_SUBSCRIPTS {
+                            return Err(at + bit as usize);
+                        }
+                    } else {
+                        *open = open.saturating_sub(1);
+                    }
+                    bits &= bits - 1;
+                }
+            }
+            if stops != 0 {
+                return Ok(at + stops.trailing_zeros() as usize);
+            }
+            at += 16;
+        }
+        one_at_a_time(bytes, at, open)
+    }
 }
 
 /// Attempts after a give-up, each from a line start nearer the first error
@@ -488,6 +606,7 @@ fn line_start(text: &str, offset: usize) -> usize {
 mod tests {
     use super::*;
     use crate::Parse;
+    use proptest::prelude::*;
 
     /// The `[` past the limit is found, `]` closes one, and brackets in
     /// comments and literals are not counted.
@@ -510,6 +629,114 @@ mod tests {
         assert_eq!(subscripts_past_limit(&format!("{open}/* [")), None);
         // Balanced brackets, however many, are not open at once.
         assert_eq!(subscripts_past_limit(&"a[0]".repeat(10_000)), None);
+    }
+
+    /// The scan as it was first written, a byte at a time: the oracle for
+    /// the one that reads 16 bytes at a time.
+    fn scanned_one_byte_at_a_time(text: &str) -> Option<usize> {
+        let bytes = text.as_bytes();
+        let mut open = 0usize;
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'/' if bytes.get(i + 1) == Some(&b'/') => {
+                    i = memchr::memchr2(b'\n', b'\r', &bytes[i..]).map_or(bytes.len(), |at| i + at);
+                    continue;
+                }
+                b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                    i = memchr::memmem::find(&bytes[i + 2..], b"*/")
+                        .map_or(bytes.len(), |at| i + at + 4);
+                    continue;
+                }
+                quote @ (b'"' | b'\'') => {
+                    i += 1;
+                    while i < bytes.len() && !matches!(bytes[i], b'\n' | b'\r') && bytes[i] != quote
+                    {
+                        i += if bytes[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                b'[' => {
+                    open += 1;
+                    if open > MOST_OPEN_SUBSCRIPTS {
+                        return Some(i);
+                    }
+                }
+                b']' => open = open.saturating_sub(1),
+                _ => {}
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// Texts made of the pieces the scan tells apart, after enough `[` to
+    /// bring the count near the limit (or not), so that chunks of 16 bytes
+    /// start and end everywhere among them.
+    fn scanned_text() -> impl Strategy<Value = String> {
+        let piece = proptest::sample::select(vec![
+            "[",
+            "]",
+            "[[[[[[[[",
+            "]]]]]]]]",
+            "x[i]",
+            "/",
+            "//",
+            "/*",
+            "*/",
+            "\"",
+            "'",
+            "\\",
+            "\n",
+            "\r",
+            "x",
+            "abcdefghijklmnop",
+            " ",
+            "é",
+            "y[0] = 1.0 / z[j];\n",
+        ]);
+        (
+            proptest::sample::select(vec![0, 1, 200, 490, 505, 511, 512, 513]),
+            proptest::collection::vec(piece, 0..300),
+        )
+            .prop_map(|(opens, pieces)| "[".repeat(opens) + &pieces.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2_000, ..ProptestConfig::default() })]
+
+        /// The scan 16 bytes at a time (where the processor has it) finds
+        /// the same `[`, or none, as the first one, a byte at a time, and so
+        /// does the byte-at-a-time path of other processors.
+        #[test]
+        fn the_scan_in_chunks_finds_what_a_byte_at_a_time_finds(text in scanned_text()) {
+            let expected = scanned_one_byte_at_a_time(&text);
+            prop_assert_eq!(subscripts_past_limit(&text), expected);
+            prop_assert_eq!(past_limit_with(&text, brackets::one_at_a_time), expected);
+        }
+    }
+
+    /// The same on the texts the benchmark and the campaigns' worst inputs
+    /// use, and on every offset of a long one.
+    #[test]
+    fn the_scan_in_chunks_agrees_on_programs_and_at_every_offset() {
+        let program = crate::synth::program(500);
+        let open = crate::synth::open_subscripts_around(600, ")");
+        for text in [program.as_str(), open.as_str()] {
+            assert_eq!(
+                subscripts_past_limit(text),
+                scanned_one_byte_at_a_time(text)
+            );
+        }
+        assert!(subscripts_past_limit(&open).is_some());
+        let near = "[".repeat(MOST_OPEN_SUBSCRIPTS - 20) + &"a[b/c]'[\\'\"x\"]".repeat(8);
+        for cut in 0..near.len() {
+            let text = format!("{}[[[[[[[[[[[[[[[[[[[[[[[[{}", &near[..cut], &near[cut..]);
+            assert_eq!(
+                subscripts_past_limit(&text),
+                scanned_one_byte_at_a_time(&text),
+                "{cut}"
+            );
+        }
     }
 
     #[test]
