@@ -4,7 +4,6 @@
 //! does.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::path::{Path, PathBuf};
@@ -86,31 +85,17 @@ pub struct Database {
 /// a JSON array of objects with `directory`, `file` and `command` or
 /// `arguments`; an error names `path` and, within it, the JSON path.
 pub fn read(path: &Path) -> Result<Database, String> {
+    use op2_codegen::files::{ReadError, read_regular};
     let shown = path.display();
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    let metadata = file
-        .metadata()
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if !metadata.is_file() {
-        return Err(format!("`{shown}` is not a regular file"));
-    }
-    if metadata.len() > MAX_BYTES {
-        return Err(format!(
-            "`{shown}` is {} bytes, more than the {} MiB op2 import reads of a compilation database",
-            metadata.len(),
+    // Opened without blocking (a FIFO named as the database is refused, not
+    // waited on), examined, and read to at most the limit.
+    let bytes = read_regular(path, MAX_BYTES).map_err(|error| match error {
+        ReadError::TooLarge { .. } => format!(
+            "`{shown}` is larger than the {} MiB op2 import reads of a compilation database",
             MAX_BYTES >> 20
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read `{shown}`: {e}"))?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(format!(
-            "`{shown}` grew past {} MiB while it was read",
-            MAX_BYTES >> 20
-        ));
-    }
+        ),
+        other => format!("cannot read `{shown}`: {other}"),
+    })?;
     let base = path.parent().unwrap_or(Path::new(""));
     let base = std::path::absolute(base).unwrap_or_else(|_| base.to_owned());
     parse(path, &base, &bytes)
@@ -802,6 +787,31 @@ mod tests {
         assert!(split("c++ 'x").unwrap_err().contains("`'` at byte 4"));
         assert!(split("c++ \"x").unwrap_err().contains("`\"` at byte 4"));
         assert!(split("c++ x\\").unwrap_err().contains("`\\` at byte 5"));
+    }
+
+    /// A FIFO or a device named as the database is refused at once, not
+    /// waited on or read (`--compile-commands`, or one found beside the
+    /// application).
+    #[cfg(unix)]
+    #[test]
+    fn a_database_that_is_not_a_regular_file_is_refused_without_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("compile_commands.json");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        let error = read(&fifo).unwrap_err();
+        assert!(
+            error.contains("not a regular file (it is a FIFO)"),
+            "{error}"
+        );
+        let error = read(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            error.contains("not a regular file (it is a character device)"),
+            "{error}"
+        );
     }
 
     #[test]
