@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::Outcome;
+use crate::render::visible;
 
 /// The arguments of `op2 import`.
 #[derive(Debug, clap::Args)]
@@ -85,17 +86,23 @@ fn import(args: &Args) -> Result<Outcome> {
         working_dir: None,
         cancel: None,
     };
+    // What is printed quotes the application (file names, its set-up's
+    // output, macros): shown, never acted on by the terminal.
     let mut progress = |what: &str| {
-        let _ = writeln!(io::stderr().lock(), "{what}");
+        let _ = writeln!(io::stderr().lock(), "{}", visible(what));
     };
     let imported = match op2_import::import(&options, &mut progress) {
         Ok(imported) => imported,
         Err(error) => {
-            writeln!(io::stderr().lock(), "error: {error}")?;
+            writeln!(
+                io::stderr().lock(),
+                "error: {}",
+                visible(&error.to_string())
+            )?;
             return Ok(Outcome::Errors);
         }
     };
-    write!(io::stdout().lock(), "{}", imported.summary())?;
+    write!(io::stdout().lock(), "{}", visible(&imported.summary()))?;
     Ok(if imported.report.faithful() {
         Outcome::Success
     } else {

@@ -11,16 +11,21 @@ fn app(dir: &str, file: &str) -> std::path::PathBuf {
         .join(file)
 }
 
+/// `op2 import MAIN --out OUT`, run.
+fn import_into(main: &Path, out: &Path) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_op2"))
+        .arg("import")
+        .arg(main)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_declaration_after_the_first_par_loop_exits_1_with_its_location() {
     let out = tempfile::tempdir().unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_op2"))
-        .arg("import")
-        .arg(app("late", "late.cpp"))
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .unwrap();
+    let output = import_into(&app("late", "late.cpp"), out.path());
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(
@@ -28,6 +33,21 @@ fn a_declaration_after_the_first_par_loop_exits_1_with_its_location() {
         "{stderr}"
     );
     assert!(std::fs::read_dir(out.path()).unwrap().next().is_none());
+}
+
+/// A file name with an escape sequence (a valid name on Unix) is shown,
+/// not sent to the terminal, in the import's messages.
+#[test]
+fn an_escape_sequence_in_a_file_name_is_shown_not_sent() {
+    let out = tempfile::tempdir().unwrap();
+    let output = import_into(&out.path().join("e\x1b]0;T\x07.cpp"), out.path());
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        !stderr.contains('\x1b') && !stderr.contains('\x07'),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("e\u{241b}]0;T\u{2407}.cpp"), "{stderr}");
 }
 
 #[test]
