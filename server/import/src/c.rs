@@ -38,6 +38,23 @@ pub struct Source {
     /// Its `#define`s outside functions, in order (filled by [`defines`]'s
     /// caller: empty after [`Source::parse`]).
     pub defines: Vec<Define>,
+    /// The characters of `text` before each block of [`COLUMN_BLOCK`]
+    /// bytes, and before its end, so that [`Source::location`] counts a
+    /// column from the nearest block, not from the line's start (which made
+    /// a long line quadratic: every name on it counted from its start).
+    blocks: Vec<usize>,
+    /// The length of `text` when `blocks` was made: a text changed since
+    /// counts its columns from the line's start.
+    indexed: usize,
+}
+
+/// The bytes of a block of [`Source::location`]'s index.
+const COLUMN_BLOCK: usize = 4096;
+
+/// The characters that start in `bytes` (those that are not a UTF-8
+/// continuation byte).
+fn characters(bytes: &[u8]) -> usize {
+    bytes.iter().filter(|&&byte| byte & 0xc0 != 0x80).count()
 }
 
 /// A `#define` of a source.
@@ -117,13 +134,40 @@ impl Source {
                 "{display}:{line}:{column}: the C++ parser gave up {why}\n  help: the application must compile: fix the syntax error here",
             ));
         };
-        Ok(Source {
-            path: path.to_owned(),
+        Ok(Source::new(path.to_owned(), display, text, tree))
+    }
+
+    /// A source of `text` parsed as `tree`, with no `#define`s yet.
+    pub(crate) fn new(path: PathBuf, display: String, text: String, tree: Tree) -> Source {
+        let mut blocks = Vec::with_capacity(text.len() / COLUMN_BLOCK + 2);
+        let mut before = 0;
+        for block in text.as_bytes().chunks(COLUMN_BLOCK) {
+            blocks.push(before);
+            before += characters(block);
+        }
+        blocks.push(before);
+        Source {
+            path,
             display,
+            indexed: text.len(),
             text,
             tree,
             defines: Vec::new(),
-        })
+            blocks,
+        }
+    }
+
+    /// The characters of `text[start..end]`, both on character boundaries:
+    /// at most two partial blocks are counted.
+    fn characters_between(&self, start: usize, end: usize) -> usize {
+        let bytes = self.text.as_bytes();
+        let (first, last) = (start.div_ceil(COLUMN_BLOCK), end / COLUMN_BLOCK);
+        if first >= last || self.text.len() != self.indexed {
+            return characters(&bytes[start..end]);
+        }
+        characters(&bytes[start..first * COLUMN_BLOCK])
+            + (self.blocks[last] - self.blocks[first])
+            + characters(&bytes[last * COLUMN_BLOCK..end])
     }
 
     /// The text of `node`.
@@ -135,7 +179,7 @@ impl Source {
     pub fn location(&self, node: Node<'_>) -> Location {
         let point = node.start_position();
         let line_start = node.start_byte() - point.column;
-        let column = self.text[line_start..node.start_byte()].chars().count() + 1;
+        let column = self.characters_between(line_start, node.start_byte()) + 1;
         Location {
             file: self.display.clone(),
             line: point.row + 1,
@@ -949,6 +993,32 @@ pub const BUILTINS: &[&str] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Columns count characters from the line's start, through the index
+    /// of blocks, on a line many blocks long with characters of two and
+    /// three bytes, some across the blocks' edges.
+    #[test]
+    fn a_column_counts_the_characters_before_it_on_its_line() {
+        let line = "g + /* é€ */ \"ü\" + ".repeat(2_000);
+        let text = format!("// ä\nvoid f() {{\n  x = {line}g;\n}}\n€");
+        let source =
+            Source::parse(Path::new("a.cpp"), "a.cpp".to_owned(), text.clone()).expect("parses");
+        assert!(text.len() > 10 * COLUMN_BLOCK);
+        let mut checked = 0;
+        walk(source.tree.root_node(), |node, _| {
+            let start = node.start_byte();
+            let line_start = text[..start].rfind('\n').map_or(0, |at| at + 1);
+            let expected = Location {
+                file: "a.cpp".to_owned(),
+                line: text[..start].matches('\n').count() + 1,
+                column: text[line_start..start].chars().count() + 1,
+            };
+            assert_eq!(source.location(node), expected, "{}", source.text(node));
+            checked += 1;
+            true
+        });
+        assert!(checked > 10_000, "{checked} nodes");
+    }
 
     #[test]
     fn the_macros_in_effect_where_each_file_reaches_a_line_are_known() {

@@ -105,8 +105,9 @@ pub struct Helpers {
     /// declares the overloads outside `std`) or says `using namespace std`.
     pub float_overloads: bool,
     /// Bytes of text that macro expansions of this import have made so
-    /// far, nested rescans included (see [`EXPANSION_WORK_LIMIT`]).
-    spent: std::cell::Cell<usize>,
+    /// far, nested rescans included (see [`EXPANSION_WORK_LIMIT`]): one
+    /// count for every [`Helpers`] of the import ([`Helpers::build`]).
+    spent: ExpansionBudget,
     /// Every name of the sources and every word of the bodies of the
     /// macros they use: a name the translation makes up must be none of
     /// them ([`crate::scope::Fresh`]).
@@ -168,6 +169,13 @@ pub fn op2_spelling(word: &str) -> Option<String> {
 /// Once it is spent, every further expansion is refused.
 pub const EXPANSION_WORK_LIMIT: usize = 64 * EXPANSION_LIMIT;
 
+/// The count of [`EXPANSION_WORK_LIMIT`] that the [`Helpers`] of one import
+/// share: an import builds one for the main file's macros and up to
+/// `2 × MAX_UNIT_TABLES` more for other units' and other places' tables,
+/// each of which expands the macros the code writes again, so a count per
+/// [`Helpers`] let one import make 33 times the limit.
+pub type ExpansionBudget = std::rc::Rc<std::cell::Cell<usize>>;
+
 impl Helpers {
     /// Counts `bytes` of expanded text against [`EXPANSION_WORK_LIMIT`];
     /// why not, once it is spent.
@@ -199,7 +207,14 @@ impl Helpers {
         sources: &[&'s Source],
         functions: &[(&'s Source, Node<'s>)],
     ) -> Helpers {
-        Helpers::build(table, sources, functions, &BTreeSet::new(), true)
+        Helpers::build(
+            table,
+            sources,
+            functions,
+            &BTreeSet::new(),
+            true,
+            &ExpansionBudget::default(),
+        )
     }
 
     /// The words of the bodies of the macros of `table` that `sources` use
@@ -225,15 +240,21 @@ impl Helpers {
     /// program) among its words; `install`: whether its words make the
     /// program's names ([`c::ProgramNames`]). Helpers of another table of
     /// the same import are built with `install` false while the first
-    /// lives, so that every kernel spells the program's names alike.
+    /// lives, so that every kernel spells the program's names alike. Its
+    /// expansions count against `budget`, which the import's other
+    /// [`Helpers`] share.
     pub fn build<'s>(
         table: &[c::Define],
         sources: &[&'s Source],
         functions: &[(&'s Source, Node<'s>)],
         extra_words: &BTreeSet<String>,
         install: bool,
+        budget: &ExpansionBudget,
     ) -> Helpers {
-        let mut helpers = Helpers::default();
+        let mut helpers = Helpers {
+            spent: budget.clone(),
+            ..Helpers::default()
+        };
         let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
         let language_loaded = op2_syntax::limit::check_language(&language).is_ok();
         let mut written = BTreeSet::new();
@@ -718,13 +739,7 @@ fn translate_body(
         )
     })
     .map_err(|_| "the C++ parser gave up on its body: recovering from its syntax errors needed more time or memory than its length allows")?;
-    let source = Source {
-        path: std::path::PathBuf::new(),
-        display: String::new(),
-        text,
-        tree,
-        defines: Vec::new(),
-    };
+    let source = Source::new(std::path::PathBuf::new(), String::new(), text, tree);
     // A body that unbalances the function it is put in (`}`) leaves its
     // error outside the body's text.
     if source.tree.root_node().has_error() {
@@ -1175,15 +1190,62 @@ mod tests {
 
     /// The macros of a header with the text `text`.
     fn helpers(text: &str) -> Helpers {
+        let source = using_every_macro(text);
+        Helpers::new(&source.defines, &[&source], &[])
+    }
+
+    /// The source `text` with its `#define`s, which writes every macro it
+    /// defines (a comment naming them), as a kernel that uses them does.
+    fn using_every_macro(text: &str) -> Source {
         let path = std::path::Path::new("t.h");
         let mut source = Source::parse(path, "t.h".to_owned(), text.to_owned()).unwrap();
         source.defines = c::defines(&source);
-        // Every macro used, as a kernel names it.
         let names: Vec<&str> = source.defines.iter().map(|d| d.name.as_str()).collect();
         source
             .text
             .push_str(&format!("\n// uses: {}\n", names.join(" ")));
-        Helpers::new(&source.defines, &[&source], &[])
+        source
+    }
+
+    /// The helpers of one import's tables (up to 33) share one budget: with
+    /// a budget each, the same doubling chain was expanded by each of them,
+    /// 33 times the limit in all.
+    #[test]
+    fn the_helpers_of_one_import_spend_one_budget() {
+        let mut text = "#define D0 1\n".to_owned();
+        for i in 1..400 {
+            text.push_str(&format!("#define D{i} (D{} + D{})\n", i - 1, i - 1));
+        }
+        let source = using_every_macro(&text);
+        let build = |install, budget: &ExpansionBudget| {
+            Helpers::build(
+                &source.defines,
+                &[&source],
+                &[],
+                &BTreeSet::new(),
+                install,
+                budget,
+            )
+        };
+        let budget = ExpansionBudget::default();
+        let first = build(true, &budget);
+        assert!(
+            budget.get() > EXPANSION_WORK_LIMIT,
+            "{} bytes",
+            budget.get()
+        );
+        assert_eq!(first.objects["D1"], "(1 + 1)");
+        // Another table of the same import expands nothing more.
+        let second = build(false, &budget);
+        assert_eq!(second.objects["D1"], "(D0 + D0)");
+        assert!(budget.get() <= EXPANSION_WORK_LIMIT + 2 * EXPANSION_LIMIT);
+        drop(second);
+        // A budget of its own would have expanded it again.
+        drop(first);
+        assert_eq!(
+            build(true, &ExpansionBudget::default()).objects["D1"],
+            "(1 + 1)"
+        );
     }
 
     #[test]

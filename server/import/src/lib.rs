@@ -1022,13 +1022,19 @@ pub fn translate_units(
         .map(|unit| units::merge_macros(vec![unit.clone(), main_table.clone()]).0)
         .collect();
     let (table, differing) = units::merge_macros(tables);
-    // Where the sources write `define` (the application's own macros).
+    // Where the sources write `define` (the application's own macros): the
+    // first definition of each name and body, looked up, not searched for
+    // (a search per differing macro was quadratic in the `#define`s).
+    let mut written_at: BTreeMap<(&str, &str), &Option<Location>> = BTreeMap::new();
+    for define in sources.iter().flat_map(|s| &s.defines) {
+        written_at
+            .entry((define.name.as_str(), define.body.trim()))
+            .or_insert(&define.location);
+    }
     let written_differently = |define: &c::Define| {
-        sources
-            .iter()
-            .flat_map(|s| &s.defines)
-            .find(|d| d.name == define.name && d.body.trim() == define.body.trim())
-            .and_then(|d| d.location.clone())
+        written_at
+            .get(&(define.name.as_str(), define.body.trim()))
+            .and_then(|location| (*location).clone())
     };
     let own_table: Vec<bool> = unit_tables
         .iter()
@@ -1065,6 +1071,13 @@ pub fn translate_units(
             });
         }
     }
+    // The definitions of the units whose kernels are expanded with their
+    // own tables, each name and body once.
+    let own_definitions: BTreeSet<(&str, &str)> = own_units
+        .iter()
+        .flat_map(|u| &unit_tables[u - 1])
+        .map(|d| (d.name.as_str(), d.body.as_str()))
+        .collect();
     for (kept, other) in differing {
         // Only the application's own: a difference in what system headers
         // define is no difference a kernel sees.
@@ -1072,11 +1085,7 @@ pub fn translate_units(
             continue;
         };
         // Expanded with their own unit's table where they are used.
-        if own_units.iter().any(|u| {
-            unit_tables[u - 1]
-                .iter()
-                .any(|d| d.name == other.name && d.body == other.body)
-        }) {
+        if own_definitions.contains(&(other.name.as_str(), other.body.as_str())) {
             continue;
         }
         report.add(
@@ -1090,7 +1099,16 @@ pub fn translate_units(
             Some("give the macro one definition in a header every source includes"),
         );
     }
-    let helpers = inline::Helpers::build(&table, &sources, &helper_functions, &extra_words, true);
+    // One count of the expansions' work for every table's helpers.
+    let budget = inline::ExpansionBudget::default();
+    let helpers = inline::Helpers::build(
+        &table,
+        &sources,
+        &helper_functions,
+        &extra_words,
+        true,
+        &budget,
+    );
     // Built while `helpers` lives, so that the program's names are its.
     let own_helpers: BTreeMap<usize, inline::Helpers> = own_units
         .iter()
@@ -1103,6 +1121,7 @@ pub fn translate_units(
                     &helper_functions,
                     &BTreeSet::new(),
                     false,
+                    &budget,
                 ),
             )
         })
@@ -1348,6 +1367,7 @@ pub fn translate_units(
                                         &helper_functions,
                                         &BTreeSet::new(),
                                         false,
+                                        &budget,
                                     ),
                                 );
                             } else {
