@@ -21,37 +21,54 @@ use crate::report::{Kind, Report};
 /// (every pass over the host code together).
 pub const MAX_INLINED_CALLS: usize = 10_000;
 
+/// The most text one pass of the host code's translation (there are two: a
+/// scan and the translation) may take from elsewhere: the bodies of the
+/// functions it inlines (each time it inlines one) and the expansions of
+/// the object-like macros it names (each time it names one). A header may
+/// define a macro up to a mebibyte long ([`crate::inline::EXPANSION_LIMIT`]),
+/// and `main` may name it on every line: 20,000 uses of a 900 KB macro made
+/// 18 GB of edits.
+/// A program is at most 16 MiB (`op2_codegen::files::SOURCE_LIMIT`), and
+/// the host code of a real application takes a few kilobytes from its
+/// headers and functions.
+pub const HOST_TEXT_LIMIT: usize = 4 << 20;
+
 /// What the translation knows from the declarations and the capture.
+///
+/// The maps an inlined call's context shares with its caller's are behind
+/// [`Rc`], so that inlining a call copies none of them (they hold every
+/// object-like macro's expansion, up to 64 MiB, and every function; a copy
+/// per call, up to [`MAX_INLINED_CALLS`] of them, was quadratic).
 #[derive(Debug, Default, Clone)]
 pub struct Context<'a> {
     /// Names declared with `op_decl_const`.
-    pub consts: BTreeSet<String>,
+    pub consts: Rc<BTreeSet<String>>,
     /// C variables holding an `op_set`, `op_map` or `op_dat`.
-    pub handles: BTreeSet<String>,
+    pub handles: Rc<BTreeSet<String>>,
     /// Object-like macros (`#define NITER 2`), expanded where named.
-    pub objects: BTreeMap<String, String>,
+    pub objects: Rc<BTreeMap<String, String>>,
     /// For each kernel, the positions of its parameters bound to direct INC
     /// arguments that it reads or assigns: those arguments become RW.
     pub increments_read: BTreeMap<String, BTreeSet<usize>>,
     /// Host buffers the set-up declared dats with (known once captured):
     /// globals of the program, which `op_fetch_data` fills.
-    pub buffers: BTreeMap<String, Buffer>,
+    pub buffers: Rc<BTreeMap<String, Buffer>>,
     /// Functions of the application that the host code may call, inlined
     /// at the call: their source, definition and template parameters.
-    pub functions: BTreeMap<String, HostFunction<'a>>,
+    pub functions: Rc<BTreeMap<String, HostFunction<'a>>>,
     /// Locals of the host code that par_loops take as globals, with their
     /// `.op2` types: declared as globals, their declarations become
     /// assignments.
-    pub hoisted: BTreeMap<String, String>,
+    pub hoisted: Rc<BTreeMap<String, String>>,
     /// Scalar host values captured where the set-up ended, as written.
-    pub values: BTreeMap<String, String>,
+    pub values: Rc<BTreeMap<String, String>>,
     /// The `.op2` type of each of those values.
-    pub value_types: BTreeMap<String, String>,
+    pub value_types: Rc<BTreeMap<String, String>>,
     /// The `.op2` name of the set of each dat, by its C variable (known
     /// once captured).
-    pub dat_sets: BTreeMap<String, String>,
+    pub dat_sets: Rc<BTreeMap<String, String>>,
     /// Host variables the host code assigns.
-    pub assigned: BTreeSet<String>,
+    pub assigned: Rc<BTreeSet<String>>,
     /// Inside an inlined function: its parameters' names in the caller.
     pub renames: BTreeMap<String, String>,
     /// Inside an inlined function: its template parameters' types.
@@ -63,6 +80,9 @@ pub struct Context<'a> {
     /// How many calls have been inlined in all, shared by every level: the
     /// depth limit alone would let ten calls of ten calls … make 10^8 bodies.
     pub inlined: Rc<Cell<usize>>,
+    /// The bytes counted against [`HOST_TEXT_LIMIT`] so far, shared by
+    /// every level.
+    pub host_text: Rc<Cell<usize>>,
     /// Every name of the application's sources and of the macros they use
     /// ([`crate::inline::Helpers::words`]): a name made up must be none.
     pub words: Rc<BTreeSet<String>>,
@@ -72,7 +92,7 @@ pub struct Context<'a> {
     pub local_renames: BTreeMap<String, String>,
     /// Globals that `main` declares again before its first par_loop, whose
     /// values the capture cannot read (it reads `main`'s).
-    pub shadowed: BTreeSet<String>,
+    pub shadowed: Rc<BTreeSet<String>>,
     /// Variables `main` declares before its first par_loop that hide a
     /// global a kernel or an inlined function reads, with the names they
     /// are renamed to wherever `main` names them (not inside the functions
@@ -296,6 +316,7 @@ pub fn translate(
 ) -> Host {
     let entries = report.entries.len();
     let inlined = context.inlined.get();
+    let host_text = context.host_text.get();
     let invocation_names = context.invocation_names.borrow().clone();
     let mut host = translate_once(source, statements, context, report);
     // A local spelled in `.op2` as a name they read from outside (the
@@ -320,6 +341,7 @@ pub fn translate(
     }
     report.entries.truncate(entries);
     context.inlined.set(inlined);
+    context.host_text.set(host_text);
     *context.invocation_names.borrow_mut() = invocation_names;
     let mut host = translate_once(source, statements, &again, report);
     host.renamed = again.local_renames;
@@ -343,7 +365,7 @@ fn translate_once(
     let mut hoists: Vec<Hoist<'_, '_>> = Vec::new();
     let mut branches: Vec<Branch<'_>> = Vec::new();
     if context.depth == 0 {
-        host.hoisted = context.hoisted.clone();
+        host.hoisted = (*context.hoisted).clone();
     }
     if context.depth > 0 {
         for statement in statements {
@@ -631,9 +653,23 @@ fn translate_once(
                         return false;
                     }
                     if !host.locals.contains(name)
-                        && crate::inline::expand_object(&context.objects, source, node, &mut edits)
-                            .is_some()
+                        && let Some(body) = context.objects.get(name)
                     {
+                        if let Err(why) = spend_host_text(context, body.len()) {
+                            fail(
+                                report,
+                                node,
+                                format!("the macro `{name}` is not expanded: {why}"),
+                                None,
+                            );
+                        } else {
+                            crate::inline::expand_object(
+                                &context.objects,
+                                source,
+                                node,
+                                &mut edits,
+                            );
+                        }
                         return false;
                     }
                     if context.handles.contains(name) {
@@ -1204,24 +1240,28 @@ fn inline<'t>(
     let Some(body) = function.child_by_field_name("body") else {
         return fail(report, "it has no body".to_owned());
     };
+    if let Err(why) = spend_host_text(context, body.byte_range().len()) {
+        return fail(report, why);
+    }
     let result = target.map(|t| op2_name(&caller_name(context, host, source.text(t))));
     let inner = Context {
-        consts: context.consts.clone(),
-        handles: context.handles.clone(),
-        objects: context.objects.clone(),
+        consts: Rc::clone(&context.consts),
+        handles: Rc::clone(&context.handles),
+        objects: Rc::clone(&context.objects),
         increments_read: BTreeMap::new(),
-        buffers: context.buffers.clone(),
-        functions: context.functions.clone(),
-        values: context.values.clone(),
-        value_types: context.value_types.clone(),
-        dat_sets: context.dat_sets.clone(),
-        assigned: context.assigned.clone(),
-        hoisted: context.hoisted.clone(),
+        buffers: Rc::clone(&context.buffers),
+        functions: Rc::clone(&context.functions),
+        values: Rc::clone(&context.values),
+        value_types: Rc::clone(&context.value_types),
+        dat_sets: Rc::clone(&context.dat_sets),
+        assigned: Rc::clone(&context.assigned),
+        hoisted: Rc::clone(&context.hoisted),
         renames,
         types,
         result,
         depth: context.depth + 1,
         inlined: Rc::clone(&context.inlined),
+        host_text: Rc::clone(&context.host_text),
         invocation_names: Rc::clone(&context.invocation_names),
         unit: context
             .unit_sources
@@ -1232,7 +1272,7 @@ fn inline<'t>(
         unit_kernels: Rc::clone(&context.unit_kernels),
         words: Rc::clone(&context.words),
         local_renames: BTreeMap::new(),
-        shadowed: context.shadowed.clone(),
+        shadowed: Rc::clone(&context.shadowed),
         setup_renames: BTreeMap::new(),
         block_renames: std::collections::HashMap::new(),
     };
@@ -1350,6 +1390,20 @@ fn inline<'t>(
         None,
     );
     true
+}
+
+/// Counts `bytes` of text taken into the host code against
+/// [`HOST_TEXT_LIMIT`]; why not, once it is spent.
+fn spend_host_text(context: &Context<'_>, bytes: usize) -> Result<(), String> {
+    let spent = context.host_text.get().saturating_add(bytes);
+    if spent > HOST_TEXT_LIMIT {
+        return Err(format!(
+            "the functions inlined and the macros expanded into the host code come to more than {} MiB of text",
+            HOST_TEXT_LIMIT >> 20
+        ));
+    }
+    context.host_text.set(spent);
+    Ok(())
 }
 
 /// What the caller's variable `name` (in the statements of `host`,
@@ -1613,6 +1667,11 @@ fn integer(source: &Source, node: Node<'_>) -> Option<i64> {
 fn integer_or_macro(source: &Source, node: Node<'_>, context: &Context<'_>) -> Option<i64> {
     integer(source, node).or_else(|| {
         let body = context.objects.get(source.text(node))?;
+        // An integer is a few bytes: a longer body is none, and is not
+        // copied (a macro may be a mebibyte long, named at every argument).
+        if body.len() > 64 {
+            return None;
+        }
         let body = body.trim_start_matches('(').trim_end_matches(')');
         body.replace(' ', "").parse().ok()
     })

@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use tree_sitter::Node;
 
@@ -1127,27 +1128,30 @@ pub fn translate_units(
         })
         .collect();
     let mut context = Context {
-        consts: consts.keys().cloned().collect(),
-        handles: handles.clone(),
-        objects: helpers
-            .objects
-            .iter()
-            .map(|(name, body)| (name.clone(), inline::unpaint(&inline::op2_names(body))))
-            .collect(),
+        consts: Rc::new(consts.keys().cloned().collect()),
+        handles: Rc::new(handles.clone()),
+        objects: Rc::new(
+            helpers
+                .objects
+                .iter()
+                .map(|(name, body)| (name.clone(), inline::unpaint(&inline::op2_names(body))))
+                .collect(),
+        ),
         increments_read: BTreeMap::new(),
-        buffers: BTreeMap::new(),
-        functions: sources
-            .iter()
-            .flat_map(|source| host_functions(source))
-            .collect(),
-        words: std::rc::Rc::new(helpers.words.clone()),
+        functions: Rc::new(
+            sources
+                .iter()
+                .flat_map(|source| host_functions(source))
+                .collect(),
+        ),
+        words: Rc::new(helpers.words.clone()),
         ..Context::default()
     };
     let unit_paths: Vec<PathBuf> = std::iter::once(main)
         .chain(units.iter().map(PathBuf::as_path))
         .map(|p| files.identity(p))
         .collect();
-    context.unit_sources = std::rc::Rc::new(
+    context.unit_sources = Rc::new(
         sources
             .iter()
             .filter_map(|s| {
@@ -1233,11 +1237,13 @@ pub fn translate_units(
             }
         }
     }
-    context.shadowed = shadowed
-        .keys()
-        .filter(|n| !setup_renames.contains_key(*n))
-        .cloned()
-        .collect();
+    context.shadowed = Rc::new(
+        shadowed
+            .keys()
+            .filter(|n| !setup_renames.contains_key(*n))
+            .cloned()
+            .collect(),
+    );
 
     // First pass over the host code: what it reads and which kernels.
     let host_statements = &statements[stop..];
@@ -1621,7 +1627,7 @@ pub fn translate_units(
             && let Some(set) = captured.sets.get(dat.set)
             && let Some(len) = set.size.checked_mul(dat.dim)
         {
-            context.buffers.insert(
+            Rc::make_mut(&mut context.buffers).insert(
                 buffer.clone(),
                 host::Buffer {
                     dat: names.dats[i].clone(),
@@ -1633,26 +1639,32 @@ pub fn translate_units(
             );
         }
     }
-    context.dat_sets = captured
-        .handles
-        .iter()
-        .filter(|(_, kind, _)| *kind == "dat")
-        .filter_map(|(name, _, i)| Some((name.clone(), names.set(captured.dats.get(*i)?.set))))
-        .collect();
-    context.values = captured
-        .values
-        .iter()
-        .filter(|(_, v)| !v.array && v.values.len() == 1)
-        .map(|(n, v)| (n.clone(), v.values[0].clone()))
-        .collect();
-    context.unit_kernels = std::rc::Rc::new(unit_kernels);
-    context.value_types = captured
-        .values
-        .iter()
-        .filter(|(_, v)| !v.array && v.values.len() == 1)
-        .map(|(n, v)| (n.clone(), v.ty.clone()))
-        .collect();
-    context.assigned = scan.assigned.clone();
+    context.dat_sets = Rc::new(
+        captured
+            .handles
+            .iter()
+            .filter(|(_, kind, _)| *kind == "dat")
+            .filter_map(|(name, _, i)| Some((name.clone(), names.set(captured.dats.get(*i)?.set))))
+            .collect(),
+    );
+    context.values = Rc::new(
+        captured
+            .values
+            .iter()
+            .filter(|(_, v)| !v.array && v.values.len() == 1)
+            .map(|(n, v)| (n.clone(), v.values[0].clone()))
+            .collect(),
+    );
+    context.unit_kernels = Rc::new(unit_kernels);
+    context.value_types = Rc::new(
+        captured
+            .values
+            .iter()
+            .filter(|(_, v)| !v.array && v.values.len() == 1)
+            .map(|(n, v)| (n.clone(), v.ty.clone()))
+            .collect(),
+    );
+    context.assigned = Rc::new(scan.assigned.clone());
     // The names the scan gave the par_loops that branch are given again.
     context.invocation_names.borrow_mut().clear();
     // Locals of `main` that par_loops take as globals.
@@ -1662,7 +1674,7 @@ pub fn translate_units(
         }
         match scan.local_types.get(name) {
             Some(ty) => {
-                context.hoisted.insert(name.clone(), ty.clone());
+                Rc::make_mut(&mut context.hoisted).insert(name.clone(), ty.clone());
                 report.add(
                     Kind::Translated,
                     Some(at.clone()),
@@ -1678,6 +1690,9 @@ pub fn translate_units(
             ),
         }
     }
+    // The text taken into the host code is counted per pass: the scan's
+    // does not make it into the program.
+    context.host_text.set(0);
     let host = host::translate(main_source, host_statements, &context, &mut report);
 
     let stem = output_stem(main);
@@ -2767,6 +2782,40 @@ mod tests {
             "call to `one`, which op2 import cannot inline: it initialises `v0`, one of several variables this declaration declares; op2 import inlines a call whose result initialises a declaration's only variable (`T x = f(…);`)"
         );
         assert_eq!(location.as_deref(), Some("app/app.cpp:12:12"));
+    }
+
+    #[test]
+    fn the_text_macros_put_into_the_host_code_is_bounded() {
+        // Each use of an object-like macro in the host code copied its
+        // expansion, up to a mebibyte, with no bound in all: 20,000 uses
+        // of a 900 KB macro were 18 GB. 45 uses of a 100 KB one would be
+        // 4.5 MB: those past the limit are reported, not expanded.
+        let terms = vec!["1.0"; 25_000].join("+");
+        let top = format!("#define BIG ({terms})\n");
+        let host = "    acc[0] = BIG;\n".repeat(45);
+        let translation = translated(
+            &generated_app(&top, "", &host),
+            "set 0 1\nhandle cells set 0\nstop\n",
+        )
+        .expect("a translation");
+        let (entry, _) = reported(&translation, "the macro `BIG` is not expanded");
+        assert_eq!(
+            entry.message,
+            format!(
+                "the macro `BIG` is not expanded: the functions inlined and the macros expanded into the host code come to more than {} MiB of text",
+                host::HOST_TEXT_LIMIT >> 20
+            )
+        );
+        // The uses within the limit are expanded, the rest reported; the
+        // program spaces the operators out (`1.0 + 1.0`).
+        let body = terms.len() + 2;
+        let left = translation.program.matches("acc[0] = BIG;").count();
+        assert_eq!(left, 45 - host::HOST_TEXT_LIMIT / body);
+        assert!(
+            translation.program.len() < 2 * host::HOST_TEXT_LIMIT,
+            "{} bytes",
+            translation.program.len()
+        );
     }
 
     #[test]
