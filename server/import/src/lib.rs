@@ -49,6 +49,15 @@ pub use crate::report::{Entry, Kind, Report};
 /// macros of their own (each costs a walk of the application's macros).
 pub const MAX_UNIT_TABLES: usize = 16;
 
+/// The most text of the preprocessor's macros and line markers kept for all
+/// the translation units of one import together (each unit's is at most
+/// 4 MiB): each unit's definitions are kept as long as the import runs,
+/// and a unit that includes the standard C++ headers alone has about
+/// 110 KB of them, so this is some 600 such units. Without it, 1,023 units
+/// each including one 3.5 MB header of `#define`s would have kept
+/// gigabytes.
+pub const MACRO_TEXT_LIMIT: usize = 64 << 20;
+
 /// OP2's calls that write HDF5 files; the recorder makes them do nothing.
 const SETUP_FILE_OUTPUT: &[&str] = &[
     "op_dump_to_hdf5",
@@ -1000,29 +1009,29 @@ pub fn translate_units(
     // The macros in effect where the main file ends, as the preprocessor
     // left them (conditionals, `-D`, `#undef` and redefinitions resolved),
     // and those only another unit defines where it ends.
-    let mut tables = Vec::new();
     let mut streams = Vec::new();
+    let mut kept = 0usize;
     for unit in std::iter::once(main).chain(units.iter().map(PathBuf::as_path)) {
         let text = macros(Instrumented {
             main: unit.to_owned(),
             text: files.read(unit).map_err(ImportError::Read)?,
         })
         .map_err(ImportError::Capture)?;
-        let stream = c::macro_stream(&text);
-        tables.push(stream.table_at(stream.events.len()));
-        streams.push(stream);
+        // Each unit's is at most 4 MiB; all of them are kept, each
+        // definition a few times its text.
+        kept = kept.saturating_add(text.len());
+        if kept > MACRO_TEXT_LIMIT {
+            return Err(ImportError::Read(format!(
+                "the preprocessor's macros and line markers of the {} translation units come to more than {} MiB together: import fewer of the application's units at once",
+                streams.len() + 1,
+                MACRO_TEXT_LIMIT >> 20
+            )));
+        }
+        streams.push(c::macro_stream(&text));
     }
-    let main_table = tables.first().cloned().unwrap_or_default();
-    // Each other unit whose table defines a macro of the application
-    // differently from the main file's expands its own kernels with its own
-    // table (with the main file's macros it lacks), at most
-    // `MAX_UNIT_TABLES` of them; past that, the difference is reported.
-    let unit_tables: Vec<Vec<c::Define>> = tables
-        .iter()
-        .skip(1)
-        .map(|unit| units::merge_macros(vec![unit.clone(), main_table.clone()]).0)
-        .collect();
-    let (table, differing) = units::merge_macros(tables);
+    let at_end = |stream: &c::MacroStream| stream.table_at(stream.events.len());
+    let main_table = streams.first().map(at_end).unwrap_or_default();
+    let (table, differing) = units::merge_macros(streams.iter().map(at_end));
     // Where the sources write `define` (the application's own macros): the
     // first definition of each name and body, looked up, not searched for
     // (a search per differing macro was quadratic in the `#define`s).
@@ -1037,25 +1046,32 @@ pub fn translate_units(
             .get(&(define.name.as_str(), define.body.trim()))
             .and_then(|location| (*location).clone())
     };
-    let own_table: Vec<bool> = unit_tables
-        .iter()
-        .map(|unit| {
-            let (_, differing) = units::merge_macros(vec![table.clone(), unit.clone()]);
-            differing
-                .iter()
-                .any(|(_, other)| written_differently(other).is_some())
-        })
-        .collect();
-    let own_units: Vec<usize> = own_table
-        .iter()
-        .enumerate()
-        .filter(|(_, own)| **own)
-        .map(|(i, _)| i + 1)
-        .take(MAX_UNIT_TABLES)
-        .collect();
+    // Each other unit whose table defines a macro of the application
+    // differently from the merged table expands its own kernels with its
+    // own table (with the main file's macros it lacks), at most
+    // `MAX_UNIT_TABLES` of them; past that, the difference is reported.
+    // Made one unit at a time, and kept only for those.
+    let merged: BTreeMap<&str, &c::Define> = table.iter().map(|d| (d.name.as_str(), d)).collect();
+    let mut unit_tables: BTreeMap<usize, Vec<c::Define>> = BTreeMap::new();
+    for (u, stream) in streams.iter().enumerate().skip(1) {
+        if unit_tables.len() == MAX_UNIT_TABLES {
+            break;
+        }
+        let unit_table = units::merge_macros([at_end(stream), main_table.clone()]).0;
+        let own = unit_table.iter().any(|define| {
+            merged
+                .get(define.name.as_str())
+                .is_some_and(|kept| !units::same_definition(kept, define))
+                && written_differently(define).is_some()
+        });
+        if own {
+            unit_tables.insert(u, unit_table);
+        }
+    }
+    let own_units: Vec<usize> = unit_tables.keys().copied().collect();
     let mut extra_words: BTreeSet<String> = own_units
         .iter()
-        .flat_map(|u| inline::Helpers::macro_words(&unit_tables[u - 1], &sources))
+        .flat_map(|u| inline::Helpers::macro_words(&unit_tables[u], &sources))
         .collect();
     // And every definition, where it is in effect, of a macro the sources
     // write (a kernel may be expanded with it: below).
@@ -1076,7 +1092,7 @@ pub fn translate_units(
     // own tables, each name and body once.
     let own_definitions: BTreeSet<(&str, &str)> = own_units
         .iter()
-        .flat_map(|u| &unit_tables[u - 1])
+        .flat_map(|u| &unit_tables[u])
         .map(|d| (d.name.as_str(), d.body.as_str()))
         .collect();
     for (kept, other) in differing {
@@ -1117,7 +1133,7 @@ pub fn translate_units(
             (
                 u,
                 inline::Helpers::build(
-                    &unit_tables[u - 1],
+                    &unit_tables[&u],
                     &sources,
                     &helper_functions,
                     &BTreeSet::new(),
@@ -2889,6 +2905,47 @@ mod tests {
             &mut macros,
             &mut run,
         )
+    }
+
+    /// The macro tables of all the units together are bounded: each
+    /// unit's is at most 4 MiB, and 1,023 units could have kept gigabytes.
+    #[test]
+    fn the_macro_tables_of_all_units_together_are_bounded() {
+        let count = MACRO_TEXT_LIMIT / (4 << 20) + 1;
+        let names: Vec<String> = (0..count).map(|i| format!("u{i}.cpp")).collect();
+        let mut files = vec![("app.cpp", UNITS_MAIN)];
+        files.extend(names.iter().map(|name| (name.as_str(), "int unused();\n")));
+        let files: BTreeMap<PathBuf, String> = files
+            .iter()
+            .map(|(name, text)| (Path::new("app").join(name), (*text).to_owned()))
+            .collect();
+        let units: Vec<PathBuf> = names.iter().map(|n| Path::new("app").join(n)).collect();
+        // Each unit's macros just under the preprocessor's 4 MiB.
+        let body = "x ".repeat((4 << 20) / 2 - 64);
+        let mut macros = |_: Instrumented| Ok(format!("#define BIG {body}\n"));
+        let mut run = |_: Instrumented| -> Result<Capture, CaptureError> {
+            panic!("no capture past the macros")
+        };
+        let error = translate_units(
+            Path::new("app/app.cpp"),
+            &Given {
+                units: &units,
+                include_dirs: &[],
+                unit_flags: &BTreeMap::new(),
+            },
+            Path::new(""),
+            &files,
+            &mut macros,
+            &mut run,
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "the preprocessor's macros and line markers of the {} translation units come to more than 64 MiB together: import fewer of the application's units at once",
+                count
+            )
+        );
     }
 
     const UNITS_MAIN: &str = "#include \"op_seq.h\"\n#include \"app.h\"\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(4, \"cells\");\n  op_dat p_x = op_decl_dat(cells, 1, \"double\", x, \"p_x\");\n  op_par_loop(step, \"step\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"double\", OP_RW));\n  double y = twice(1.0);\n  op_printf(\"%g\\n\", y);\n}\n";

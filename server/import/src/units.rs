@@ -492,11 +492,20 @@ pub fn defined_twice<'s>(
     out
 }
 
+/// Whether `a` and `b` define their macro alike: the same parameters and
+/// the same body but for spaces.
+pub fn same_definition(a: &Define, b: &Define) -> bool {
+    let squeezed = |text: &str| text.split_whitespace().collect::<String>();
+    a.params == b.params && a.variadic == b.variadic && squeezed(&a.body) == squeezed(&b.body)
+}
+
 /// One table of macros from the tables of the main file's translation unit
-/// (`tables[0]`) and of the other units: a macro only another unit defines
+/// (the first) and of the other units: a macro only another unit defines
 /// is added as it defines it; one defined differently is kept as the main
 /// file's and returned by name with the two definitions.
-pub fn merge_macros(tables: Vec<Vec<Define>>) -> (Vec<Define>, Vec<(Define, Define)>) {
+pub fn merge_macros(
+    tables: impl IntoIterator<Item = Vec<Define>>,
+) -> (Vec<Define>, Vec<(Define, Define)>) {
     let mut tables = tables.into_iter();
     let mut merged = tables.next().unwrap_or_default();
     let mut index: BTreeMap<String, usize> = merged
@@ -504,7 +513,6 @@ pub fn merge_macros(tables: Vec<Vec<Define>>) -> (Vec<Define>, Vec<(Define, Defi
         .enumerate()
         .map(|(i, d)| (d.name.clone(), i))
         .collect();
-    let squeeze = |text: &str| text.split_whitespace().collect::<String>();
     let mut differing = Vec::new();
     let mut reported = BTreeSet::new();
     for table in tables {
@@ -516,11 +524,7 @@ pub fn merge_macros(tables: Vec<Vec<Define>>) -> (Vec<Define>, Vec<(Define, Defi
                 }
                 Some(&i) => {
                     let kept = &merged[i];
-                    if (kept.params != define.params
-                        || kept.variadic != define.variadic
-                        || squeeze(&kept.body) != squeeze(&define.body))
-                        && reported.insert(define.name.clone())
-                    {
+                    if !same_definition(kept, &define) && reported.insert(define.name.clone()) {
                         differing.push((kept.clone(), define));
                     }
                 }
