@@ -178,6 +178,9 @@ pub struct Host {
     pub globals: BTreeMap<String, Location>,
     /// Kernels the par_loops name, in order of first use.
     pub kernels: Vec<(String, Location)>,
+    /// Their names, to look up (a search of `kernels` per par_loop was
+    /// quadratic in the kernels).
+    kernel_names: BTreeSet<String>,
     /// Host buffers `op_fetch_data` fills, translated to `fetch`.
     pub fetched: BTreeSet<String>,
     /// The scalar type (in `.op2`) of each local the statements declare.
@@ -1313,20 +1316,28 @@ fn inline<'t>(
     }
     // A name of the function's own scope (a global) that the caller also
     // declares would read the caller's variable once inlined: the same.
+    // The caller's locals by their `.op2` spelling, the first of each, made
+    // once (a search of the locals per name read was quadratic).
+    let arguments: BTreeSet<&String> = inner.renames.values().collect();
+    let mut spelled_locals: Option<BTreeMap<String, String>> = None;
     for captured in translated
         .referenced
         .iter()
-        .filter(|n| !inner.renames.values().any(|r| r == *n))
+        .filter(|n| !arguments.contains(n))
     {
-        let spelled = op2_name(captured);
-        let Some(local) = host
-            .locals
-            .iter()
-            .find(|l| op2_name(&caller_name(context, host, l)) == spelled)
-        else {
+        let spelled_locals = spelled_locals.get_or_insert_with(|| {
+            let mut by_spelling = BTreeMap::new();
+            for local in &host.locals {
+                by_spelling
+                    .entry(op2_name(&caller_name(context, host, local)))
+                    .or_insert_with(|| local.clone());
+            }
+            by_spelling
+        });
+        let Some(local) = spelled_locals.get(&op2_name(captured)).cloned() else {
             continue;
         };
-        if !renamable(local) {
+        if !renamable(&local) {
             return fail(
                 report,
                 format!(
@@ -1334,7 +1345,7 @@ fn inline<'t>(
                 ),
             );
         }
-        host.hidden.insert(local.clone());
+        host.hidden.insert(local);
     }
     host.referenced.extend(translated.referenced);
     // The arguments are evaluated before the body runs: their uses come
@@ -1363,7 +1374,7 @@ fn inline<'t>(
     host.assigned.extend(translated.assigned);
     host.fetched.extend(translated.fetched);
     for (kernel, at) in translated.kernels {
-        if !host.kernels.iter().any(|(k, _)| *k == kernel) {
+        if host.kernel_names.insert(kernel.clone()) {
             host.kernels.push((kernel, at));
         }
     }
@@ -1447,20 +1458,26 @@ fn shape_returns<'t>(node: Node<'t>, edits: &mut Edits) -> Result<(), Node<'t>> 
     // A list of statements, checked from the outermost block inwards
     // without recursion: (the list, whether its end ends the function).
     let mut closers: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut lists = vec![(c::named_children(node), true)];
+    // Lists of statements to check, each from a position: the rest of a
+    // list after an `if` is the same list from further on, not a copy (a
+    // copy per `if (…) return;` was quadratic in a run of them).
+    let whole = |list: Vec<Node<'t>>| (Rc::<[Node<'t>]>::from(list), 0, true);
+    let mut lists = vec![whole(c::named_children(node))];
     if node.kind() != "compound_statement" {
-        lists = vec![(vec![node], true)];
+        lists = vec![whole(vec![node])];
     }
-    while let Some((list, tail)) = lists.pop() {
+    while let Some((list, from, tail)) = lists.pop() {
         let Some(last_index) = list.len().checked_sub(1) else {
             continue;
         };
-        for (i, statement) in list.iter().enumerate() {
+        for (i, statement) in list.iter().enumerate().skip(from) {
             let last = i == last_index && tail;
             match statement.kind() {
                 "return_statement" if last => {}
                 "return_statement" => return Err(*statement),
-                "compound_statement" => lists.push((c::named_children(*statement), last)),
+                "compound_statement" => {
+                    lists.push((Rc::from(c::named_children(*statement)), 0, last));
+                }
                 "if_statement" if contains_return(*statement) => {
                     let consequence = statement.child_by_field_name("consequence");
                     let alternative = statement.child_by_field_name("alternative");
@@ -1473,11 +1490,11 @@ fn shape_returns<'t>(node: Node<'t>, edits: &mut Edits) -> Result<(), Node<'t>> 
                     });
                     match (consequence, alternative) {
                         (Some(c), Some(a)) if last => {
-                            lists.push((vec![c], true));
-                            lists.push((c::named_children(a), true));
+                            lists.push(whole(vec![c]));
+                            lists.push(whole(c::named_children(a)));
                         }
                         (Some(c), None) if ends_in_return && tail => {
-                            lists.push((vec![c], true));
+                            lists.push(whole(vec![c]));
                             if !last {
                                 // The rest becomes the `else`.
                                 edits.replace_range(
@@ -1486,7 +1503,7 @@ fn shape_returns<'t>(node: Node<'t>, edits: &mut Edits) -> Result<(), Node<'t>> 
                                     " else {",
                                 );
                                 *closers.entry(list[last_index].end_byte()).or_default() += 1;
-                                lists.push((list[i + 1..].to_vec(), true));
+                                lists.push((Rc::clone(&list), i + 1, true));
                                 break;
                             }
                         }
@@ -2006,7 +2023,7 @@ fn par_loop<'t>(
         );
     }
     let kernel_name = source.text(*kernel).to_owned();
-    if !host.kernels.iter().any(|(k, _)| *k == kernel_name) {
+    if host.kernel_names.insert(kernel_name.clone()) {
         host.kernels.push((kernel_name.clone(), location.clone()));
     }
     host.kernel_units

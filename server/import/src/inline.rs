@@ -889,6 +889,18 @@ fn template(
     let mut edits = Edits::default();
     let mut free_names = BTreeSet::new();
     let mut problem = None;
+    // Each parameter's position, looked up per word (a search of the list
+    // per word was quadratic in a function of many parameters).
+    let position: BTreeMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    // The bytes the macros named in the expression put into the template
+    // (each use copies its expansion), and the macros whose names are known.
+    let mut grown = 0usize;
+    let mut expanded_once = BTreeSet::new();
     // C++ calls the `float` overload of `sqrt` and the like on the
     // parameters declared `float`.
     let floats: BTreeSet<String> = names
@@ -934,21 +946,32 @@ fn template(
         match kind {
             "identifier" if !c::is_callee(node, ancestors) => {
                 let ident = source.text(node);
-                if let Some(i) = names.iter().position(|n| n == ident) {
+                if let Some(i) = position.get(ident) {
                     edits.replace(node, format!("{PARAM}{i}{PARAM}"));
                 } else if let Some(body) = objects.get(ident) {
+                    grown = grown.saturating_add(body.len());
+                    if grown > EXPANSION_LIMIT {
+                        problem = Some((
+                            node,
+                            format!(
+                                "the macros its expression names expand to more than {} KiB",
+                                EXPANSION_LIMIT >> 10
+                            ),
+                        ));
+                        return false;
+                    }
                     // It expands here, in the function's scope, as C
                     // expands it: a name of a parameter is the parameter,
                     // the others mean what they mean where the function is
                     // defined (`.op2`'s spelling of them).
-                    let expanded = rename_words(body, false, |word| {
-                        match names.iter().position(|n| n == word) {
-                            Some(i) => Some(format!("{PARAM}{i}{PARAM}")),
-                            None => op2_spelling(word),
-                        }
+                    let expanded = rename_words(body, false, |word| match position.get(word) {
+                        Some(i) => Some(format!("{PARAM}{i}{PARAM}")),
+                        None => op2_spelling(word),
                     });
                     edits.replace(node, expanded);
-                    free_names.extend(free_words(body, &names));
+                    if expanded_once.insert(ident) {
+                        free_names.extend(free_words(body, &names));
+                    }
                 } else {
                     free_names.insert(ident.to_owned());
                     let renamed = op2_name(ident);
@@ -1147,11 +1170,19 @@ const C_WORDS: &[&str] = &[
 /// built-ins: the names it reads.
 pub fn free_words(text: &str, params: &[String]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
+    let params: BTreeSet<&str> = params.iter().map(String::as_str).collect();
+    // Whether the text holds each `.op2` type word a body's sized types
+    // became (marked): looked for once per word, not once per use (a body
+    // of many `ll` searched itself for each).
+    let mut painted: [Option<bool>; 3] = [None; 3];
     c::map_words(text, |word| {
-        // The `.op2` type words a body's sized types became (marked).
-        let type_word =
-            matches!(word, "uint" | "ll" | "ull") && text.contains(&format!("{PAINTED}{word}"));
-        if !params.iter().any(|p| p == word)
+        let type_word = ["uint", "ll", "ull"]
+            .iter()
+            .position(|w| *w == word)
+            .is_some_and(|i| {
+                *painted[i].get_or_insert_with(|| text.contains(&format!("{PAINTED}{word}")))
+            });
+        if !params.contains(word)
             && !c::is_builtin(word)
             && scalar_type(word).is_none()
             && !C_WORDS.contains(&word)
@@ -1594,6 +1625,35 @@ mod tests {
             "t.h:5:44: in its expression, literal `2L` has a suffix `.op2` does not have"
         );
         assert!(helpers.functions["half"].is_ok());
+    }
+
+    /// A helper's one `return` may name an object-like macro many times;
+    /// each use copies its expansion into the template, which is bounded
+    /// as a kernel's expansions are (20,000 uses of a 500 KB macro were
+    /// 10 GB, for every function of every source, called or not).
+    #[test]
+    fn the_macros_a_helper_names_expand_within_the_limit() {
+        let terms = vec!["1.0"; 25_000].join("+");
+        let uses = |n: usize| vec!["U"; n].join(" + ");
+        let text = format!(
+            "#define U ({terms})\ndouble few(double x) {{ return x + {}; }}\ndouble many(double x) {{ return x + {}; }}\n",
+            uses(2),
+            uses(11)
+        );
+        with_helpers("t.h", &text, |_, _, helpers| {
+            assert!(helpers.functions["few"].is_ok());
+            let why = match &helpers.functions["many"] {
+                Err((at, why)) => format!("{at}: {why}"),
+                Ok(_) => panic!("inlined"),
+            };
+            assert_eq!(
+                why,
+                format!(
+                    "t.h:3:{}: the macros its expression names expand to more than 1024 KiB",
+                    "double many(double x) { return x + ".len() + 1 + 10 * "U + ".len()
+                )
+            );
+        });
     }
 
     #[test]

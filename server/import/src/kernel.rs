@@ -891,6 +891,7 @@ fn read_from_outside(
 ) -> BTreeSet<String> {
     let mut read = BTreeSet::new();
     let mut macro_names: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
+    let mut object_names: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();
     let free_at = |read: &mut BTreeSet<String>, names: &BTreeSet<String>, at: usize| {
         for name in names {
             if scopes.resolve_at(name, at).is_none() {
@@ -902,11 +903,20 @@ fn read_from_outside(
         match node.kind() {
             "identifier" if !c::is_callee(node, ancestors) && scopes.binding(node).is_none() => {
                 let ident = source.text(node);
-                let names = match helpers.objects.get(ident) {
-                    Some(body) => inline::free_words(body, &[]),
-                    None => BTreeSet::from([ident.to_owned()]),
-                };
-                free_at(&mut read, &names, node.start_byte());
+                match helpers.objects.get(ident) {
+                    // Its words found once per macro, whatever its uses.
+                    Some(body) => {
+                        let names = object_names
+                            .entry(ident)
+                            .or_insert_with(|| inline::free_words(body, &[]));
+                        free_at(&mut read, names, node.start_byte());
+                    }
+                    None => free_at(
+                        &mut read,
+                        &BTreeSet::from([ident.to_owned()]),
+                        node.start_byte(),
+                    ),
+                }
             }
             "call_expression" => match c::called_name(source, node) {
                 Some(callee) if c::is_builtin(callee) => {}
@@ -1500,9 +1510,29 @@ fn stage<'t>(
     if staged.is_empty() {
         return Ok(());
     }
+    let too_long = || {
+        Err(format!(
+            "the locals it works on and what goes back to its parameters where it ends, at its {} and its end, are longer than {} KiB",
+            crate::report::count(returns.len(), "`return`", "`return`s"),
+            inline::EXPANSION_LIMIT >> 10
+        ))
+    };
+    // What the copies take, counted as they are made: each exit is put at
+    // every `return` and at the end.
+    let written = |declarations: &String, exits: &String| {
+        exits
+            .len()
+            .saturating_mul(returns.len() + 1)
+            .saturating_add(declarations.len())
+    };
     let mut declarations = String::new();
     let mut exits = String::new();
     for s in staged {
+        // Every value takes a few bytes at least: refused before it is
+        // written when there are too many.
+        if s.params.len().saturating_mul(s.dim).saturating_mul(3) > inline::EXPANSION_LIMIT {
+            return too_long();
+        }
         let zero = match s.ty {
             "double" => "0.0",
             "float" => "0.0f",
@@ -1536,19 +1566,11 @@ fn stage<'t>(
                 }
             }
         }
-    }
-    // The locals' declarations count too: a READ vector has no copies
-    // back, and a hundred of them, 1024 values each, made a megabyte.
-    let written = exits
-        .len()
-        .saturating_mul(returns.len() + 1)
-        .saturating_add(declarations.len());
-    if written > inline::EXPANSION_LIMIT {
-        return Err(format!(
-            "the locals it works on and what goes back to its parameters where it ends, at its {} and its end, are longer than {} KiB",
-            crate::report::count(returns.len(), "`return`", "`return`s"),
-            inline::EXPANSION_LIMIT >> 10
-        ));
+        // The locals' declarations count too: a READ vector has no copies
+        // back, and a hundred of them, 1024 values each, made a megabyte.
+        if written(&declarations, &exits) > inline::EXPANSION_LIMIT {
+            return too_long();
+        }
     }
     if !exits.is_empty() {
         for ret in returns {
