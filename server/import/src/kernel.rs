@@ -200,7 +200,15 @@ pub fn translate(
         };
         (spelled != word).then_some(spelled)
     };
-    let param_binding = |k: usize| scopes.bindings.iter().position(|b| b.param == Some(k));
+    // Each parameter's binding, found once (a search of the bindings per
+    // parameter was quadratic in a kernel of many parameters).
+    let mut param_bindings: BTreeMap<usize, usize> = BTreeMap::new();
+    for (i, binding) in scopes.bindings.iter().enumerate() {
+        if let Some(k) = binding.param {
+            param_bindings.entry(k).or_insert(i);
+        }
+    }
+    let param_binding = |k: usize| param_bindings.get(&k).copied();
     let mut first = true;
     // Each parameter's name and `.op2` type, by position.
     let mut param_names: Vec<(String, &'static str)> = Vec::new();

@@ -1452,12 +1452,14 @@ pub fn translate_units(
                             .get(unit - 1)
                             .map_or(String::new(), |u| u.display().to_string());
                         // Its report once: what differs from the first.
+                        // (Looked up in a set: a search of the first's
+                        // entries per entry was quadratic in them.)
                         let added: Vec<Entry> = report.entries.drain(entries..).collect();
-                        for entry in added {
-                            if !report.entries[first_entries.clone()].contains(&entry) {
-                                report.entries.push(entry);
-                            }
-                        }
+                        let first: BTreeSet<&Entry> =
+                            report.entries[first_entries.clone()].iter().collect();
+                        let differing: Vec<Entry> =
+                            added.into_iter().filter(|e| !first.contains(e)).collect();
+                        report.entries.extend(differing);
                         report.add(
                             Kind::Translated,
                             Some(translated.location.clone()),

@@ -33,7 +33,7 @@ impl Kind {
 }
 
 /// One line of the report.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     /// What happened.
     pub kind: Kind,
