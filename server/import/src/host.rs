@@ -83,6 +83,10 @@ pub struct Context<'a> {
     /// The bytes counted against [`HOST_TEXT_LIMIT`] so far, shared by
     /// every level.
     pub host_text: Rc<Cell<usize>>,
+    /// The local an inlined function's parameter becomes, by the name it
+    /// is made from (the same at every call: found once, since a search
+    /// past names a source spells with `_` after `_` is long).
+    pub parameter_locals: Rc<std::cell::RefCell<BTreeMap<String, String>>>,
     /// Every name of the application's sources and of the macros they use
     /// ([`crate::inline::Helpers::words`]): a name made up must be none.
     pub words: Rc<BTreeSet<String>>,
@@ -1228,15 +1232,17 @@ fn inline<'t>(
             );
         };
         // `s_show1`, with `_` appended while a source uses the name.
-        let local = crate::scope::Fresh::new(&context.words, BTreeSet::new())
-            .claim(|attempt| {
-                vec![format!(
-                    "{pname}_{name}{}{}",
-                    context.depth + 1,
-                    "_".repeat(attempt)
-                )]
+        let base = format!("{pname}_{name}{}", context.depth + 1);
+        let local = context
+            .parameter_locals
+            .borrow_mut()
+            .entry(base)
+            .or_insert_with_key(|base| {
+                crate::scope::Fresh::new(&context.words, BTreeSet::new())
+                    .claim(|attempt| vec![format!("{base}{}", "_".repeat(attempt))])
+                    .remove(0)
             })
-            .remove(0);
+            .clone();
         renames.insert(pname, local.clone());
         locals.push((local, ty, *arg));
     }
@@ -1265,6 +1271,7 @@ fn inline<'t>(
         depth: context.depth + 1,
         inlined: Rc::clone(&context.inlined),
         host_text: Rc::clone(&context.host_text),
+        parameter_locals: Rc::clone(&context.parameter_locals),
         invocation_names: Rc::clone(&context.invocation_names),
         unit: context
             .unit_sources
