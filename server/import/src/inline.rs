@@ -1116,11 +1116,20 @@ impl Macro {
             args
         };
         let rest = args.get(self.params.len()..).unwrap_or_default().join(", ");
+        // Each parameter's position, looked up per word of the body (a
+        // search of the parameters per word was quadratic in them).
+        let position: BTreeMap<&str, usize> = self
+            .params
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(i, p)| (p.as_str(), i))
+            .collect();
         c::map_marked_words(
             body,
             EXPANSION_LIMIT,
             Some(PAINTED),
-            |word, marked| match self.params.iter().position(|p| p == word) {
+            |word, marked| match position.get(word).copied() {
                 _ if marked => None,
                 Some(i) => args.get(i).cloned(),
                 None if self.variadic && word == VA_ARGS => Some(rest.clone()),

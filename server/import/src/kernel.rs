@@ -280,6 +280,10 @@ pub fn translate(
     let mut flat: BTreeMap<usize, (Node<'_>, u64, u64)> = BTreeMap::new();
     // A vector-map parameter is used the same way (`x[i][j]`): its local
     // copy is flattened alike.
+    // Each vector parameter by its position, looked up per use (a search
+    // of them per use was quadratic in a kernel of many).
+    let vector_of: BTreeMap<usize, &(usize, Node<'_>, String, VectorParam)> =
+        vector_params.iter().map(|v| (v.0, v)).collect();
     for (k, parameter, _, vector) in &vector_params {
         if let Some(b) = param_binding(*k) {
             flat.insert(
@@ -418,7 +422,7 @@ pub fn translate(
                     return true;
                 };
                 let param = scopes.bindings[b].param;
-                let vector = param.and_then(|k| vector_params.iter().find(|v| v.0 == k));
+                let vector = param.and_then(|k| vector_of.get(&k).copied());
                 if vector_inc_misuse.is_none()
                     && vector.is_some_and(|v| v.3.staged.exit == Some("+="))
                     && !increment_use(source, node, ancestors).1
@@ -687,8 +691,14 @@ pub fn translate(
         flatten(whole, inner, outer, columns, &mut edits);
     }
     let mut increments_read = BTreeSet::new();
+    // The first use of each parameter that is not an increment, found in
+    // one pass (a search of the uses per parameter was quadratic).
+    let mut first_misuse_of = BTreeMap::new();
+    for use_ in inc_uses.iter().filter(|u| !u.3) {
+        first_misuse_of.entry(use_.0).or_insert(use_);
+    }
     for (&k, _) in inc.iter().filter(|(_, (_, direct))| *direct) {
-        if let Some(misuse) = inc_uses.iter().find(|u| u.0 == k && !u.3) {
+        if let Some(misuse) = first_misuse_of.get(&k) {
             increments_read.insert(k);
             report.add(
                 Kind::Translated,
@@ -721,9 +731,9 @@ pub fn translate(
         .map(|u| u.0)
         .filter(|k| !not_direct.contains(k))
         .filter(|k| {
-            vector_params
-                .iter()
-                .any(|v| v.0 == *k && v.3.entries <= MAX_DIRECT_ENTRIES)
+            vector_of
+                .get(k)
+                .is_some_and(|v| v.3.entries <= MAX_DIRECT_ENTRIES)
         })
         .collect();
     for (k, parameter, param_name, vector) in &vector_params {
@@ -833,7 +843,7 @@ pub fn translate(
     // After every other edit, so that each branch holds the statement's
     // text as translated.
     for (k, use_) in direct_uses.iter().filter(|u| direct.contains(&u.0)) {
-        let Some((_, _, _, vector)) = vector_params.iter().find(|v| v.0 == *k) else {
+        let Some((_, _, _, vector)) = vector_of.get(k).copied() else {
             continue;
         };
         match direct_text(&source.text, use_, &vector.params, &edits)
@@ -1448,13 +1458,20 @@ fn stage_increments<'t>(
     inc: &BTreeMap<usize, usize>,
     params: &[(String, &'static str)],
     fresh: &mut Fresh<'_>,
-    uses: &[(usize, Node<'t>, Option<Node<'t>>, bool)],
+    uses: &[IncUse<'t>],
     edits: &mut Edits,
 ) -> (Vec<Staged>, Vec<Node<'t>>) {
     let mut first_misuse = Vec::new();
     let mut staged = Vec::new();
+    // Each parameter's uses, and the first that is not an increment, in
+    // one pass (searches of all the uses per parameter were quadratic).
+    let mut uses_of: BTreeMap<usize, Vec<&IncUse<'t>>> = BTreeMap::new();
+    for use_ in uses {
+        uses_of.entry(use_.0).or_default().push(use_);
+    }
     for (&k, &dim) in inc {
-        let Some(misuse) = uses.iter().find(|u| u.0 == k && !u.3) else {
+        let of_k = uses_of.get(&k).map_or(&[][..], Vec::as_slice);
+        let Some(misuse) = of_k.iter().find(|u| !u.3) else {
             continue;
         };
         first_misuse.push(misuse.1);
@@ -1462,7 +1479,7 @@ fn stage_increments<'t>(
         let local = fresh
             .claim(|attempt| vec![format!("{name}_inc{}", "_".repeat(attempt))])
             .remove(0);
-        for (_, ident, deref, _) in uses.iter().filter(|u| u.0 == k) {
+        for (_, ident, deref, _) in of_k.iter().copied() {
             match deref {
                 Some(deref) => edits.replace(*deref, format!("{local}[0]")),
                 None => edits.replace(*ident, local.clone()),
@@ -1504,6 +1521,11 @@ struct VectorParam {
     entries: usize,
     staged: Staged,
 }
+
+/// A use of a parameter bound to an INC argument: the parameter's position,
+/// the identifier, the dereference around it (if any), and whether the use
+/// only adds to it.
+type IncUse<'t> = (usize, Node<'t>, Option<Node<'t>>, bool);
 
 /// Declares each staged local after the body's opening brace, and puts what
 /// goes back to the parameters where the kernel ends: before each `return;`
