@@ -333,6 +333,10 @@ pub fn translate(
     let mut direct_uses: Vec<(usize, DirectIncrement<'_>)> = Vec::new();
     let mut not_direct: BTreeSet<usize> = BTreeSet::new();
     let mut returns = Vec::new();
+    // What each function-like macro calls and reads, found once per macro
+    // whatever its calls (each call expanded it again).
+    let mut macro_calls: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut macro_reads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     walk(body, |node, ancestors| {
         let kind = node.kind();
         if !node.is_named() {
@@ -546,10 +550,12 @@ pub fn translate(
                         && c::call_arguments(node)
                             .iter()
                             .any(|a| is_float(source, *a, &floats))
-                        && let Some(inexact) = helpers
-                            .macro_calls(callee)
-                            .into_iter()
+                        && let Some(inexact) = macro_calls
+                            .entry(callee.to_owned())
+                            .or_insert_with(|| helpers.macro_calls(callee))
+                            .iter()
                             .find(|f| INEXACT_IN_FLOAT.contains(&f.as_str()))
+                            .cloned()
                     {
                         faithful = false;
                         fail(
@@ -571,10 +577,12 @@ pub fn translate(
                     // A macro's names are the kernel's where it is used
                     // (`#define V(i) x[i][0]` reads the parameter `x`).
                     free_names.extend(
-                        helpers
-                            .macro_free_names(callee)
-                            .into_iter()
-                            .filter(|n| scopes.resolve_at(n, node.start_byte()).is_none()),
+                        macro_reads
+                            .entry(callee.to_owned())
+                            .or_insert_with(|| helpers.macro_free_names(callee))
+                            .iter()
+                            .filter(|n| scopes.resolve_at(n, node.start_byte()).is_none())
+                            .cloned(),
                     );
                     inlined.push(Inlined::Macro(node, callee.to_owned()));
                 } else if let Some(helper) = helpers.functions.get(callee) {
