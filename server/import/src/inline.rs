@@ -901,6 +901,7 @@ fn template(
     // (each use copies its expansion), and the macros whose names are known.
     let mut grown = 0usize;
     let mut expanded_once = BTreeSet::new();
+    let mut memo = crate::kernel::Memo::default();
     // C++ calls the `float` overload of `sqrt` and the like on the
     // parameters declared `float`.
     let floats: BTreeSet<String> = names
@@ -994,6 +995,7 @@ fn template(
                         &|n| floats.contains(source.text(n)),
                         float_overloads,
                         &mut edits,
+                        &mut memo,
                     ) {
                         problem = Some((
                             node,

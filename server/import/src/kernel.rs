@@ -337,6 +337,7 @@ pub fn translate(
     // whatever its calls (each call expanded it again).
     let mut macro_calls: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut macro_reads: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut memo = Memo::default();
     walk(body, |node, ancestors| {
         let kind = node.kind();
         if !node.is_named() {
@@ -513,6 +514,7 @@ pub fn translate(
                         &floats,
                         helpers.float_overloads,
                         &mut edits,
+                        &mut memo,
                     ) {
                         faithful = false;
                         fail(
@@ -549,7 +551,7 @@ pub fn translate(
                     if helpers.float_overloads
                         && c::call_arguments(node)
                             .iter()
-                            .any(|a| is_float(source, *a, &floats))
+                            .any(|a| is_float(source, *a, &floats, &mut memo))
                         && let Some(inexact) = macro_calls
                             .entry(callee.to_owned())
                             .or_insert_with(|| helpers.macro_calls(callee))
@@ -600,7 +602,7 @@ pub fn translate(
                         )),
                         Ok(_) => c::call_arguments(node)
                             .into_iter()
-                            .find(|a| has_side_effect(source, *a, helpers))
+                            .find(|a| has_side_effect(source, *a, helpers, &mut memo))
                             .map(|a| {
                                 (
                                     format!(
@@ -1039,14 +1041,15 @@ fn direct_increment<'t>(
         _ => false,
     };
     let statement = c::ancestor(ancestors, 3).filter(|s| s.kind() == "expression_statement")?;
-    (adds && brackets(inner).is_some() && !has_side_effect(source, inner, helpers)).then_some(
-        DirectIncrement {
-            statement,
-            whole,
-            inner,
-            outer,
-        },
-    )
+    (adds
+        && brackets(inner).is_some()
+        && !has_side_effect(source, inner, helpers, &mut Memo::default()))
+    .then_some(DirectIncrement {
+        statement,
+        whole,
+        inner,
+        outer,
+    })
 }
 
 /// The text of a [`DirectIncrement`] on the parameters `params` (one per
@@ -1275,13 +1278,14 @@ pub(crate) fn float_overload(
     floats: &dyn Fn(Node<'_>) -> bool,
     overloads: bool,
     edits: &mut Edits,
+    memo: &mut Memo,
 ) -> bool {
     let args = c::call_arguments(node);
     let function = node.child_by_field_name("function");
     let qualified = function.is_some_and(|f| f.kind() == "qualified_identifier");
     let float = (qualified || overloads)
         && !args.is_empty()
-        && args.iter().all(|a| is_float(source, *a, floats));
+        && args.iter().all(|a| is_float(source, *a, floats, memo));
     if float
         && FLOAT_OVERLOADS.contains(&callee)
         && let Some(f) = function
@@ -1303,86 +1307,117 @@ fn inexact_in_float(double: &str, what: &str, kernel: &str) -> String {
 /// or element, a cast to `float`, arithmetic of those (an integer literal
 /// converts to the other operand's type), or a float overload of them;
 /// `false` when it does not or when this cannot tell.
-fn is_float(source: &Source, node: Node<'_>, floats: &dyn Fn(Node<'_>) -> bool) -> bool {
-    let mut pending = vec![node];
-    while let Some(n) = pending.pop() {
-        let float = match n.kind() {
-            "number_literal" => {
-                let t = source.text(n);
+fn is_float(
+    source: &Source,
+    node: Node<'_>,
+    floats: &dyn Fn(Node<'_>) -> bool,
+    memo: &mut Memo,
+) -> bool {
+    // After the parts it depends on, each node once: asked for each of a
+    // chain of nested calls `sqrt(sqrt(…))`, a walk of the rest of the chain
+    // each time was quadratic in its depth.
+    let mut stack = vec![(node, false)];
+    while let Some((n, parts_known)) = stack.pop() {
+        if memo.float.contains_key(&n.id()) {
+            continue;
+        }
+        match float_parts(source, n, floats) {
+            None => {
+                memo.float.insert(n.id(), false);
+            }
+            Some(parts) if parts_known => {
+                let float = parts.iter().all(|p| memo.float.get(&p.id()) == Some(&true));
+                memo.float.insert(n.id(), float);
+            }
+            Some(parts) => {
+                stack.push((n, true));
+                stack.extend(
+                    parts
+                        .into_iter()
+                        .filter(|p| !memo.float.contains_key(&p.id()))
+                        .map(|p| (p, false)),
+                );
+            }
+        }
+    }
+    memo.float.get(&node.id()) == Some(&true)
+}
+
+/// What [`is_float`] decides at `n` alone: `None` when `n` is not `float`
+/// whatever its parts, else the parts it is `float` with, all of them.
+fn float_parts<'t>(
+    source: &Source,
+    n: Node<'t>,
+    floats: &dyn Fn(Node<'_>) -> bool,
+) -> Option<Vec<Node<'t>>> {
+    let leaf = |float: bool| float.then(Vec::new);
+    match n.kind() {
+        "number_literal" => {
+            let t = source.text(n);
+            leaf(
                 !t.starts_with("0x")
                     && !t.starts_with("0X")
                     && t.ends_with(['f', 'F'])
-                    && t.contains(['.', 'e', 'E'])
-            }
-            "identifier" => floats(n),
-            "parenthesized_expression" | "unary_expression" | "pointer_expression" => {
-                let operator = n.child_by_field_name("operator").map(|o| source.text(o));
-                let inner = if n.kind() == "parenthesized_expression" {
-                    n.named_child(0)
-                } else {
-                    n.child_by_field_name("argument")
-                };
-                match (operator, inner) {
-                    (None | Some("-" | "+" | "*"), Some(inner)) => {
-                        pending.push(inner);
-                        true
-                    }
-                    _ => false,
-                }
-            }
-            "subscript_expression" => match n.child_by_field_name("argument") {
-                Some(array) => {
-                    pending.push(array);
-                    true
-                }
-                None => false,
-            },
-            "cast_expression" => n
-                .child_by_field_name("type")
-                .is_some_and(|t| scalar_type(source.text(t)) == Some("float")),
-            "binary_expression" => {
-                let operator = n.child_by_field_name("operator").map(|o| source.text(o));
-                match (
-                    operator,
-                    n.child_by_field_name("left"),
-                    n.child_by_field_name("right"),
-                ) {
-                    (Some("+" | "-" | "*" | "/"), Some(l), Some(r)) => {
-                        let int = |x: Node<'_>| {
-                            x.kind() == "number_literal"
-                                && source.text(x).bytes().all(|b| b.is_ascii_digit())
-                        };
-                        if int(l) {
-                            pending.push(r);
-                        } else if int(r) {
-                            pending.push(l);
-                        } else {
-                            pending.push(l);
-                            pending.push(r);
-                        }
-                        true
-                    }
-                    _ => false,
-                }
-            }
-            "call_expression" => {
-                let args = c::call_arguments(n);
-                if c::called_name(source, n).is_some_and(|f| FLOAT_OVERLOADS.contains(&f))
-                    && !args.is_empty()
-                {
-                    pending.extend(args);
-                    true
-                } else {
-                    false
-                }
-            }
-            _ => false,
-        };
-        if !float {
-            return false;
+                    && t.contains(['.', 'e', 'E']),
+            )
         }
+        "identifier" => leaf(floats(n)),
+        "parenthesized_expression" | "unary_expression" | "pointer_expression" => {
+            let operator = n.child_by_field_name("operator").map(|o| source.text(o));
+            let inner = if n.kind() == "parenthesized_expression" {
+                n.named_child(0)
+            } else {
+                n.child_by_field_name("argument")
+            };
+            match (operator, inner) {
+                (None | Some("-" | "+" | "*"), Some(inner)) => Some(vec![inner]),
+                _ => None,
+            }
+        }
+        "subscript_expression" => n.child_by_field_name("argument").map(|array| vec![array]),
+        "cast_expression" => leaf(
+            n.child_by_field_name("type")
+                .is_some_and(|t| scalar_type(source.text(t)) == Some("float")),
+        ),
+        "binary_expression" => {
+            let operator = n.child_by_field_name("operator").map(|o| source.text(o));
+            match (
+                operator,
+                n.child_by_field_name("left"),
+                n.child_by_field_name("right"),
+            ) {
+                (Some("+" | "-" | "*" | "/"), Some(l), Some(r)) => {
+                    let int = |x: Node<'_>| {
+                        x.kind() == "number_literal"
+                            && source.text(x).bytes().all(|b| b.is_ascii_digit())
+                    };
+                    Some(if int(l) {
+                        vec![r]
+                    } else if int(r) {
+                        vec![l]
+                    } else {
+                        vec![l, r]
+                    })
+                }
+                _ => None,
+            }
+        }
+        "call_expression" => {
+            let args = c::call_arguments(n);
+            (c::called_name(source, n).is_some_and(|f| FLOAT_OVERLOADS.contains(&f))
+                && !args.is_empty())
+            .then_some(args)
+        }
+        _ => None,
     }
-    true
+}
+
+/// The answers of [`is_float`] and [`has_side_effect`] for the nodes of
+/// one tree, each node's found once.
+#[derive(Default)]
+pub(crate) struct Memo {
+    float: std::collections::HashMap<usize, bool>,
+    side_effect: std::collections::HashMap<usize, bool>,
 }
 
 /// The array declarator of `x[R][C]` (the outer one) and its sizes, when
@@ -1635,19 +1670,40 @@ fn argument_texts(source: &Source, call: Node<'_>, edits: &Edits) -> Vec<String>
 
 /// Whether evaluating `node` changes something: an assignment, `++`, `--`,
 /// or a call of anything but the math built-ins and macros.
-fn has_side_effect(source: &Source, node: Node<'_>, helpers: &Helpers) -> bool {
-    let mut found = false;
-    walk(node, |n, _| {
-        found |= match n.kind() {
-            "assignment_expression" | "update_expression" => true,
-            "call_expression" => c::called_name(source, n).is_none_or(|callee| {
-                !c::is_builtin(callee) && !helpers.macros.contains_key(callee)
-            }),
-            _ => false,
-        };
-        !found
-    });
-    found
+fn has_side_effect(source: &Source, node: Node<'_>, helpers: &Helpers, memo: &mut Memo) -> bool {
+    // After its children, each node once: asked for the arguments of each
+    // of a chain of nested calls `f(f(…))`, a walk of the rest of the chain
+    // each time was quadratic in its depth.
+    let own = |n: Node<'_>| match n.kind() {
+        "assignment_expression" | "update_expression" => true,
+        "call_expression" => c::called_name(source, n)
+            .is_none_or(|callee| !c::is_builtin(callee) && !helpers.macros.contains_key(callee)),
+        _ => false,
+    };
+    let mut stack = vec![(node, false)];
+    while let Some((n, children_known)) = stack.pop() {
+        if memo.side_effect.contains_key(&n.id()) {
+            continue;
+        }
+        if own(n) {
+            memo.side_effect.insert(n.id(), true);
+        } else if children_known {
+            let mut cursor = n.walk();
+            let any = n
+                .children(&mut cursor)
+                .any(|child| memo.side_effect.get(&child.id()) == Some(&true));
+            memo.side_effect.insert(n.id(), any);
+        } else {
+            stack.push((n, true));
+            let mut cursor = n.walk();
+            stack.extend(
+                n.children(&mut cursor)
+                    .filter(|child| !memo.side_effect.contains_key(&child.id()))
+                    .map(|child| (child, false)),
+            );
+        }
+    }
+    memo.side_effect.get(&node.id()) == Some(&true)
 }
 
 /// A parameter's `.op2` text and name: `[const] TYPE *NAME` or
@@ -1838,6 +1894,31 @@ mod tests {
         let mut report = Report::default();
         let kernel = translate(&source, function, &helpers, bindings, &mut report);
         (kernel, report)
+    }
+
+    /// Each of a chain of nested calls asks whether its arguments are
+    /// `float`, walking the rest of the chain each time (quadratic in its
+    /// depth): now answered once per node, the same at every depth; and a
+    /// helper's argument is searched for side effects through a deep chain.
+    #[test]
+    fn nested_calls_are_decided_alike_at_every_depth() {
+        let depth = 3_000;
+        let kernel_of = |bottom: &str| {
+            format!(
+                "double twice(double y) {{ return 2.0 * y; }}\nvoid k(float *x, double *d) {{ *x = {}*x{}; *d = twice({}{bottom}{}); }}",
+                "std::sqrt(".repeat(depth),
+                ")".repeat(depth),
+                "std::fabs(".repeat(depth),
+                ")".repeat(depth)
+            )
+        };
+        let (kernel, report) = translate_one(&kernel_of("*d"), &Bindings::default());
+        assert_eq!(kernel.text.matches("(float) sqrt").count(), depth);
+        let side_effect = |report: &Report| report.to_string().contains("has a side effect");
+        assert!(!side_effect(&report));
+        // One side effect at the bottom of the chain is found.
+        let (_, report) = translate_one(&kernel_of("(*d)++"), &Bindings::default());
+        assert!(side_effect(&report));
     }
 
     #[test]
