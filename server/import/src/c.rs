@@ -38,23 +38,12 @@ pub struct Source {
     /// Its `#define`s outside functions, in order (filled by [`defines`]'s
     /// caller: empty after [`Source::parse`]).
     pub defines: Vec<Define>,
-    /// The characters of `text` before each block of [`COLUMN_BLOCK`]
-    /// bytes, and before its end, so that [`Source::location`] counts a
-    /// column from the nearest block, not from the line's start (which made
-    /// a long line quadratic: every name on it counted from its start).
-    blocks: Vec<usize>,
-    /// The length of `text` when `blocks` was made: a text changed since
-    /// counts its columns from the line's start.
-    indexed: usize,
-}
-
-/// The bytes of a block of [`Source::location`]'s index.
-const COLUMN_BLOCK: usize = 4096;
-
-/// The characters that start in `bytes` (those that are not a UTF-8
-/// continuation byte).
-fn characters(bytes: &[u8]) -> usize {
-    bytes.iter().filter(|&&byte| byte & 0xc0 != 0x80).count()
+    /// Where `text`'s lines start and its multi-byte characters are, made
+    /// once, so that [`Source::location`] finds a column without counting
+    /// from the line's start (which made a long line quadratic: every name
+    /// on it counted from its start). Made for `text` as parsed: a text
+    /// changed since (tests only) counts from the line's start.
+    lines: op2_syntax::LineIndex,
 }
 
 /// A `#define` of a source.
@@ -139,35 +128,14 @@ impl Source {
 
     /// A source of `text` parsed as `tree`, with no `#define`s yet.
     pub(crate) fn new(path: PathBuf, display: String, text: String, tree: Tree) -> Source {
-        let mut blocks = Vec::with_capacity(text.len() / COLUMN_BLOCK + 2);
-        let mut before = 0;
-        for block in text.as_bytes().chunks(COLUMN_BLOCK) {
-            blocks.push(before);
-            before += characters(block);
-        }
-        blocks.push(before);
         Source {
             path,
             display,
-            indexed: text.len(),
+            lines: op2_syntax::LineIndex::new(&text),
             text,
             tree,
             defines: Vec::new(),
-            blocks,
         }
-    }
-
-    /// The characters of `text[start..end]`, both on character boundaries:
-    /// at most two partial blocks are counted.
-    fn characters_between(&self, start: usize, end: usize) -> usize {
-        let bytes = self.text.as_bytes();
-        let (first, last) = (start.div_ceil(COLUMN_BLOCK), end / COLUMN_BLOCK);
-        if first >= last || self.text.len() != self.indexed {
-            return characters(&bytes[start..end]);
-        }
-        characters(&bytes[start..first * COLUMN_BLOCK])
-            + (self.blocks[last] - self.blocks[first])
-            + characters(&bytes[last * COLUMN_BLOCK..end])
     }
 
     /// The text of `node`.
@@ -178,8 +146,13 @@ impl Source {
     /// Where `node` starts.
     pub fn location(&self, node: Node<'_>) -> Location {
         let point = node.start_position();
-        let line_start = node.start_byte() - point.column;
-        let column = self.characters_between(line_start, node.start_byte()) + 1;
+        let column = if self.lines.len() as usize == self.text.len() {
+            let at = u32::try_from(node.start_byte()).unwrap_or(u32::MAX);
+            self.lines.line_col(at, op2_syntax::Encoding::Utf32).col as usize + 1
+        } else {
+            let line_start = node.start_byte() - point.column;
+            self.text[line_start..node.start_byte()].chars().count() + 1
+        };
         Location {
             file: self.display.clone(),
             line: point.row + 1,
@@ -1003,7 +976,7 @@ mod tests {
         let text = format!("// ä\nvoid f() {{\n  x = {line}g;\n}}\n€");
         let source =
             Source::parse(Path::new("a.cpp"), "a.cpp".to_owned(), text.clone()).expect("parses");
-        assert!(text.len() > 10 * COLUMN_BLOCK);
+        assert!(text.len() > 40_000);
         let mut checked = 0;
         walk(source.tree.root_node(), |node, _| {
             let start = node.start_byte();
