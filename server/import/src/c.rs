@@ -697,19 +697,31 @@ impl Edits {
     pub fn apply(&self, text: &str, range: std::ops::Range<usize>) -> String {
         let mut out = String::new();
         let mut at = range.start;
-        for ((start, _, std::cmp::Reverse(end)), with) in self
+        // After an edit is applied, the search goes on from its end: the
+        // edits nested in it are never visited (visiting them made a chain
+        // of nested macro calls quadratic in its depth, each call's
+        // arguments holding the edits of every call inside them).
+        let mut edits = self
             .edits
-            .range((range.start, false, std::cmp::Reverse(usize::MAX))..)
-        {
+            .range((at, false, std::cmp::Reverse(usize::MAX))..);
+        while let Some(((start, _, std::cmp::Reverse(end)), with)) = edits.next() {
             if *start >= range.end {
                 break;
             }
-            if *start < at || *end > range.end {
+            if *end > range.end {
                 continue;
             }
             out.push_str(&text[at..*start]);
             out.push_str(with);
-            at = *end;
+            if *end > *start {
+                at = *end;
+                edits = self
+                    .edits
+                    .range((at, false, std::cmp::Reverse(usize::MAX))..);
+            } else {
+                // An insertion: what follows it in the order is next.
+                at = *start;
+            }
         }
         out.push_str(&text[at..range.end]);
         out
@@ -1104,6 +1116,61 @@ mod tests {
         // Dropped: what was in effect before.
         assert_eq!(op2_name("len"), "len_");
         assert_eq!(generated_name("op2_zero_d"), "op2_zero_d");
+    }
+
+    /// `apply` goes on from the end of each edit it applies; against the
+    /// plain walk of every edit in order, skipping those inside one
+    /// applied, on random edits (nested, crossing, insertions, the same
+    /// range twice) and random ranges.
+    #[test]
+    fn applying_skips_nested_edits_as_a_walk_of_every_edit_does() {
+        fn walked(edits: &Edits, text: &str, range: std::ops::Range<usize>) -> String {
+            let mut out = String::new();
+            let mut at = range.start;
+            for ((start, _, std::cmp::Reverse(end)), with) in &edits.edits {
+                if *start < range.start || *start < at || *end > range.end {
+                    continue;
+                }
+                if *start >= range.end {
+                    break;
+                }
+                out.push_str(&text[at..*start]);
+                out.push_str(with);
+                at = *end;
+            }
+            out.push_str(&text[at..range.end]);
+            out
+        }
+        let text = "abcdefghijklmnopqrstuvwxyz0123456789";
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |bound: usize| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            usize::try_from(state >> 33).unwrap() % bound
+        };
+        for case in 0..3_000 {
+            let mut edits = Edits::default();
+            for k in 0..next(12) {
+                let start = next(text.len() + 1);
+                let end = if next(3) == 0 {
+                    start
+                } else {
+                    start + next(text.len() + 1 - start)
+                };
+                edits.replace_range(start, end, format!("<{k}>"));
+            }
+            for _ in 0..8 {
+                let start = next(text.len() + 1);
+                let end = start + next(text.len() + 1 - start);
+                assert_eq!(
+                    edits.apply(text, start..end),
+                    walked(&edits, text, start..end),
+                    "case {case}: {:?} in {start}..{end}",
+                    edits.edits
+                );
+            }
+        }
     }
 
     #[test]
