@@ -89,7 +89,7 @@ pub struct Context<'a> {
     pub parameter_locals: Rc<std::cell::RefCell<BTreeMap<String, String>>>,
     /// Every name of the application's sources and of the macros they use
     /// ([`crate::inline::Helpers::words`]): a name made up must be none.
-    pub words: Rc<BTreeSet<String>>,
+    pub words: Rc<crate::scope::Words>,
     /// Locals of these statements renamed (by [`translate`]) because a
     /// function inlined here would otherwise read them for a name of its
     /// own scope, or hide them.
@@ -110,8 +110,9 @@ pub struct Context<'a> {
     pub block_renames: std::collections::HashMap<usize, String>,
     /// The names given with `as` to the par_loops that an optional
     /// argument's flag makes branch (one per combination of flags), shared
-    /// by every level of inlining so that no two are alike.
-    pub invocation_names: Rc<std::cell::RefCell<BTreeSet<String>>>,
+    /// by every level of inlining so that no two are alike. Made with
+    /// [`Context::words`].
+    pub invocation_names: Rc<std::cell::RefCell<crate::scope::Fresh>>,
     /// The translation unit of each of the application's own files that is
     /// one (the main file 0, the others in the order given), by path.
     pub unit_sources: Rc<BTreeMap<std::path::PathBuf, usize>>,
@@ -341,7 +342,7 @@ pub fn translate(
         return host;
     }
     let taken = host.referenced.iter().map(|n| op2_name(n)).collect();
-    let mut fresh = crate::scope::Fresh::new(&context.words, taken);
+    let mut fresh = crate::scope::Fresh::new(Rc::clone(&context.words), taken);
     let mut again = context.clone();
     for name in &host.hidden {
         again.local_renames.insert(name.clone(), fresh.rename(name));
@@ -1238,8 +1239,10 @@ fn inline<'t>(
             .borrow_mut()
             .entry(base)
             .or_insert_with_key(|base| {
-                crate::scope::Fresh::new(&context.words, BTreeSet::new())
-                    .claim(|attempt| vec![format!("{base}{}", "_".repeat(attempt))])
+                crate::scope::Fresh::new(Rc::clone(&context.words), BTreeSet::new())
+                    .claim(&format!("parameter {base}"), |attempt| {
+                        vec![format!("{base}{}", "_".repeat(attempt))]
+                    })
                     .remove(0)
             })
             .clone();
@@ -2198,14 +2201,13 @@ fn par_loop<'t>(
             .map(|i| if mask & (1 << i) == 0 { "off" } else { "on" })
             .collect();
         let base = format!("{kernel_op2}_{}", states.join("_"));
-        let name = c::first_free(
-            |attempt| vec![c::numbered(&base, std::slice::from_ref(&base), attempt)],
-            |n| !context.words.contains(n) && !taken.contains(n),
-        )
-        .into_iter()
-        .next()
-        .unwrap_or(base);
-        taken.insert(name.clone());
+        let name = taken
+            .claim(&format!("variant {base}"), |attempt| {
+                vec![c::numbered(&base, std::slice::from_ref(&base), attempt)]
+            })
+            .into_iter()
+            .next()
+            .unwrap_or(base);
         names.push(name);
     }
     let listed: Vec<String> = flags.iter().map(|(t, _)| format!("`{t}`")).collect();

@@ -17,6 +17,7 @@
 //! expression may evaluate a parameter twice or never.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use tree_sitter::Node;
 
@@ -111,7 +112,7 @@ pub struct Helpers {
     /// Every name of the sources and every word of the bodies of the
     /// macros they use: a name the translation makes up must be none of
     /// them ([`crate::scope::Fresh`]).
-    pub words: BTreeSet<String>,
+    pub words: Rc<crate::scope::Words>,
     /// The program-level names of this import, made unique against
     /// [`Helpers::words`] while the helpers live ([`c::ProgramNames`]).
     program_names: Option<c::ProgramNames>,
@@ -174,7 +175,7 @@ pub const EXPANSION_WORK_LIMIT: usize = 64 * EXPANSION_LIMIT;
 /// `2 × MAX_UNIT_TABLES` more for other units' and other places' tables,
 /// each of which expands the macros the code writes again, so a count per
 /// [`Helpers`] let one import make 33 times the limit.
-pub type ExpansionBudget = std::rc::Rc<std::cell::Cell<usize>>;
+pub type ExpansionBudget = Rc<std::cell::Cell<usize>>;
 
 impl Helpers {
     /// Counts `bytes` of expanded text against [`EXPANSION_WORK_LIMIT`];
@@ -258,6 +259,7 @@ impl Helpers {
         let language = tree_sitter::Language::from(tree_sitter_cpp::LANGUAGE);
         let language_loaded = op2_syntax::limit::check_language(&language).is_ok();
         let mut written = BTreeSet::new();
+        let mut words = BTreeSet::new();
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {
                 let words: String = line.split_whitespace().collect();
@@ -268,8 +270,8 @@ impl Helpers {
             walk(source.tree.root_node(), |node, _| {
                 if node.kind().ends_with("identifier") {
                     let name = source.text(node);
-                    if !helpers.words.contains(name) {
-                        helpers.words.insert(name.to_owned());
+                    if !words.contains(name) {
+                        words.insert(name.to_owned());
                     }
                 }
                 true
@@ -277,12 +279,13 @@ impl Helpers {
         }
         let by_name: BTreeMap<&str, &c::Define> =
             table.iter().map(|d| (d.name.as_str(), d)).collect();
-        let used = used_macros(&by_name, &written, &mut helpers.words);
-        helpers.words.extend(extra_words.iter().cloned());
+        let used = used_macros(&by_name, &written, &mut words);
+        words.extend(extra_words.iter().cloned());
+        helpers.words = Rc::new(crate::scope::Words::new(words));
         // Every name is known: the program's names can be made unique
         // before any body is translated.
         if install {
-            helpers.program_names = Some(c::ProgramNames::install(&helpers.words));
+            helpers.program_names = Some(c::ProgramNames::install(helpers.words.names()));
         }
         // Where each is defined: the first definition of the same name,
         // parameters and body (spaces aside) in a source; none for one from

@@ -4,6 +4,7 @@
 //! at its C location.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use tree_sitter::Node;
 
@@ -175,7 +176,7 @@ pub fn translate(
     let outside = body.map_or_else(BTreeSet::new, |body| {
         read_from_outside(source, body, scopes, helpers)
     });
-    let mut fresh = Fresh::new(&helpers.words, outside.clone());
+    let mut fresh = Fresh::new(Rc::clone(&helpers.words), outside.clone());
     let mut finals: BTreeMap<String, String> = BTreeMap::new();
     for binding in &scopes.bindings {
         if finals.contains_key(&binding.name) {
@@ -1500,7 +1501,7 @@ fn increment_use<'t>(
 fn stage_increments<'t>(
     inc: &BTreeMap<usize, usize>,
     params: &[(String, &'static str)],
-    fresh: &mut Fresh<'_>,
+    fresh: &mut Fresh,
     uses: &[IncUse<'t>],
     edits: &mut Edits,
 ) -> (Vec<Staged>, Vec<Node<'t>>) {
@@ -1520,7 +1521,9 @@ fn stage_increments<'t>(
         first_misuse.push(misuse.1);
         let (name, ty) = &params[k];
         let local = fresh
-            .claim(|attempt| vec![format!("{name}_inc{}", "_".repeat(attempt))])
+            .claim(&format!("inc {name}"), |attempt| {
+                vec![format!("{name}_inc{}", "_".repeat(attempt))]
+            })
             .remove(0);
         for (_, ident, deref, _) in of_k.iter().copied() {
             match deref {
@@ -1752,7 +1755,7 @@ fn vector_parameter(
     parameter: Node<'_>,
     vector: Vector,
     local: &str,
-    fresh: &mut Fresh<'_>,
+    fresh: &mut Fresh,
 ) -> Result<(String, String, VectorParam), String> {
     let (ty, name, is_const, levels, pointer) = parameter_parts(source, parameter)?;
     if levels != 2 || !pointer {
@@ -1760,7 +1763,7 @@ fn vector_parameter(
             "parameter `{name}` is bound to a vector-map argument (a negative index) but is not `T **{name}`"
         ));
     }
-    let params = fresh.claim(|attempt| {
+    let params = fresh.claim(&format!("vector {local} {}", vector.entries), |attempt| {
         (0..vector.entries)
             .map(|e| format!("{local}{}_{e}", "_".repeat(attempt)))
             .collect()

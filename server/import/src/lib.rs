@@ -1160,7 +1160,11 @@ pub fn translate_units(
                 .flat_map(|source| host_functions(source))
                 .collect(),
         ),
-        words: Rc::new(helpers.words.clone()),
+        words: Rc::clone(&helpers.words),
+        invocation_names: Rc::new(std::cell::RefCell::new(scope::Fresh::new(
+            Rc::clone(&helpers.words),
+            BTreeSet::new(),
+        ))),
         ..Context::default()
     };
     let unit_paths: Vec<PathBuf> = std::iter::once(main)
@@ -1188,7 +1192,7 @@ pub fn translate_units(
     // Captured name → the C expression the capture reads it with.
     let mut captured_as: BTreeMap<String, String> = BTreeMap::new();
     let taken = declared.keys().map(|n| op2_name(n)).collect();
-    let mut fresh = scope::Fresh::new(&helpers.words, taken);
+    let mut fresh = scope::Fresh::new(Rc::clone(&helpers.words), taken);
     {
         for name in shadowed.keys() {
             let renamable = |d: Option<&Declared>| d.is_some_and(|d| !d.handle && !d.pointer);
@@ -1684,7 +1688,8 @@ pub fn translate_units(
     );
     context.assigned = Rc::new(scan.assigned.clone());
     // The names the scan gave the par_loops that branch are given again.
-    context.invocation_names.borrow_mut().clear();
+    *context.invocation_names.borrow_mut() =
+        scope::Fresh::new(Rc::clone(&context.words), BTreeSet::new());
     // Locals of `main` that par_loops take as globals.
     for (name, at) in &scan.globals {
         if !scan.locals.contains(name) {

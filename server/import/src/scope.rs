@@ -5,7 +5,9 @@
 //! translation gives a kernel's variable where its own name would mean
 //! something else in `.op2`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::rc::Rc;
 
 use tree_sitter::Node;
 
@@ -28,8 +30,16 @@ pub struct Binding<'t> {
     /// …to here (the end of its block).
     end: usize,
     /// The binding of the same name visible where it is declared, which it
-    /// hides.
+    /// hides. Along this chain `end` never decreases (an outer binding's
+    /// block encloses the inner one's).
     outer: Option<usize>,
+    /// How many bindings it hides (the length of its chain of `outer`).
+    depth: usize,
+    /// A binding further along the chain (itself at the chain's end), by
+    /// the skew-binary scheme of jump pointers: from any binding, the first
+    /// one along the chain that passes a test which holds from some point
+    /// of the chain on is found in O(log depth) steps.
+    jump: usize,
 }
 
 impl Binding<'_> {
@@ -161,8 +171,25 @@ impl<'t> Scopes<'t> {
     ) -> usize {
         let name = source.text(ident).to_owned();
         let id = self.bindings.len();
+        let outer = visible.get(&name).and_then(|s| s.last().copied());
+        let (depth, jump) = match outer {
+            None => (0, id),
+            Some(o) => {
+                let j = self.bindings[o].jump;
+                let jj = self.bindings[j].jump;
+                let depth = |b: usize| self.bindings[b].depth;
+                let jump = if depth(o) - depth(j) == depth(j) - depth(jj) {
+                    jj
+                } else {
+                    o
+                };
+                (depth(o) + 1, jump)
+            }
+        };
         self.bindings.push(Binding {
-            outer: visible.get(&name).and_then(|s| s.last().copied()),
+            outer,
+            depth,
+            jump,
             name: name.clone(),
             param,
             declarator,
@@ -184,18 +211,94 @@ impl<'t> Scopes<'t> {
     /// The binding `name` refers to at the byte `at` of the body (where a
     /// macro or a helper that names it is used), `None` for a free name:
     /// the last one declared before `at`, or the one it hides, and so on,
-    /// whose block has not ended at `at`.
+    /// whose block has not ended at `at`. O(log n) in the bindings of
+    /// `name`, however deeply they hide one another: the ends never
+    /// decrease along the chain, so a jump past bindings whose blocks have
+    /// ended skips only such.
     pub fn resolve_at(&self, name: &str, at: usize) -> Option<usize> {
         let ids = self.by_name.get(name)?;
         let before = ids.partition_point(|&id| self.bindings[id].at <= at);
-        let mut candidate = ids.get(before.checked_sub(1)?).copied();
-        while let Some(id) = candidate {
-            if self.bindings[id].end > at {
+        let mut id = *ids.get(before.checked_sub(1)?)?;
+        loop {
+            let binding = &self.bindings[id];
+            if binding.end > at {
                 return Some(id);
             }
-            candidate = self.bindings[id].outer;
+            id = if self.bindings[binding.jump].end <= at && binding.jump != id {
+                binding.jump
+            } else {
+                binding.outer?
+            };
         }
-        None
+    }
+}
+
+/// Every name of the application's sources and every word of the bodies
+/// of the macros they use: a name the translation makes up must be none of
+/// them. And, for each family of candidates that searches for fresh names
+/// try ([`Fresh::claim`]), the runs of attempts known to name one of them,
+/// so that no search tries an attempt another search found taken by them:
+/// each kernel's search past `x_inc`, `x_inc_`, `x_inc__`, … that a source
+/// spells tried them all again, quadratic in the kernels and the names.
+#[derive(Debug, Default)]
+pub struct Words {
+    names: BTreeSet<String>,
+    /// Family → runs of attempts (first → one past the last) whose
+    /// candidates name a word; disjoint, and no two adjacent.
+    runs: RefCell<HashMap<String, BTreeMap<usize, usize>>>,
+}
+
+impl Words {
+    /// The words `names`.
+    pub fn new(names: BTreeSet<String>) -> Words {
+        Words {
+            names,
+            runs: RefCell::default(),
+        }
+    }
+
+    /// Whether `name` is one of them.
+    pub fn contains(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
+    /// All of them.
+    pub fn names(&self) -> &BTreeSet<String> {
+        &self.names
+    }
+
+    /// The first attempt from `from` on whose candidates name no word.
+    /// Each attempt of a family is tried here once, whatever the searches.
+    fn first_unnamed(
+        &self,
+        family: &str,
+        from: usize,
+        candidates: &impl Fn(usize) -> Vec<String>,
+    ) -> usize {
+        let mut all = self.runs.borrow_mut();
+        let runs = all.entry(family.to_owned()).or_default();
+        // The run `from` is in, or that ends where it is: the new run
+        // extends it.
+        let (begin, mut at) = match runs.range(..=from).next_back() {
+            Some((&first, &end)) if from <= end => {
+                runs.remove(&first);
+                (first, end)
+            }
+            _ => (from, from),
+        };
+        loop {
+            if let Some(end) = runs.remove(&at) {
+                at = end;
+            } else if candidates(at).iter().any(|n| self.names.contains(n)) {
+                at += 1;
+            } else {
+                break;
+            }
+        }
+        if at > begin {
+            runs.insert(begin, at);
+        }
+        at
     }
 }
 
@@ -204,17 +307,24 @@ impl<'t> Scopes<'t> {
 /// application's sources nor a word of the macros they use (`words`, so
 /// that it means nothing else anywhere in the program), no name the kernel
 /// reads from outside it in `.op2`'s spelling, and not one given already.
-#[derive(Debug)]
-pub struct Fresh<'w> {
-    words: &'w BTreeSet<String>,
+#[derive(Clone, Debug, Default)]
+pub struct Fresh {
+    words: Rc<Words>,
     taken: BTreeSet<String>,
+    /// Family → the first attempt not tried yet: every one before it is
+    /// taken (the names in use only grow), so a search starts there.
+    tried: HashMap<String, usize>,
 }
 
-impl<'w> Fresh<'w> {
+impl Fresh {
     /// Fresh names besides `words` ([`crate::inline::Helpers::words`]) and
     /// `taken`.
-    pub fn new(words: &'w BTreeSet<String>, taken: BTreeSet<String>) -> Fresh<'w> {
-        Fresh { words, taken }
+    pub fn new(words: Rc<Words>, taken: BTreeSet<String>) -> Fresh {
+        Fresh {
+            words,
+            taken,
+            tried: HashMap::new(),
+        }
     }
 
     /// Whether `name` is in use.
@@ -224,11 +334,26 @@ impl<'w> Fresh<'w> {
 
     /// The first of `candidates(0)`, `candidates(1)`, … whose names are all
     /// free, which it takes. `candidates` must give other names for each
-    /// attempt, so that one is free by the time the names in use run out.
-    pub fn claim(&mut self, candidates: impl Fn(usize) -> Vec<String>) -> Vec<String> {
-        let names = c::first_free(candidates, |n| !self.is_taken(n));
-        self.taken.extend(names.iter().cloned());
-        names
+    /// attempt, so that one is free by the time the names in use run out,
+    /// and the same names for the same `family` (a string naming the way
+    /// they are made and what from), whose searches go on where the last
+    /// stopped: linear in the names in use, however many searches.
+    pub fn claim(
+        &mut self,
+        family: &str,
+        candidates: impl Fn(usize) -> Vec<String>,
+    ) -> Vec<String> {
+        let mut attempt = self.tried.get(family).copied().unwrap_or(0);
+        loop {
+            attempt = self.words.first_unnamed(family, attempt, &candidates);
+            let names = candidates(attempt);
+            if names.iter().all(|n| !self.taken.contains(n)) {
+                self.taken.extend(names.iter().cloned());
+                self.tried.insert(family.to_owned(), attempt + 1);
+                return names;
+            }
+            attempt += 1;
+        }
     }
 
     /// A fresh name for the C variable `name`: `.op2`'s spelling of it
@@ -237,13 +362,10 @@ impl<'w> Fresh<'w> {
     pub fn rename(&mut self, name: &str) -> String {
         let spelled = op2_name(name);
         let preferred: Vec<String> = (spelled != name).then_some(spelled).into_iter().collect();
-        let names = self.claim(|attempt| vec![c::numbered(name, &preferred, attempt)]);
+        let names = self.claim(&format!("rename {name}"), |attempt| {
+            vec![c::numbered(name, &preferred, attempt)]
+        });
         names.into_iter().next().unwrap_or_default()
-    }
-
-    /// Takes `name` as in use.
-    pub fn take(&mut self, name: String) {
-        self.taken.insert(name);
     }
 }
 
@@ -251,7 +373,9 @@ impl<'w> Fresh<'w> {
 mod tests {
     use super::*;
 
-    fn resolved(text: &str) -> Vec<(String, Option<usize>)> {
+    /// Calls `f` with the source `text` (one function), the scopes of its
+    /// function and its body.
+    fn with_scopes<R>(text: &str, f: impl FnOnce(&Source, &Scopes<'_>, Node<'_>) -> R) -> R {
         let source = Source::parse(
             std::path::Path::new("k.h"),
             "k.h".to_owned(),
@@ -264,18 +388,24 @@ mod tests {
             .and_then(|d| d.child_by_field_name("parameters"))
             .map(c::named_children)
             .unwrap_or_default();
-        let body = function.child_by_field_name("body");
-        let scopes = Scopes::new(&source, &params, body);
-        let mut out = Vec::new();
-        walk(body.unwrap(), |node, _| {
-            if node.kind() == "identifier" {
-                out.push((source.text(node).to_owned(), scopes.binding(node)));
-                let by_place = scopes.resolve_at(source.text(node), node.start_byte());
-                assert_eq!(by_place, scopes.binding(node), "{}", source.text(node));
-            }
-            true
-        });
-        out
+        let body = function.child_by_field_name("body").unwrap();
+        let scopes = Scopes::new(&source, &params, Some(body));
+        f(&source, &scopes, body)
+    }
+
+    fn resolved(text: &str) -> Vec<(String, Option<usize>)> {
+        with_scopes(text, |source, scopes, body| {
+            let mut out = Vec::new();
+            walk(body, |node, _| {
+                if node.kind() == "identifier" {
+                    out.push((source.text(node).to_owned(), scopes.binding(node)));
+                    let by_place = scopes.resolve_at(source.text(node), node.start_byte());
+                    assert_eq!(by_place, scopes.binding(node), "{}", source.text(node));
+                }
+                true
+            });
+            out
+        })
     }
 
     #[test]
@@ -312,13 +442,93 @@ mod tests {
         assert_eq!(found[depth], ("x".to_owned(), Some(depth)));
     }
 
+    /// Resolution by place, with its jump pointers, against a walk of the
+    /// chain of hidden bindings one by one, at every byte of a body whose
+    /// blocks nest 300 deep, each declaring `x` again, with blocks beside
+    /// them that declare it too and end before the uses that follow.
+    #[test]
+    fn resolving_by_place_jumps_to_what_a_walk_of_the_chain_finds() {
+        let depth = 300;
+        let mut text = "void k(double *x) {\n".to_owned();
+        for level in 0..depth {
+            text.push_str("{ double x = 1.0; ");
+            if level % 3 == 0 {
+                text.push_str("{ double x = 2.0; x += 1.0; } ");
+            }
+        }
+        for level in 0..depth {
+            text.push_str("x += 1.0; ");
+            if level % 5 == 0 {
+                text.push_str("{ int x = 0; } x -= 1.0; ");
+            }
+            text.push('}');
+        }
+        text.push_str("\n  *x += 1.0;\n}\n");
+        with_scopes(&text, |_, scopes, _| {
+            let walked = |at: usize| {
+                let ids = &scopes.by_name["x"];
+                let before = ids.partition_point(|&id| scopes.bindings[id].at <= at);
+                let mut candidate = ids.get(before.checked_sub(1)?).copied();
+                while let Some(id) = candidate {
+                    if scopes.bindings[id].end > at {
+                        return Some(id);
+                    }
+                    candidate = scopes.bindings[id].outer;
+                }
+                None
+            };
+            assert!(scopes.bindings.len() > depth + depth / 3 + depth / 5);
+            assert!(scopes.bindings.iter().any(|b| b.depth == depth));
+            for at in 0..=text.len() {
+                assert_eq!(scopes.resolve_at("x", at), walked(at), "at byte {at}");
+            }
+        });
+    }
+
+    /// A thousand kernels' searches past the thousand names a source
+    /// spells `x_inc`, `x_inc_`, … try each of them once in all, and a
+    /// thousand searches of one kernel go on where the last stopped: the
+    /// candidates made are counted, linear where they were quadratic.
+    #[test]
+    fn searches_for_fresh_names_try_each_attempt_once() {
+        let n = 1_000;
+        let spelled = |attempt: usize| format!("x_inc{}", "_".repeat(attempt));
+        let numbered = |attempt: usize| format!("y_{attempt}");
+        let words: BTreeSet<String> = (0..n).flat_map(|k| [spelled(k), numbered(k)]).collect();
+        let words = Rc::new(Words::new(words));
+        let made = std::cell::Cell::new(0);
+        for _ in 0..n {
+            let mut fresh = Fresh::new(Rc::clone(&words), BTreeSet::new());
+            let names = fresh.claim("inc x", |attempt| {
+                made.set(made.get() + 1);
+                vec![spelled(attempt)]
+            });
+            assert_eq!(names, [spelled(n)]);
+        }
+        assert!(made.get() <= 3 * n, "{} candidates made", made.get());
+        made.set(0);
+        let mut fresh = Fresh::new(Rc::clone(&words), BTreeSet::from([numbered(n + 1)]));
+        for k in 0..n {
+            let names = fresh.claim("numbered y", |attempt| {
+                made.set(made.get() + 1);
+                vec![numbered(attempt)]
+            });
+            // y_1000 first, then y_1002 on (y_1001 is taken).
+            assert_eq!(names, [numbered(n + k + usize::from(k > 0))]);
+        }
+        assert!(made.get() <= 4 * n, "{} candidates made", made.get());
+    }
+
     #[test]
     fn fresh_names_avoid_every_word_and_each_other() {
         let words: BTreeSet<String> = ["c1", "c1_1", "exit", "len", "len_"]
             .iter()
             .map(|w| (*w).to_owned())
             .collect();
-        let mut fresh = Fresh::new(&words, BTreeSet::from(["c1_2".to_owned()]));
+        let mut fresh = Fresh::new(
+            Rc::new(Words::new(words)),
+            BTreeSet::from(["c1_2".to_owned()]),
+        );
         assert_eq!(fresh.rename("c1"), "c1_3");
         assert_eq!(fresh.rename("c1"), "c1_4");
         assert_eq!(fresh.rename("exit"), "exit_");
