@@ -15,7 +15,10 @@
 //! [`mutate`]'s byte and token mutations, and generated hostile shapes:
 //! deep nesting of parentheses, blocks and macros in kernels and in host
 //! code, huge numbers, very long lines, thousands of par_loops, `#define`
-//! chains and recursive host functions.
+//! chains, recursive host functions, and the shapes of names that made
+//! lookups and fresh-name searches quadratic (blocks that redeclare a name
+//! many deep, sources that spell the candidates of many kernels' fresh
+//! names).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -147,7 +150,7 @@ pub fn case(rng: &mut Rng) -> Application {
     app
 }
 
-const HOSTILE_KINDS: usize = 10;
+const HOSTILE_KINDS: usize = 12;
 
 /// A generated application of one of the hostile shapes, `n` deep or long.
 pub fn hostile(rng: &mut Rng, kind: usize, n: usize) -> Application {
@@ -155,6 +158,7 @@ pub fn hostile(rng: &mut Rng, kind: usize, n: usize) -> Application {
     let mut kernel = "x[0] = x[0] + 1.0;".to_owned();
     let mut functions = String::new();
     let mut host = String::new();
+    let mut setup = String::new();
     match kind {
         // Parentheses in a kernel.
         0 => kernel = format!("x[0] = {}x[0]{};", "(".repeat(n), ")".repeat(n)),
@@ -237,6 +241,47 @@ pub fn hostile(rng: &mut Rng, kind: usize, n: usize) -> Application {
             }
             host = format!("f{}();", depth - 1);
         }
+        // Blocks nested in a kernel, each declaring `t` again, with a macro
+        // that names `t` used after each inner block (resolved by place).
+        10 => {
+            defines.push_str("#define TWICE (t * 2.0)\n");
+            kernel = format!(
+                "double t = x[0]; {}x[0] += TWICE;",
+                "{ double t = x[0] + 1.0; ".repeat(n) + &"x[0] += TWICE; }".repeat(n)
+            );
+        }
+        // Many kernels whose fresh names the sources' names push on: each
+        // kernel's INC parameter `x`, which it does not only add to, needs
+        // a local (`x_inc`, spelled with `_` after `_` by a global each),
+        // and a local `len` in many blocks, whose `.op2` spelling `len_`,
+        // `len_1`, … globals take.
+        11 => {
+            let names = n.min(2_000);
+            let kernels = n.min(2_000);
+            let spelled: Vec<String> = (0..names)
+                .map(|k| format!("x_inc{}", "_".repeat(k)))
+                .chain((0..names).map(|k| match k {
+                    0 => "len_".to_owned(),
+                    _ => format!("len_{k}"),
+                }))
+                .collect();
+            let _ = writeln!(functions, "static double {};", spelled.join(", "));
+            functions.push_str("static op_map m;\n");
+            setup.push_str(
+                "int pairs[4] = {1, 2, 3, 0};\n  m = op_decl_map(cells, cells, 1, pairs, \"m\");\n  ",
+            );
+            for i in 0..kernels {
+                let _ = writeln!(
+                    functions,
+                    "inline void k{i}(double *x) {{ x[0] = x[0] * 2.0; }}"
+                );
+                let _ = writeln!(
+                    host,
+                    "op_par_loop(k{i}, \"k{i}\", cells, op_arg_dat(x, 0, m, 1, \"double\", OP_INC));"
+                );
+            }
+            kernel = "{ int len = 1; x[0] += len; } ".repeat(n.min(20_000));
+        }
         // Unbalanced text: an open kernel, stray closers.
         _ => {
             kernel = format!("x[0] = {}", "(x[0] + ".repeat(n));
@@ -248,7 +293,7 @@ pub fn hostile(rng: &mut Rng, kind: usize, n: usize) -> Application {
         kernel = kernel.replace('\n', " ");
     }
     let text = format!(
-        "#include \"op_seq.h\"\n{defines}\nstatic op_set cells;\nstatic op_dat x;\ninline void k(double *x) {{ {kernel} }}\n{functions}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  cells = op_decl_set(4, \"cells\");\n  double data[4] = {{1, 2, 3, 4}};\n  x = op_decl_dat(cells, 1, \"double\", data, \"x\");\n  op_par_loop(k, \"k\", cells, op_arg_dat(x, -1, OP_ID, 1, \"double\", OP_RW));\n  {host}\n  op_exit();\n}}\n"
+        "#include \"op_seq.h\"\n{defines}\nstatic op_set cells;\nstatic op_dat x;\ninline void k(double *x) {{ {kernel} }}\n{functions}\nint main(int argc, char **argv) {{\n  op_init(argc, argv, 2);\n  cells = op_decl_set(4, \"cells\");\n  double data[4] = {{1, 2, 3, 4}};\n  x = op_decl_dat(cells, 1, \"double\", data, \"x\");\n  {setup}op_par_loop(k, \"k\", cells, op_arg_dat(x, -1, OP_ID, 1, \"double\", OP_RW));\n  {host}\n  op_exit();\n}}\n"
     );
     Application {
         main: "hostile/hostile.cpp".to_owned(),
@@ -416,12 +461,14 @@ fn declaration(text: &str, name: &str) -> (Option<String>, Option<usize>, Option
     }
 }
 
-/// Runs the translation of `app` and checks its properties: no panic (the
-/// worker's hook sees those), an answer or an error, every place named in
-/// the report or the error inside the file it names, every message
-/// non-empty, and the program written at most a bounded multiple of the
-/// input.
-pub fn run(app: &Application) -> Result<(), Finding> {
+/// `app` through [`op2_import::translate`] with the synthetic capture and
+/// macro table, and its files as the translation read them.
+pub fn translate(
+    app: &Application,
+) -> (
+    BTreeMap<PathBuf, String>,
+    Result<op2_import::Translation, op2_import::ImportError>,
+) {
     let root = Path::new(ROOT);
     let files: BTreeMap<PathBuf, String> = app
         .files
@@ -438,7 +485,6 @@ pub fn run(app: &Application) -> Result<(), Finding> {
         }
         op2_import::capture::parse(&String::from_utf8_lossy(&text)).map_err(CaptureError::Malformed)
     };
-    let input: usize = files.values().map(String::len).sum();
     // The preprocessor's table of macros, made up as the capture is: every
     // file's `#define`s, the last of a name winning.
     let mut macros = |_: Instrumented| -> Result<String, CaptureError> {
@@ -452,6 +498,17 @@ pub fn run(app: &Application) -> Result<(), Finding> {
     };
     let result =
         op2_import::translate(&main, &[], Path::new(""), &files, &mut macros, &mut capture);
+    (files, result)
+}
+
+/// Runs the translation of `app` and checks its properties: no panic (the
+/// worker's hook sees those), an answer or an error, every place named in
+/// the report or the error inside the file it names, every message
+/// non-empty, and the program written at most a bounded multiple of the
+/// input.
+pub fn run(app: &Application) -> Result<(), Finding> {
+    let (files, result) = translate(app);
+    let input: usize = files.values().map(String::len).sum();
     let texts: BTreeMap<String, &str> = files
         .iter()
         .map(|(path, text)| (path.display().to_string(), text.as_str()))

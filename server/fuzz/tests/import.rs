@@ -22,3 +22,29 @@ fn a_short_import_campaign_finds_nothing() {
     assert!(status.success(), "the campaign found something:\n{report}");
     assert!(report.contains("60 cases (seed 20261127"), "{report}");
 }
+
+/// The hostile shapes of names, small, translated as they mean to be: the
+/// macro that names `t` reads each block's own `t`, and the sources' names
+/// push the fresh names on (the kernels' `x_inc` to `x_inc___`, the
+/// blocks' `len` past `len_`, `len_1` and `len_2`).
+#[test]
+fn the_hostile_shapes_of_names_translate_as_meant() {
+    use op2_fuzz::import::{hostile, translate};
+    use op2_fuzz::rng::Rng;
+    let (_, shadowed) = translate(&hostile(&mut Rng::new(1), 10, 3));
+    let program = shadowed.expect("translates").program;
+    assert_eq!(program.matches("(t * 2.0)").count(), 4, "{program}");
+    let (_, fresh) = translate(&hostile(&mut Rng::new(1), 11, 3));
+    let fresh = fresh.expect("translates");
+    assert_eq!(
+        fresh.program.matches("double x_inc___[1] = {0.0};").count(),
+        3,
+        "{}",
+        fresh.program
+    );
+    assert!(
+        fresh.program.contains("int len_3 = 1;"),
+        "{}",
+        fresh.program
+    );
+}
