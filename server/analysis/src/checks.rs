@@ -294,7 +294,7 @@ pub(crate) fn check_invocations(
             }
             let dimension = param.dimension.unwrap_or(arg.ty.dimension);
             for (value, range) in &usage.constant_indices {
-                if *value < 0 || *value >= i64::from(dimension) {
+                if *value < 0 || *value >= i128::from(dimension) {
                     diagnostics.push(
                         Diagnostic::new(
                             Code::E507,

@@ -537,6 +537,31 @@ pub fn walk_expr<'a>(expr: &'a Expr, f: &mut dyn FnMut(&'a Expr)) {
     }
 }
 
+/// The value of an index that is a literal, converted as written (`q[0]`,
+/// and `q[(bool)5]`, which is `q[1]`), as every engine computes it; `None`
+/// for anything computed.
+pub fn literal_index(expr: &Expr) -> Option<i128> {
+    // The conversions from the outermost in, applied from the innermost.
+    let mut conversions = Vec::new();
+    let mut expr = expr;
+    loop {
+        match &expr.kind {
+            ExprKind::Literal(value) => {
+                let value = conversions
+                    .iter()
+                    .rev()
+                    .fold(*value, |v: Value, ty: &ScalarType| v.convert(*ty));
+                return value.as_i128();
+            }
+            ExprKind::Convert { value, .. } => {
+                conversions.push(expr.ty);
+                expr = value;
+            }
+            _ => return None,
+        }
+    }
+}
+
 /// The value of an integer literal, possibly negated or converted (`-1`,
 /// `(int)3`); `None` for anything computed.
 pub fn literal_int(expr: &Expr) -> Option<i64> {

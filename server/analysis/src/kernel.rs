@@ -9,6 +9,7 @@ use rustc_hash::FxHashMap;
 
 use crate::consts::ConstValues;
 use crate::hir::{Body, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use crate::value::Value;
 
 /// What the body does with one parameter.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,7 +27,7 @@ pub struct ParamUsage {
     /// is certainly a read of an unwritten component on some path.
     pub unwritten_reads: Vec<TextRange>,
     /// Indices whose value is known at compile time, with their range.
-    pub constant_indices: Vec<(i64, TextRange)>,
+    pub constant_indices: Vec<(i128, TextRange)>,
 }
 
 impl ParamUsage {
@@ -109,7 +110,7 @@ fn param_of(place: &Place) -> Option<usize> {
 fn collect_use(expr: &Expr, usage: &mut [ParamUsage], consts: &ConstValues) {
     let index_of = |place: &Place, usage: &mut [ParamUsage]| {
         if let (Some(k), Some(index)) = (param_of(place), &place.index)
-            && let Some(value) = consts.eval(index).and_then(|v| v.as_i64())
+            && let Some(value) = consts.eval(index).and_then(Value::as_i128)
             && let Some(u) = usage.get_mut(k)
         {
             u.constant_indices.push((value, index.range));
@@ -201,16 +202,8 @@ struct Flow {
 /// The component an index names, when it is a small constant.
 fn constant_component(place: &Place) -> Option<u32> {
     let index = place.index.as_deref()?;
-    let value = literal_index(index)?;
+    let value = crate::hir::literal_index(index)?;
     u32::try_from(value).ok().filter(|v| *v < 64)
-}
-
-fn literal_index(expr: &Expr) -> Option<i64> {
-    match &expr.kind {
-        ExprKind::Literal(value) => value.as_i64(),
-        ExprKind::Convert { value, .. } => literal_index(value),
-        _ => None,
-    }
 }
 
 impl Flow {

@@ -106,6 +106,15 @@ impl Value {
         }
     }
 
+    /// The value as an integer, exactly, when it is an integer (an `ull`
+    /// past `i64::MAX` too: an index that large is out of range, not 0).
+    pub fn as_i128(self) -> Option<i128> {
+        match self {
+            Value::Ull(v) => Some(i128::from(v)),
+            other => other.as_i64().map(i128::from),
+        }
+    }
+
     /// Converts as C does at assignment or a cast: floating to integer
     /// truncates (saturating where C would be undefined), integer to
     /// narrower integer wraps, anything to `bool` compares with zero.

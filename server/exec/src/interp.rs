@@ -19,8 +19,8 @@ pub enum Fault {
     IndexOutOfRange {
         /// Where.
         range: TextRange,
-        /// The index.
-        index: i64,
+        /// The index (an `ull` past `i64::MAX` as it is).
+        index: i128,
         /// The array's length.
         length: usize,
     },
@@ -141,7 +141,7 @@ struct CompiledPlace {
     storage: Storage,
     index: Option<Ex>,
     /// A literal index, known when compiling (the common `q[0]`).
-    fixed: Option<i64>,
+    fixed: Option<i128>,
     range: TextRange,
 }
 
@@ -150,7 +150,7 @@ impl CompiledPlace {
     fn locate(&self, frame: &mut Frame<'_>) -> Result<usize, Fault> {
         let index = match (self.fixed, &self.index) {
             (Some(fixed), _) => fixed,
-            (None, Some(index)) => index(frame)?.as_i64().unwrap_or(0),
+            (None, Some(index)) => index(frame)?.as_i128().unwrap_or(0),
             (None, None) => 0,
         };
         let length = match self.storage {
@@ -328,7 +328,10 @@ impl Compiler<'_> {
             Var::Const(id) => Storage::Const(id.index()),
             Var::Global(id) => Storage::Global(id.index()),
         };
-        let fixed = place.index.as_deref().and_then(literal_index);
+        let fixed = place
+            .index
+            .as_deref()
+            .and_then(op2_analysis::hir::literal_index);
         CompiledPlace {
             storage,
             index: place
@@ -716,15 +719,6 @@ pub fn exit_status(value: Value, range: TextRange) -> Result<u8, Fault> {
                 status.map_or_else(|| format!("{value:?}"), |v| v.to_string())
             ),
         })
-}
-
-/// The value of an index that is a literal (possibly converted).
-fn literal_index(expr: &Expr) -> Option<i64> {
-    match &expr.kind {
-        ExprKind::Literal(value) => value.as_i64(),
-        ExprKind::Convert { value, .. } => literal_index(value),
-        _ => None,
-    }
 }
 
 /// Counts one iteration of the loop at `range` against the budget.

@@ -123,3 +123,62 @@ fn a_chain_means_the_nested_operators() {
     assert!(flat_xml.contains(" << "), "the kernel is in the graph");
     assert_eq!(flat_xml, xml("nested.op2", &nested));
 }
+
+/// A kernel of `n` locals, each the one before times 1.0001, all added at
+/// its end: `n` values live at once.
+fn live_values(n: usize) -> String {
+    let mut kernel = String::from("kernel k(const double *x, double *o) {\n double a0 = x[0];\n");
+    for i in 1..n {
+        kernel.push_str(&format!(" double a{i} = a{} * 1.0001;\n", i - 1));
+    }
+    let sum: Vec<String> = (0..n).rev().map(|i| format!("a{i}")).collect();
+    kernel.push_str(&format!(" o[0] = {};\n}}\n", sum.join(" + ")));
+    format!(
+        "set cells;\ndat p_x: double on cells = 1.0;\ndat p_o: double on cells;\n{kernel}\
+         main {{ par_loop k over cells (p_x READ, p_o WRITE); }}\n"
+    )
+}
+
+/// 8,000 values live at once, past `LARGE_FUNCTION`'s instructions: the
+/// single-pass register allocator compiles it (the backtracking one took
+/// seconds, growing with the square of the values) and the compiled engine
+/// gives the interpreter's bits (`Case::run` runs both and compares).
+#[test]
+fn many_values_live_at_once_compile_with_the_single_pass_allocator_alike() {
+    let case = load(
+        "live.op2",
+        &live_values(8_000),
+        br#"{"sets": {"cells": 3}}"#,
+    );
+    let (state, _) = case.run().expect("runs");
+    let value = case.dat(&state, "p_o")[0];
+    assert!(
+        matches!(value, op2_analysis::value::Value::Double(v) if v > 8_000.0),
+        "{value:?}"
+    );
+}
+
+/// 70,000 values live at once need more stack than the compiled engine
+/// allows a frame (1 MiB, their spill slots 16 bytes each): the loop is
+/// not compiled and the interpreter runs the program, saying why (the
+/// frame was not checked, and a thread with a small stack died of it).
+#[test]
+fn a_frame_past_the_stack_limit_is_not_compiled() {
+    let case = load(
+        "live.op2",
+        &live_values(70_000),
+        br#"{"sets": {"cells": 1}}"#,
+    );
+    let mut output = String::new();
+    let state = op2_exec::State::new(&case.analysis.program, &case.data);
+    let mut sink = |text: &str| output.push_str(text);
+    let reference = op2_exec::Reference::new(&case.analysis, state, &mut sink)
+        .with_engine(op2_exec::Engine::Compiled);
+    let why = reference.fallback().expect("falls back").to_owned();
+    assert!(
+        why.contains("bytes of stack, more than the compiled engine's 1048576"),
+        "{why}"
+    );
+    assert_eq!(reference.engine(), op2_exec::Engine::Interp);
+    reference.run(u64::MAX).expect("the interpreter runs it");
+}

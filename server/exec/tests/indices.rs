@@ -189,3 +189,57 @@ fn info_keeps_its_value_when_no_element_improves_the_extreme() {
     assert_eq!(case.global(&state, "g_big"), vec![Value::Double(100.0)]);
     assert_eq!(ints(&case.global(&state, "g_where")), vec![-1, -1, 0]);
 }
+
+/// An `ull` index past the largest `ll` (from a dat, so that no check
+/// sees it) is out of range in every engine, named as it is: it was taken
+/// as 0 and read the first component.
+#[test]
+fn an_ull_index_past_the_largest_ll_is_out_of_range_in_every_engine() {
+    let program = "set cells;\n\
+        dat p_q: double[2] on cells = {5.0, 6.0};\n\
+        dat p_u: ull on cells;\n\
+        dat p_o: double on cells;\n\
+        kernel k(const double *q, const ull *u, double *o) { o[0] = q[u[0]]; }\n\
+        main { par_loop k over cells (p_q READ, p_u READ, p_o WRITE); }\n";
+    for (index, fault) in [
+        ("9223372036854775808", true),
+        ("18446744073709551615", true),
+        ("1", false),
+    ] {
+        let instance = format!(r#"{{"sets": {{"cells": 1}}, "dats": {{"p_u": [{index}]}}}}"#);
+        let case = load("u.op2", program, instance.as_bytes());
+        let expected = format!("index {index} is out of range for length 2");
+        match case.run() {
+            Err(e) => {
+                assert!(fault, "{index}: {e}");
+                assert!(e.to_string().contains(&expected), "{index}: {e}");
+            }
+            Ok((state, _)) => {
+                assert!(!fault, "{index}: ran");
+                assert_eq!(case.dat(&state, "p_o"), [Value::Double(6.0)]);
+            }
+        }
+        let simulated = case.simulate(Default::default());
+        match simulated {
+            Err(e) => assert!(fault && e.to_string().contains(&expected), "{index}: {e}"),
+            Ok(_) => assert!(!fault, "{index}: simulated"),
+        }
+    }
+}
+
+/// A cast on a literal index converts it, as C does and as `op2 check`
+/// reads it: `q[(bool)5]` is `q[1]` and `q[(int)4294967296]` is `q[0]`
+/// (each was taken as written, out of range).
+#[test]
+fn a_cast_on_a_literal_index_is_the_index_it_converts_to() {
+    let program = "set cells;\n\
+        dat p_q: double[2] on cells = {5.0, 6.0};\n\
+        dat p_o: double on cells;\n\
+        kernel k(const double *q, double *o) { o[0] = q[(bool)5] * 10.0 + q[(int)4294967296]; }\n\
+        main { par_loop k over cells (p_q READ, p_o WRITE); }\n";
+    let case = load("c.op2", program, br#"{"sets": {"cells": 1}}"#);
+    let (state, _) = case.run().expect("runs");
+    assert_eq!(case.dat(&state, "p_o"), [Value::Double(65.0)]);
+    let (simulated, _, _) = case.simulate(Default::default()).expect("simulates");
+    assert_eq!(case.dat(&simulated, "p_o"), [Value::Double(65.0)]);
+}

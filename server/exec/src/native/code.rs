@@ -28,6 +28,7 @@
 
 #![allow(unsafe_code)]
 
+use cranelift_codegen::isa::TargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::FuncId;
@@ -37,15 +38,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::compile::{MATH, RowSource, Slot};
 use super::flat::Buffer;
 
-/// Why the compiled engine is not available on this machine.
-pub(crate) fn new_module() -> Result<JITModule, String> {
+/// The code generator for this machine: `single_pass` for the register
+/// allocator that takes time linear in the function (for large ones), else
+/// the backtracking one, whose code is better and whose time grows faster
+/// than the function where many values are live at once.
+pub(crate) fn isa(single_pass: bool) -> Result<std::sync::Arc<dyn TargetIsa>, String> {
     let mut flags = settings::builder();
     flags.set("opt_level", "speed").map_err(|e| e.to_string())?;
     // Position-dependent code: the JIT places it itself.
     flags.set("is_pic", "false").map_err(|e| e.to_string())?;
+    if single_pass {
+        flags
+            .set("regalloc_algorithm", "single_pass")
+            .map_err(|e| e.to_string())?;
+    }
     // A frame larger than a page touches each page in turn, so that even a
     // frame past the end of a thread's stack meets its guard page (a clean
-    // stack overflow) instead of memory beyond it. `compile::MAX_FRAME`
+    // stack overflow) instead of memory beyond it. `compile::MAX_STACK`
     // keeps frames far below any thread's stack; this is the second line.
     flags
         .set("enable_probestack", "true")
@@ -60,7 +69,12 @@ pub(crate) fn new_module() -> Result<JITModule, String> {
     if isa.endianness() != cranelift_codegen::ir::Endianness::Little {
         return Err("the compiled engine needs a little-endian machine".into());
     }
-    let mut builder = JITBuilder::with_isa(isa, cranelift_module::default_libcall_names());
+    Ok(isa)
+}
+
+/// Why the compiled engine is not available on this machine.
+pub(crate) fn new_module() -> Result<JITModule, String> {
+    let mut builder = JITBuilder::with_isa(isa(false)?, cranelift_module::default_libcall_names());
     for (builtin, name, _) in MATH {
         if let Some(pointer) = math_function(builtin) {
             builder.symbol(name, pointer);
@@ -507,7 +521,7 @@ impl KernelCall {
     /// [`RowSource`]s name, each checked to hold rows for `elements`
     /// elements; until then, and when a column is missing or too short,
     /// every call fails.
-    pub(crate) fn bind(&mut self, groups: [&mut Rows; 3], elements: usize) {
+    pub(crate) fn bind(&mut self, mut groups: [&mut Rows; 3], elements: usize) {
         self.bound = [0; 3];
         let extra = self.extra.as_mut_ptr();
         for (k, source) in self.args.iter().enumerate() {
@@ -519,8 +533,8 @@ impl KernelCall {
                     width,
                 } => {
                     let Some(c) = groups
-                        .get(group as usize)
-                        .and_then(|g| g.columns.get(column as usize))
+                        .get_mut(group as usize)
+                        .and_then(|g| g.columns.get_mut(column as usize))
                     else {
                         return;
                     };
@@ -531,11 +545,12 @@ impl KernelCall {
                     {
                         return;
                     }
-                    // `as_ptr` creates no reference to the buffer, so the
-                    // pointer stays valid next to the `Rows`' own accesses
-                    // (and two arguments may share a row, as the
-                    // interpreter's staging lets them).
-                    c.slots.as_ptr().cast_mut().cast()
+                    // `as_mut_ptr` creates no reference to the buffer, so
+                    // the pointer stays valid next to the `Rows`' own
+                    // accesses and another argument's pointer to the same
+                    // row (as the interpreter's staging lets two share
+                    // one); the compiled code writes through it.
+                    c.slots.as_mut_ptr().cast()
                 }
                 // `extra` holds every slot (`Code::kernel_call`).
                 RowSource::Extra(slot) => extra.wrapping_add(slot as usize).cast(),

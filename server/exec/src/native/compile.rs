@@ -55,8 +55,15 @@ pub(crate) enum Slot {
 pub(crate) enum SiteKind {
     /// Integer division or remainder by zero.
     Division,
-    /// An index out of range for an array of this length.
-    Index(usize),
+    /// An index out of range for an array of `length`; `unsigned` when
+    /// the index is an `ull`, whose bits past `i64::MAX` are a large
+    /// unsigned value, not a negative one.
+    Index {
+        /// The array's length.
+        length: usize,
+        /// Whether the index's 64 bits are unsigned.
+        unsigned: bool,
+    },
     /// A loop that went past `MAX_KERNEL_ITERATIONS` in one kernel
     /// evaluation.
     LoopLimit,
@@ -161,11 +168,28 @@ enum Storage {
 const UNROLLED: usize = 16;
 
 /// The most stack the arrays of one compiled function may take (256 KiB):
-/// a loop runs on the caller's thread or on a pool thread with a 2 MiB
+/// a loop runs on the caller's thread or on a pool thread with a 4 MiB
 /// stack (`native::mod`), so a larger frame could overrun it. A kernel
 /// whose parameters and locals need more is not compiled; the interpreter,
 /// which keeps them on the heap, runs the program.
 pub(crate) const MAX_FRAME: usize = 256 << 10;
+
+/// The most stack one compiled function's frame may take, its arrays
+/// (at most [`MAX_FRAME`]) and the register allocator's spill slots
+/// together (1 MiB): a kernel with many values live at once spills each to
+/// a slot of its own (about 11 bytes per value, measured), which
+/// [`MAX_FRAME`] does not count. A function whose compiled frame is larger
+/// is not used; the interpreter, which keeps everything on the heap, runs
+/// it.
+pub(crate) const MAX_STACK: usize = 1 << 20;
+
+/// Functions of more instructions than this (16,384) are compiled with
+/// Cranelift's single-pass register allocator, whose time is linear in the
+/// function; smaller ones with the backtracking allocator, whose code is
+/// better and whose time grows with the square of the values live at once
+/// (a kernel of 8,000 locals all live at its end: 1.9 s, 16,000: 7.8 s).
+/// OP2's airfoil loops take about 630; the largest of the test suite 2,400.
+pub(crate) const LARGE_FUNCTION: usize = 16_384;
 
 /// The most basic blocks one compiled loop or handler may have. Cranelift's
 /// compile of a function grows faster than its blocks (a kernel of 28,000
@@ -260,15 +284,7 @@ fn computed_indices(body: &Body, params: usize) -> (Vec<bool>, Vec<bool>) {
     (p, l)
 }
 
-/// The value of an index that is a literal (possibly converted), as the
-/// interpreter computes it.
-fn literal(expr: &Expr) -> Option<i64> {
-    match &expr.kind {
-        ExprKind::Literal(value) => value.as_i64(),
-        ExprKind::Convert { value, .. } => literal(value),
-        _ => None,
-    }
-}
+use op2_analysis::hir::literal_index as literal;
 
 /// A function under construction: the generator over the kernel's
 /// parameters and locals, the resolved arguments, the function's four
@@ -1370,7 +1386,7 @@ impl Gen<'_, '_> {
                 let i = fixed.unwrap_or(0);
                 match usize::try_from(i) {
                     Ok(c) if c < length => {
-                        let at = self.b.ins().iconst(types::I64, i);
+                        let at = self.b.ins().iconst(types::I64, c as i64);
                         Ok((at, Some(c), ty))
                     }
                     _ => {
@@ -1379,9 +1395,13 @@ impl Gen<'_, '_> {
                         if length == 0 {
                             return Err("an empty array".into());
                         }
-                        let at = self.b.ins().iconst(types::I64, i);
+                        // The literal's 64 bits (an `ull` past `i64::MAX`
+                        // as its unsigned bits).
+                        #[allow(clippy::cast_possible_truncation)]
+                        let at = self.b.ins().iconst(types::I64, i as i64);
                         let yes = self.b.ins().iconst(types::I8, 1);
-                        self.fault_if(yes, SiteKind::Index(length), place.range, at);
+                        let unsigned = i > i128::from(i64::MAX);
+                        self.fault_if(yes, SiteKind::Index { length, unsigned }, place.range, at);
                         let first = self.b.ins().iconst(types::I64, 0);
                         Ok((first, Some(0), ty))
                     }
@@ -1391,27 +1411,26 @@ impl Gen<'_, '_> {
                 let v = self.expr(index)?;
                 let at = self.as_i64(v);
                 let limit = self.b.ins().iconst(types::I64, length as i64);
+                // Unsigned, so that a negative index is out of range too.
                 let out = self
                     .b
                     .ins()
                     .icmp(IntCC::UnsignedGreaterThanOrEqual, at, limit);
-                self.fault_if(out, SiteKind::Index(length), place.range, at);
+                let unsigned = v.ty == ScalarType::Ull;
+                self.fault_if(out, SiteKind::Index { length, unsigned }, place.range, at);
                 Ok((at, None, ty))
             }
         }
     }
 
-    /// The interpreter's `as_i64().unwrap_or(0)` of an index value.
+    /// An integer value as 64 bits: `int` sign-extended, `uint` and `bool`
+    /// zero-extended, `ll` and `ull` as they are (an `ull` past `i64::MAX`
+    /// is a large index, out of range, as the interpreter's `as_i128`).
     fn as_i64(&mut self, v: Typed) -> ir::Value {
         match v.ty {
             ScalarType::Int => self.b.ins().sextend(types::I64, v.value),
             ScalarType::Uint | ScalarType::Bool => self.b.ins().uextend(types::I64, v.value),
-            ScalarType::Ll => v.value,
-            ScalarType::Ull => {
-                let zero = self.b.ins().iconst(types::I64, 0);
-                let negative = self.b.ins().icmp(IntCC::SignedLessThan, v.value, zero);
-                self.b.ins().select(negative, zero, v.value)
-            }
+            ScalarType::Ll | ScalarType::Ull => v.value,
             ScalarType::Double | ScalarType::Float => self.b.ins().iconst(types::I64, 0),
         }
     }

@@ -106,7 +106,7 @@ impl Native {
             consts: &state.consts,
             staged: reverse,
         };
-        let mut functions = Functions::new(&module);
+        let mut functions = Functions::new(&module)?;
         let mut loops = Vec::with_capacity(program.invocations.len());
         for (index, invocation) in program.invocations.iter().enumerate() {
             if !runnable(invocation) {
@@ -507,11 +507,16 @@ fn fault_at(sites: &[Site], stop: &code::Stop) -> Fault {
             range,
         }) => Fault::DivisionByZero(range),
         Some(Site {
-            kind: SiteKind::Index(length),
+            kind: SiteKind::Index { length, unsigned },
             range,
         }) => Fault::IndexOutOfRange {
             range,
-            index: stop.index,
+            #[allow(clippy::cast_sign_loss)]
+            index: if unsigned {
+                i128::from(stop.index as u64)
+            } else {
+                i128::from(stop.index)
+            },
             length,
         },
         Some(Site {
@@ -532,15 +537,19 @@ struct Functions {
     signature: cranelift_codegen::ir::Signature,
     declared: Vec<(String, cranelift_module::FuncId)>,
     builder_context: FunctionBuilderContext,
+    /// The code generator for functions past
+    /// [`compile::LARGE_FUNCTION`] instructions.
+    single_pass: Arc<dyn cranelift_codegen::isa::TargetIsa>,
 }
 
 impl Functions {
-    fn new(module: &cranelift_jit::JITModule) -> Functions {
-        Functions {
+    fn new(module: &cranelift_jit::JITModule) -> Result<Functions, String> {
+        Ok(Functions {
             signature: compile::loop_signature(module.isa().default_call_conv()),
             declared: Vec::new(),
             builder_context: FunctionBuilderContext::new(),
-        }
+            single_pass: code::isa(true)?,
+        })
     }
 
     /// Builds a function with `build` and defines it in `module` as `name`.
@@ -591,11 +600,46 @@ impl Functions {
             }
             built?
         };
+        // A large function gets the register allocator whose time is
+        // linear in it: the backtracking one took 7.8 s for a kernel of
+        // 16,000 locals all live at its end (700 KB), growing with the
+        // square of their number.
+        let instructions = context.func.dfg.num_insts();
+        let isa = if instructions > compile::LARGE_FUNCTION {
+            &*self.single_pass
+        } else {
+            module.isa()
+        };
+        context
+            .compile(isa, &mut Default::default())
+            .map_err(|e| format!("{:?}", e.inner))?;
+        let compiled = context
+            .compiled_code()
+            .ok_or("the code generator gave no code")?;
+        // The frame, spill slots included: what the stack must hold.
+        let frame = compiled
+            .buffer
+            .frame_layout()
+            .map_or(0, |layout| layout.frame_to_fp_offset as usize);
+        if frame > compile::MAX_STACK {
+            return Err(format!(
+                "its code needs {frame} bytes of stack, more than the compiled engine's {}",
+                compile::MAX_STACK
+            ));
+        }
+        let alignment = u64::from(compiled.buffer.alignment);
+        let code = compiled.code_buffer().to_vec();
         let id = module
             .declare_function(name, Linkage::Local, &self.signature)
             .map_err(|e| e.to_string())?;
+        let relocs: Vec<cranelift_module::ModuleReloc> = compiled
+            .buffer
+            .relocs()
+            .iter()
+            .map(|reloc| cranelift_module::ModuleReloc::from_mach_reloc(reloc, &context.func, id))
+            .collect();
         module
-            .define_function(id, &mut context)
+            .define_function_bytes(id, alignment, &code, &relocs)
             .map_err(|e| format!("{e:?}"))?;
         module.clear_context(&mut context);
         Ok((id, shape))
@@ -644,7 +688,7 @@ impl KernelCalls {
             consts,
             staged: false,
         };
-        let mut functions = Functions::new(&module);
+        let mut functions = Functions::new(&module)?;
         let mut defined = Vec::with_capacity(program.invocations.len());
         let mut declined = Vec::new();
         for (index, invocation) in program.invocations.iter().enumerate() {
