@@ -148,13 +148,19 @@ pub fn call_builtin(builtin: Builtin, args: &[Value], result: ScalarType) -> Val
                 }
                 _ => {
                     let b = args.get(1).copied().unwrap_or(a);
-                    let less = value::binary(op2_syntax::ast::BinaryOp::Lt, a, b)
-                        .is_ok_and(Value::is_true);
                     // C's fmin-style NaN handling is not promised for
-                    // min/max: they are the usual `a < b ? a : b` macros.
-                    match (builtin, less) {
-                        (Builtin::Min, true) | (Builtin::Max, false) => a,
-                        _ => b,
+                    // min/max: they are the usual macros, `a < b ? a : b`
+                    // and `a > b ? a : b` (so which of two equal zeros,
+                    // or of a NaN and a number, each gives is C's).
+                    let op = if builtin == Builtin::Min {
+                        op2_syntax::ast::BinaryOp::Lt
+                    } else {
+                        op2_syntax::ast::BinaryOp::Gt
+                    };
+                    if value::binary(op, a, b).is_ok_and(Value::is_true) {
+                        a
+                    } else {
+                        b
                     }
                 }
             }

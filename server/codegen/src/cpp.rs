@@ -49,8 +49,15 @@ pub(crate) fn scalar_type_decl(ty: ScalarType) -> &'static str {
     }
 }
 
-/// A floating value as a C++ literal that reads back to the same value.
+/// A floating value as a C++ literal that reads back to the same value
+/// (an infinity, from a literal such as `1e999`, as `<cmath>`'s `HUGE_VAL`).
 pub(crate) fn double_literal(v: f64) -> String {
+    if v.is_infinite() {
+        return if v > 0.0 { "HUGE_VAL" } else { "(-HUGE_VAL)" }.into();
+    }
+    if v.is_nan() {
+        return "((double) NAN)".into();
+    }
     // Rust's `{:?}` prints the shortest text that reads back exactly.
     let text = format!("{v:?}");
     if text.contains(['.', 'e', 'E']) {
@@ -64,6 +71,10 @@ pub(crate) fn double_literal(v: f64) -> String {
 pub(crate) fn literal(value: Value) -> String {
     match value {
         Value::Double(v) => double_literal(v),
+        Value::Float(v) if v.is_infinite() => {
+            if v > 0.0 { "HUGE_VALF" } else { "(-HUGE_VALF)" }.into()
+        }
+        Value::Float(v) if v.is_nan() => "NAN".into(),
         Value::Float(v) => {
             let text = format!("{v:?}");
             if text.contains(['.', 'e', 'E']) {
@@ -213,6 +224,12 @@ impl Printer<'_> {
                 // Arguments are converted to the built-in's operand type
                 // explicitly: `op2_min` and friends are templates of one
                 // type, and C's implicit conversions do not reach them.
+                // Theirs are converted to it unless they are a variable or
+                // a cast already: a comparison is an `int` in C but a
+                // `bool` in C++, and an `ll` literal a `long long` where
+                // `int64_t` is `long`, either of which the template cannot
+                // take beside an `int32_t` or an `int64_t`.
+                let generic = matches!(builtin, Builtin::Abs | Builtin::Min | Builtin::Max);
                 let args: Vec<String> = args
                     .iter()
                     .map(|a| match &a.kind {
@@ -220,6 +237,8 @@ impl Printer<'_> {
                             value,
                             explicit: false,
                         } => format!("(({}) {})", scalar_type(a.ty), self.expr(value)),
+                        ExprKind::Load(_) | ExprKind::Convert { .. } => self.expr(a),
+                        _ if generic => format!("(({}) {})", scalar_type(a.ty), self.expr(a)),
                         _ => self.expr(a),
                     })
                     .collect();

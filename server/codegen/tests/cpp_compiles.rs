@@ -388,6 +388,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_kernel_ops",
     "cpp_kernel_prints",
     "cpp_main_control",
+    "cpp_min_max_of_comparisons_and_wide_literals",
     "cpp_names_of_c_macros",
     "cpp_param_bound_to_const_and_rw",
     "cpp_print_integer_widths",
@@ -454,6 +455,11 @@ fn program_kernel_prints() {
 #[test]
 fn program_main_control() {
     check(&program("cpp_main_control"));
+}
+
+#[test]
+fn program_min_max_of_comparisons_and_wide_literals() {
+    check(&program("cpp_min_max_of_comparisons_and_wide_literals"));
 }
 
 #[test]

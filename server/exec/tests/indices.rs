@@ -243,3 +243,40 @@ fn a_cast_on_a_literal_index_is_the_index_it_converts_to() {
     let (simulated, _, _) = case.simulate(Default::default()).expect("simulates");
     assert_eq!(case.dat(&simulated, "p_o"), [Value::Double(65.0)]);
 }
+
+/// `max` is C's usual `a > b ? a : b` in both engines and the simulation,
+/// as the generated C++ (`op2_max`): of two zeros it gives the second, of
+/// a NaN and a number the second. It was `a < b ? b : a`, which gave the
+/// first, so hardware and `op2 run` printed different zeros.
+#[test]
+fn max_of_equal_zeros_and_a_nan_is_cs_usual_macro_everywhere() {
+    let program = "set cells;\n\
+        dat p_z: double on cells = 0.0;\n\
+        dat p_one: double on cells = 1.0;\n\
+        dat p_o: double[6] on cells;\n\
+        kernel k(const double *z, const double *one, double o[6]) {\n\
+            double nan = z[0] / z[0];\n\
+            o[0] = max(z[0], -z[0]); o[1] = max(-z[0], z[0]);\n\
+            o[2] = (double) isnan(max(nan, one[0])); o[3] = (double) isnan(max(one[0], nan));\n\
+            o[4] = min(z[0], -z[0]); o[5] = (double) isnan(min(nan, one[0]));\n\
+        }\n\
+        main { par_loop k over cells (p_z READ, p_one READ, p_o WRITE); }\n";
+    let case = load("m.op2", program, br#"{"sets": {"cells": 1}}"#);
+    let (state, _) = case.run().expect("runs");
+    let (simulated, _, _) = case.simulate(Default::default()).expect("simulates");
+    for state in [state, simulated] {
+        let bits: Vec<u64> = case
+            .dat(&state, "p_o")
+            .iter()
+            .map(|v| match v {
+                Value::Double(d) => d.to_bits(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let expected: Vec<u64> = [-0.0_f64, 0.0, 0.0, 1.0, -0.0, 0.0]
+            .iter()
+            .map(|d| d.to_bits())
+            .collect();
+        assert_eq!(bits, expected);
+    }
+}

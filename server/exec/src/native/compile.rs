@@ -1963,13 +1963,16 @@ impl Gen<'_, '_> {
                         (less, negated, a)
                     }
                     _ => {
+                        // `a < b ? a : b` and `a > b ? a : b`, as the
+                        // interpreter (`op2_analysis::consts`).
                         let b = args.get(1).copied().unwrap_or(a);
-                        let less = self.binary(BinaryOp::Lt, a, b, TextRange::default())?;
-                        if builtin == Builtin::Min {
-                            (less, a, b)
+                        let op = if builtin == Builtin::Min {
+                            BinaryOp::Lt
                         } else {
-                            (less, b, a)
-                        }
+                            BinaryOp::Gt
+                        };
+                        let first = self.binary(op, a, b, TextRange::default())?;
+                        (first, a, b)
                     }
                 };
                 let first = self.convert(first, result);
