@@ -39,6 +39,22 @@ template <typename T> inline bool op2_bool_post(T &x, int delta) {
     x = (bool)(x + delta);
     return old;
 }
+// `++b`, and `b OP= v` of a bool (which may be stored as uint8_t): the
+// place is named once, so an index with a side effect is evaluated once.
+template <typename T> inline bool op2_bool_pre(T &x, int delta) {
+    x = (bool)(x + delta);
+    return x;
+}
+template <typename T, typename V> inline bool op2_bool_add(T &x, V v) { x = (bool)(x + v); return x; }
+template <typename T, typename V> inline bool op2_bool_sub(T &x, V v) { x = (bool)(x - v); return x; }
+template <typename T, typename V> inline bool op2_bool_mul(T &x, V v) { x = (bool)(x * v); return x; }
+template <typename T, typename V> inline bool op2_bool_div(T &x, V v) { x = (bool)(x / v); return x; }
+template <typename T, typename V> inline bool op2_bool_rem(T &x, V v) { x = (bool)(x % v); return x; }
+template <typename T, typename V> inline bool op2_bool_and(T &x, V v) { x = (bool)(x & v); return x; }
+template <typename T, typename V> inline bool op2_bool_or(T &x, V v) { x = (bool)(x | v); return x; }
+template <typename T, typename V> inline bool op2_bool_xor(T &x, V v) { x = (bool)(x ^ v); return x; }
+template <typename T, typename V> inline bool op2_bool_shl(T &x, V v) { x = (bool)(x << v); return x; }
+template <typename T, typename V> inline bool op2_bool_shr(T &x, V v) { x = (bool)(x >> v); return x; }
 inline int32_t op2_isnan(double x) { return x != x; }
 // What a MIN (MAX) reduction of floats takes: a smaller (larger) value, or
 // -0.0 against +0.0 (+0.0 against -0.0), so that which zero it ends with

@@ -10,7 +10,7 @@ use op2_analysis::hir::{
     Body, Builtin, Expr, ExprKind, Link, LocalInit, Place, Stmt, StmtKind, Var,
 };
 use op2_analysis::value::Value;
-use op2_syntax::ast::{ScalarType, UnaryOp};
+use op2_syntax::ast::{BinaryOp, ScalarType, UnaryOp};
 
 use crate::names;
 
@@ -161,11 +161,26 @@ impl Printer<'_> {
                 let target = self.place(place);
                 let value = self.expr(value);
                 // A bool may be stored as uint8_t: every assignment to it
-                // converts to bool, as C's _Bool does (`b += 1` stores 1).
+                // converts to bool, as C's _Bool does (`b += 1` stores 1);
+                // a compound one through a helper that names the place
+                // once (`op2_bool_add`), so that its index is evaluated
+                // once.
                 match (expr.ty == ScalarType::Bool, op.binary()) {
                     (true, None) => format!("({target} = (bool)({value}))"),
                     (true, Some(binary)) => {
-                        format!("({target} = (bool)({target} {} {value}))", binary.token())
+                        let name = match binary {
+                            BinaryOp::Add => "add",
+                            BinaryOp::Sub => "sub",
+                            BinaryOp::Mul => "mul",
+                            BinaryOp::Div => "div",
+                            BinaryOp::Rem => "rem",
+                            BinaryOp::BitAnd => "and",
+                            BinaryOp::BitOr => "or",
+                            BinaryOp::BitXor => "xor",
+                            BinaryOp::Shl => "shl",
+                            _ => "shr",
+                        };
+                        format!("op2_bool_{name}({target}, {value})")
                     }
                     (false, _) => format!("({target} {} {value})", op.token()),
                 }
@@ -182,7 +197,7 @@ impl Printer<'_> {
                 if expr.ty == ScalarType::Bool {
                     let delta = if *increment { 1 } else { -1 };
                     return if *prefix {
-                        format!("({target} = (bool)({target} + {delta}))")
+                        format!("op2_bool_pre({target}, {delta})")
                     } else {
                         format!("op2_bool_post({target}, {delta})")
                     };

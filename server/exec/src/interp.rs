@@ -171,11 +171,18 @@ impl CompiledPlace {
     #[inline]
     fn get(&self, frame: &mut Frame<'_>) -> Result<Value, Fault> {
         let i = self.locate(frame)?;
-        Ok(match self.storage {
+        Ok(self.get_at(frame, i))
+    }
+
+    /// The component `i` (located already: a compound assignment or `++`
+    /// evaluates its place's index once, as C does).
+    #[inline]
+    fn get_at(&self, frame: &Frame<'_>, i: usize) -> Value {
+        match self.storage {
             Storage::Slot { base, .. } => frame.slots[base + i],
             Storage::Const(id) => frame.consts[id][i],
             Storage::Global(id) => frame.globals[id][i],
-        })
+        }
     }
 
     #[inline]
@@ -370,7 +377,7 @@ impl Compiler<'_> {
                     let stored = match op {
                         None => v.convert(ty),
                         Some(op) => {
-                            let old = place.get(frame)?;
+                            let old = place.get_at(frame, i);
                             let operand = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
                                 old
                             } else {
@@ -399,7 +406,7 @@ impl Compiler<'_> {
                 let prefix = *prefix;
                 Box::new(move |frame| {
                     let i = place.locate(frame)?;
-                    let old = place.get(frame)?;
+                    let old = place.get_at(frame, i);
                     let new = value::binary(op, old, Value::Int(1))
                         .map_err(|e| fault(e, range))?
                         .convert(ty);

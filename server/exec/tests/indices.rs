@@ -280,3 +280,36 @@ fn max_of_equal_zeros_and_a_nan_is_cs_usual_macro_everywhere() {
         assert_eq!(bits, expected);
     }
 }
+
+/// A compound assignment or `++` evaluates its place's index once, as C
+/// does: `a[i++] += 5` adds to `a[0]` and leaves `i` at 1 (the index was
+/// evaluated again to read the old value: `a[1] = a[0] + 5`, `i` at 2), in
+/// both engines and the simulation, for `int` and `bool` elements.
+#[test]
+fn a_compound_assignment_evaluates_its_index_once() {
+    let program = "set cells;\n\
+        dat p_o: double[8] on cells;\n\
+        kernel k(double o[8]) {\n\
+            int a[4] = {10, 20, 30, 40};\n\
+            int i = 0;\n\
+            a[i++] += 5;\n\
+            a[i++]++;\n\
+            bool f[4] = {false, true, false, false};\n\
+            int j = 0;\n\
+            f[j++] += 1;\n\
+            ++f[j++];\n\
+            f[j++]--;\n\
+            o[0] = (double) a[0]; o[1] = (double) a[1]; o[2] = (double) a[2]; o[3] = (double) i;\n\
+            o[4] = (double) f[0]; o[5] = (double) f[1]; o[6] = (double) f[2]; o[7] = (double) j;\n\
+        }\n\
+        main { par_loop k over cells (p_o WRITE); }\n";
+    let case = load("c.op2", program, br#"{"sets": {"cells": 1}}"#);
+    let expected: Vec<Value> = [15.0, 21.0, 30.0, 2.0, 1.0, 1.0, 1.0, 3.0]
+        .into_iter()
+        .map(Value::Double)
+        .collect();
+    let (state, _) = case.run().expect("runs");
+    assert_eq!(case.dat(&state, "p_o"), expected);
+    let (simulated, _, _) = case.simulate(Default::default()).expect("simulates");
+    assert_eq!(case.dat(&simulated, "p_o"), expected);
+}

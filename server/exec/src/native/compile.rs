@@ -1437,6 +1437,18 @@ impl Gen<'_, '_> {
 
     fn get(&mut self, place: &Place) -> Result<Typed, Unsupported> {
         let (at, fixed, ty) = self.locate(place)?;
+        self.get_at(place, at, fixed, ty)
+    }
+
+    /// The component of `place` located already at `at` (`fixed` when
+    /// known): a compound assignment or `++` evaluates its index once.
+    fn get_at(
+        &mut self,
+        place: &Place,
+        at: ir::Value,
+        fixed: Option<usize>,
+        ty: ScalarType,
+    ) -> Result<Typed, Unsupported> {
         let value = match place.var {
             Var::Const(id) => match fixed {
                 Some(c) => {
@@ -1517,13 +1529,13 @@ impl Gen<'_, '_> {
             }
             ExprKind::Assign { place, op, value } => {
                 let v = self.expr(value)?;
-                let (at, fixed, _) = self.locate(place)?;
+                let (at, fixed, place_ty) = self.locate(place)?;
                 let stored = match op.binary() {
                     None => self.convert(v, ty),
                     Some(op) => {
-                        // The interpreter reads the old value through the
-                        // place again (a computed index is evaluated twice).
-                        let old = self.get(place)?;
+                        // The old value at the component located once, as
+                        // C (and the interpreter) evaluate the index once.
+                        let old = self.get_at(place, at, fixed, place_ty)?;
                         let operand = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
                             old
                         } else {
@@ -1541,8 +1553,8 @@ impl Gen<'_, '_> {
                 increment,
                 prefix,
             } => {
-                let (at, fixed, _) = self.locate(place)?;
-                let old = self.get(place)?;
+                let (at, fixed, place_ty) = self.locate(place)?;
+                let old = self.get_at(place, at, fixed, place_ty)?;
                 let op = if *increment {
                     BinaryOp::Add
                 } else {
