@@ -116,9 +116,17 @@ pub fn format(format: &str, pieces: &[Piece], args: &[Value]) -> Result<String, 
             'f' | 'F' => floating(value.as_f64(), spec, 'f', parsed.conversion == 'F'),
             'e' | 'E' => floating(value.as_f64(), spec, 'e', parsed.conversion == 'E'),
             'g' | 'G' => floating(value.as_f64(), spec, 'g', parsed.conversion == 'G'),
-            'c' => char::from_u32(u32::try_from(value.as_i64().unwrap_or(0)).unwrap_or(0))
-                .map(String::from)
-                .unwrap_or_default(),
+            // Padded to the width as C pads it (with spaces, on the left
+            // unless `-`).
+            'c' => pad(
+                "",
+                "",
+                &char::from_u32(u32::try_from(value.as_i64().unwrap_or(0)).unwrap_or(0))
+                    .map(String::from)
+                    .unwrap_or_default(),
+                spec,
+                false,
+            ),
             other => format!("%{other}"),
         };
         out.push_str(&text);
@@ -201,9 +209,11 @@ fn unsigned(value: Value, spec: Spec, radix: u32, upper: bool) -> String {
         _ => v.to_string(),
     };
     digits = integer_digits(digits, spec);
-    let prefix = match (radix, spec.alternate && v != 0) {
-        (16, true) if upper => "0X",
-        (16, true) => "0x",
+    // `#` gives hex a `0x` (not for 0) and octal a first digit 0 (also
+    // where the precision left no digit: `%#.0o` of 0 is `0`).
+    let prefix = match (radix, spec.alternate) {
+        (16, true) if v != 0 && upper => "0X",
+        (16, true) if v != 0 => "0x",
         (8, true) if !digits.starts_with('0') => "0",
         _ => "",
     };
@@ -273,10 +283,16 @@ fn floating(v: f64, spec: Spec, style: char, upper: bool) -> String {
             } else {
                 exponential(magnitude, usize::try_from(p - 1).unwrap_or(0), false)
             };
-            if spec.alternate {
+            if !spec.alternate {
+                strip_trailing_zeros(&text)
+            } else if text.contains('.') {
                 text
             } else {
-                strip_trailing_zeros(&text)
+                // `#` keeps the decimal point, as C does: `-501339.`.
+                match text.find('e') {
+                    Some(at) => format!("{}.{}", &text[..at], &text[at..]),
+                    None => format!("{text}."),
+                }
             }
         }
     };
@@ -367,6 +383,33 @@ mod tests {
         assert_eq!(f("%g", &[Value::Double(0.0)]), "0");
         assert_eq!(f("%.3g", &[Value::Double(2.71238)]), "2.71");
         assert_eq!(f("%#g", &[Value::Double(1.5)]), "1.50000");
+        // `#` keeps the point where no decimal is left, and gives octal a
+        // first 0 where the precision left no digit (each as glibc prints).
+        assert_eq!(
+            f(
+                "[%#g][%#g][%#.1g][%#g][%#g][%#.0e][%#.0f]",
+                &[
+                    Value::Double(-501_338.57),
+                    Value::Double(1e6),
+                    Value::Double(3.0),
+                    Value::Double(0.0),
+                    Value::Double(1e-5),
+                    Value::Double(3.0),
+                    Value::Double(3.0)
+                ]
+            ),
+            "[-501339.][1.00000e+06][3.][0.00000][1.00000e-05][3.e+00][3.]"
+        );
+        let zeros = [Value::Int(0); 5];
+        assert_eq!(f("[%#.0o][%#o][%#.0x][%#x][%.0o]", &zeros), "[0][0][][0][]");
+        // `%c` is padded to its width.
+        assert_eq!(
+            f(
+                "[%5c][%-3c][%c]",
+                &[Value::Int(65), Value::Int(65), Value::Int(66)]
+            ),
+            "[    A][A  ][B]"
+        );
         assert_eq!(f("%g", &[Value::Float(0.1)]), "0.1");
         assert_eq!(
             f(" %d  %10.5e", &[Value::Int(100), Value::Double(5.0203e-5)]),
