@@ -1168,11 +1168,15 @@ impl<'a, 't> Lowerer<'a, 't> {
             ast::Expr::Int(literal) => match literal.value(self.source) {
                 Some(value) => literal_expr(int_literal_value(value), range),
                 None => {
-                    self.report(
-                        Code::E001,
-                        range,
-                        "integer literal too large for 64 bits".into(),
-                    );
+                    let text = literal.text(self.source);
+                    let message = if op2_syntax::literal::is_bad_octal(text) {
+                        format!(
+                            "invalid digit in octal literal `{text}`: a literal that starts with 0 is octal, as in C"
+                        )
+                    } else {
+                        "integer literal too large for 64 bits".into()
+                    };
+                    self.report(Code::E001, range, message);
                     Self::error_expr(range)
                 }
             },

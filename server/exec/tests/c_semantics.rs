@@ -96,6 +96,17 @@ fn f_suffixed_literals_are_floats() {
     );
 }
 
+/// A literal that starts with 0 is octal, as in C (gcc: `15 8 4294967295
+/// 24`): `017` was read as 17. An octal literal is typed as a hex one, so
+/// `037777777777` is a `uint`.
+#[test]
+fn literals_with_a_leading_zero_are_octal() {
+    check(
+        "g_i = 017; g_u = 010u; print(\"%d %u %u %d\", g_i, g_u, 037777777777, 010 + 0x10);",
+        "15 8 4294967295 24\n",
+    );
+}
+
 #[test]
 fn integer_division_truncates_and_wraps() {
     // 7/2 + 7%3 = 3 + 1; -7/2 + -7%3 = -3 - 1; MAX/2 + MAX%3 = 1073741823 + 1.

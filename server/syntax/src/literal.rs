@@ -9,7 +9,7 @@ pub struct IntValue {
     pub value: u64,
     /// True with a `u`/`U` suffix.
     pub unsigned: bool,
-    /// True for `0x…`.
+    /// True for `0x…` and for octal `0…` (C gives both the same types).
     pub hex: bool,
 }
 
@@ -46,7 +46,9 @@ impl StringLit<'_> {
     }
 }
 
-/// Parses `42`, `0x2A`, `7u`.
+/// Parses `42`, `0x2A`, `7u`, and `017`, octal as in C (15); `None` for
+/// one that does not fit in 64 bits or an octal one with a digit 8 or 9
+/// ([`is_bad_octal`]).
 pub fn parse_int(text: &str) -> Option<IntValue> {
     let (body, unsigned) = match text.strip_suffix(['u', 'U']) {
         Some(body) => (body, true),
@@ -54,6 +56,7 @@ pub fn parse_int(text: &str) -> Option<IntValue> {
     };
     let (value, hex) = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
         Some(digits) => (u64::from_str_radix(digits, 16).ok()?, true),
+        None if is_octal(body) => (u64::from_str_radix(&body[1..], 8).ok()?, true),
         None => (body.parse::<u64>().ok()?, false),
     };
     Some(IntValue {
@@ -61,6 +64,19 @@ pub fn parse_int(text: &str) -> Option<IntValue> {
         unsigned,
         hex,
     })
+}
+
+/// Whether the digits `body` (without suffix) are an octal literal: a 0
+/// followed by more digits.
+fn is_octal(body: &str) -> bool {
+    body.len() > 1 && body.starts_with('0') && body.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Whether `text` is an integer literal C reads as octal (it starts with
+/// 0) but which holds a digit 8 or 9 (`08`), which C rejects.
+pub fn is_bad_octal(text: &str) -> bool {
+    let body = text.strip_suffix(['u', 'U']).unwrap_or(text);
+    is_octal(body) && body.bytes().any(|b| b == b'8' || b == b'9')
 }
 
 /// Parses `1.0`, `.5`, `2.`, `1e-3`, `0.5f`. A suffixed literal is rounded to
@@ -149,6 +165,20 @@ mod tests {
             })
         );
         assert_eq!(parse_int("99999999999999999999"), None);
+        // A leading 0 is octal, as in C, and typed as hex is.
+        assert_eq!(
+            parse_int("017"),
+            Some(IntValue {
+                value: 15,
+                unsigned: false,
+                hex: true
+            })
+        );
+        assert_eq!(parse_int("0").map(|v| (v.value, v.hex)), Some((0, false)));
+        assert_eq!(parse_int("010u").map(|v| v.value), Some(8));
+        assert_eq!(parse_int("08"), None);
+        assert!(is_bad_octal("08") && is_bad_octal("0179u"));
+        assert!(!is_bad_octal("8") && !is_bad_octal("017") && !is_bad_octal("0"));
     }
 
     #[test]
