@@ -28,12 +28,24 @@ use crate::names;
 /// Helpers every kernel may use, in the graph's shared code.
 const SHARED_HELPERS: &str = "#include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 // Built-ins of the .op2 language that C's math library lacks or spells
 // differently; generic so that they keep their argument type as in C.
 template <typename T> inline T op2_min(T a, T b) { return a < b ? a : b; }
 template <typename T> inline T op2_max(T a, T b) { return a > b ? a : b; }
 template <typename T> inline T op2_abs(T a) { return a < 0 ? -a : a; }
+// Signed division and remainder as `op2 run` and RISC-V compute them:
+// INT_MIN / -1 is INT_MIN and INT_MIN % -1 is 0, where C leaves both
+// undefined and x86's division traps.
+template <typename A, typename B> inline auto op2_div(A a, B b) -> decltype(a / b) {
+    typedef decltype(a / b) T;
+    return b == -1 ? (T)(0 - (typename std::make_unsigned<T>::type)(T)a) : (T)(a / b);
+}
+template <typename A, typename B> inline auto op2_rem(A a, B b) -> decltype(a % b) {
+    typedef decltype(a % b) T;
+    return b == -1 ? (T)0 : (T)(a % b);
+}
 template <typename T> inline bool op2_bool_post(T &x, int delta) {
     bool old = x;
     x = (bool)(x + delta);

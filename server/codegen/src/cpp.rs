@@ -67,6 +67,26 @@ pub(crate) fn double_literal(v: f64) -> String {
     }
 }
 
+/// Whether evaluating `expr` changes something (an assignment, `++`).
+fn has_side_effect(expr: &Expr) -> bool {
+    let mut found = false;
+    op2_analysis::hir::walk_expr(expr, &mut |e| {
+        found |= matches!(e.kind, ExprKind::Assign { .. } | ExprKind::Update { .. });
+    });
+    found
+}
+
+/// The helper that divides (`/`) or takes the remainder (`%`) of a signed
+/// integer result (`op2_div`, `op2_rem`), so that `INT_MIN / -1` gives
+/// what `op2 run` gives, not x86's trap.
+fn signed_division(op: BinaryOp, ty: ScalarType) -> Option<&'static str> {
+    match (op, ty) {
+        (BinaryOp::Div, ScalarType::Int | ScalarType::Ll) => Some("op2_div"),
+        (BinaryOp::Rem, ScalarType::Int | ScalarType::Ll) => Some("op2_rem"),
+        _ => None,
+    }
+}
+
 /// A value as a C++ literal of the same type and value.
 pub(crate) fn literal(value: Value) -> String {
     match value {
@@ -157,9 +177,13 @@ impl Printer<'_> {
             ExprKind::Literal(value) => literal(*value),
             ExprKind::Load(place) => self.place(place),
             ExprKind::Len(set) => self.spelling.length(*set),
-            ExprKind::Assign { place, op, value } => {
+            ExprKind::Assign {
+                place,
+                op,
+                value: operand,
+            } => {
                 let target = self.place(place);
-                let value = self.expr(value);
+                let value = self.expr(operand);
                 // A bool may be stored as uint8_t: every assignment to it
                 // converts to bool, as C's _Bool does (`b += 1` stores 1);
                 // a compound one through a helper that names the place
@@ -181,6 +205,17 @@ impl Printer<'_> {
                             _ => "shr",
                         };
                         format!("op2_bool_{name}({target}, {value})")
+                    }
+                    // `x /= v` of a signed common type through `op2_div`
+                    // (`INT_MIN / -1`), naming the place twice only where
+                    // its index has no side effect (a state member
+                    // cannot be bound to a reference).
+                    (false, Some(binary))
+                        if signed_division(binary, operand.ty).is_some()
+                            && place.index.as_deref().is_none_or(|i| !has_side_effect(i)) =>
+                    {
+                        let helper = signed_division(binary, operand.ty).unwrap_or_default();
+                        format!("({target} = {helper}({target}, {value}))")
                     }
                     (false, _) => format!("({target} {} {value})", op.token()),
                 }
@@ -218,9 +253,10 @@ impl Printer<'_> {
                 };
                 format!("({op}{})", self.expr(operand))
             }
-            ExprKind::Binary(op, left, right) => {
-                format!("({} {} {})", self.expr(left), op.token(), self.expr(right))
-            }
+            ExprKind::Binary(op, left, right) => match signed_division(*op, expr.ty) {
+                Some(helper) => format!("{helper}({}, {})", self.expr(left), self.expr(right)),
+                None => format!("({} {} {})", self.expr(left), op.token(), self.expr(right)),
+            },
             ExprKind::Chain(first, links) => self.chain(first, links),
             ExprKind::Conditional(c, a, b) => {
                 format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b))
@@ -289,8 +325,14 @@ impl Printer<'_> {
                 converts
             })
             .collect();
-        for &converts in to_bool.iter().rev() {
-            out.push('(');
+        for (link, &converts) in links.iter().zip(&to_bool).rev() {
+            match signed_division(link.op, link.ty) {
+                Some(helper) => {
+                    out.push_str(helper);
+                    out.push('(');
+                }
+                None => out.push('('),
+            }
             if converts {
                 out.push_str("((bool) ");
             }
@@ -300,9 +342,13 @@ impl Printer<'_> {
             if converts {
                 out.push(')');
             }
-            out.push(' ');
-            out.push_str(link.op.token());
-            out.push(' ');
+            if signed_division(link.op, link.ty).is_some() {
+                out.push_str(", ");
+            } else {
+                out.push(' ');
+                out.push_str(link.op.token());
+                out.push(' ');
+            }
             out.push_str(&self.expr(&link.right));
             out.push(')');
         }

@@ -525,3 +525,104 @@ fn example_scatter_in_a_file_named_global() {
 fn program_param_bound_to_const_and_rw() {
     check(&program("cpp_param_bound_to_const_and_rw"));
 }
+
+/// The SharedCode's arithmetic helpers, compiled at -O2 and run, give what
+/// `op2 run` gives (`op2_analysis::value`): signed division and remainder
+/// of the most negative value by -1 (which x86's division traps on), and
+/// `max` of two zeros and of a NaN (`a > b ? a : b`).
+#[test]
+fn the_shared_helpers_compute_what_op2_run_computes() {
+    use op2_analysis::value::{self, Value};
+    use op2_syntax::ast::BinaryOp;
+    let (_, analysis) = analyse_file(&example("dot_product"));
+    let graph = build(&analysis, "helpers");
+    let cases: [(&str, Value, BinaryOp, Value); 6] = [
+        (
+            "op2_div(opaque((int32_t) INT32_MIN), opaque((int32_t) -1))",
+            Value::Int(i32::MIN),
+            BinaryOp::Div,
+            Value::Int(-1),
+        ),
+        (
+            "op2_rem(opaque((int32_t) INT32_MIN), opaque((int32_t) -1))",
+            Value::Int(i32::MIN),
+            BinaryOp::Rem,
+            Value::Int(-1),
+        ),
+        (
+            "op2_div(opaque((int64_t) INT64_MIN), opaque((int64_t) -1))",
+            Value::Ll(i64::MIN),
+            BinaryOp::Div,
+            Value::Ll(-1),
+        ),
+        (
+            "op2_rem(opaque((int64_t) INT64_MIN), opaque((int64_t) -1))",
+            Value::Ll(i64::MIN),
+            BinaryOp::Rem,
+            Value::Ll(-1),
+        ),
+        (
+            "op2_div(opaque((int32_t) 7), opaque((int32_t) -2))",
+            Value::Int(7),
+            BinaryOp::Div,
+            Value::Int(-2),
+        ),
+        (
+            "op2_rem(opaque((int32_t) -7), opaque((int32_t) 2))",
+            Value::Int(-7),
+            BinaryOp::Rem,
+            Value::Int(2),
+        ),
+    ];
+    let mut program = format!("{}\n#include <cstdio>\n", graph.shared_code);
+    // Operands the compiler cannot see, so that the division runs.
+    program.push_str(
+        "template <typename T> T opaque(T x) { volatile T v = x; return v; }\nint main() {\n",
+    );
+    let mut expected = String::new();
+    for (text, a, op, b) in &cases {
+        program.push_str(&format!("    printf(\"%lld\\n\", (long long) {text});\n"));
+        let result = value::binary(*op, *a, *b).expect("defined in op2 run");
+        expected.push_str(&format!("{}\n", result.as_i128().expect("an integer")));
+    }
+    // max(a, b) of 0.0 and -0.0 each way, and of a NaN and 1.0 each way.
+    program.push_str(
+        "    volatile double zero = 0.0, one = 1.0;\n    double nan = zero / zero;\n    \
+         printf(\"%d %d %d %d\\n\", std::signbit(op2_max(zero, -zero)), \
+         std::signbit(op2_max(-zero, zero)), std::isnan(op2_max(nan, one)), \
+         std::isnan(op2_max(one, nan)));\n    return 0;\n}\n",
+    );
+    let max = |a: f64, b: f64| match op2_analysis::consts::call_builtin(
+        op2_analysis::hir::Builtin::Max,
+        &[Value::Double(a), Value::Double(b)],
+        op2_syntax::ast::ScalarType::Double,
+    ) {
+        Value::Double(v) => v,
+        other => panic!("{other:?}"),
+    };
+    let nan = f64::NAN;
+    expected.push_str(&format!(
+        "{} {} {} {}\n",
+        i32::from(max(0.0, -0.0).is_sign_negative()),
+        i32::from(max(-0.0, 0.0).is_sign_negative()),
+        i32::from(max(nan, 1.0).is_nan()),
+        i32::from(max(1.0, nan).is_nan()),
+    ));
+    let source = work_dir().join("helpers.cpp");
+    let binary = work_dir().join("helpers");
+    std::fs::write(&source, &program).expect("writing the program");
+    let compiled = Command::new(compiler())
+        .args(["-O2", "-o"])
+        .arg(&binary)
+        .arg(&source)
+        .output()
+        .expect("running the compiler");
+    assert!(
+        compiled.status.success(),
+        "{}",
+        String::from_utf8_lossy(&compiled.stderr)
+    );
+    let ran = Command::new(&binary).output().expect("running the program");
+    assert!(ran.status.success(), "{ran:?}");
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+}
