@@ -173,10 +173,12 @@ fn integer_digits(magnitude: String, spec: Spec) -> String {
     }
 }
 
-#[allow(clippy::cast_possible_truncation)]
+#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)]
 fn signed(value: Value, spec: Spec) -> String {
+    // As the generated C++ passes it, a `long long`: an `ull` past the
+    // largest `ll` prints negative (`%d` of 2^64 - 1 is -1).
     let v: i128 = match value {
-        Value::Ull(v) => i128::from(v),
+        Value::Ull(v) => i128::from(v as i64),
         Value::Double(_) | Value::Float(_) => value.as_f64() as i128,
         other => i128::from(other.as_i64().unwrap_or(0)),
     };
@@ -402,6 +404,11 @@ mod tests {
         );
         let zeros = [Value::Int(0); 5];
         assert_eq!(f("[%#.0o][%#o][%#.0x][%#x][%.0o]", &zeros), "[0][0][][0][]");
+        // `%d` of an `ull` reads a `long long`, as the C++ passes it.
+        assert_eq!(
+            f("%d %i", &[Value::Ull(u64::MAX), Value::Ull(1 << 63)]),
+            "-1 -9223372036854775808"
+        );
         // `%c` is padded to its width.
         assert_eq!(
             f(
