@@ -39,17 +39,21 @@ impl Temporary {
     /// Creates it under the registry's lock, so that a signal handler that
     /// removes the registered files either runs before it exists or sees it.
     pub fn new(directory: &Path, prefix: &str) -> io::Result<Temporary> {
-        let mut registered = temporaries();
-        let file = tempfile::Builder::new()
-            .prefix(prefix)
-            .suffix(".tmp")
-            .tempfile_in(directory)?;
-        registered.push(file.path().to_owned());
-        let name = file.path().to_owned();
-        Ok(Temporary {
-            file,
-            _registered: Registered(name),
-        })
+        let temporary = {
+            let mut registered = temporaries();
+            let file = tempfile::Builder::new()
+                .prefix(prefix)
+                .suffix(".tmp")
+                .tempfile_in(directory)?;
+            registered.push(file.path().to_owned());
+            let name = file.path().to_owned();
+            Temporary {
+                file,
+                _registered: Registered(name),
+            }
+        };
+        hold_for_tests();
+        Ok(temporary)
     }
 
     /// Gives it the permission bits of what it will replace: those of the
@@ -77,6 +81,23 @@ impl Temporary {
     pub fn persist(self, path: &Path) -> io::Result<()> {
         let Temporary { file, _registered } = self;
         file.persist(path).map(drop).map_err(|e| e.error)
+    }
+}
+
+/// The variable that makes each temporary file wait, once made and
+/// registered, the milliseconds it says (at most a minute) before it is
+/// written: the tests of what SIGINT and SIGTERM leave behind set it, so
+/// that their signal lands while the file exists however fast the machine
+/// writes (polling for a file written and renamed within a millisecond
+/// failed on a loaded CI machine). Nothing else sets it.
+pub const HOLD_VARIABLE: &str = "OP2_TEST_HOLD_TEMPORARY_MS";
+
+fn hold_for_tests() {
+    if let Some(ms) = std::env::var(HOLD_VARIABLE)
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms.min(60_000)));
     }
 }
 
