@@ -146,12 +146,16 @@ pub fn write_end(out: &mut impl Write) -> io::Result<()> {
 }
 
 /// A number in an initialiser: decimal, no suffix, floats in scientific
-/// notation with the fewest digits that read back to the same value.
+/// notation with the fewest digits that read back to the same value,
+/// whether a reader rounds them to `float` once (GraphSchema's `istream >>`)
+/// or through `double` (an unsuffixed C++ literal): the one `float` whose
+/// shortest text is halfway between two as a `double` gets its `double`'s
+/// digits (`op2_instance::float::float_text`).
 pub fn number(value: op2_analysis::value::Value) -> String {
     use op2_analysis::value::Value;
     match value {
         Value::Double(v) => format!("{v:e}"),
-        Value::Float(v) => format!("{v:e}"),
+        Value::Float(v) => op2_instance::float::float_text(v, format!("{v:e}")),
         Value::Int(v) => v.to_string(),
         Value::Uint(v) => v.to_string(),
         Value::Ll(v) => v.to_string(),
@@ -192,6 +196,13 @@ mod tests {
         }
         let text = number(Value::Float(1.4));
         assert_eq!(text.parse::<f32>().unwrap(), 1.4f32);
+        // Read back once or through a double, the same float.
+        let odd = f32::from_bits(0x15ae_43fd);
+        let text = number(Value::Float(odd));
+        assert_eq!(text.parse::<f32>().unwrap(), odd, "{text}");
+        #[allow(clippy::cast_possible_truncation)]
+        let through_double = text.parse::<f64>().unwrap() as f32;
+        assert_eq!(through_double, odd, "{text}");
         assert_eq!(number(Value::Int(-3)), "-3");
         assert_eq!(number(Value::Bool(true)), "1");
     }

@@ -193,7 +193,9 @@ pub fn json_number(value: Value) -> String {
         Value::Double(v) => float(v),
         // A float printed through f64 would show its binary expansion:
         // print its own shortest form.
-        Value::Float(v) if v.is_finite() => format!("{v:?}"),
+        // (Or, for the one `float` whose shortest text reads back through a
+        // `double` as another, its widened `double`'s: `op2_instance::float`.)
+        Value::Float(v) if v.is_finite() => op2_instance::float::float_text(v, format!("{v:?}")),
         Value::Float(v) => float(f64::from(v)),
         Value::Int(v) => v.to_string(),
         Value::Uint(v) => v.to_string(),

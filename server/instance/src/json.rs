@@ -416,22 +416,32 @@ pub(super) fn to_value(json: Json, ty: ScalarType) -> Result<Value, String> {
     let fits = |v: i128| format!("{v} does not fit `{ty}`");
     #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
     match ty {
-        ScalarType::Double | ScalarType::Float => {
-            let v = match json {
-                Json::Uint(v) => v as f64,
-                Json::Int(v) => v as f64,
-                Json::Float(v) => v,
+        ScalarType::Double => match json {
+            Json::Uint(v) => Ok(Value::Double(v as f64)),
+            Json::Int(v) => Ok(Value::Double(v as f64)),
+            Json::Float(v) => Ok(Value::Double(v)),
+            other => Err(format!("expected a number (`{ty}`), found {other}")),
+        },
+        // An integer is rounded to `float` once, as C's `strtof` rounds
+        // its digits; a decimal was rounded to `double` already, which
+        // gives the same `float` unless it landed exactly halfway between
+        // two (`crate::float`).
+        ScalarType::Float => {
+            let single = match json {
+                Json::Uint(v) => v as f32,
+                Json::Int(v) => v as f32,
+                Json::Float(v) if crate::float::is_float_midpoint(v) => {
+                    return Err(format!(
+                        "{v:?} is halfway between two `float` values when read as a `double`, so the digits that decide which one C's `strtof` gives are lost: write the value with more digits (or fewer) so that it is not"
+                    ));
+                }
+                Json::Float(v) => v as f32,
                 other => return Err(format!("expected a number (`{ty}`), found {other}")),
             };
-            if ty == ScalarType::Double {
-                Ok(Value::Double(v))
+            if single.is_finite() {
+                Ok(Value::Float(single))
             } else {
-                let single = v as f32;
-                if single.is_finite() {
-                    Ok(Value::Float(single))
-                } else {
-                    Err(format!("{v:?} does not fit `{ty}`"))
-                }
+                Err(format!("{} does not fit `{ty}`", json))
             }
         }
         ScalarType::Int => {
@@ -1294,6 +1304,23 @@ mod tests {
         assert_eq!(
             to_value(Json::Float(0.1), ScalarType::Float),
             Ok(Value::Float(0.1))
+        );
+        // An integer is rounded to `float` once, as `strtof` rounds it
+        // (through `double` it was 1.1529215e18).
+        assert_eq!(
+            to_value(Json::Uint(1_152_921_573_326_323_713), ScalarType::Float),
+            Ok(Value::Float(f32::from_bits(0x5d80_0001)))
+        );
+        // A decimal that reads as a `double` exactly halfway between two
+        // floats is refused: its rounding to `float` is not known.
+        let halfway = 1.0 + f64::powi(2.0, -24);
+        assert!(
+            to_value(Json::Float(halfway), ScalarType::Float)
+                .is_err_and(|e| e.contains("is halfway between two `float` values"))
+        );
+        assert_eq!(
+            to_value(Json::Float(halfway), ScalarType::Double),
+            Ok(Value::Double(halfway))
         );
         assert_eq!(
             to_value(Json::Uint(u64::MAX), ScalarType::Ll),

@@ -20,6 +20,7 @@
 //! reports to the same trait.
 
 mod child;
+pub mod float;
 mod h5;
 mod json;
 pub mod naca;

@@ -236,7 +236,10 @@ fn rows(
 fn number(out: &mut dyn Write, value: Value) -> io::Result<()> {
     match value {
         Value::Double(x) => serde_json::to_writer(out, &x).map_err(io::Error::other),
-        Value::Float(x) => serde_json::to_writer(out, &x).map_err(io::Error::other),
+        Value::Float(x) => {
+            let shortest = serde_json::to_string(&x).map_err(io::Error::other)?;
+            out.write_all(crate::float::float_text(x, shortest).as_bytes())
+        }
         Value::Int(x) => write!(out, "{x}"),
         Value::Uint(x) => write!(out, "{x}"),
         Value::Ll(x) => write!(out, "{x}"),
