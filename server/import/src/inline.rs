@@ -263,7 +263,9 @@ impl Helpers {
         for source in sources {
             helpers.float_overloads |= source.text.lines().any(|line| {
                 let words: String = line.split_whitespace().collect();
-                words.starts_with("#include<math.h>") || words.starts_with("usingnamespacestd;")
+                words.starts_with("#include<math.h>")
+                    || words.starts_with("usingnamespacestd;")
+                    || includes_op2_header(&words)
             });
             written.extend(code_words(&source.text));
             // Its names (not the words of its comments and strings).
@@ -598,6 +600,32 @@ impl Helpers {
         }
         Ok(out)
     }
+}
+
+/// OP2's C++ headers, each of which includes `<math.h>` (through
+/// `op_lib_core.h`), which in C++ declares the `float` overloads of `sqrt`
+/// and the rest outside `std`: an application that includes one calls
+/// `sqrtf` for `sqrt` of a `float`.
+const OP2_CPP_HEADERS: &[&str] = &[
+    "op_seq.h",
+    "op_lib_cpp.h",
+    "op_lib_core.h",
+    "op_lib_mpi.h",
+    "op_hdf5.h",
+];
+
+/// Whether `words` (a line without its spaces) includes one of
+/// [`OP2_CPP_HEADERS`], by any path.
+fn includes_op2_header(words: &str) -> bool {
+    let Some(name) = words.strip_prefix("#include") else {
+        return false;
+    };
+    let name = name.trim_start_matches(['"', '<']);
+    let Some(end) = name.find(['"', '>']) else {
+        return false;
+    };
+    let file = name[..end].rsplit('/').next().unwrap_or_default();
+    OP2_CPP_HEADERS.contains(&file)
 }
 
 /// The words of C `text` outside preprocessor lines (a line starting
@@ -1232,6 +1260,29 @@ pub(crate) fn with_helpers<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// OP2's C++ headers bring `<math.h>`, so `sqrt` of a `float` is
+    /// `sqrtf` in an application that includes one, by any path.
+    #[test]
+    fn an_op2_header_brings_the_float_overloads() {
+        for line in [
+            "#include \"op_seq.h\"",
+            "#  include <op_seq.h>",
+            "#include \"../../include/op_lib_cpp.h\"",
+            "#include <op_hdf5.h>",
+        ] {
+            let words: String = line.split_whitespace().collect();
+            assert!(includes_op2_header(&words), "{line}");
+        }
+        for line in [
+            "#include \"op_lib_c.h\"",
+            "#include \"my_op_seq.h.in\"",
+            "op_seq.h",
+        ] {
+            let words: String = line.split_whitespace().collect();
+            assert!(!includes_op2_header(&words), "{line}");
+        }
+    }
 
     /// The macros of a header with the text `text`.
     fn helpers(text: &str) -> Helpers {

@@ -568,7 +568,9 @@ fn helpers_inlined_into_kernels_print_what_the_native_build_prints() {
         // A local array of two dimensions, flattened.
         "double m[4];",
         "m[(r) * 2 + (c)] = acc[c] * (r + 1);",
-        "*total += m[(0) * 2 + (0)] + m[(0) * 2 + (1)] + 0.5 * m[(1) * 2 + (1)] + (float) sqrt(s * s + 1.0f) / 3 + sqrt(s * s);",
+        // `sqrt` of a float is `sqrtf` where OP2's headers are included
+        // (they bring <math.h>), as it is written with `std::`.
+        "*total += m[(0) * 2 + (0)] + m[(0) * 2 + (1)] + 0.5 * m[(1) * 2 + (1)] + (float) sqrt(s * s + 1.0f) / 3 + (float) sqrt(s * s);",
         // A local of `main` a par_loop takes becomes a global.
         "global sum: double;",
         "    sum = 0.0;\n    par_loop collect over nodes (p_acc READ, sum INC);",

@@ -10,6 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <utility>
+// As OP2's op_lib_core.h (which its op_seq.h includes): in C++ this makes
+// the `float` overloads of `sqrt` and the rest what `sqrt(x)` calls for a
+// `float` x, which the import must translate as such.
+#include <math.h>
 
 // OP2's own function-like macros (its op_lib_core.h defines them so).
 #define MIN(a, b) ((a < b) ? (a) : (b))

@@ -44,7 +44,8 @@ inline void collect(const double *acc, double *total) {
     for (int c = 0; c < 2; c++)
       m[r][c] = acc[c] * (r + 1);
   float s = (float)acc[0];
-  // std::sqrt of a float is a float; without <math.h>, ::sqrt is a double.
+  // std::sqrt of a float is a float, and so is ::sqrt's: OP2's headers
+  // include <math.h>, which declares its float overload.
   *total += m[0][0] + m[0][1] + 0.5 * m[1][1] + std::sqrt(s * s + 1.0f) / 3 + sqrt(s * s);
 }
 
