@@ -601,13 +601,27 @@ fn translate_once(
                         return true;
                     }
                     if value.len() == 1 && source.text(value[0]) == "0" {
-                        edits.replace(node, "");
-                        report.add(
-                            Kind::Dropped,
-                            Some(source.location(node)),
-                            "`return 0` at the end of `main`",
-                            None,
-                        );
+                        // The last statement of `main`'s body: nothing
+                        // follows it. Anywhere else (a time loop's early
+                        // end) it ends the program: `.op2`'s `return;`.
+                        let at_end = node.parent().is_some_and(|body| {
+                            body.kind() == "compound_statement"
+                                && body
+                                    .parent()
+                                    .is_some_and(|f| f.kind() == "function_definition")
+                                && c::named_children(body).last() == Some(&node)
+                        });
+                        if at_end {
+                            edits.replace(node, "");
+                            report.add(
+                                Kind::Dropped,
+                                Some(source.location(node)),
+                                "`return 0` at the end of `main`",
+                                None,
+                            );
+                        } else {
+                            edits.replace(node, "return;");
+                        }
                         return false;
                     }
                     // `return STATUS;` in `main` is `exit(STATUS);`.

@@ -183,6 +183,9 @@ fn chain_built_in_host_loops_prints_what_the_native_build_prints() {
         "{program}"
     );
     assert!(program.contains("global dt: double = 0.5;"), "{program}");
+    // `return 0;` inside the time loop ends the program (it was dropped, as
+    // if it were `main`'s last statement, and the loop ran on).
+    assert!(program.contains("return;"), "{program}");
     assert!(
         program.contains("const weights: double[3] = {0.5, 1.5, -0.25};"),
         "{program}"

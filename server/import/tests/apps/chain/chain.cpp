@@ -70,6 +70,10 @@ int main(int argc, char **argv) {
                 op_arg_gbl(&lo, 1, "double", OP_MIN),
                 op_arg_gbl(&hi, 1, "double", OP_MAX));
     op_printf("iter %d total %.15e min %.15e max %.15e\n", iter, total, lo, hi);
+    // An early end of the program: the last iteration and the line after
+    // the loop are not printed.
+    if (iter == niter - 2)
+      return 0;
     dt = dt * 0.9;
   }
   op_printf("edges %d nodes %d\n", op_get_size(edges), nnode);
