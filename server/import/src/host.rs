@@ -75,6 +75,9 @@ pub struct Context<'a> {
     pub types: BTreeMap<String, String>,
     /// Inside an inlined function: what its `return VALUE;` assigns.
     pub result: Option<String>,
+    /// Inside an inlined function: its return type in `.op2`'s spelling,
+    /// to which its `return VALUE;` converts the value, as C does.
+    pub result_type: Option<String>,
     /// How many inlined functions deep this is.
     pub depth: usize,
     /// How many calls have been inlined in all, shared by every level: the
@@ -584,11 +587,30 @@ fn translate_once(
                     // (`shape_returns`): the value goes to the result.
                     match (c::named_children(node).first(), &context.result) {
                         (None, _) => edits.replace(node, ""),
-                        (Some(value), Some(target)) => edits.replace_range(
-                            node.start_byte(),
-                            value.start_byte(),
-                            format!("{target} = "),
-                        ),
+                        // Converted to the function's return type, as C's
+                        // `return` converts it (`int f(double v) { return
+                        // v * 1.5; }` gives 4 for 3.0, not 4.5); not to
+                        // `double`, which changes no value the assignment
+                        // then converts.
+                        (Some(value), Some(target)) => match &context.result_type {
+                            Some(ty)
+                                if ty != "double"
+                                    && !(ty == "int"
+                                        && source.text(*value).parse::<i32>().is_ok()) =>
+                            {
+                                edits.replace_range(
+                                    node.start_byte(),
+                                    value.start_byte(),
+                                    format!("{target} = ({ty}) ("),
+                                );
+                                edits.replace_range(value.end_byte(), value.end_byte(), ")");
+                            }
+                            _ => edits.replace_range(
+                                node.start_byte(),
+                                value.start_byte(),
+                                format!("{target} = "),
+                            ),
+                        },
                         (Some(value), None) => {
                             edits.replace_range(node.start_byte(), value.start_byte(), "")
                         }
@@ -1270,6 +1292,9 @@ fn inline<'t>(
         return fail(report, why);
     }
     let result = target.map(|t| op2_name(&caller_name(context, host, source.text(t))));
+    let result_type = function
+        .child_by_field_name("type")
+        .and_then(|t| concrete_type(fsource.text(t), &types));
     let inner = Context {
         consts: Rc::clone(&context.consts),
         handles: Rc::clone(&context.handles),
@@ -1285,6 +1310,7 @@ fn inline<'t>(
         renames,
         types,
         result,
+        result_type,
         depth: context.depth + 1,
         inlined: Rc::clone(&context.inlined),
         host_text: Rc::clone(&context.host_text),

@@ -183,6 +183,8 @@ fn chain_built_in_host_loops_prints_what_the_native_build_prints() {
         "{program}"
     );
     assert!(program.contains("global dt: double = 0.5;"), "{program}");
+    // An inlined function's `return` converts to its type.
+    assert!(program.contains("= (int) ("), "{program}");
     // `return 0;` inside the time loop ends the program (it was dropped, as
     // if it were `main`'s last statement, and the loop ran on).
     assert!(program.contains("return;"), "{program}");
@@ -718,7 +720,8 @@ fn host_code_reading_fetched_dats_and_calling_a_check_function_prints_what_the_n
         "double ref_differs2 = (double) expected;",
         "bad = 1;",
         "} else {",
-        "result = failed;",
+        // Converted to `check`'s return type, as C's `return` converts.
+        "result = (int) (failed);",
     ] {
         assert!(program.contains(expected), "{expected}\n{program}");
     }

@@ -10,6 +10,11 @@ double alpha, weights[3];
 #include "op_seq.h"
 #include "chain_kernels.h"
 
+// Host functions whose `return` converts to their type: an `int` and a
+// `float` of `double` expressions.
+int steps_of(double v) { return v * 1.5; }
+float third_of(double v) { return v / 3.0; }
+
 int main(int argc, char **argv) {
   op_init(argc, argv, 2);
 
@@ -70,6 +75,10 @@ int main(int argc, char **argv) {
                 op_arg_gbl(&lo, 1, "double", OP_MIN),
                 op_arg_gbl(&hi, 1, "double", OP_MAX));
     op_printf("iter %d total %.15e min %.15e max %.15e\n", iter, total, lo, hi);
+    double steps = steps_of(total + 3.0);
+    double third;
+    third = third_of(dt);
+    op_printf("steps %.17g third %.17g\n", steps, third);
     // An early end of the program: the last iteration and the line after
     // the loop are not printed.
     if (iter == niter - 2)
