@@ -149,18 +149,20 @@ pub fn call_builtin(builtin: Builtin, args: &[Value], result: ScalarType) -> Val
                 _ => {
                     let b = args.get(1).copied().unwrap_or(a);
                     // C's fmin-style NaN handling is not promised for
-                    // min/max: they are the usual macros, `a < b ? a : b`
-                    // and `a > b ? a : b` (so which of two equal zeros,
-                    // or of a NaN and a number, each gives is C's).
-                    let op = if builtin == Builtin::Min {
-                        op2_syntax::ast::BinaryOp::Lt
+                    // min/max: they are C++'s `std::min` and `std::max`,
+                    // `b < a ? b : a` and `a < b ? b : a` (so of two equal
+                    // zeros, or of a NaN and a number, each gives the
+                    // first, as an imported `std::min` does).
+                    let (x, y) = if builtin == Builtin::Min {
+                        (b, a)
                     } else {
-                        op2_syntax::ast::BinaryOp::Gt
+                        (a, b)
                     };
-                    if value::binary(op, a, b).is_ok_and(Value::is_true) {
-                        a
-                    } else {
+                    if value::binary(op2_syntax::ast::BinaryOp::Lt, x, y).is_ok_and(Value::is_true)
+                    {
                         b
+                    } else {
+                        a
                     }
                 }
             }

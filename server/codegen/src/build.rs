@@ -32,8 +32,8 @@ const SHARED_HELPERS: &str = "#include <cmath>
 
 // Built-ins of the .op2 language that C's math library lacks or spells
 // differently; generic so that they keep their argument type as in C.
-template <typename T> inline T op2_min(T a, T b) { return a < b ? a : b; }
-template <typename T> inline T op2_max(T a, T b) { return a > b ? a : b; }
+template <typename T> inline T op2_min(T a, T b) { return b < a ? b : a; }
+template <typename T> inline T op2_max(T a, T b) { return a < b ? b : a; }
 template <typename T> inline T op2_abs(T a) { return a < 0 ? -a : a; }
 // Signed division and remainder as `op2 run` and RISC-V compute them:
 // INT_MIN / -1 is INT_MIN and INT_MIN % -1 is 0, where C leaves both

@@ -244,12 +244,14 @@ fn a_cast_on_a_literal_index_is_the_index_it_converts_to() {
     assert_eq!(case.dat(&simulated, "p_o"), [Value::Double(65.0)]);
 }
 
-/// `max` is C's usual `a > b ? a : b` in both engines and the simulation,
-/// as the generated C++ (`op2_max`): of two zeros it gives the second, of
-/// a NaN and a number the second. It was `a < b ? b : a`, which gave the
-/// first, so hardware and `op2 run` printed different zeros.
+/// `min` and `max` are C++'s `std::min` and `std::max` (`b < a ? b : a`,
+/// `a < b ? b : a`) in both engines, the simulation and the generated C++
+/// (`op2_min`, `op2_max`): of two equal zeros, or of a NaN and a number,
+/// each gives the first. The C++'s `max` was `a > b ? a : b`, so hardware
+/// and `op2 run` printed different zeros, and an imported `std::min` gave
+/// the second.
 #[test]
-fn max_of_equal_zeros_and_a_nan_is_cs_usual_macro_everywhere() {
+fn min_and_max_of_equal_zeros_and_a_nan_are_std_min_and_max_everywhere() {
     let program = "set cells;\n\
         dat p_z: double on cells = 0.0;\n\
         dat p_one: double on cells = 1.0;\n\
@@ -273,7 +275,7 @@ fn max_of_equal_zeros_and_a_nan_is_cs_usual_macro_everywhere() {
                 other => panic!("{other:?}"),
             })
             .collect();
-        let expected: Vec<u64> = [-0.0_f64, 0.0, 0.0, 1.0, -0.0, 0.0]
+        let expected: Vec<u64> = [0.0_f64, -0.0, 1.0, 0.0, 0.0, 1.0]
             .iter()
             .map(|d| d.to_bits())
             .collect();

@@ -1975,16 +1975,17 @@ impl Gen<'_, '_> {
                         (less, negated, a)
                     }
                     _ => {
-                        // `a < b ? a : b` and `a > b ? a : b`, as the
-                        // interpreter (`op2_analysis::consts`).
+                        // `b < a ? b : a` and `a < b ? b : a` (`std::min`,
+                        // `std::max`), as the interpreter
+                        // (`op2_analysis::consts`).
                         let b = args.get(1).copied().unwrap_or(a);
-                        let op = if builtin == Builtin::Min {
-                            BinaryOp::Lt
+                        let (x, y) = if builtin == Builtin::Min {
+                            (b, a)
                         } else {
-                            BinaryOp::Gt
+                            (a, b)
                         };
-                        let first = self.binary(op, a, b, TextRange::default())?;
-                        (first, a, b)
+                        let second = self.binary(BinaryOp::Lt, x, y, TextRange::default())?;
+                        (second, b, a)
                     }
                 };
                 let first = self.convert(first, result);
