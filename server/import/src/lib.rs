@@ -2086,12 +2086,26 @@ fn initialiser(name: &str, value: &Value, report: &mut Report) -> String {
         .iter()
         .map(|v| {
             literal(&value.ty, v).unwrap_or_else(|| {
-                report.add(
-                    Kind::Dropped,
-                    None,
-                    format!("`{name}` held `{v}` where the run stopped (uninitialised?), which `.op2` cannot write; it starts at 0"),
-                    None,
-                );
+                // An infinity was meant (`double lo = INFINITY;`, the start
+                // of a MIN reduction): not translated, since a POETS
+                // initialiser holds finite values only. A NaN is most
+                // likely an uninitialised variable, set before it is read.
+                let infinite = v.trim_start_matches(['-', '+']).starts_with("inf");
+                if infinite {
+                    report.add(
+                        Kind::NotTranslated,
+                        None,
+                        format!("`{name}` held `{v}` where the run stopped, which a `.op2` initialiser cannot hold (POETS initialisers are finite); it would start at 0"),
+                        Some("start it at a finite value (`DBL_MAX` for a MIN reduction, `-DBL_MAX` for a MAX)"),
+                    );
+                } else {
+                    report.add(
+                        Kind::Dropped,
+                        None,
+                        format!("`{name}` held `{v}` where the run stopped (uninitialised?), which `.op2` cannot write; it starts at 0"),
+                        None,
+                    );
+                }
                 "0".to_owned()
             })
         })
@@ -3586,6 +3600,24 @@ mod tests {
             "`gp` is a pointer (declared at app/app.cpp:3:9), which `.op2` has no place for; the host code after the first par_loop uses it 4 times, first here"
         );
         assert_eq!(location.as_deref(), Some("app/app.cpp:16:10"));
+    }
+
+    /// A global that starts at an infinity (`double lo = INFINITY;`, a MIN
+    /// reduction's start) cannot be a POETS initialiser: it is not
+    /// translated, so the import is not faithful (it was dropped, the
+    /// global started at 0, and `op2 run` printed 0 where C prints the
+    /// minimum). A NaN, an uninitialised variable's likely value, is still
+    /// only dropped.
+    #[test]
+    fn a_global_that_starts_at_an_infinity_is_not_translated() {
+        let app = "#include \"op_seq.h\"\nvoid low(const double *x, double *lo) { if (*x < *lo) *lo = *x; }\nint main(int argc, char **argv) {\n  op_init(argc, argv, 2);\n  op_set cells = op_decl_set(1, \"cells\");\n  double xs[1] = {2.5};\n  op_dat p_x = op_decl_dat(cells, 1, \"double\", xs, \"p_x\");\n  double lo = INFINITY;\n  double unset;\n  op_par_loop(low, \"low\", cells, op_arg_dat(p_x, -1, OP_ID, 1, \"double\", OP_READ), op_arg_gbl(&lo, 1, \"double\", OP_MIN));\n  unset = lo;\n  op_printf(\"%g %g\\n\", lo, unset);\n}\n";
+        let capture = "set 0 1\nhandle cells set 0\ndat 0 0 1 double\n2.5\nhandle p_x dat 0\nvalue lo double 1\ninf\nvalue unset double 1\nnan\nstop\n";
+        let translation = translated(app, capture).expect("a translation");
+        let (entry, _) = reported(&translation, "`lo` held `inf`");
+        assert_eq!(entry.kind, Kind::NotTranslated);
+        assert!(!translation.report.faithful());
+        let (entry, _) = reported(&translation, "`unset` held `nan`");
+        assert_eq!(entry.kind, Kind::Dropped);
     }
 
     #[test]
