@@ -969,6 +969,77 @@ pub fn builtin_call(node: Node<'_>, name: &str, edits: &mut Edits) -> bool {
     }
 }
 
+/// Gives the arguments of a `printf` whose format (`format`, as written
+/// between its quotes) narrows them with `h` or `hh` (`%hd`, `%hhu`) the
+/// narrowing, in `.op2`'s arithmetic: `.op2`'s `print` drops length
+/// modifiers and prints each argument as its own type, where C prints 70000
+/// under `%hd` as 4464. `args` are the call's arguments, the format first.
+pub fn narrow_printf_arguments(format: &str, args: &[Node<'_>], edits: &mut Edits) {
+    let bytes = format.as_bytes();
+    let mut next_arg = 1;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        i += 1;
+        if bytes.get(i) == Some(&b'%') {
+            i += 1;
+            continue;
+        }
+        while bytes.get(i).is_some_and(|b| b"-+ #0".contains(b)) {
+            i += 1;
+        }
+        let mut star = |i: &mut usize| {
+            if bytes.get(*i) == Some(&b'*') {
+                next_arg += 1;
+                *i += 1;
+            } else {
+                while bytes.get(*i).is_some_and(u8::is_ascii_digit) {
+                    *i += 1;
+                }
+            }
+        };
+        star(&mut i);
+        if bytes.get(i) == Some(&b'.') {
+            i += 1;
+            star(&mut i);
+        }
+        let length_start = i;
+        while bytes.get(i).is_some_and(|b| b"hlLzjtq".contains(b)) {
+            i += 1;
+        }
+        let length = &format[length_start..i];
+        let Some(&conversion) = bytes.get(i) else {
+            return;
+        };
+        i += 1;
+        let (mask, sign) = match (length, conversion) {
+            ("h", b'd' | b'i') => (65_535, Some(32_768)),
+            ("hh", b'd' | b'i') => (255, Some(128)),
+            ("h", b'u' | b'o' | b'x' | b'X') => (65_535, None),
+            ("hh", b'u' | b'o' | b'x' | b'X') => (255, None),
+            _ => {
+                next_arg += 1;
+                continue;
+            }
+        };
+        if let Some(arg) = args.get(next_arg) {
+            let (open, close) = match sign {
+                Some(half) => (
+                    "(((((int) (".to_owned(),
+                    format!(")) & {mask}) ^ {half}) - {half})"),
+                ),
+                None => ("(((int) (".to_owned(), format!(")) & {mask})")),
+            };
+            edits.replace_range(arg.start_byte(), arg.start_byte(), open);
+            edits.replace_range(arg.end_byte(), arg.end_byte(), close);
+        }
+        next_arg += 1;
+    }
+}
+
 /// The math functions `.op2` knows.
 pub const BUILTINS: &[&str] = &[
     "sqrt", "fabs", "abs", "fmin", "fmax", "min", "max", "pow", "exp", "log", "log10", "sin",
@@ -1171,6 +1242,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// `h` and `hh` narrow their arguments in `.op2`'s arithmetic; a `*`
+    /// width or precision takes an argument of its own, and `%%` none.
+    #[test]
+    fn printf_arguments_are_narrowed_as_their_length_modifiers_say() {
+        let text = "void f() { printf(\"%*d %hd %% %hhx %.*hu %ld\", w, a, b, c, p, d, e); }";
+        let source =
+            Source::parse(Path::new("a.cpp"), "a.cpp".to_owned(), text.to_owned()).expect("parses");
+        let mut call = None;
+        walk(source.tree.root_node(), |node, _| {
+            if node.kind() == "call_expression" {
+                call = Some(node);
+            }
+            true
+        });
+        let args = call_arguments(call.expect("a call"));
+        let format = string_literal(&source, args[0]).expect("a literal");
+        let mut edits = Edits::default();
+        narrow_printf_arguments(&format, &args, &mut edits);
+        assert_eq!(
+            edits.apply(text, 0..text.len()),
+            "void f() { printf(\"%*d %hd %% %hhx %.*hu %ld\", w, a, (((((int) (b)) & 65535) ^ 32768) - 32768), (((int) (c)) & 255), p, (((int) (d)) & 65535), e); }"
+        );
     }
 
     #[test]

@@ -931,6 +931,9 @@ fn call<'t>(
             if let Some(function) = node.child_by_field_name("function") {
                 edits.replace(function, if whole_lines { "print" } else { "printf" });
             }
+            if let Some(format) = args.first().and_then(|f| c::string_literal(source, *f)) {
+                c::narrow_printf_arguments(&format, &args, edits);
+            }
             if args
                 .first()
                 .is_none_or(|f| c::string_literal(source, *f).is_none())

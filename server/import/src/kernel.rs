@@ -660,6 +660,10 @@ pub fn translate(
                     if let Some(function) = node.child_by_field_name("function") {
                         edits.replace(function, if whole_lines { "print" } else { "printf" });
                     }
+                    let args = c::call_arguments(node);
+                    if let Some(format) = args.first().and_then(|f| c::string_literal(source, *f)) {
+                        c::narrow_printf_arguments(&format, &args, &mut edits);
+                    }
                 } else {
                     faithful = false;
                     let (message, help) = if callee == "printf" || callee == "op_printf" {

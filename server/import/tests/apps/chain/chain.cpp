@@ -79,6 +79,8 @@ int main(int argc, char **argv) {
     double third;
     third = third_of(dt);
     op_printf("steps %.17g third %.17g\n", steps, third);
+    // Narrowed by their length modifiers (60000 is -5536 as a short).
+    op_printf("narrowed %hd %hhu %hx\n", iter * 30000, iter * 200, iter * 30000);
     // An early end of the program: the last iteration and the line after
     // the loop are not printed.
     if (iter == niter - 2)
