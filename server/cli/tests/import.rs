@@ -67,7 +67,7 @@ fn a_faithful_import_writes_both_files_and_exits_0() {
         .unwrap();
     let stdout = String::from_utf8(output.stdout).unwrap();
     assert_eq!(output.status.code(), Some(0), "{stdout}");
-    assert!(stdout.contains("translated (6):"), "{stdout}");
+    assert!(stdout.contains("translated (8):"), "{stdout}");
     assert!(stdout.contains("  | chain of 12 nodes"), "{stdout}");
     assert!(out.path().join("chain.op2").is_file());
     assert!(out.path().join("chain.json").is_file());
