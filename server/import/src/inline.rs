@@ -1023,7 +1023,7 @@ fn template(
                         source,
                         node,
                         callee,
-                        &|n| floats.contains(source.text(n)),
+                        &|n| floats.contains(source.text(n)).then_some("float"),
                         float_overloads,
                         &mut edits,
                         &mut memo,

@@ -320,7 +320,7 @@ pub fn translate(
         }
     };
     let mut expanded_bytes = 0usize;
-    let floats = |n: Node<'_>| scopes.binding(n).is_some_and(|b| scopes.bindings[b].float);
+    let floats = |n: Node<'_>| scopes.binding(n).and_then(|b| scopes.bindings[b].ty);
     let mut flat_uses = Vec::new();
     let mut inlined = Vec::new();
     // Uses of parameters bound to INC arguments: the identifier, the `*p`
@@ -1272,7 +1272,7 @@ const INEXACT_IN_FLOAT: &[&str] = &[
 
 /// Translates the call `node` of the math built-in `callee` where C++
 /// calls its `float` overload, on arguments that are all `float`
-/// ([`is_float`], `floats` telling the identifiers of a `float`; the call is `std::…`, or
+/// ([`is_float`], `floats` giving an identifier's declared scalar type; the call is `std::…`, or
 /// `overloads`: a source includes `<math.h>` or says `using namespace
 /// std`): `(float) sqrt(x)` for an exact one. `false` for one `.op2`
 /// cannot compute in `float` (`exp`, …), which the caller reports.
@@ -1280,7 +1280,7 @@ pub(crate) fn float_overload(
     source: &Source,
     node: Node<'_>,
     callee: &str,
-    floats: &dyn Fn(Node<'_>) -> bool,
+    floats: &dyn Fn(Node<'_>) -> Option<&'static str>,
     overloads: bool,
     edits: &mut Edits,
     memo: &mut Memo,
@@ -1315,7 +1315,7 @@ fn inexact_in_float(double: &str, what: &str, kernel: &str) -> String {
 fn is_float(
     source: &Source,
     node: Node<'_>,
-    floats: &dyn Fn(Node<'_>) -> bool,
+    floats: &dyn Fn(Node<'_>) -> Option<&'static str>,
     memo: &mut Memo,
 ) -> bool {
     // After the parts it depends on, each node once: asked for each of a
@@ -1353,7 +1353,7 @@ fn is_float(
 fn float_parts<'t>(
     source: &Source,
     n: Node<'t>,
-    floats: &dyn Fn(Node<'_>) -> bool,
+    floats: &dyn Fn(Node<'_>) -> Option<&'static str>,
 ) -> Option<Vec<Node<'t>>> {
     let leaf = |float: bool| float.then(Vec::new);
     match n.kind() {
@@ -1366,7 +1366,7 @@ fn float_parts<'t>(
                     && t.contains(['.', 'e', 'E']),
             )
         }
-        "identifier" => leaf(floats(n)),
+        "identifier" => leaf(floats(n) == Some("float")),
         "parenthesized_expression" | "unary_expression" | "pointer_expression" => {
             let operator = n.child_by_field_name("operator").map(|o| source.text(o));
             let inner = if n.kind() == "parenthesized_expression" {
@@ -1392,9 +1392,22 @@ fn float_parts<'t>(
                 n.child_by_field_name("right"),
             ) {
                 (Some("+" | "-" | "*" | "/"), Some(l), Some(r)) => {
+                    // An integer converts to the other operand's `float`:
+                    // a literal, or a variable, element or `*` of one
+                    // declared of an integer type (`x[0] * n[0]`).
                     let int = |x: Node<'_>| {
-                        x.kind() == "number_literal"
-                            && source.text(x).bytes().all(|b| b.is_ascii_digit())
+                        let named = match x.kind() {
+                            "identifier" => Some(x),
+                            "subscript_expression" | "pointer_expression" => x
+                                .child_by_field_name("argument")
+                                .filter(|a| a.kind() == "identifier"),
+                            _ => None,
+                        };
+                        (x.kind() == "number_literal"
+                            && source.text(x).bytes().all(|b| b.is_ascii_digit()))
+                            || named.is_some_and(|v| {
+                                matches!(floats(v), Some("int" | "uint" | "ll" | "ull" | "bool"))
+                            })
                     };
                     Some(if int(l) {
                         vec![r]
@@ -2104,6 +2117,37 @@ mod tests {
         let text = "#include <math.h>\n#define EXPM(v) exp(v)\ninline float fexp(float a) { return exp(a); }\ninline double root(float a) { return sqrt(a); }\ninline void k(float *f, double *d) { d[0] = root(*f); d[1] = EXPM(*d); }\ninline void j(float *f) { *f = fexp(*f); }\ninline void m(float *f) { *f = EXPM(*f); }\n";
         inline::with_helpers("k.h", text, |source, functions, helpers| {
             float_overloads_checked(source, functions, helpers);
+        });
+    }
+
+    /// `float` times an `int` is a `float` in C++, so `sqrt` of it is the
+    /// `float` overload; `int` times `int` is not (it was taken as
+    /// `double` whenever an operand was not a `float`).
+    #[test]
+    fn a_float_beside_an_integer_takes_the_float_overload() {
+        let text = "#include <math.h>\ninline void k(const float *x, const int *n, const double *y, double *d) { d[0] = sqrt(x[0] * n[0]); d[1] = sqrt(n[0] * *n); d[2] = sqrt(x[0] * y[0]); }\n";
+        inline::with_helpers("k.h", text, |source, functions, helpers| {
+            let node = functions[0].1;
+            let mut report = Report::default();
+            let translated = translate(source, node, helpers, &Bindings::default(), &mut report);
+            assert!(report.faithful(), "{report}");
+            assert!(
+                translated
+                    .text
+                    .contains("d[0] = (float) sqrt(x[0] * n[0]);"),
+                "{}",
+                translated.text
+            );
+            assert!(
+                translated.text.contains("d[1] = sqrt(n[0] * *n);"),
+                "{}",
+                translated.text
+            );
+            assert!(
+                translated.text.contains("d[2] = sqrt(x[0] * y[0]);"),
+                "{}",
+                translated.text
+            );
         });
     }
 

@@ -25,6 +25,8 @@ pub struct Binding<'t> {
     pub declarator: Node<'t>,
     /// Whether it is declared `float`.
     pub float: bool,
+    /// Its declared type in `.op2`'s spelling, when it is a scalar one.
+    pub ty: Option<&'static str>,
     /// Where its name is written: it is visible from there…
     at: usize,
     /// …to here (the end of its block).
@@ -95,10 +97,10 @@ impl<'t> Scopes<'t> {
             let Some((ident, _, _)) = c::declared_name(declarator) else {
                 continue;
             };
-            let float = parameter
+            let ty = parameter
                 .child_by_field_name("type")
-                .is_some_and(|t| scalar_type(source.text(t)) == Some("float"));
-            let id = scopes.declare(source, ident, declarator, Some(k), float, end, &visible);
+                .and_then(|t| scalar_type(source.text(t)));
+            let id = scopes.declare(source, ident, declarator, Some(k), ty, end, &visible);
             visible
                 .entry(source.text(ident).to_owned())
                 .or_default()
@@ -110,8 +112,8 @@ impl<'t> Scopes<'t> {
         // Open scopes: where each ends, and the names it declared.
         let mut open: Vec<(usize, Vec<String>)> = Vec::new();
         // Declarators' names not reached yet: (name's node id, declarator,
-        // float).
-        let mut pending: HashMap<usize, (Node<'t>, bool)> = HashMap::new();
+        // type).
+        let mut pending: HashMap<usize, (Node<'t>, Option<&'static str>)> = HashMap::new();
         walk(body, |node, _| {
             while let Some((scope_end, _)) = open.last() {
                 if node.start_byte() < *scope_end {
@@ -129,20 +131,20 @@ impl<'t> Scopes<'t> {
             if SCOPES.contains(&kind) {
                 open.push((node.end_byte(), Vec::new()));
             } else if kind == "declaration" {
-                let float = node
+                let ty = node
                     .child_by_field_name("type")
-                    .is_some_and(|t| scalar_type(source.text(t)) == Some("float"));
+                    .and_then(|t| scalar_type(source.text(t)));
                 for declarator in node.children_by_field_name("declarator", &mut node.walk()) {
                     if let Some((ident, _, _)) = c::declared_name(declarator) {
-                        pending.insert(ident.id(), (declarator, float));
+                        pending.insert(ident.id(), (declarator, ty));
                     }
                 }
             } else if kind == "identifier" {
                 let name = source.text(node);
-                if let Some((declarator, float)) = pending.remove(&node.id()) {
+                if let Some((declarator, ty)) = pending.remove(&node.id()) {
                     let scope_end = open.last().map_or(end, |(e, _)| *e);
                     let id =
-                        scopes.declare(source, node, declarator, None, float, scope_end, &visible);
+                        scopes.declare(source, node, declarator, None, ty, scope_end, &visible);
                     visible.entry(name.to_owned()).or_default().push(id);
                     if let Some((_, names)) = open.last_mut() {
                         names.push(name.to_owned());
@@ -165,7 +167,7 @@ impl<'t> Scopes<'t> {
         ident: Node<'t>,
         declarator: Node<'t>,
         param: Option<usize>,
-        float: bool,
+        ty: Option<&'static str>,
         end: usize,
         visible: &HashMap<String, Vec<usize>>,
     ) -> usize {
@@ -193,7 +195,8 @@ impl<'t> Scopes<'t> {
             name: name.clone(),
             param,
             declarator,
-            float,
+            float: ty == Some("float"),
+            ty,
             at: ident.start_byte(),
             end,
         });
