@@ -398,7 +398,7 @@ fn a_signal_mid_write_leaves_nothing(
         let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin!("op2"))
             .current_dir(scratch.path("."))
             .args(args)
-            .env("OP2_TEST_HOLD_TEMPORARY_MS", "60000")
+            .env(op2_instance::temporary::HOLD_VARIABLE, "60000")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

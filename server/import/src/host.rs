@@ -626,13 +626,13 @@ fn translate_once(
                         // The last statement of `main`'s body: nothing
                         // follows it. Anywhere else (a time loop's early
                         // end) it ends the program: `.op2`'s `return;`.
-                        let at_end = node.parent().is_some_and(|body| {
-                            body.kind() == "compound_statement"
-                                && body
-                                    .parent()
-                                    .is_some_and(|f| f.kind() == "function_definition")
-                                && c::named_children(body).last() == Some(&node)
-                        });
+                        let at_end = node.next_named_sibling().is_none()
+                            && node.parent().is_some_and(|body| {
+                                body.kind() == "compound_statement"
+                                    && body
+                                        .parent()
+                                        .is_some_and(|f| f.kind() == "function_definition")
+                            });
                         if at_end {
                             edits.replace(node, "");
                             report.add(

@@ -320,7 +320,7 @@ pub fn translate(
         }
     };
     let mut expanded_bytes = 0usize;
-    let floats = |n: Node<'_>| scopes.binding(n).and_then(|b| scopes.bindings[b].ty);
+    let types = |n: Node<'_>| scopes.binding(n).and_then(|b| scopes.bindings[b].ty);
     let mut flat_uses = Vec::new();
     let mut inlined = Vec::new();
     // Uses of parameters bound to INC arguments: the identifier, the `*p`
@@ -512,7 +512,7 @@ pub fn translate(
                         source,
                         node,
                         callee,
-                        &floats,
+                        &types,
                         helpers.float_overloads,
                         &mut edits,
                         &mut memo,
@@ -552,7 +552,7 @@ pub fn translate(
                     if helpers.float_overloads
                         && c::call_arguments(node)
                             .iter()
-                            .any(|a| is_float(source, *a, &floats, &mut memo))
+                            .any(|a| is_float(source, *a, &types, &mut memo))
                         && let Some(inexact) = macro_calls
                             .entry(callee.to_owned())
                             .or_insert_with(|| helpers.macro_calls(callee))
@@ -1272,7 +1272,7 @@ const INEXACT_IN_FLOAT: &[&str] = &[
 
 /// Translates the call `node` of the math built-in `callee` where C++
 /// calls its `float` overload, on arguments that are all `float`
-/// ([`is_float`], `floats` giving an identifier's declared scalar type; the call is `std::…`, or
+/// ([`is_float`], `types` giving an identifier's declared scalar type; the call is `std::…`, or
 /// `overloads`: a source includes `<math.h>` or says `using namespace
 /// std`): `(float) sqrt(x)` for an exact one. `false` for one `.op2`
 /// cannot compute in `float` (`exp`, …), which the caller reports.
@@ -1280,7 +1280,7 @@ pub(crate) fn float_overload(
     source: &Source,
     node: Node<'_>,
     callee: &str,
-    floats: &dyn Fn(Node<'_>) -> Option<&'static str>,
+    types: &dyn Fn(Node<'_>) -> Option<&'static str>,
     overloads: bool,
     edits: &mut Edits,
     memo: &mut Memo,
@@ -1290,7 +1290,7 @@ pub(crate) fn float_overload(
     let qualified = function.is_some_and(|f| f.kind() == "qualified_identifier");
     let float = (qualified || overloads)
         && !args.is_empty()
-        && args.iter().all(|a| is_float(source, *a, floats, memo));
+        && args.iter().all(|a| is_float(source, *a, types, memo));
     if float
         && FLOAT_OVERLOADS.contains(&callee)
         && let Some(f) = function
@@ -1309,13 +1309,14 @@ fn inexact_in_float(double: &str, what: &str, kernel: &str) -> String {
 }
 
 /// Whether C++ gives `node` the type `float`: a `float` literal, variable
-/// or element, a cast to `float`, arithmetic of those (an integer literal
-/// converts to the other operand's type), or a float overload of them;
+/// or element, a cast to `float`, arithmetic of those (an integer literal,
+/// variable or element converts to the other operand's type), or a float
+/// overload of them;
 /// `false` when it does not or when this cannot tell.
 fn is_float(
     source: &Source,
     node: Node<'_>,
-    floats: &dyn Fn(Node<'_>) -> Option<&'static str>,
+    types: &dyn Fn(Node<'_>) -> Option<&'static str>,
     memo: &mut Memo,
 ) -> bool {
     // After the parts it depends on, each node once: asked for each of a
@@ -1326,7 +1327,7 @@ fn is_float(
         if memo.float.contains_key(&n.id()) {
             continue;
         }
-        match float_parts(source, n, floats) {
+        match float_parts(source, n, types) {
             None => {
                 memo.float.insert(n.id(), false);
             }
@@ -1353,7 +1354,7 @@ fn is_float(
 fn float_parts<'t>(
     source: &Source,
     n: Node<'t>,
-    floats: &dyn Fn(Node<'_>) -> Option<&'static str>,
+    types: &dyn Fn(Node<'_>) -> Option<&'static str>,
 ) -> Option<Vec<Node<'t>>> {
     let leaf = |float: bool| float.then(Vec::new);
     match n.kind() {
@@ -1366,7 +1367,7 @@ fn float_parts<'t>(
                     && t.contains(['.', 'e', 'E']),
             )
         }
-        "identifier" => leaf(floats(n) == Some("float")),
+        "identifier" => leaf(types(n) == Some("float")),
         "parenthesized_expression" | "unary_expression" | "pointer_expression" => {
             let operator = n.child_by_field_name("operator").map(|o| source.text(o));
             let inner = if n.kind() == "parenthesized_expression" {
@@ -1396,9 +1397,13 @@ fn float_parts<'t>(
                     // a literal, or a variable, element or `*` of one
                     // declared of an integer type (`x[0] * n[0]`).
                     let int = |x: Node<'_>| {
+                        let dereferenced = x.kind() == "subscript_expression"
+                            || (x.kind() == "pointer_expression"
+                                && x.child_by_field_name("operator")
+                                    .is_some_and(|o| source.text(o) == "*"));
                         let named = match x.kind() {
                             "identifier" => Some(x),
-                            "subscript_expression" | "pointer_expression" => x
+                            _ if dereferenced => x
                                 .child_by_field_name("argument")
                                 .filter(|a| a.kind() == "identifier"),
                             _ => None,
@@ -1406,7 +1411,7 @@ fn float_parts<'t>(
                         (x.kind() == "number_literal"
                             && source.text(x).bytes().all(|b| b.is_ascii_digit()))
                             || named.is_some_and(|v| {
-                                matches!(floats(v), Some("int" | "uint" | "ll" | "ull" | "bool"))
+                                matches!(types(v), Some("int" | "uint" | "ll" | "ull" | "bool"))
                             })
                     };
                     Some(if int(l) {

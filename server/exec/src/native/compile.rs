@@ -22,7 +22,9 @@ use cranelift_codegen::ir::{
     Type, types,
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
-use op2_analysis::hir::{Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var};
+use op2_analysis::hir::{
+    Body, Builtin, Expr, ExprKind, LocalInit, Place, Stmt, StmtKind, Var, literal_index,
+};
 use op2_analysis::model::{ArgKind, Invocation, Program};
 use op2_analysis::value::{Value, common_type, promote};
 use op2_syntax::TextRange;
@@ -177,7 +179,7 @@ pub(crate) const MAX_FRAME: usize = 256 << 10;
 /// The most stack one compiled function's frame may take, its arrays
 /// (at most [`MAX_FRAME`]) and the register allocator's spill slots
 /// together (1 MiB): a kernel with many values live at once spills each to
-/// a slot of its own (about 11 bytes per value, measured), which
+/// a slot of its own (11 to 16 bytes per value, measured), which
 /// [`MAX_FRAME`] does not count. A function whose compiled frame is larger
 /// is not used; the interpreter, which keeps everything on the heap, runs
 /// it.
@@ -257,7 +259,10 @@ fn computed_indices(body: &Body, params: usize) -> (Vec<bool>, Vec<bool>) {
     let mut p = vec![false; params];
     let mut l = vec![false; body.locals.len()];
     let mut mark = |place: &Place| {
-        let computed = place.index.as_deref().is_some_and(|i| literal(i).is_none());
+        let computed = place
+            .index
+            .as_deref()
+            .is_some_and(|i| literal_index(i).is_none());
         if computed {
             match place.var {
                 Var::Param(k) => {
@@ -283,8 +288,6 @@ fn computed_indices(body: &Body, params: usize) -> (Vec<bool>, Vec<bool>) {
     }
     (p, l)
 }
-
-use op2_analysis::hir::literal_index as literal;
 
 /// A function under construction: the generator over the kernel's
 /// parameters and locals, the resolved arguments, the function's four
@@ -519,7 +522,10 @@ fn computed_consts(body: &Body, needed: &mut Vec<Slot>) {
         op2_analysis::hir::walk_stmt_exprs(stmt, &mut |e| {
             if let ExprKind::Load(place) = &e.kind
                 && let Var::Const(id) = place.var
-                && place.index.as_deref().is_some_and(|i| literal(i).is_none())
+                && place
+                    .index
+                    .as_deref()
+                    .is_some_and(|i| literal_index(i).is_none())
             {
                 needed.push(Slot::Const(id.index()));
             }
@@ -1380,7 +1386,7 @@ impl Gen<'_, '_> {
             }
             Var::Global(_) => return Err("a global inside a kernel".into()),
         };
-        let fixed = place.index.as_deref().and_then(literal);
+        let fixed = place.index.as_deref().and_then(literal_index);
         match (fixed, place.index.as_deref()) {
             (Some(_), _) | (None, None) => {
                 let i = fixed.unwrap_or(0);

@@ -628,7 +628,6 @@ impl Functions {
             ));
         }
         let alignment = u64::from(compiled.buffer.alignment);
-        let code = compiled.code_buffer().to_vec();
         let id = module
             .declare_function(name, Linkage::Local, &self.signature)
             .map_err(|e| e.to_string())?;
@@ -639,7 +638,7 @@ impl Functions {
             .map(|reloc| cranelift_module::ModuleReloc::from_mach_reloc(reloc, &context.func, id))
             .collect();
         module
-            .define_function_bytes(id, alignment, &code, &relocs)
+            .define_function_bytes(id, alignment, compiled.code_buffer(), &relocs)
             .map_err(|e| format!("{e:?}"))?;
         module.clear_context(&mut context);
         Ok((id, shape))
