@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use op2_syntax::{Location, TextRange};
+use op2_syntax::{FileId, Location, TextRange};
 use tower_lsp_server::lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionResponse, Range, TextEdit, Uri,
     WorkspaceEdit,
@@ -11,6 +11,7 @@ use tower_lsp_server::lsp_types::{
 
 use super::Context;
 use crate::handlers::diagnostics;
+use crate::handlers::references::Locator;
 
 /// The quick fixes of the diagnostics that overlap `range`.
 // `WorkspaceEdit` keys its changes by `Uri`, which clippy thinks mutable;
@@ -25,6 +26,10 @@ pub fn code_actions(context: &Context<'_>, range: Range) -> Option<CodeActionRes
     // their published form: editors ask on every move of the cursor, and a
     // broken document may have tens of thousands of diagnostics.
     let converter = diagnostics::Converter::new(context.analysed, context.uri, context.encoding);
+    // Fixes may edit imported files: each one's lines are indexed once per
+    // request, not once per edit (the document's own edits go through its
+    // rope, without indexing the whole text at each move of the cursor).
+    let mut imports = Locator::new(context);
     let mut actions = Vec::new();
     for diagnostic in context.analysed.diagnostics_overlapping(requested) {
         if diagnostic.fixes.is_empty() {
@@ -34,10 +39,16 @@ pub fn code_actions(context: &Context<'_>, range: Range) -> Option<CodeActionRes
         for (i, fix) in diagnostic.fixes.iter().enumerate() {
             let mut changes: HashMap<Uri, Vec<TextEdit>> = HashMap::new();
             for edit in &fix.edits {
-                let Some(location) = context.location(Location {
+                let location = Location {
                     file: edit.file,
                     range: edit.range,
-                }) else {
+                };
+                let located = if edit.file == FileId::MAIN {
+                    context.location(location)
+                } else {
+                    imports.location(location)
+                };
+                let Some(location) = located else {
                     continue;
                 };
                 changes.entry(location.uri).or_default().push(TextEdit {

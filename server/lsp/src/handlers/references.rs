@@ -1,5 +1,7 @@
 //! Find references and document highlights.
 
+use std::borrow::Cow;
+
 use op2_syntax::{FileId, LineIndex};
 use rustc_hash::FxHashMap;
 use tower_lsp_server::lsp_types::{
@@ -13,7 +15,8 @@ use crate::ide::navigation;
 /// answer to a rename or a search may hold hundreds).
 pub(crate) struct Locator<'c, 'a> {
     context: &'c Context<'a>,
-    files: FxHashMap<FileId, Option<(Uri, LineIndex)>>,
+    /// The document's own index is the analysis's, made once per version.
+    files: FxHashMap<FileId, Option<(Uri, Cow<'a, LineIndex>)>>,
 }
 
 impl<'c, 'a> Locator<'c, 'a> {
@@ -29,7 +32,10 @@ impl<'c, 'a> Locator<'c, 'a> {
         let context = self.context;
         let entry = self.files.entry(location.file).or_insert_with(|| {
             if location.file == FileId::MAIN {
-                return Some((context.uri.clone(), context.analysed.document.line_index()));
+                return Some((
+                    context.uri.clone(),
+                    Cow::Borrowed(context.analysed.line_index()),
+                ));
             }
             let file = context
                 .analysed
@@ -37,7 +43,7 @@ impl<'c, 'a> Locator<'c, 'a> {
                 .program
                 .files
                 .get(location.file.0 as usize)?;
-            Some((path_to_uri(&file.path)?, LineIndex::new(&file.text)))
+            Some((path_to_uri(&file.path)?, Cow::Owned(LineIndex::new(&file.text))))
         });
         let (uri, index) = entry.as_ref()?;
         Some(Location {
