@@ -332,6 +332,20 @@ async fn saving_a_program_with_errors_writes_nothing_and_says_why() {
         ["broken.op2"],
         "no file and no temporary leftovers"
     );
+    // Nor the directories of an `outDir` that does not exist yet: before,
+    // they were made when the target was decided, before the build refused
+    // the program.
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"outDir": "gen/deep"}}}}),
+    );
+    let log = save(&mut session, &uri).await;
+    assert!(log.contains("nothing written"), "{log}");
+    assert_eq!(
+        listing(&workspace.folder()),
+        ["broken.op2"],
+        "no directory made for a program with errors"
+    );
     session.shutdown().await;
 }
 

@@ -22,11 +22,14 @@ use crate::world::Analysed;
 /// a path spelled with `..`, an `outDir` that is absolute, climbs out with
 /// `..` or leads out through a link, and a target that is a link leading
 /// out, are all refused with the reason.
+///
+/// Nothing is created here: the directories of `outDir` that are missing
+/// are made by [`Output::create`], once the program is known to build.
 pub fn output_path(
     source: &Path,
     settings: &Settings,
     folders: &[WorkspaceFolder],
-) -> Result<PathBuf, String> {
+) -> Result<Output, String> {
     let stem = source
         .file_stem()
         .map_or_else(|| "graph".into(), |s| s.to_string_lossy().into_owned());
@@ -59,12 +62,41 @@ pub fn output_path(
             .ok_or_else(|| format!("cannot resolve `{}`", directory.display()))?;
     }
     inside(&folder, existing)?;
-    fs::create_dir_all(&directory)
-        .map_err(|e| format!("cannot create `{}`: {e}", directory.display()))?;
-    let directory = inside(&folder, &directory)?;
-    let target = directory.join(file_name);
-    may_replace(&folder, &target)?;
-    Ok(target)
+    let target = directory.join(&file_name);
+    if existing == directory {
+        let directory = inside(&folder, &directory)?;
+        may_replace(&folder, &directory.join(&file_name))?;
+    }
+    Ok(Output {
+        folder,
+        directory,
+        file_name,
+        target,
+    })
+}
+
+/// Where a build on save writes: decided, checked as far as what exists,
+/// and not yet created (see [`output_path`]).
+#[derive(Debug)]
+pub struct Output {
+    folder: PathBuf,
+    directory: PathBuf,
+    file_name: String,
+    /// The graph's path as decided (not canonical), for messages.
+    pub target: PathBuf,
+}
+
+impl Output {
+    /// Makes the directories that are missing and returns the graph's
+    /// canonical path, checked again inside the folder (links resolved).
+    pub fn create(self) -> Result<PathBuf, String> {
+        fs::create_dir_all(&self.directory)
+            .map_err(|e| format!("cannot create `{}`: {e}", self.directory.display()))?;
+        let directory = inside(&self.folder, &self.directory)?;
+        let target = directory.join(self.file_name);
+        may_replace(&self.folder, &target)?;
+        Ok(target)
+    }
 }
 
 /// Whether the server may write `target`, a file in a directory already
@@ -337,8 +369,26 @@ pub async fn build_with_progress(client: &Client, analysed: &Analysed, save: Sav
         refusals,
     } = save;
     let Some(source) = source else { return };
+    // A program with errors is not built, and nothing is made for it: not
+    // even the directories of `outDir` (the build itself checks again).
+    let errors = analysed
+        .diagnostics
+        .iter()
+        .filter(|d| d.severity == op2_syntax::Severity::Error)
+        .count();
+    let refused = (errors > 0 || analysed.analysis.program.main.is_none())
+        .then(|| BuildFailure::ProgramErrors(errors.max(1)));
     let path = match output_path(&source, settings, folders) {
-        Ok(path) => path,
+        Ok(output) if refused.is_some() => output.target,
+        Ok(output) => match output.create() {
+            Ok(path) => path,
+            Err(message) => {
+                client
+                    .log_message(MessageType::ERROR, format!("op2 build: {message}"))
+                    .await;
+                return;
+            }
+        },
         Err(message) => {
             let said = (document.as_str().to_owned(), message.clone());
             let new = refusals
@@ -398,16 +448,21 @@ pub async fn build_with_progress(client: &Client, analysed: &Analysed, save: Sav
     let analysis = analysed.analysis.clone();
     let graph_id = crate::world::graph_id(Some(&source));
     let target = path.clone();
-    let result = tokio::task::spawn_blocking(move || {
-        build(
-            &analysis,
-            &graph_id,
-            instance.as_deref(),
-            &target,
-            &mut NoProgress,
-        )
-    })
-    .await;
+    let result = match refused {
+        Some(failure) => Ok(Err(failure)),
+        None => {
+            tokio::task::spawn_blocking(move || {
+                build(
+                    &analysis,
+                    &graph_id,
+                    instance.as_deref(),
+                    &target,
+                    &mut NoProgress,
+                )
+            })
+            .await
+        }
+    };
     let (kind, message) = match result {
         Ok(Ok((summary, warnings))) => {
             let mut message = format!("op2 build: {summary}");
