@@ -43,7 +43,10 @@ impl<'c, 'a> Locator<'c, 'a> {
                 .program
                 .files
                 .get(location.file.0 as usize)?;
-            Some((path_to_uri(&file.path)?, Cow::Owned(LineIndex::new(&file.text))))
+            Some((
+                path_to_uri(&file.path)?,
+                Cow::Owned(LineIndex::new(&file.text)),
+            ))
         });
         let (uri, index) = entry.as_ref()?;
         Some(Location {
