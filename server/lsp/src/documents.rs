@@ -390,6 +390,16 @@ impl OpenDocument {
         self.rope.to_string()
     }
 
+    /// The length of the current text in bytes.
+    pub fn len_bytes(&self) -> usize {
+        self.rope.len_bytes()
+    }
+
+    /// The current text as a rope (shared, not copied).
+    pub fn rope(&self) -> Rope {
+        self.rope.clone()
+    }
+
     /// Whether the current text starts with `prefix`.
     pub fn starts_with(&self, prefix: &str) -> bool {
         let mut bytes = self.rope.bytes();

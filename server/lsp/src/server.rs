@@ -2,9 +2,12 @@
 //! diagnostics publishing, build on save, and dispatch of every request to
 //! its handler in `handlers/`.
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use op2_codegen::files::SOURCE_LIMIT;
 
 use tokio::io::{AsyncRead, AsyncWrite};
 use tower_lsp_server::jsonrpc::{Error, Result};
@@ -215,7 +218,9 @@ const TEST_SLOW_PARSE: &str = "// op2.test.slow-parse";
 fn runaway_error() -> Error {
     Error {
         code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
-        message: "the analysis of this document did not finish; edit it to try again".into(),
+        message: "this document was not analysed (its diagnostic says why); \
+                  edit it to try again"
+            .into(),
         data: None,
     }
 }
@@ -271,6 +276,39 @@ fn left_out(method: &str, missing: &[(Uri, Missing)]) -> Option<String> {
         message.pop();
     }
     Some(message)
+}
+
+/// Stops what runs for an opening of a document that was closed or
+/// replaced by another `didOpen`: its parse, and its analysis at its next
+/// check for cancellation.
+fn forget(entry: Entry) {
+    entry.invalidate();
+    entry.document.close();
+}
+
+/// Moves on the generation of every open program but `uri` whose latest
+/// analysis imports `path` (the file of `uri`, whose text changed, opened
+/// or closed), and returns them, to be analysed again.
+fn invalidate_importers(world: &mut World, uri: &Uri, path: Option<&Path>) -> Vec<Uri> {
+    let Some(path) = path else {
+        return Vec::new();
+    };
+    let mut importers = Vec::new();
+    for (other, entry) in world.documents.iter_mut() {
+        let imports = entry.analysed.as_ref().is_some_and(|a| {
+            a.analysis
+                .program
+                .files
+                .iter()
+                .skip(1)
+                .any(|f| f.path == path)
+        });
+        if other != uri && imports {
+            entry.invalidate();
+            importers.push(other.clone());
+        }
+    }
+    importers
 }
 
 fn lock(world: &Mutex<World>) -> std::sync::MutexGuard<'_, World> {
@@ -365,19 +403,39 @@ impl Backend {
     /// gives up at its deadline, E002) or analysis of one document never
     /// holds up requests on the others.
     async fn analyse_now(&self, uri: &Uri, asker: Asker) -> Option<Arc<Analysed>> {
-        let (snapshot, hang, slow_parse, generation, counter, path, engine, overlay) = {
+        let taken = {
             let world = lock(&self.world);
             let entry = world.documents.get(uri)?;
-            (
-                entry.document.parse_job(),
-                self.options.test_hooks && entry.document.starts_with(TEST_HANG),
-                self.options.test_hooks && entry.document.starts_with(TEST_SLOW_PARSE),
-                entry.generation(),
-                Arc::clone(&entry.generation),
-                entry.path.clone(),
-                Arc::clone(&entry.engine),
-                world.overlay(Some(uri)),
-            )
+            // A text over the limit of a source file is not parsed: the
+            // bounds of docs/reliability.md ("Limits") hold for what the
+            // server analyses as for what `op2 check` reads.
+            let length = entry.document.len_bytes();
+            if !u64::try_from(length).is_ok_and(|n| n <= SOURCE_LIMIT) {
+                Err((entry.generation(), length))
+            } else {
+                Ok((
+                    entry.document.parse_job(),
+                    self.options.test_hooks && entry.document.starts_with(TEST_HANG),
+                    self.options.test_hooks && entry.document.starts_with(TEST_SLOW_PARSE),
+                    entry.generation(),
+                    Arc::clone(&entry.generation),
+                    entry.path.clone(),
+                    Arc::clone(&entry.engine),
+                    world.overlay(Some(uri)),
+                ))
+            }
+        };
+        let (snapshot, hang, slow_parse, generation, counter, path, engine, overlay) = match taken {
+            Ok(taken) => taken,
+            Err((generation, length)) => {
+                let message = format!(
+                    "this document is {length} bytes, over the limit of {SOURCE_LIMIT} bytes \
+                     for a program, and is not analysed; it is again once edits bring it \
+                     under the limit"
+                );
+                self.abandon(uri, generation, message).await;
+                return None;
+            }
         };
         let worker = asker == Asker::Worker;
         let limit = self.options.analysis_limit;
@@ -488,6 +546,18 @@ impl Backend {
     /// Records that the parse or analysis of `generation` of `uri` ran
     /// away, abandoned after `waited`, and tells the user on the document.
     async fn runaway(&self, uri: &Uri, generation: u64, waited: Duration) {
+        let message = format!(
+            "the analysis of this document did not finish within {} s and was abandoned; \
+             it starts again when the document changes (please report the program)",
+            (waited.as_secs_f64() * 10.0).round() / 10.0
+        );
+        self.abandon(uri, generation, message).await;
+    }
+
+    /// Records that `generation` of `uri` is not analysed (it ran away, or
+    /// its text is over the limit), and tells the user on the document:
+    /// requests on it answer with an error until it changes.
+    async fn abandon(&self, uri: &Uri, generation: u64, message: String) {
         let _publishing = self.publishing.lock().await;
         let version = {
             let mut world = lock(&self.world);
@@ -502,11 +572,6 @@ impl Backend {
             entry.published = Some(generation);
             entry.document.version()
         };
-        let message = format!(
-            "the analysis of this document did not finish within {} s and was abandoned; \
-             it starts again when the document changes (please report the program)",
-            (waited.as_secs_f64() * 10.0).round() / 10.0
-        );
         let diagnostic = Diagnostic {
             range: Range::default(),
             severity: Some(DiagnosticSeverity::ERROR),
@@ -573,14 +638,28 @@ impl Backend {
     /// so a program that crashes the analyser does not loop; the next
     /// change starts a new worker.
     async fn work(&self, uri: Uri) {
+        // The opening this worker serves, told by its generation's count:
+        // a document closed and opened again meanwhile has a worker of its
+        // own, and this one leaves it alone.
+        let Some(opening) = lock(&self.world)
+            .documents
+            .get(&uri)
+            .map(|entry| Arc::clone(&entry.generation))
+        else {
+            return;
+        };
         loop {
-            let started = lock(&self.world).documents.get(&uri).map(Entry::generation);
-            let Some(started) = started else {
-                return;
+            let started = match lock(&self.world).documents.get(&uri) {
+                Some(entry) if Arc::ptr_eq(&entry.generation, &opening) => entry.generation(),
+                _ => return,
             };
             let analysed = self.analysed(&uri, Asker::Worker).await;
             let mut world = lock(&self.world);
-            let Some(entry) = world.documents.get_mut(&uri) else {
+            let Some(entry) = world
+                .documents
+                .get_mut(&uri)
+                .filter(|entry| Arc::ptr_eq(&entry.generation, &opening))
+            else {
                 return;
             };
             entry.finished.send_replace(started + 1);
@@ -913,10 +992,22 @@ impl LanguageServer for Backend {
             OpenDocument::new(&document.text, document.version),
             uri_to_path(&document.uri),
         );
-        lock(&self.world)
-            .documents
-            .insert(document.uri.clone(), entry);
+        let importers = {
+            let mut world = lock(&self.world);
+            // A second `didOpen` without a close replaces the opening: the
+            // old one's parse and analysis stop.
+            if let Some(old) = world.documents.insert(document.uri.clone(), entry) {
+                forget(old);
+            }
+            // Open programs that import this file read its text from here
+            // now.
+            let path = uri_to_path(&document.uri);
+            invalidate_importers(&mut world, &document.uri, path.as_deref())
+        };
         self.schedule(document.uri);
+        for importer in importers {
+            self.schedule(importer);
+        }
     }
 
     async fn did_change(&self, params: DidChangeTextDocumentParams) {
@@ -937,27 +1028,10 @@ impl LanguageServer for Backend {
             entry.invalidate();
         }
         // Open programs that import this file see its new text too.
-        let importers: Vec<Uri> = {
+        let importers = {
             let mut world = lock(&self.world);
             let path = world.documents.get(&uri).and_then(|e| e.path.clone());
-            let mut importers = Vec::new();
-            if let Some(path) = path {
-                for (other, entry) in world.documents.iter_mut() {
-                    let imports = entry.analysed.as_ref().is_some_and(|a| {
-                        a.analysis
-                            .program
-                            .files
-                            .iter()
-                            .skip(1)
-                            .any(|f| f.path == path)
-                    });
-                    if *other != uri && imports {
-                        entry.invalidate();
-                        importers.push(other.clone());
-                    }
-                }
-            }
-            importers
+            invalidate_importers(&mut world, &uri, path.as_deref())
         };
         self.schedule(uri);
         for importer in importers {
@@ -966,16 +1040,35 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        let closed = lock(&self.world)
-            .documents
-            .remove(&params.text_document.uri);
-        if let Some(entry) = closed {
-            // Its worker's parse, if one runs, stops.
-            entry.document.close();
+        let uri = params.text_document.uri;
+        let importers = {
+            // Under the publishing lock, so that no diagnostics of the
+            // closed document decided on before the close are sent after
+            // the empty list below.
+            let _publishing = self.publishing.lock().await;
+            let importers = {
+                let mut world = lock(&self.world);
+                match world.documents.remove(&uri) {
+                    Some(closed) => {
+                        let path = closed.path.clone();
+                        forget(closed);
+                        if let Ok(mut refusals) = world.build_refusals.lock() {
+                            refusals.retain(|(refused, _)| refused != uri.as_str());
+                        }
+                        // Open programs that import this file read it from
+                        // disk again.
+                        invalidate_importers(&mut world, &uri, path.as_deref())
+                    }
+                    None => Vec::new(),
+                }
+            };
+            handlers::semantic_tokens::forget(uri.as_str());
+            self.client.publish_diagnostics(uri, Vec::new(), None).await;
+            importers
+        };
+        for importer in importers {
+            self.schedule(importer);
         }
-        self.client
-            .publish_diagnostics(params.text_document.uri, Vec::new(), None)
-            .await;
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {

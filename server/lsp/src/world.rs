@@ -98,10 +98,14 @@ pub struct Entry {
     pub engine: Arc<Mutex<Engine>>,
     /// The latest analysis (possibly of an older generation).
     pub analysed: Option<Arc<Analysed>>,
-    /// Counts every change of what the analysis depends on: the text, and
-    /// the files it imports (on disk or open). An analysis is current when
-    /// it saw the current generation. Shared with a running analysis, which
-    /// stops when the count moves on (cancellation).
+    /// Moves on at every change of what the analysis depends on: the text,
+    /// and the files it imports (on disk or open). An analysis is current
+    /// when it saw the current generation. Shared with a running analysis,
+    /// which stops when it moves on (cancellation). Its values come from
+    /// one count of the whole process ([`next_generation`]), so no two
+    /// openings of a document ever share one: an analysis, a watchdog or a
+    /// resolved hint of a closed opening never passes for the current
+    /// opening's, whose generations all come after.
     pub generation: Arc<AtomicU64>,
     /// The generation whose diagnostics were published last.
     pub published: Option<u64>,
@@ -128,7 +132,7 @@ impl Entry {
             path,
             engine: Arc::default(),
             analysed: None,
-            generation: Arc::default(),
+            generation: Arc::new(AtomicU64::new(next_generation())),
             published: None,
             analysing: false,
             finished: tokio::sync::watch::Sender::new(0),
@@ -145,7 +149,8 @@ impl Entry {
 
     /// Records a change that the current analysis did not see.
     pub fn invalidate(&self) {
-        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.generation
+            .fetch_max(next_generation(), Ordering::SeqCst);
     }
 
     /// What `op2.status` says of this document.
@@ -170,6 +175,13 @@ impl Entry {
             .as_ref()
             .filter(|a| a.generation == generation)
     }
+}
+
+/// A generation never handed out before in this process, greater than
+/// every one that was.
+fn next_generation() -> u64 {
+    static GENERATIONS: AtomicU64 = AtomicU64::new(1);
+    GENERATIONS.fetch_add(1, Ordering::SeqCst)
 }
 
 /// Everything the handlers share.
@@ -203,16 +215,24 @@ impl World {
     /// Texts of the open documents by path, for imports that are open,
     /// leaving out `except` (the document being analysed, whose text the
     /// analysis has already).
+    ///
+    /// This runs under the server's lock at every analysis, so it copies no
+    /// text: each document's rope is shared (a clone of a rope is a count),
+    /// and only the texts an analysis imports are made into strings, by the
+    /// analysis, once each.
     pub fn overlay(&self, except: Option<&Uri>) -> Overlay {
         let files = self
             .documents
             .iter()
             .filter(|(uri, _)| Some(*uri) != except)
             .filter_map(|(_, entry)| {
-                entry
-                    .path
-                    .clone()
-                    .map(|p| (p, Arc::<str>::from(entry.document.text())))
+                entry.path.clone().map(|p| {
+                    let text = OverlayText {
+                        rope: entry.document.rope(),
+                        text: std::sync::OnceLock::new(),
+                    };
+                    (p, Arc::new(text))
+                })
             })
             .collect();
         Overlay { files }
@@ -222,16 +242,25 @@ impl World {
 /// Imports are read from open documents first, then from disk.
 #[derive(Clone, Debug, Default)]
 pub struct Overlay {
-    files: FxHashMap<PathBuf, Arc<str>>,
+    files: FxHashMap<PathBuf, Arc<OverlayText>>,
+}
+
+/// The text of an open document as an analysis found it, made into a
+/// string when (and only when) it is imported.
+#[derive(Debug)]
+struct OverlayText {
+    rope: ropey::Rope,
+    text: std::sync::OnceLock<Arc<str>>,
 }
 
 impl Loader for Overlay {
     fn load(&self, path: &Path) -> Result<Arc<str>, String> {
-        if let Some(text) = self
+        if let Some(open) = self
             .files
             .get(path)
             .filter(|_| op2_codegen::files::is_source_path(path))
         {
+            let text = open.text.get_or_init(|| Arc::from(open.rope.to_string()));
             return Ok(Arc::clone(text));
         }
         // The same rules as `op2 check`: `.op2` regular files within the
@@ -366,11 +395,21 @@ mod tests {
     }
 
     #[test]
-    fn generations_count_changes() {
+    fn generations_move_on_and_no_two_openings_share_one() {
         let entry = Entry::new(OpenDocument::new(PROGRAM, 1), None);
-        assert_eq!(entry.generation(), 0);
+        let first = entry.generation();
         entry.invalidate();
-        assert_eq!(entry.generation(), 1);
+        let second = entry.generation();
+        assert!(second > first);
         assert!(entry.current().is_none());
+        // The same document opened again (after a close, or a second
+        // `didOpen`) starts past every generation of the first opening,
+        // even one the first reaches afterwards.
+        let again = Entry::new(OpenDocument::new(PROGRAM, 1), None);
+        entry.invalidate();
+        assert!(again.generation() > second);
+        assert_ne!(again.generation(), entry.generation());
+        again.invalidate();
+        assert!(again.generation() > entry.generation());
     }
 }

@@ -661,3 +661,132 @@ async fn an_answer_over_the_clients_limit_is_sent_and_the_session_goes_on() {
         .expect("the server task does not panic");
     assert_eq!(end.status(), 0);
 }
+
+/// An open program reads each file it imports from the editor while that
+/// file is open (its unsaved text), and from disk once it is closed: it is
+/// analysed again, and its diagnostics published again, when an imported
+/// file is opened with other text and when it is closed. Before, only
+/// edits of an open import did so: a program went on with the disk's text
+/// after its import was opened with other text, and with the unsaved text
+/// after the import was closed, until the program itself changed.
+#[tokio::test]
+async fn opening_and_closing_an_import_analyses_its_importers_again() {
+    let workspace = tempfile::tempdir().expect("a temporary directory");
+    let library = workspace.path().join("lib.op2");
+    std::fs::write(&library, "set cells;\n").expect("write the library");
+    let main = workspace.path().join("main.op2");
+    let source = "import \"lib.op2\";\ndat p: double on cells;\nmain {}\n";
+    std::fs::write(&main, source).expect("write the program");
+    let (main_uri, library_uri) = (support::file_uri(&main), support::file_uri(&library));
+    let mut session = Session::in_process();
+    session.initialize(&[], Some(workspace.path()), None).await;
+    session.did_open(&main_uri, source, 1);
+    let errors = |diagnostics: &[Value]| {
+        diagnostics
+            .iter()
+            .filter(|d| d["severity"] == 1)
+            .filter_map(|d| d["message"].as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        errors(&session.diagnostics(&main_uri, 1).await),
+        Vec::<String>::new()
+    );
+
+    // Opened with text that no longer declares `cells`.
+    let from = session.mark();
+    session.did_open(&library_uri, "set nodes;\n", 1);
+    let published = session
+        .wait_for_after(
+            from,
+            "the program's diagnostics with the open import",
+            |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == main_uri,
+        )
+        .await;
+    let diagnostics = published["params"]["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        errors(&diagnostics).iter().any(|e| e.contains("cells")),
+        "{diagnostics:?}"
+    );
+
+    // Closed: the disk's text, which declares it, again.
+    let from = session.mark();
+    session.notify(
+        "textDocument/didClose",
+        json!({"textDocument": {"uri": library_uri}}),
+    );
+    let published = session
+        .wait_for_after(
+            from,
+            "the program's diagnostics after the import closed",
+            |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == main_uri,
+        )
+        .await;
+    let diagnostics = published["params"]["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        errors(&diagnostics),
+        Vec::<String>::new(),
+        "{diagnostics:?}"
+    );
+    session.shutdown().await;
+}
+
+/// A document over the 16 MiB limit of a source file is not parsed or
+/// analysed, as `op2 check` does not read such a file: it gets one
+/// diagnostic saying so, requests on it answer with an error, and an edit
+/// that brings it under the limit has it analysed again. Before, the
+/// server parsed any text the client sent (up to the transport's 64 MiB a
+/// message, and without end through appends), past the bounds the limits
+/// are derived from.
+#[tokio::test]
+async fn a_document_over_the_source_limit_is_not_analysed_until_it_is_under_it() {
+    let limit = usize::try_from(op2_codegen::files::SOURCE_LIMIT).expect("a size");
+    let program = "set cells;\nmain {}\n";
+    let mut text = String::with_capacity(limit + 64);
+    text.push_str(program);
+    while text.len() <= limit {
+        text.push_str("// padding padding padding padding padding padding padding\n");
+    }
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    session.did_open(URI, &text, 1);
+    let diagnostics = session.diagnostics(URI, 1).await;
+    assert_eq!(diagnostics.len(), 1, "{diagnostics:?}");
+    let message = diagnostics[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(&format!(
+            "this document is {} bytes, over the limit of {limit} bytes",
+            text.len()
+        )),
+        "{message}"
+    );
+    let answer = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": URI}}),
+        )
+        .await;
+    assert_eq!(answer.expect_err("an error")["code"], -32803);
+
+    // The padding removed: analysed as any program.
+    session.did_change(URI, 2, vec![json!({"text": program})]);
+    let diagnostics = session.diagnostics(URI, 2).await;
+    assert!(
+        diagnostics.iter().all(|d| d["severity"] != 1),
+        "{diagnostics:?}"
+    );
+    let answer = session
+        .request(
+            "textDocument/documentSymbol",
+            json!({"textDocument": {"uri": URI}}),
+        )
+        .await;
+    assert!(answer.is_ok_and(|symbols| symbols.to_string().contains("cells")));
+    session.shutdown().await;
+}

@@ -485,3 +485,58 @@ async fn the_binary_reads_its_options_from_its_environment() {
         "`op2 lsp` exited {ended:?} after the open: it waited for the abandoned analysis"
     );
 }
+
+/// A document closed and opened again (or opened a second time without a
+/// close, a client's slip) while the first opening's analysis runs: what
+/// that analysis comes to belongs to the closed text and never passes for
+/// the new opening's. Here the first opening's analysis runs away, and its
+/// watchdog, firing after the reopening was analysed, leaves the new
+/// opening alone: no "did not finish" on it, and requests answer from its
+/// text. Before, every opening counted its generations from 0, so the old
+/// run took the new opening's generation for its own: its watchdog marked
+/// the new document abandoned (and an old analysis that finished was kept
+/// and published as the new text's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_closed_opening_was_analysing_never_passes_for_the_new_one() {
+    let first = "// op2.test.hang\nset cells;\nmain { par_loop nowhere over cells (); }\n";
+    let second = "set edges;\nset nodes;\nmain {}\n";
+    for close in [true, false] {
+        let mut session = hooked_session();
+        session.initialize(&[], None, None).await;
+        let opened = Instant::now();
+        session.did_open(HANGING, first, 1);
+        // The first opening's analysis is under way (in its hang).
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if close {
+            session.notify(
+                "textDocument/didClose",
+                json!({"textDocument": {"uri": HANGING}}),
+            );
+        }
+        session.did_open(HANGING, second, 2);
+        let diagnostics = session.diagnostics(HANGING, 2).await;
+        // Its own: warnings of unused sets, no error of the first text.
+        assert!(
+            !diagnostics.is_empty() && diagnostics.iter().all(|d| d["code"] == "W604"),
+            "close: {close}: {diagnostics:?}"
+        );
+        // Past the first opening's watchdog.
+        session
+            .pump(opened + Duration::from_millis(LIMIT_MS + 1500))
+            .await;
+        let published = session.published(HANGING);
+        assert!(
+            !format!("{published:?}").contains("did not finish"),
+            "close: {close}: {published:?}"
+        );
+        let symbols = document_symbols(&mut session, HANGING)
+            .await
+            .unwrap_or_else(|error| panic!("close: {close}: {error}"));
+        let names: Vec<&str> = symbols
+            .as_array()
+            .map(|symbols| symbols.iter().filter_map(|s| s["name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, ["edges", "nodes", "main"], "close: {close}");
+        session.shutdown().await;
+    }
+}

@@ -386,6 +386,14 @@ fn remember(context: &Context<'_>, data: &[SemanticToken]) -> String {
     id
 }
 
+/// Drops what is remembered of a document that was closed.
+pub fn forget(uri: &str) {
+    PREVIOUS
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .remove(uri);
+}
+
 /// Every token of the document.
 pub fn full(context: &Context<'_>) -> Option<SemanticTokens> {
     let data = tokens_of(context);
