@@ -1429,13 +1429,11 @@ fn controller_device(
                     // as the marker that follows also says (poets-v4.md
                     // §4.7).
                     Some(status) => {
-                        let status = printer.expr(status);
                         let _ = write!(
                             text,
-                            "deviceState->{running} = 0;\nhandler_exit((int)({status}));\nhandler_log(0, ({status}) == 0 ? \"{}\" : \"{}\");\nreturn;",
-                            names::EXIT_MARKER,
-                            names::EXIT_FAIL_MARKER,
-                            running = names::RUNNING,
+                            "deviceState->{} = 0;\n{}return;",
+                            names::RUNNING,
+                            exit_with(&printer, status)
                         );
                     }
                     None => {
@@ -1573,6 +1571,41 @@ fn controller_device(
         ),
         plans: Vec::new(),
     }
+}
+
+/// The C++ of `exit(STATUS)` after the line is flushed: the status is
+/// evaluated once, and one outside 0..=255 stops the program as `op2 run`
+/// does (`op2_exec::interp::exit_status`), with the fault logged, status 1
+/// and the failure marker.
+fn exit_with(printer: &Printer<'_>, status: &op2_analysis::hir::Expr) -> String {
+    let mut text = format!(
+        "{{\n    {} op2_status = {};\n",
+        crate::cpp::scalar_type(status.ty),
+        printer.expr(status)
+    );
+    // No comparison the type makes always false (g++'s -Wtype-limits);
+    // a `bool` is always in range.
+    let outside = match status.ty {
+        ScalarType::Bool => None,
+        ScalarType::Uint | ScalarType::Ull => {
+            Some(("op2_status > 255", "%llu", "unsigned long long"))
+        }
+        _ => Some(("op2_status < 0 || op2_status > 255", "%lld", "long long")),
+    };
+    if let Some((condition, format, cast)) = outside {
+        let _ = write!(
+            text,
+            "    if ({condition}) {{\n        handler_log(0, \"op2: exit status {format} is outside 0..=255, the statuses a process can end with\", ({cast})op2_status);\n        handler_exit(1);\n        handler_log(0, \"{}\");\n        return;\n    }}\n",
+            names::EXIT_FAIL_MARKER
+        );
+    }
+    let _ = write!(
+        text,
+        "    handler_exit((int)op2_status);\n    handler_log(0, op2_status == 0 ? \"{}\" : \"{}\");\n}}\n",
+        names::EXIT_MARKER,
+        names::EXIT_FAIL_MARKER
+    );
+    text
 }
 
 /// One component of a reduction: `target[c]` combined with `source[c]` of
