@@ -132,9 +132,10 @@ pub struct MessageType {
 }
 
 impl MessageType {
-    /// Payload size in bytes.
-    pub fn size(&self) -> u32 {
-        self.members.iter().map(Member::size).sum()
+    /// Payload size in bytes: a sum of up to one member per global of an
+    /// invocation, each up to 8 × 65,536 bytes, so it may pass `u32`.
+    pub fn size(&self) -> u64 {
+        self.members.iter().map(|m| u64::from(m.size())).sum()
     }
 }
 

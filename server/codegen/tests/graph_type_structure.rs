@@ -10,6 +10,7 @@
 use crate::graph_type_support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::path::Path;
 
 use op2_analysis::Analysis;
@@ -1030,6 +1031,40 @@ main {
         diagnostics.iter().all(|d| d.code == Code::W801),
         "{diagnostics:#?}"
     );
+}
+
+/// A message's size is counted past `u32`: 8,192 READ globals of
+/// `double[65536]` make a begin message of 2^32 bytes, which a `u32` sum
+/// wrapped to 0 (no W801), and one more global to 524,288 bytes.
+#[test]
+fn w801_counts_a_message_past_four_gibibytes() {
+    for (count, bytes) in [(8192, "4294967296"), (8193, "4295491584")] {
+        let mut source = String::from("set cells;\ndat d: double on cells;\n");
+        let mut parameters = String::from("double *x");
+        let mut arguments = String::from("d WRITE");
+        for g in 0..count {
+            let _ = writeln!(source, "global g{g}: double[65536];");
+            let _ = write!(parameters, ", const double *a{g}");
+            let _ = write!(arguments, ", g{g} READ");
+        }
+        let _ = write!(
+            source,
+            "kernel k({parameters}) {{ x[0] = a0[0]; }}\nmain {{ par_loop k over cells ({arguments}); print(\"%g\", g1[0]); }}\n"
+        );
+        let (_, diagnostics) = diagnostics_of("big", &source);
+        let w801: Vec<&str> = diagnostics
+            .iter()
+            .filter(|d| d.code == Code::W801)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            w801,
+            [format!(
+                "message `k_begin` carries {bytes} bytes, more than the 56-byte POETS payload"
+            )],
+            "{count} globals"
+        );
+    }
 }
 
 /// Begin and end messages count too: eight double globals reduced with MIN
