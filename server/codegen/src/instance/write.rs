@@ -13,6 +13,7 @@
 //! mesh of millions of elements costs a few copies and integer conversions
 //! per line.
 
+use std::cell::Cell;
 use std::io::{self, Write};
 use std::sync::mpsc;
 
@@ -463,6 +464,9 @@ impl<'d> Edges<'d> {
             .find(|d| d.kind == DeviceKind::Controller)
             .ok_or_else(|| inconsistent("no controller device type".into()))?;
 
+        // The set size each map's targets were found within, so that a map
+        // is scanned once, not once per argument that goes through it.
+        let within: Vec<Cell<Option<u32>>> = vec![Cell::new(None); program.maps.len()];
         let mut invocations = Vec::new();
         for (number, plan) in graph.invocations.iter().enumerate() {
             let inv = plan.name.as_str();
@@ -573,12 +577,18 @@ impl<'d> Edges<'d> {
                 })?;
                 let arity = program.maps[map.index()].arity as usize;
                 let limit = data.set_size(target_set);
-                if targets.iter().any(|&t| t >= limit) {
-                    return Err(BuildError::Instance(format!(
-                        "map `{}` has a target outside set `{}` of {limit} elements (E702)",
-                        program.maps[map.index()].name,
-                        program.sets[target_set.index()].name
-                    )));
+                let checked = within.get(map.index());
+                if checked.is_none_or(|c| c.get() != Some(limit)) {
+                    if targets.iter().any(|&t| t >= limit) {
+                        return Err(BuildError::Instance(format!(
+                            "map `{}` has a target outside set `{}` of {limit} elements (E702)",
+                            program.maps[map.index()].name,
+                            program.sets[target_set.index()].name
+                        )));
+                    }
+                    if let Some(c) = checked {
+                        c.set(Some(limit));
+                    }
                 }
                 let template = if read {
                     let dst_pin = names::read_recv(inv, arg);
