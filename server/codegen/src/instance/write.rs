@@ -1280,7 +1280,9 @@ fn write_instance(
     // the edges, state zero.
     for (number, plan) in graph.invocations.iter().enumerate() {
         let aggregators = edges.invocations[number].tree.aggregators();
-        let Some(device) = graph.tree_device_type(plan.id) else {
+        // A tree with no aggregators (all its leaves the controller's
+        // children) writes none, so its zero state is not made either.
+        let Some(device) = graph.tree_device_type(plan.id).filter(|_| aggregators > 0) else {
             continue;
         };
         let id = DeviceId::tree(&plan.name);
