@@ -185,7 +185,7 @@ fn print_kernel(program: &Program, kernel: &Kernel, constness: &[bool]) -> Entry
         kernel.name,
         // The log of the handler that runs it (build.rs, PRINT_HELPERS).
         if prints {
-            "template <typename OP2Log>\n"
+            "template <typename op2_log_t>\n"
         } else {
             ""
         },
@@ -219,7 +219,7 @@ fn print_kernel(program: &Program, kernel: &Kernel, constness: &[bool]) -> Entry
     }
     if prints {
         separator(&mut text);
-        text.push_str("op2_print_t &op2_print, OP2Log &op2_log");
+        text.push_str("op2_print_t &op2_print, op2_log_t &op2_log");
     }
     text.push_str(") {\n");
     let spelling = KernelSpelling {

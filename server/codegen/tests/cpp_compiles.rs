@@ -79,7 +79,9 @@ fn prologue(unit: &mut Unit, graph: &GraphType) {
     unit.line(&format!(
         "// Graph type `{id}` as GS's write_cpp.py lays it out (poets-v4.md section 3)."
     ));
-    for header in ["cstdint", "cmath", "cstdio", "cassert"] {
+    // `<cerrno>` too, as GS's `graph.hpp` may bring it: `errno` is then a
+    // macro.
+    for header in ["cstdint", "cmath", "cstdio", "cassert", "cerrno"] {
         unit.line(&format!("#include <{header}>"));
     }
     unit.line("");
@@ -390,6 +392,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_main_control",
     "cpp_min_max_of_comparisons_and_wide_literals",
     "cpp_names_of_c_macros",
+    "cpp_names_the_generated_code_uses",
     "cpp_param_bound_to_const_and_rw",
     "cpp_print_integer_widths",
     "cpp_print_question_marks",
@@ -510,6 +513,11 @@ fn program_const_shadowed_by_local() {
 #[test]
 fn program_names_of_c_macros() {
     check(&program("cpp_names_of_c_macros"));
+}
+
+#[test]
+fn program_names_the_generated_code_uses() {
+    check(&program("cpp_names_the_generated_code_uses"));
 }
 
 /// `op2 build global.op2` names the graph `global`, the id of the

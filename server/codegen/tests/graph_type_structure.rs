@@ -1363,7 +1363,7 @@ fn a_printing_kernel_logs_through_its_execute_handler() {
     );
     assert!(
         shared.contains(
-            "template <typename OP2Log>\ninline void show(const int32_t *w, op2_print_t &op2_print, OP2Log &op2_log) {"
+            "template <typename op2_log_t>\ninline void show(const int32_t *w, op2_print_t &op2_print, op2_log_t &op2_log) {"
         ),
         "{shared}"
     );
