@@ -287,7 +287,7 @@ fn parse_shows_missing_tokens_and_exits_1() {
 fn every_example_checks_without_syntax_errors() {
     for example in examples() {
         let path = example.to_str().expect("a UTF-8 path");
-        let output = support::op2()
+        let output = op2()
             .args(["check", "--message-format", "json", path])
             .output()
             .expect("op2 runs");

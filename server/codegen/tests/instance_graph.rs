@@ -975,8 +975,8 @@ fn a_fetchs_aggregators_hold_the_items_of_their_leaves() {
 fn many_consts_globals_and_dats_arrive_by_name() {
     const N: usize = 150;
     let number = |place: usize| (place * 37) % N;
-    let on_a = |p: usize| p % 2 == 0;
-    let given = |p: usize| p % 5 == 0;
+    let on_a = |p: usize| p.is_multiple_of(2);
+    let given = |p: usize| p.is_multiple_of(5);
     let (size_a, size_b) = (3usize, 4usize);
     let mut text =
         String::from("set a;\nset b;\nmap m: a -> b[2];\ndat x: int on a;\ndat y: int on b;\n");
