@@ -136,9 +136,10 @@ enum Command {
 /// The fan limit of the generated graph.
 #[derive(Debug, clap::Args)]
 pub struct FanLimit {
-    /// Most edges any device has on a begin or end pin: completion and
-    /// start travel through trees of aggregator devices (0: one flat
-    /// controller talks to every device, as the strategy without trees).
+    /// Most edges any device has on a begin or end pin, 2 to 65536:
+    /// completion and start travel through trees of aggregator devices (0:
+    /// one flat controller talks to every device, as the strategy without
+    /// trees).
     #[arg(long, default_value_t = op2_codegen::DEFAULT_FAN_LIMIT, value_parser = fan_limit)]
     pub fan_limit: u32,
 }
@@ -146,6 +147,10 @@ pub struct FanLimit {
 fn fan_limit(text: &str) -> Result<u32, String> {
     match text.parse::<u32>() {
         Ok(1) => Err("a tree needs at least 2 children per device; 0 means no trees".into()),
+        Ok(n) if n > op2_codegen::MAX_FAN_LIMIT => Err(format!(
+            "a tree may have at most {} children per device; 0 means no trees",
+            op2_codegen::MAX_FAN_LIMIT
+        )),
         Ok(n) => Ok(n),
         Err(error) => Err(error.to_string()),
     }

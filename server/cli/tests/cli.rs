@@ -7,7 +7,7 @@ use predicates::prelude::*;
 use predicates::str::contains;
 use serde_json::{Value, json};
 
-use support::{Scratch, examples, json_lines, with_code};
+use support::{Scratch, examples, json_lines, op2, with_code};
 
 /// A program the parser and the analyser accept without a word.
 const CLEAN: &str = r#"set cells;
@@ -287,7 +287,7 @@ fn parse_shows_missing_tokens_and_exits_1() {
 fn every_example_checks_without_syntax_errors() {
     for example in examples() {
         let path = example.to_str().expect("a UTF-8 path");
-        let output = support::op2()
+        let output = op2()
             .args(["check", "--message-format", "json", path])
             .output()
             .expect("op2 runs");
@@ -303,4 +303,45 @@ fn every_example_checks_without_syntax_errors() {
             String::from_utf8_lossy(&output.stderr)
         );
     }
+}
+
+/// `--fan-limit` takes at most 65536 (`op2_codegen::MAX_FAN_LIMIT`),
+/// refused when the command line is read, before the program is read or a
+/// fetch's aggregator buffers are sized (`--fan-limit 4294967295` made
+/// `op2 build` ask for hundreds of gigabytes); 65536 itself builds.
+#[test]
+fn a_fan_limit_past_the_largest_is_refused_when_the_command_line_is_read() {
+    for command in ["build", "simulate"] {
+        for limit in ["65537", "4294967295"] {
+            op2()
+                .args([command, "missing.op2", "--instance", "missing.json"])
+                .args(["--fan-limit", limit])
+                .assert()
+                .code(2)
+                .stderr(contains(format!(
+                    "invalid value '{limit}' for '--fan-limit <FAN_LIMIT>': a tree may have at most 65536 children per device; 0 means no trees"
+                )));
+        }
+    }
+    let scratch = Scratch::new();
+    scratch.file(
+        "fetch.op2",
+        "set cells;\ndat p_v: double[6] on cells;\nglobal g: double[12];\nmain {\n    fetch p_v into g;\n    print(\"%g\", g[11]);\n}\n",
+    );
+    scratch.file("data.json", r#"{ "sets": { "cells": 2 } }"#);
+    let output = scratch
+        .op2(&[
+            "build",
+            "fetch.op2",
+            "--instance",
+            "data.json",
+            "-o",
+            "out.xml",
+        ])
+        .args(["--fan-limit", "65536"])
+        .output()
+        .expect("op2 runs");
+    assert!(output.status.success(), "{output:?}");
+    let xml = std::fs::read_to_string(scratch.path("out.xml")).expect("the graph");
+    assert!(xml.contains("double buffer_value[393216];"), "{xml}");
 }

@@ -4,7 +4,6 @@
 //! functions.
 
 use std::fmt::Write;
-use std::hash::BuildHasher;
 
 use op2_analysis::Analysis;
 use op2_analysis::fetch::Lowered;
@@ -14,7 +13,7 @@ use op2_analysis::model::{
     ArgKind, DatId, GlobalId, Invocation, InvocationId, Kernel, KernelId, Program, SetId,
 };
 use op2_syntax::ast::{AccessMode, ScalarType};
-use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::controller;
 use crate::cpp::{Printer, Spelling, line_flush, scalar_type_decl};
@@ -188,13 +187,34 @@ pub(crate) fn build(
         &controller,
         fan_limit,
     )];
-    for (index, set) in program.sets.iter().enumerate() {
-        let set_id = SetId(u32::try_from(index).unwrap_or(u32::MAX));
-        if invocations
-            .iter()
-            .any(|i| i.involved_sets.contains(&set_id))
-        {
-            device_types.push(set_device(program, &data, set_id, &set.name, &invocations));
+    // The invocations that involve each set and the dats on each set, in
+    // their order, found in one pass each rather than by a search per set.
+    let mut involving: Vec<Vec<&InvocationPlan>> = vec![Vec::new(); program.sets.len()];
+    for plan in &invocations {
+        for set in &plan.involved_sets {
+            if let Some(list) = involving.get_mut(set.index()) {
+                list.push(plan);
+            }
+        }
+    }
+    let mut dats_on: Vec<Vec<usize>> = vec![Vec::new(); program.sets.len()];
+    for (index, dat) in program.dats.iter().enumerate() {
+        if let Some(list) = dat.set.and_then(|set| dats_on.get_mut(set.index())) {
+            list.push(index);
+        }
+    }
+    for (index, ((set, involved), dats)) in program
+        .sets
+        .iter()
+        .zip(&involving)
+        .zip(&dats_on)
+        .enumerate()
+    {
+        if !involved.is_empty() {
+            let set_id = SetId(u32::try_from(index).unwrap_or(u32::MAX));
+            device_types.push(set_device(
+                program, &data, set_id, &set.name, involved, dats,
+            ));
         }
     }
     if fan_limit > 0 {
@@ -331,14 +351,20 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
         if invocation.args.iter().any(Option::is_none) {
             continue;
         }
+        // Each list keeps its first occurrences in argument order; the
+        // sets beside them answer "seen?" at once, so the plan is linear in
+        // the arguments (before E802 refuses a program with too many).
         let mut involved = vec![set];
+        let mut involved_seen = FxHashSet::from_iter([set]);
         let mut begin_globals = Vec::new();
+        let mut begin_seen = FxHashSet::default();
         let mut end_globals = Vec::new();
+        let mut end_seen = FxHashSet::default();
         let mut infos = Vec::new();
         for (k, arg) in invocation.resolved_args() {
             match arg.kind {
                 ArgKind::Info { global, of } => {
-                    if !begin_globals.contains(&global) {
+                    if begin_seen.insert(global) {
                         begin_globals.push(global);
                     }
                     if let Some(Some(reference)) = invocation.args.get(of as usize)
@@ -355,7 +381,7 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
                 }
                 ArgKind::IndirectDat { dat, .. } => {
                     if let Some(target) = program.dats[dat.index()].set
-                        && !involved.contains(&target)
+                        && involved_seen.insert(target)
                     {
                         involved.push(target);
                     }
@@ -364,11 +390,11 @@ fn invocation_plans(program: &Program) -> Vec<InvocationPlan> {
                     if matches!(
                         arg.mode,
                         AccessMode::Read | AccessMode::Min | AccessMode::Max
-                    ) && !begin_globals.contains(&global)
+                    ) && begin_seen.insert(global)
                     {
                         begin_globals.push(global);
                     }
-                    if arg.mode.is_reduction() && !end_globals.iter().any(|(g, _)| *g == global) {
+                    if arg.mode.is_reduction() && end_seen.insert(global) {
                         end_globals.push((global, arg.mode));
                     }
                 }
@@ -487,17 +513,22 @@ fn message_types(program: &Program, invocations: &[InvocationPlan]) -> Vec<Messa
         members: Vec::new(),
         role: MessageRole::Empty,
     }];
-    let mut dats: Vec<DatId> = Vec::new();
+    // The dats read or written through a map, in dat order.
+    let mut indirect = vec![false; program.dats.len()];
     for plan in invocations {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
             if let ArgKind::IndirectDat { dat, .. } = arg.kind
-                && !dats.contains(&dat)
+                && let Some(seen) = indirect.get_mut(dat.index())
             {
-                dats.push(dat);
+                *seen = true;
             }
         }
     }
-    dats.sort();
+    let dats = indirect
+        .iter()
+        .enumerate()
+        .filter(|(_, seen)| **seen)
+        .map(|(index, _)| DatId(u32::try_from(index).unwrap_or(u32::MAX)));
     for dat in dats {
         let d = &program.dats[dat.index()];
         types.push(MessageType {
@@ -554,6 +585,8 @@ fn device_plan(program: &Program, plan: &InvocationPlan, set: SetId) -> DevicePl
         write_sends: Vec::new(),
         write_recvs: Vec::new(),
     };
+    let mut read_seen = FxHashSet::default();
+    let mut write_seen = FxHashSet::default();
     for (index, arg) in program.invocations[plan.id.index()].resolved_args() {
         let ArgKind::IndirectDat { dat, .. } = arg.kind else {
             continue;
@@ -564,7 +597,7 @@ fn device_plan(program: &Program, plan: &InvocationPlan, set: SetId) -> DevicePl
             AccessMode::Rw | AccessMode::Write | AccessMode::Inc
         );
         let on_this_set = program.dats[dat.index()].set == Some(set);
-        if reads && on_this_set && !device.read_sends.contains(&dat) {
+        if reads && on_this_set && read_seen.insert(dat) {
             device.read_sends.push(dat);
         }
         if reads && iterates {
@@ -573,7 +606,7 @@ fn device_plan(program: &Program, plan: &InvocationPlan, set: SetId) -> DevicePl
         if writes && iterates {
             device.write_sends.push(index);
         }
-        if writes && on_this_set && !device.write_recvs.iter().any(|(d, _)| *d == dat) {
+        if writes && on_this_set && write_seen.insert(dat) {
             device.write_recvs.push((dat, arg.mode == AccessMode::Inc));
         }
     }
@@ -625,37 +658,32 @@ fn copy_loop(out: &mut String, length: u32, statement: impl FnOnce(&mut String, 
     out.push('\n');
 }
 
-/// The state of a device type as it is built, with the hashes of its
-/// members' names so that finding whether a name is taken does not scan
-/// every member.
+/// The state of a device type as it is built, with its members' names in a
+/// set, so that finding whether a name is taken does not scan every member
+/// (a program may give many invocations an `INFO` of the same global).
 struct State {
     members: Vec<Member>,
-    hashes: FxHashSet<u64>,
+    names: FxHashSet<String>,
 }
 
 impl State {
     fn new() -> State {
         State {
             members: Vec::new(),
-            hashes: FxHashSet::default(),
+            names: FxHashSet::default(),
         }
     }
 
     fn push(&mut self, member: Member) {
-        self.hashes
-            .insert(FxBuildHasher.hash_one(member.name.as_str()));
+        self.names.insert(member.name.clone());
         self.members.push(member);
     }
 
     /// Pushes `member` unless a member of that name exists.
     fn push_new(&mut self, member: Member) {
-        let hash = FxBuildHasher.hash_one(member.name.as_str());
-        // Equal hashes are almost always equal names; compare to be sure.
-        if self.hashes.contains(&hash) && self.members.iter().any(|m| m.name == member.name) {
-            return;
+        if self.names.insert(member.name.clone()) {
+            self.members.push(member);
         }
-        self.hashes.insert(hash);
-        self.members.push(member);
     }
 }
 
@@ -692,17 +720,16 @@ fn handler_after(first: &str) -> String {
     handler
 }
 
+/// The device type of set `set`, from the invocations that involve it (in
+/// invocation order) and the dats on it (their indices, in dat order).
 fn set_device(
     program: &Program,
     data: &DataNames,
     set: SetId,
     set_name: &str,
-    invocations: &[InvocationPlan],
+    involved: &[&InvocationPlan],
+    dats: &[usize],
 ) -> DeviceType {
-    let involved: Vec<&InvocationPlan> = invocations
-        .iter()
-        .filter(|p| p.involved_sets.contains(&set))
-        .collect();
     let plans: Vec<DevicePlan> = involved
         .iter()
         .map(|p| device_plan(program, p, set))
@@ -711,7 +738,7 @@ fn set_device(
     // The indices `idx` arguments pass: the element's own, and the targets
     // of the maps of `idx[M[K]]`.
     let mut own_index = false;
-    for plan in invocations.iter().filter(|p| p.set == set) {
+    for plan in involved.iter().filter(|p| p.set == set) {
         own_index |= !plan.infos.is_empty();
         for (k, arg) in program.invocations[plan.id.index()].resolved_args() {
             match arg.kind {
@@ -728,36 +755,35 @@ fn set_device(
         properties.insert(0, Member::scalar(names::INDEX_PROPERTY, CType::I32));
     }
     let mut state = State::new();
-    for (index, dat) in program.dats.iter().enumerate() {
-        if dat.set == Some(set) {
-            state.push(Member::array(
-                data.state[index].clone(),
-                CType::of(dat.ty.scalar),
-                dat.ty.dimension,
-            ));
-        }
+    for &index in dats {
+        let dat = &program.dats[index];
+        state.push(Member::array(
+            data.state[index].clone(),
+            CType::of(dat.ty.scalar),
+            dat.ty.dimension,
+        ));
     }
     // One landing pad per global per set, for the invocations iterating it,
-    // in the order of the globals.
-    let mut pads = vec![false; program.globals.len()];
-    for plan in invocations
+    // in the order of the globals (sorted, not marked in a vector of every
+    // global, which would cost the globals once per set).
+    let mut pads = Vec::new();
+    for plan in involved
         .iter()
         .filter(|p| p.set == set && p.fetch.is_none())
     {
         for (_, arg) in program.invocations[plan.id.index()].resolved_args() {
             if let ArgKind::Global(global) | ArgKind::Info { global, .. } = arg.kind {
-                pads[global.index()] = true;
+                pads.push(global);
             }
         }
     }
-    for (index, _) in pads.iter().enumerate().filter(|(_, pad)| **pad) {
-        state.push(global_member(
-            program,
-            GlobalId(u32::try_from(index).unwrap_or(u32::MAX)),
-        ));
+    pads.sort_unstable();
+    pads.dedup();
+    for global in pads {
+        state.push(global_member(program, global));
     }
     // The element that set each `INFO` global, from the execute step.
-    for plan in invocations.iter().filter(|p| p.set == set) {
+    for plan in involved.iter().filter(|p| p.set == set) {
         for info in &plan.infos {
             let [_, element] = info_members(program, info);
             state.push_new(element);
@@ -767,7 +793,7 @@ fn set_device(
     let mut inputs = Vec::new();
     let mut outputs = Vec::new();
     let mut ready = String::new();
-    for (device, plan) in plans.iter().zip(&involved) {
+    for (device, plan) in plans.iter().zip(involved) {
         if let Some(fetch) = &plan.fetch {
             let mut members = Vec::new();
             crate::fetch::set_pins(
@@ -1334,9 +1360,13 @@ fn controller_device(
     controller: &Controller,
     fan_limit: u32,
 ) -> DeviceType {
-    let mut state: Vec<Member> = (0..program.globals.len())
-        .map(|g| global_member(program, GlobalId(u32::try_from(g).unwrap_or(u32::MAX))))
-        .collect();
+    let mut state = State::new();
+    for g in 0..program.globals.len() {
+        state.push(global_member(
+            program,
+            GlobalId(u32::try_from(g).unwrap_or(u32::MAX)),
+        ));
+    }
     if let Some(main) = program.main.as_deref() {
         for (local, name) in main.locals.iter().zip(&controller.locals) {
             let ty = CType::of(local.ty);
@@ -1349,10 +1379,9 @@ fn controller_device(
     // The element that set each `INFO` global, while its invocation runs.
     for info in invocations.iter().flat_map(|plan| &plan.infos) {
         let [_, element] = info_members(program, info);
-        if !state.iter().any(|m| m.name == element.name) {
-            state.push(element);
-        }
+        state.push_new(element);
     }
+    let mut state = state.members;
     // The line `printf` left unfinished (compilation.md §6).
     let line_buffer = program.main.as_deref().is_some_and(has_printf);
     if line_buffer {
@@ -1429,13 +1458,11 @@ fn controller_device(
                     // as the marker that follows also says (poets-v4.md
                     // §4.7).
                     Some(status) => {
-                        let status = printer.expr(status);
                         let _ = write!(
                             text,
-                            "deviceState->{running} = 0;\nhandler_exit((int)({status}));\nhandler_log(0, ({status}) == 0 ? \"{}\" : \"{}\");\nreturn;",
-                            names::EXIT_MARKER,
-                            names::EXIT_FAIL_MARKER,
-                            running = names::RUNNING,
+                            "deviceState->{} = 0;\n{}return;",
+                            names::RUNNING,
+                            exit_with(&printer, status)
                         );
                     }
                     None => {
@@ -1573,6 +1600,41 @@ fn controller_device(
         ),
         plans: Vec::new(),
     }
+}
+
+/// The C++ of `exit(STATUS)` after the line is flushed: the status is
+/// evaluated once, and one outside 0..=255 stops the program as `op2 run`
+/// does (`op2_exec::interp::exit_status`), with the fault logged, status 1
+/// and the failure marker.
+fn exit_with(printer: &Printer<'_>, status: &op2_analysis::hir::Expr) -> String {
+    let mut text = format!(
+        "{{\n    {} op2_status = {};\n",
+        crate::cpp::scalar_type(status.ty),
+        printer.expr(status)
+    );
+    // No comparison the type makes always false (g++'s -Wtype-limits);
+    // a `bool` is always in range.
+    let outside = match status.ty {
+        ScalarType::Bool => None,
+        ScalarType::Uint | ScalarType::Ull => {
+            Some(("op2_status > 255", "%llu", "unsigned long long"))
+        }
+        _ => Some(("op2_status < 0 || op2_status > 255", "%lld", "long long")),
+    };
+    if let Some((condition, format, cast)) = outside {
+        let _ = write!(
+            text,
+            "    if ({condition}) {{\n        handler_log(0, \"op2: exit status {format} is outside 0..=255, the statuses a process can end with\", ({cast})op2_status);\n        handler_exit(1);\n        handler_log(0, \"{}\");\n        return;\n    }}\n",
+            names::EXIT_FAIL_MARKER
+        );
+    }
+    let _ = write!(
+        text,
+        "    handler_exit((int)op2_status);\n    handler_log(0, op2_status == 0 ? \"{}\" : \"{}\");\n}}\n",
+        names::EXIT_MARKER,
+        names::EXIT_FAIL_MARKER
+    );
+    text
 }
 
 /// One component of a reduction: `target[c]` combined with `source[c]` of

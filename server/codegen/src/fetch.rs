@@ -214,7 +214,9 @@ pub(crate) fn tree_device(plan: &InvocationPlan, fetch: &FetchPlan, fan_limit: u
         Member::scalar(l, CType::U32),
         Member::scalar(pending, CType::U8),
         Member::array(items, CType::U32, window),
-        Member::array(values, CType::of(fetch.scalar), window * c),
+        // The window is at most MAX_FAN_LIMIT and `c` at most 52
+        // (ITEM_BYTES), so the product never saturates.
+        Member::array(values, CType::of(fetch.scalar), window.saturating_mul(c)),
         Member::scalar(count, CType::U32),
     ];
     let begin = format!(

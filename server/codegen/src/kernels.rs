@@ -18,7 +18,7 @@ use std::sync::Arc;
 use op2_analysis::hir::{Body, Var};
 use op2_analysis::model::{ConstId, Kernel, KernelId, Program, SetId};
 use op2_syntax::ast::ScalarType;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::cpp::{Printer, Spelling, scalar_type_decl};
 use crate::names;
@@ -30,6 +30,9 @@ struct KernelSpelling<'a> {
     program: &'a Program,
     kernel: &'a Kernel,
     consts_read: RefCell<Vec<(ConstId, String)>>,
+    /// The consts in `consts_read`, so that a kernel reading many does not
+    /// search the list at every read.
+    consts_seen: RefCell<FxHashSet<ConstId>>,
 }
 
 impl Spelling for KernelSpelling<'_> {
@@ -39,9 +42,8 @@ impl Spelling for KernelSpelling<'_> {
             Var::Local(id) => names::cpp_identifier(&self.kernel.body.local(id).name),
             Var::Const(id) => {
                 let name = &self.program.consts[id.index()].name;
-                let mut read = self.consts_read.borrow_mut();
-                if !read.iter().any(|(seen, _)| *seen == id) {
-                    read.push((id, name.clone()));
+                if self.consts_seen.borrow_mut().insert(id) {
+                    self.consts_read.borrow_mut().push((id, name.clone()));
                 }
                 names::const_parameter(name)
             }
@@ -183,7 +185,7 @@ fn print_kernel(program: &Program, kernel: &Kernel, constness: &[bool]) -> Entry
         kernel.name,
         // The log of the handler that runs it (build.rs, PRINT_HELPERS).
         if prints {
-            "template <typename OP2Log>\n"
+            "template <typename op2_log_t>\n"
         } else {
             ""
         },
@@ -217,13 +219,14 @@ fn print_kernel(program: &Program, kernel: &Kernel, constness: &[bool]) -> Entry
     }
     if prints {
         separator(&mut text);
-        text.push_str("op2_print_t &op2_print, OP2Log &op2_log");
+        text.push_str("op2_print_t &op2_print, op2_log_t &op2_log");
     }
     text.push_str(") {\n");
     let spelling = KernelSpelling {
         program,
         kernel,
         consts_read: RefCell::new(Vec::new()),
+        consts_seen: RefCell::new(FxHashSet::default()),
     };
     let mut printer = Printer {
         spelling: &spelling,

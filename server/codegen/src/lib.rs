@@ -35,7 +35,7 @@ use op2_syntax::Diagnostic;
 
 pub use build::{graph_type, graph_type_with_fan_limit};
 pub use generator::{Generator, GeneratorStats};
-pub use model::{DEFAULT_FAN_LIMIT, GraphType};
+pub use model::{DEFAULT_FAN_LIMIT, GraphType, MAX_FAN_LIMIT};
 
 /// The diagnostics of code generation for an analysed program: empty when
 /// the program has errors (nothing would be generated).

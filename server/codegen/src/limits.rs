@@ -17,7 +17,7 @@ use crate::names;
 use crate::topology::{self, DeviceRef, Edge, Tree};
 
 /// The hardware's message payload in bytes (poets-v4.md §6).
-pub const MAX_MESSAGE_BYTES: u32 = 56;
+pub const MAX_MESSAGE_BYTES: u64 = 56;
 
 /// Output pins a device type may have (poets-v4.md §6).
 pub const MAX_OUTPUT_PINS: usize = 32;

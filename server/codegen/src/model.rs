@@ -132,9 +132,10 @@ pub struct MessageType {
 }
 
 impl MessageType {
-    /// Payload size in bytes.
-    pub fn size(&self) -> u32 {
-        self.members.iter().map(Member::size).sum()
+    /// Payload size in bytes: a sum of up to one member per global of an
+    /// invocation, each up to 8 × 65,536 bytes, so it may pass `u32`.
+    pub fn size(&self) -> u64 {
+        self.members.iter().map(|m| u64::from(m.size())).sum()
     }
 }
 
@@ -348,11 +349,14 @@ impl FetchPlan {
     /// Items the controller asks for at once with fan limit `fan_limit`:
     /// K, the slots of an aggregator's buffer, so that no buffer can
     /// overflow; with the flat controller (0), all of them, `u32::MAX`.
+    /// At most [`MAX_FAN_LIMIT`], which the command line enforces on K: a
+    /// larger K from elsewhere asks for that many at once (fewer items in
+    /// flight than the aggregators could hold is always safe).
     pub fn window(fan_limit: u32) -> u32 {
         if fan_limit == 0 {
             u32::MAX
         } else {
-            fan_limit.max(2)
+            fan_limit.clamp(2, MAX_FAN_LIMIT)
         }
     }
 }
@@ -425,6 +429,12 @@ pub struct Controller {
 /// no device has more than 16 edges on a begin or end pin (compilation.md
 /// §11 says why 16).
 pub const DEFAULT_FAN_LIMIT: u32 = 16;
+
+/// The largest fan limit `op2 build` and `op2 simulate` take, 2^16: a
+/// fetch's aggregators keep a buffer of K items (up to 56 bytes each), and
+/// the writer makes its initialiser, so K sizes memory (`--fan-limit
+/// 4294967295` asked for hundreds of gigabytes).
+pub const MAX_FAN_LIMIT: u32 = 1 << 16;
 
 /// A POETS graph type for one program.
 #[derive(Clone, Debug, PartialEq)]

@@ -249,11 +249,21 @@ const BUILTIN_FUNCTIONS: &[&str] = &[
     "cos", "tan", "asin", "acos", "atan", "atan2", "floor", "ceil", "round", "isnan", "isinf",
 ];
 
+/// Names that are neither keywords nor built-ins but that a kernel's C++
+/// cannot declare: `snprintf`, which a printing kernel calls unqualified (a
+/// local of that name hides it); `errno`, a macro once `<cerrno>` is in;
+/// and the macros g++ predefines (as `1`) in its default GNU modes, which GS
+/// compiles with (poets-v4.md §3.1): `linux`, `unix`, and `i386` on 32-bit
+/// x86. (`NULL` and the other capitals are macro-style names.)
+const UNQUALIFIED_AND_PREDEFINED: &[&str] = &["snprintf", "errno", "linux", "unix", "i386"];
+
 /// A name from the program as a C++ identifier. Names C++ would read
 /// otherwise are prefixed with `op2_v_`: keywords, the generated code's own
-/// names, built-in functions, names in the macro style of C headers (`M_PI`,
-/// `INFINITY`: all capitals), and names that already start with `op2_` (so
-/// that no two program names can meet after the prefix).
+/// names, built-in functions, the names of [`UNQUALIFIED_AND_PREDEFINED`],
+/// names in the macro style of C headers (`M_PI`, `INFINITY`, `NULL`: all
+/// capitals), and names that already start with `op2_` (so that no two
+/// program names can meet after the prefix). Kernel names go through it too,
+/// where the kernel is defined and where it is called.
 pub fn cpp_identifier(name: &str) -> String {
     let macro_style = name.chars().any(|c| c.is_ascii_uppercase())
         && name
@@ -261,6 +271,7 @@ pub fn cpp_identifier(name: &str) -> String {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
     if CPP_KEYWORDS.contains(&name)
         || BUILTIN_FUNCTIONS.contains(&name)
+        || UNQUALIFIED_AND_PREDEFINED.contains(&name)
         || macro_style
         || name.starts_with("op2_")
     {

@@ -122,13 +122,20 @@ fn kernel_but_body(a: &Kernel, b: &Kernel) -> bool {
         name,
         location: _,
         params,
-        // Printed through the kernel cache, which compares them itself.
-        body: _,
+        // Printed through the kernel cache, which compares them itself;
+        // but whether it prints decides the execute handlers that call it
+        // (their print buffer and the arguments they pass), so that is
+        // compared here.
+        body,
         // Derived from the body, and not read by the code generator.
         summary: _,
         consts_used,
     } = a;
-    *name == b.name && all(params, &b.params, param) && *consts_used == b.consts_used
+    *name == b.name
+        && all(params, &b.params, param)
+        && *consts_used == b.consts_used
+        && op2_analysis::hir::first_print(body).is_some()
+            == op2_analysis::hir::first_print(&b.body).is_some()
 }
 
 fn param(a: &Param, b: &Param) -> bool {

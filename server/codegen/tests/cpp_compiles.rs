@@ -79,7 +79,9 @@ fn prologue(unit: &mut Unit, graph: &GraphType) {
     unit.line(&format!(
         "// Graph type `{id}` as GS's write_cpp.py lays it out (poets-v4.md section 3)."
     ));
-    for header in ["cstdint", "cmath", "cstdio", "cassert"] {
+    // `<cerrno>` too, as GS's `graph.hpp` may bring it: `errno` is then a
+    // macro.
+    for header in ["cstdint", "cmath", "cstdio", "cassert", "cerrno"] {
         unit.line(&format!("#include <{header}>"));
     }
     unit.line("");
@@ -390,6 +392,7 @@ const PROGRAMS: &[&str] = &[
     "cpp_main_control",
     "cpp_min_max_of_comparisons_and_wide_literals",
     "cpp_names_of_c_macros",
+    "cpp_names_the_generated_code_uses",
     "cpp_param_bound_to_const_and_rw",
     "cpp_print_integer_widths",
     "cpp_print_question_marks",
@@ -512,6 +515,11 @@ fn program_names_of_c_macros() {
     check(&program("cpp_names_of_c_macros"));
 }
 
+#[test]
+fn program_names_the_generated_code_uses() {
+    check(&program("cpp_names_the_generated_code_uses"));
+}
+
 /// `op2 build global.op2` names the graph `global`, the id of the
 /// controller's device type: GS's `{graph}_properties_t` (graph properties)
 /// and `{device}_properties_t` then name two different structs.
@@ -608,11 +616,18 @@ fn the_shared_helpers_compute_what_op2_run_computes() {
         i32::from(max(nan, 1.0).is_nan()),
         i32::from(max(1.0, nan).is_nan()),
     ));
-    let source = work_dir().join("helpers.cpp");
-    let binary = work_dir().join("helpers");
-    std::fs::write(&source, &program).expect("writing the program");
+    assert_eq!(compile_and_run("helpers", &program, &["-O2"]), expected);
+}
+
+/// Compiles the C++ `program` as `{stem}.cpp` with `flags`, runs it and
+/// returns its standard output; fails if either step does.
+fn compile_and_run(stem: &str, program: &str, flags: &[&str]) -> String {
+    let source = work_dir().join(format!("{stem}.cpp"));
+    let binary = work_dir().join(stem);
+    std::fs::write(&source, program).expect("writing the program");
     let compiled = Command::new(compiler())
-        .args(["-O2", "-o"])
+        .args(flags)
+        .arg("-o")
         .arg(&binary)
         .arg(&source)
         .output()
@@ -624,5 +639,94 @@ fn the_shared_helpers_compute_what_op2_run_computes() {
     );
     let ran = Command::new(&binary).output().expect("running the program");
     assert!(ran.status.success(), "{ran:?}");
-    assert_eq!(String::from_utf8_lossy(&ran.stdout), expected);
+    String::from_utf8_lossy(&ran.stdout).into_owned()
+}
+
+/// Runs `main` of the program `text` (one with no par_loop, so that one
+/// step of the controller runs it to its end) in the generated C++,
+/// compiled and run: what `handler_log` and `handler_exit` are given, one
+/// line each, in order. `handler_exit` returns, as in epoch_sim, so what
+/// follows it shows too.
+fn run_main(id: &str, text: &str) -> String {
+    let (_, graph, _) = graph_type_support::graph_of_source(id, text);
+    let source = work_dir().join(format!("{id}.cpp"));
+    let mut program = translation_unit(&graph, &source.display().to_string());
+    let _ = write!(
+        program,
+        r#"
+#include <cstdarg>
+#include <cstdlib>
+extern "C" void handler_log(int level, const char *fmt, ...) {{
+    va_list args;
+    va_start(args, fmt);
+    printf("log %d: ", level);
+    vprintf(fmt, args);
+    va_end(args);
+    printf("\n");
+}}
+extern "C" void handler_exit(int code) {{ printf("exit %d\n", code); }}
+void handler_assert(bool condition) {{ if (!condition) abort(); }}
+int main() {{
+    static {id}_properties_t graph;
+    static global_properties_t properties;
+    static global_state_t state;
+    static empty_message_t message;
+    bool send = true;
+    ns_global::on_init(&graph, &properties, &state);
+    ns_global::on_send_step(&graph, &properties, &state, &message, &send, nullptr);
+    return 0;
+}}
+"#
+    );
+    compile_and_run(id, &program, &[])
+}
+
+/// `exit(STATUS)` evaluates its status once (`exit(i++)` ends with 0 and
+/// the success marker, as in `op2 run`), and a status outside 0..=255 stops
+/// the program with the fault `op2 run` reports, status 1 and the failure
+/// marker, whatever the status's type.
+#[test]
+fn exit_evaluates_its_status_once_and_refuses_one_outside_a_byte() {
+    let success = "log 0: _HANDLER_EXIT_SUCCESS_9be65737_";
+    let fail = "log 0: _HANDLER_EXIT_FAIL_9be65737_";
+    let outside = |shown: &str| {
+        format!(
+            "log 0: op2: exit status {shown} is outside 0..=255, the statuses a process can end with\nexit 1\n{fail}\n"
+        )
+    };
+    let cases = [
+        (
+            "exit_once",
+            "main {\n    int i = 0;\n    exit(i++);\n}\n",
+            format!("exit 0\n{success}\n"),
+        ),
+        (
+            "exit_three",
+            "main {\n    ll n = 1;\n    exit(n + 2);\n}\n",
+            format!("exit 3\n{fail}\n"),
+        ),
+        (
+            "exit_high",
+            "main {\n    int n = 300;\n    exit(n);\n}\n",
+            outside("300"),
+        ),
+        (
+            "exit_negative",
+            "main {\n    ll n = -1;\n    exit(n);\n}\n",
+            outside("-1"),
+        ),
+        (
+            "exit_unsigned",
+            "main {\n    uint n = 256u;\n    exit(n);\n}\n",
+            outside("256"),
+        ),
+        (
+            "exit_bool",
+            "main {\n    bool b = true;\n    exit(b);\n}\n",
+            format!("exit 1\n{fail}\n"),
+        ),
+    ];
+    for (id, text, expected) in cases {
+        assert_eq!(run_main(id, text), expected, "{text}");
+    }
 }

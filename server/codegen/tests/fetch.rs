@@ -170,7 +170,7 @@ fn a_fetch_of_a_large_dat_is_not_w801() {
     let (analysis, graph, xml) = graph_of_source("fetch", text);
     let diagnostics = op2_codegen::diagnostics(&analysis, "fetch");
     assert!(diagnostics.is_empty(), "{diagnostics:?}");
-    let sizes: Vec<(&str, u32)> = graph
+    let sizes: Vec<(&str, u64)> = graph
         .message_types
         .iter()
         .map(|m| (m.id.as_str(), m.size()))

@@ -124,6 +124,27 @@ const STEPS: &[Step] = &[
         edits: &[("* dx + 0.0", "* dx + 0.25")],
         expect: reuse(2, 1, true),
     },
+    // Whether a kernel prints decides the execute handlers that call it
+    // (their print buffer and the arguments they pass): the graph type is
+    // built again, not only the kernel.
+    Step {
+        what: "a kernel's first print added",
+        edits: &[(
+            "a[0] = b[0] * gam;",
+            "a[0] = b[0] * gam;\n    print(\"x\");",
+        )],
+        expect: reuse(2, 1, false),
+    },
+    Step {
+        what: "a second print added",
+        edits: &[("print(\"x\");", "print(\"x\");\n    print(\"y\");")],
+        expect: reuse(2, 1, true),
+    },
+    Step {
+        what: "a kernel's prints removed",
+        edits: &[("\n    print(\"x\");\n    print(\"y\");", "")],
+        expect: reuse(2, 1, false),
+    },
     // `copy`'s second parameter becomes writable, so its function loses a
     // `const` although its text is the same.
     Step {

@@ -10,6 +10,7 @@
 use crate::graph_type_support;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::path::Path;
 
 use op2_analysis::Analysis;
@@ -1032,6 +1033,40 @@ main {
     );
 }
 
+/// A message's size is counted past `u32`: 8,192 READ globals of
+/// `double[65536]` make a begin message of 2^32 bytes, which a `u32` sum
+/// wrapped to 0 (no W801), and one more global to 524,288 bytes.
+#[test]
+fn w801_counts_a_message_past_four_gibibytes() {
+    for (count, bytes) in [(8192, "4294967296"), (8193, "4295491584")] {
+        let mut source = String::from("set cells;\ndat d: double on cells;\n");
+        let mut parameters = String::from("double *x");
+        let mut arguments = String::from("d WRITE");
+        for g in 0..count {
+            let _ = writeln!(source, "global g{g}: double[65536];");
+            let _ = write!(parameters, ", const double *a{g}");
+            let _ = write!(arguments, ", g{g} READ");
+        }
+        let _ = write!(
+            source,
+            "kernel k({parameters}) {{ x[0] = a0[0]; }}\nmain {{ par_loop k over cells ({arguments}); print(\"%g\", g1[0]); }}\n"
+        );
+        let (_, diagnostics) = diagnostics_of("big", &source);
+        let w801: Vec<&str> = diagnostics
+            .iter()
+            .filter(|d| d.code == Code::W801)
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(
+            w801,
+            [format!(
+                "message `k_begin` carries {bytes} bytes, more than the 56-byte POETS payload"
+            )],
+            "{count} globals"
+        );
+    }
+}
+
 /// Begin and end messages count too: eight double globals reduced with MIN
 /// are 64 bytes each way.
 #[test]
@@ -1298,7 +1333,7 @@ fn printf_gives_the_controller_a_line_buffer_and_exit_its_status() {
     let flush = step.find(
         "deviceState->line_length = op2_print_flush((char *)deviceState->line, deviceState->line_length, op2_log);",
     );
-    let exit = step.find("handler_exit((int)((deviceState->global_g[0] + 1)));");
+    let exit = step.find("int32_t op2_status = (deviceState->global_g[0] + 1);");
     assert!(flush.is_some() && exit.is_some() && flush < exit, "{step}");
     let without = "global g: int;\n\nmain {\n    print(\"%d\", g);\n}\n";
     let (_, graph, _) = check_source("without_printf", without);
@@ -1328,7 +1363,7 @@ fn a_printing_kernel_logs_through_its_execute_handler() {
     );
     assert!(
         shared.contains(
-            "template <typename OP2Log>\ninline void show(const int32_t *w, op2_print_t &op2_print, OP2Log &op2_log) {"
+            "template <typename op2_log_t>\ninline void show(const int32_t *w, op2_print_t &op2_print, op2_log_t &op2_log) {"
         ),
         "{shared}"
     );

@@ -184,6 +184,8 @@ struct Seen {
     edges: usize,
     /// Values of each device's state members.
     state: HashMap<String, HashMap<String, Vec<String>>>,
+    /// Values of each device's properties.
+    properties: HashMap<String, HashMap<String, Vec<String>>>,
     /// Values of the graph properties.
     graph_properties: HashMap<String, Vec<String>>,
 }
@@ -457,6 +459,7 @@ fn check_structure(xml: &str, graph: &GraphType) -> Seen {
         devices: device_types.len(),
         edges: count,
         state,
+        properties,
         graph_properties: graph_values,
     }
 }
@@ -475,14 +478,16 @@ fn ide_invocation_of(role: PinRole) -> Option<op2_analysis::model::InvocationId>
 }
 
 /// [`build_and_check_with`] for the flat controller, the default trees and
-/// the deepest trees (two children per device).
-fn build_and_check(program: &Path, json_path: &Path) {
-    for fan_limit in [0, op2_codegen::DEFAULT_FAN_LIMIT, 2] {
-        build_and_check_with(program, json_path, fan_limit);
-    }
+/// the deepest trees (two children per device); what each saw.
+fn build_and_check(program: &Path, json_path: &Path) -> Vec<Seen> {
+    [0, op2_codegen::DEFAULT_FAN_LIMIT, 2]
+        .into_iter()
+        .map(|fan_limit| build_and_check_with(program, json_path, fan_limit))
+        .collect()
 }
 
-fn build_and_check_with(program: &Path, json_path: &Path, fan_limit: u32) {
+/// [`build_and_check`] with one fan limit; what the structure check saw.
+fn build_and_check_with(program: &Path, json_path: &Path, fan_limit: u32) -> Seen {
     let analysis = analyse(program);
     let graph_id = op2_codegen::graph_id(program);
     let graph = op2_codegen::graph_type_with_fan_limit(&analysis, &graph_id, fan_limit);
@@ -560,6 +565,7 @@ fn build_and_check_with(program: &Path, json_path: &Path, fan_limit: u32) {
             "length of `{name}`"
         );
     }
+    seen
 }
 
 #[test]
@@ -958,4 +964,88 @@ fn a_fetchs_aggregators_hold_the_items_of_their_leaves() {
             "<DevI id=\"tree_op2_fetch_p_v_2\" type=\"tree_op2_fetch_p_v\" P=\"{64,80}\"",
         ]
     );
+}
+
+/// The initialisers of consts, globals, dats and `idx[M[K]]` properties,
+/// which the writer finds by name, for many of each declared in an order
+/// unlike their names' (each name's number a permutation of its place):
+/// every value is where the program's text or the JSON puts it, computed
+/// here from the names alone.
+#[test]
+fn many_consts_globals_and_dats_arrive_by_name() {
+    const N: usize = 150;
+    let number = |place: usize| (place * 37) % N;
+    let on_a = |p: usize| p.is_multiple_of(2);
+    let given = |p: usize| p.is_multiple_of(5);
+    let (size_a, size_b) = (3usize, 4usize);
+    let mut text =
+        String::from("set a;\nset b;\nmap m: a -> b[2];\ndat x: int on a;\ndat y: int on b;\n");
+    let mut json_dats = vec![format!(r#""y": [{}]"#, ["5", "6", "7", "8"].join(","))];
+    for place in 0..N {
+        let p = number(place);
+        text.push_str(&format!("const c{p}: int = {};\n", 1000 + 3 * p));
+        text.push_str(&format!("global g{p}: int = {};\n", 2000 + p));
+        let (set, size) = if on_a(p) {
+            ("a", size_a)
+        } else {
+            ("b", size_b)
+        };
+        if given(p) {
+            text.push_str(&format!("dat d{p}: int on {set};\n"));
+            let rows: Vec<String> = (0..size).map(|e| (4000 + 10 * p + e).to_string()).collect();
+            json_dats.push(format!(r#""d{p}": [{}]"#, rows.join(",")));
+        } else {
+            text.push_str(&format!("dat d{p}: int on {set} = {};\n", 3000 + p));
+        }
+    }
+    text.push_str(
+        "kernel k(int *x, const int *far, const int *near, const int *y) { x[0] = *far + *near + y[0]; }\n\
+         main { par_loop k over a (x WRITE, idx[m[1]], idx[m[0]], y[m[0]] READ); print(\"%d\", g0); }\n",
+    );
+    let targets = [[0, 1], [2, 3], [3, 0]];
+    let json = format!(
+        r#"{{"sets": {{"a": {size_a}, "b": {size_b}}}, "maps": {{"m": [[0, 1], [2, 3], [3, 0]]}}, "dats": {{{}}}}}"#,
+        json_dats.join(", ")
+    );
+    let directory = tempfile::tempdir().unwrap();
+    let program = directory.path().join("many.op2");
+    let json_path = directory.path().join("many.json");
+    std::fs::write(&program, &text).unwrap();
+    std::fs::write(&json_path, &json).unwrap();
+    for seen in build_and_check(&program, &json_path) {
+        for p in 0..N {
+            assert_eq!(
+                seen.graph_properties[&format!("global_c{p}")],
+                [(1000 + 3 * p).to_string()],
+                "const `c{p}`"
+            );
+            assert_eq!(
+                seen.state["global"][&format!("global_g{p}")],
+                [(2000 + p).to_string()],
+                "global `g{p}`"
+            );
+            let (set, size) = if on_a(p) {
+                ("a", size_a)
+            } else {
+                ("b", size_b)
+            };
+            for e in 0..size {
+                let value = if given(p) {
+                    4000 + 10 * p + e
+                } else {
+                    3000 + p
+                };
+                assert_eq!(
+                    seen.state[&format!("{set}_{e}")][&format!("dat_d{p}")],
+                    [value.to_string()],
+                    "dat `d{p}` of `{set}_{e}`"
+                );
+            }
+        }
+        for (e, [near, far]) in targets.iter().enumerate() {
+            let properties = &seen.properties[&format!("a_{e}")];
+            assert_eq!(properties["k_arg1_index"], [far.to_string()], "a_{e}");
+            assert_eq!(properties["k_arg2_index"], [near.to_string()], "a_{e}");
+        }
+    }
 }

@@ -13,6 +13,7 @@
 //! mesh of millions of elements costs a few copies and integer conversions
 //! per line.
 
+use std::cell::Cell;
 use std::io::{self, Write};
 use std::sync::mpsc;
 
@@ -21,6 +22,7 @@ use op2_analysis::model::{ArgKind, Program, SetId};
 use op2_analysis::value::Value;
 
 use op2_instance::{DatValues, InstanceData, Phase, Progress, Section, path};
+use rustc_hash::FxHashMap;
 
 use super::instance_id;
 use crate::model::{CType, DeviceKind, DeviceType, GraphType, Member};
@@ -462,6 +464,9 @@ impl<'d> Edges<'d> {
             .find(|d| d.kind == DeviceKind::Controller)
             .ok_or_else(|| inconsistent("no controller device type".into()))?;
 
+        // The set size each map's targets were found within, so that a map
+        // is scanned once, not once per argument that goes through it.
+        let within: Vec<Cell<Option<u32>>> = vec![Cell::new(None); program.maps.len()];
         let mut invocations = Vec::new();
         for (number, plan) in graph.invocations.iter().enumerate() {
             let inv = plan.name.as_str();
@@ -572,12 +577,18 @@ impl<'d> Edges<'d> {
                 })?;
                 let arity = program.maps[map.index()].arity as usize;
                 let limit = data.set_size(target_set);
-                if targets.iter().any(|&t| t >= limit) {
-                    return Err(BuildError::Instance(format!(
-                        "map `{}` has a target outside set `{}` of {limit} elements (E702)",
-                        program.maps[map.index()].name,
-                        program.sets[target_set.index()].name
-                    )));
+                let checked = within.get(map.index());
+                if checked.is_none_or(|c| c.get() != Some(limit)) {
+                    if targets.iter().any(|&t| t >= limit) {
+                        return Err(BuildError::Instance(format!(
+                            "map `{}` has a target outside set `{}` of {limit} elements (E702)",
+                            program.maps[map.index()].name,
+                            program.sets[target_set.index()].name
+                        )));
+                    }
+                    if let Some(c) = checked {
+                        c.set(Some(limit));
+                    }
                 }
                 let template = if read {
                     let dst_pin = names::read_recv(inv, arg);
@@ -786,6 +797,15 @@ enum Piece {
     },
 }
 
+/// What a graph property of the instance's `P` is.
+#[derive(Clone, Copy)]
+enum GraphProperty {
+    /// Const number `.0`: `global_{C}`.
+    Const(usize),
+    /// The size of set number `.0`: `length_{S}`.
+    Length(usize),
+}
+
 /// An initialiser as pieces.
 #[derive(Debug, Default)]
 struct Pieces(Vec<Piece>);
@@ -887,18 +907,56 @@ fn attribute_text(name: &str, members: &[Member], text: &str) -> String {
     }
 }
 
-/// Pieces of an initialiser of a set device's members.
+/// Pieces of an initialiser of a set device's members. Each member is
+/// looked up by its name in maps made once per call from the device's
+/// plans (its properties) or from `dats_of_set`, the dats of its set in
+/// declaration order (its state), so the cost is linear in the members,
+/// the plans' arguments and the dats.
+#[allow(clippy::too_many_arguments)]
 fn set_pieces(
     program: &Program,
     data: &InstanceData,
     device: &DeviceType,
     slots: &[usize],
+    dats_of_set: &[usize],
     members: &[Member],
     properties: bool,
 ) -> Result<Pieces, BuildError> {
     let DeviceKind::Set(set) = device.kind else {
         unreachable!("set devices only")
     };
+    // The maps of the properties: `{inv}_arg{k}_index` of the map targets
+    // `idx` arguments pass (only an iterating plan has them, build.rs),
+    // then the counts; the first of equal names is kept, as a search in
+    // that order would find it.
+    let mut targets = FxHashMap::default();
+    let mut totals = FxHashMap::default();
+    let mut dats = FxHashMap::default();
+    if properties {
+        for plan in device.plans.iter().filter(|plan| plan.iterates) {
+            let invocation = &program.invocations[plan.invocation.index()];
+            for (k, arg) in invocation.resolved_args() {
+                if let ArgKind::Index(Some((map, index))) = arg.kind {
+                    targets
+                        .entry(names::index_property(&plan.name, k))
+                        .or_insert((map.index(), index));
+                }
+            }
+        }
+        for (plan, &slot) in device.plans.iter().zip(slots) {
+            totals
+                .entry(names::read_recv_total(&plan.name))
+                .or_insert((true, slot));
+            totals
+                .entry(names::write_recv_total(&plan.name))
+                .or_insert((false, slot));
+        }
+    } else {
+        for &index in dats_of_set {
+            dats.entry(names::dat_state(&program.dats[index].name))
+                .or_insert(index);
+        }
+    }
     let mut pieces = Pieces::default();
     pieces.text(b"{");
     for (k, member) in members.iter().enumerate() {
@@ -910,46 +968,21 @@ fn set_pieces(
                 pieces.piece(Piece::Index);
                 continue;
             }
-            let target = device.plans.iter().find_map(|plan| {
-                let invocation = &program.invocations[plan.invocation.index()];
-                invocation
-                    .resolved_args()
-                    .find_map(|(k, arg)| match arg.kind {
-                        ArgKind::Index(Some((map, index)))
-                            if member.name == names::index_property(&plan.name, k) =>
-                        {
-                            Some(Piece::MapTarget {
-                                map: map.index(),
-                                index,
-                            })
-                        }
-                        _ => None,
-                    })
-            });
-            if let Some(piece) = target {
-                pieces.piece(piece);
+            if let Some(&(map, index)) = targets.get(member.name.as_str()) {
+                pieces.piece(Piece::MapTarget { map, index });
                 continue;
             }
-            let found = device.plans.iter().zip(slots).find_map(|(plan, &slot)| {
-                if member.name == names::read_recv_total(&plan.name) {
-                    Some(Piece::Count(true, slot))
-                } else if member.name == names::write_recv_total(&plan.name) {
-                    Some(Piece::Count(false, slot))
-                } else {
-                    None
+            match totals.get(member.name.as_str()) {
+                Some(&(read, slot)) if member.length.is_none() => {
+                    pieces.piece(Piece::Count(read, slot));
                 }
-            });
-            match found {
-                Some(piece) if member.length.is_none() => pieces.piece(piece),
                 _ => pieces.text(zero_member(member)?.as_bytes()),
             }
             continue;
         }
-        let dat = program
-            .dats
-            .iter()
-            .enumerate()
-            .find(|(_, d)| d.set == Some(set) && member.name == names::dat_state(&d.name));
+        let dat = dats
+            .get(member.name.as_str())
+            .map(|&index| (index, &program.dats[index]));
         match dat {
             Some((index, d)) => match &data.dats[index] {
                 DatValues::Given(column)
@@ -1052,25 +1085,40 @@ fn write_instance(
     counts: &Counts,
     progress: &mut dyn Progress,
 ) -> Result<(u64, u64), Failure> {
-    // The graph instance and its properties: consts and set sizes.
+    // Every initialiser below looks its members up by name in a map made
+    // once per write: a search of every declaration per member was
+    // quadratic (40,000 consts took 25 s).
+    //
+    // The graph instance and its properties: consts and set sizes (a
+    // const's name first, as the graph type declares them in that order).
+    let mut graph_names = FxHashMap::default();
+    for (index, c) in program.consts.iter().enumerate() {
+        graph_names
+            .entry(names::const_property(&c.name))
+            .or_insert(GraphProperty::Const(index));
+    }
+    for (index, s) in program.sets.iter().enumerate() {
+        graph_names
+            .entry(names::length_property(&s.name))
+            .or_insert(GraphProperty::Length(index));
+    }
     let graph_p = initialiser(&graph.properties, |member| {
-        for (index, c) in program.consts.iter().enumerate() {
-            if member.name == names::const_property(&c.name) {
-                return member_text(
+        match graph_names.get(member.name.as_str()) {
+            Some(&GraphProperty::Const(index)) => {
+                let name = &program.consts[index].name;
+                member_text(
                     member,
                     data.const_value(op2_analysis::model::ConstId(index as u32)),
-                    &|k| path(Section::Consts, &c.name, &[k as u64]),
-                );
+                    &|k| path(Section::Consts, name, &[k as u64]),
+                )
             }
-        }
-        for (index, s) in program.sets.iter().enumerate() {
-            if member.name == names::length_property(&s.name) {
+            Some(&GraphProperty::Length(index)) => {
                 let size = data.set_size(SetId(index as u32));
                 let size = i32::try_from(size).unwrap_or(i32::MAX);
-                return member_text(member, &[Value::Int(size)], &|_| String::new());
+                member_text(member, &[Value::Int(size)], &|_| String::new())
             }
+            None => zero_member(member),
         }
-        zero_member(member)
     })?;
     sink.bytes(
         format!(
@@ -1106,31 +1154,39 @@ fn write_instance(
         .iter()
         .filter(|d| d.kind == DeviceKind::Controller)
     {
+        let mut end_totals = FxHashMap::default();
+        for (number, plan) in graph.invocations.iter().enumerate() {
+            end_totals
+                .entry(names::end_total(&plan.name))
+                .or_insert(number);
+        }
         let p = initialiser(&device.properties, |member| {
-            for (number, plan) in graph.invocations.iter().enumerate() {
-                if member.name == names::end_total(&plan.name) {
-                    let total = u32::try_from(counts.end[number]).map_err(|_| {
-                        BuildError::Instance(format!(
-                            "invocation `{}` involves {} devices, more than a POETS count can hold",
-                            plan.name, counts.end[number]
-                        ))
-                    })?;
-                    return member_text(member, &[Value::Uint(total)], &|_| String::new());
-                }
-            }
-            zero_member(member)
+            let Some(&number) = end_totals.get(member.name.as_str()) else {
+                return zero_member(member);
+            };
+            let plan = &graph.invocations[number];
+            let total = u32::try_from(counts.end[number]).map_err(|_| {
+                BuildError::Instance(format!(
+                    "invocation `{}` involves {} devices, more than a POETS count can hold",
+                    plan.name, counts.end[number]
+                ))
+            })?;
+            member_text(member, &[Value::Uint(total)], &|_| String::new())
         })?;
+        let mut globals = FxHashMap::default();
+        for (index, g) in program.globals.iter().enumerate() {
+            globals.entry(names::global_state(&g.name)).or_insert(index);
+        }
         let s = initialiser(&device.state, |member| {
-            for (index, g) in program.globals.iter().enumerate() {
-                if member.name == names::global_state(&g.name) {
-                    return member_text(
-                        member,
-                        data.global_value(op2_analysis::model::GlobalId(index as u32)),
-                        &|k| path(Section::Globals, &g.name, &[k as u64]),
-                    );
-                }
-            }
-            zero_member(member)
+            let Some(&index) = globals.get(member.name.as_str()) else {
+                return zero_member(member);
+            };
+            let name = &program.globals[index].name;
+            member_text(
+                member,
+                data.global_value(op2_analysis::model::GlobalId(index as u32)),
+                &|k| path(Section::Globals, name, &[k as u64]),
+            )
         })?;
         sink.bytes(
             format!(
@@ -1146,15 +1202,38 @@ fn write_instance(
         progress.advance(1);
     }
 
-    // The set devices.
+    // The set devices, with the dats of each set found once.
+    let mut dats_by_set = vec![Vec::new(); program.sets.len()];
+    for (index, dat) in program.dats.iter().enumerate() {
+        if let Some(list) = dat.set.and_then(|set| dats_by_set.get_mut(set.index())) {
+            list.push(index);
+        }
+    }
     for (d, device) in graph.device_types.iter().enumerate() {
         let DeviceKind::Set(set) = device.kind else {
             continue;
         };
         let slots = &edges.slot_of[d];
+        let dats_of_set = dats_by_set.get(set.index()).map_or(&[][..], Vec::as_slice);
         let id = DeviceId::of(&program.sets[set.index()].name);
-        let p = set_pieces(program, data, device, slots, &device.properties, true)?;
-        let s = set_pieces(program, data, device, slots, &device.state, false)?;
+        let p = set_pieces(
+            program,
+            data,
+            device,
+            slots,
+            dats_of_set,
+            &device.properties,
+            true,
+        )?;
+        let s = set_pieces(
+            program,
+            data,
+            device,
+            slots,
+            dats_of_set,
+            &device.state,
+            false,
+        )?;
         let head = format!("      <DevI id=\"{}", xml::attribute(&id.prefix)).into_bytes();
         let mut middle = format!(
             "{}\" type=\"{}\"",
@@ -1201,7 +1280,9 @@ fn write_instance(
     // the edges, state zero.
     for (number, plan) in graph.invocations.iter().enumerate() {
         let aggregators = edges.invocations[number].tree.aggregators();
-        let Some(device) = graph.tree_device_type(plan.id) else {
+        // A tree with no aggregators (all its leaves the controller's
+        // children) writes none, so its zero state is not made either.
+        let Some(device) = graph.tree_device_type(plan.id).filter(|_| aggregators > 0) else {
             continue;
         };
         let id = DeviceId::tree(&plan.name);

@@ -40,7 +40,7 @@ pub fn argument_summary(
 pub struct GraphIndex<'a> {
     program: &'a Program,
     plans: Vec<Option<&'a InvocationPlan>>,
-    dat_sizes: Vec<Option<u32>>,
+    dat_sizes: Vec<Option<u64>>,
 }
 
 impl<'a> GraphIndex<'a> {
@@ -85,7 +85,7 @@ impl<'a> GraphIndex<'a> {
 }
 
 /// The payload size of the `dat_{D}` message type.
-fn dat_message_size(graph: &GraphType, dat: DatId) -> Option<u32> {
+fn dat_message_size(graph: &GraphType, dat: DatId) -> Option<u64> {
     graph
         .message_types
         .iter()
@@ -97,7 +97,7 @@ fn summary(
     program: &Program,
     plan: &InvocationPlan,
     arg: usize,
-    dat_size: impl Fn(DatId) -> Option<u32>,
+    dat_size: impl Fn(DatId) -> Option<u64>,
 ) -> Vec<String> {
     let invocation = plan.id;
     let Some(Some(argument)) = program
@@ -656,8 +656,8 @@ fn member_text(member: &Member) -> String {
     }
 }
 
-fn bytes(members: &[&Member]) -> u32 {
-    members.iter().map(|m| m.size()).sum()
+fn bytes(members: &[&Member]) -> u64 {
+    members.iter().map(|m| u64::from(m.size())).sum()
 }
 
 fn plural(count: usize, one: &str, many: &str) -> String {
@@ -940,7 +940,7 @@ fn write_members(
 
 /// Payload sizes of the graph's message types by id, looked up once per
 /// rendering instead of by a scan per pin.
-type MessageSizes<'a> = FxHashMap<&'a str, u32>;
+type MessageSizes<'a> = FxHashMap<&'a str, u64>;
 
 fn message_sizes(graph: &GraphType) -> MessageSizes<'_> {
     graph
