@@ -219,9 +219,27 @@ fn judge(message: &Value) -> Verdict {
 }
 
 /// Reads frames from the client's byte stream.
+///
+/// The bytes read wait in `buffer`, from the cursor `start` on. A frame is
+/// taken by moving the cursor past it, and the bytes before the cursor are
+/// dropped (the rest moved to the front) only when they are more than half
+/// the buffer, so no byte is moved more than about once however many frames
+/// the buffer holds: after a body longer than its value gives back up to
+/// [`MESSAGE_LIMIT`] bytes, each frame in them cost a copy of all the
+/// others, and 4 MiB of small frames took 13 s (review of 2026-11-29, F2).
 struct Frames<R> {
     input: R,
     buffer: Vec<u8>,
+    /// Where what is still to be read starts in `buffer`.
+    start: usize,
+    /// The body `next` returned last is the `taken` bytes before `start`.
+    taken: usize,
+    /// No header block's end starts in `buffer[start..searched]`: the
+    /// search for one goes on from `searched` when more bytes arrive.
+    searched: usize,
+    /// The cursor is at what [`Frames::resync`] found after a framing
+    /// error: its header block must start with a `Content-Length` header.
+    found: bool,
     /// The input ended.
     ended: bool,
     /// The last thing read was an error already reported: garbage up to
@@ -235,12 +253,15 @@ struct Frames<R> {
     /// (one over the client's limit was dropped, and the relay stopped
     /// with it: the session answered nothing more).
     limit: usize,
+    /// Bytes moved within the buffer and bytes searched so far: at most a
+    /// few times the bytes read (the tests count it).
+    work: usize,
 }
 
 /// One thing read.
 enum Read {
-    /// A body.
-    Body(Vec<u8>),
+    /// A body: [`Frames::body`].
+    Body,
     /// A framing error to report.
     Error(Verdict),
     /// The input ended.
@@ -256,15 +277,60 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 const CONTENT_LENGTH: &[u8] = b"content-length";
 
+/// Where a header block ends.
+enum HeaderEnd {
+    /// At `block`, and its body starts at `body` (both from the cursor).
+    At { block: usize, body: usize },
+    /// Not within [`HEADER_LIMIT`] of the cursor.
+    TooLong,
+    /// Not in what has arrived yet.
+    NotYet,
+}
+
 impl<R: AsyncRead + Unpin> Frames<R> {
     fn new(input: R, idle: Option<Duration>, limit: usize) -> Frames<R> {
         Frames {
             input,
             buffer: Vec::new(),
+            start: 0,
+            taken: 0,
+            searched: 0,
+            found: false,
             ended: false,
             quiet: false,
             idle,
             limit,
+            work: 0,
+        }
+    }
+
+    /// What is still to be read.
+    fn pending(&self) -> &[u8] {
+        &self.buffer[self.start..]
+    }
+
+    /// The body `next` returned last.
+    fn body(&self) -> &[u8] {
+        &self.buffer[self.start - self.taken..self.start]
+    }
+
+    /// Reads the last `count` bytes of the body `next` returned again.
+    fn give_back(&mut self, count: usize) {
+        let count = count.min(self.taken);
+        self.start -= count;
+        self.taken -= count;
+        self.searched = self.start;
+    }
+
+    /// Drops what was read before the cursor once it is more than half the
+    /// buffer: what is moved is less than what was dropped.
+    fn compact(&mut self) {
+        if self.start > self.buffer.len() / 2 {
+            self.work += self.buffer.len() - self.start;
+            self.buffer.drain(..self.start);
+            self.searched = self.searched.saturating_sub(self.start);
+            self.start = 0;
+            self.taken = 0;
         }
     }
 
@@ -273,6 +339,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
         if self.ended {
             return false;
         }
+        self.compact();
         let mut chunk = [0u8; 1 << 16];
         match self.input.read(&mut chunk).await {
             Ok(0) | Err(_) => {
@@ -286,27 +353,69 @@ impl<R: AsyncRead + Unpin> Frames<R> {
         }
     }
 
-    /// Drops everything before the next `Content-Length` header at or
-    /// after `from` (keeping a tail that may be the start of one).
+    /// Finds the end of the header block at the cursor: the earliest
+    /// `\r\n\r\n` or `\n\n`, looked for only within [`HEADER_LIMIT`] of the
+    /// cursor and never twice at the same place. (A `\r\n\r\n` anywhere in
+    /// the buffer was taken before a `\n\n` that came first, so a frame
+    /// with `\n\n` followed in the same read by another was lost; and the
+    /// whole buffer was searched at every frame.)
+    fn header_end(&mut self) -> HeaderEnd {
+        let last = self.start + HEADER_LIMIT;
+        let mut at = self.searched.max(self.start);
+        let from = at;
+        let found = loop {
+            if at > last {
+                break HeaderEnd::TooLong;
+            }
+            let Some(rest) = self.buffer.get(at..).filter(|rest| !rest.is_empty()) else {
+                break HeaderEnd::NotYet;
+            };
+            let end = [&b"\n\n"[..], b"\r\n\r\n"]
+                .into_iter()
+                .find(|end| rest.starts_with(end));
+            if let Some(end) = end {
+                break HeaderEnd::At {
+                    block: at - self.start,
+                    body: at + end.len() - self.start,
+                };
+            }
+            if b"\n\n".starts_with(rest) || b"\r\n\r\n".starts_with(rest) {
+                // The start of an end, perhaps: decided when more arrives.
+                break HeaderEnd::NotYet;
+            }
+            at += 1;
+        };
+        self.work += at - from;
+        self.searched = at;
+        found
+    }
+
+    /// Moves the cursor to the next `content-length` at or after `from`
+    /// bytes past it, or, when there is none, to a tail that may be the
+    /// start of one; the bytes are searched once, however many there are.
     fn resync(&mut self, from: usize) {
-        let from = from.min(self.buffer.len());
-        match find(&self.buffer[from..], CONTENT_LENGTH) {
+        let from = (self.start + from).min(self.buffer.len());
+        let rest = &self.buffer[from..];
+        match find(rest, CONTENT_LENGTH) {
             Some(at) => {
-                self.buffer.drain(..from + at);
+                self.work += at + CONTENT_LENGTH.len();
+                self.start = from + at;
             }
             None => {
                 // Keep what may be the start of a header, but always drop
                 // `from` bytes: every resync makes progress.
-                let keep = (self.buffer.len() - from).min(CONTENT_LENGTH.len() - 1);
-                self.buffer.drain(..self.buffer.len() - keep);
+                self.work += rest.len();
+                let keep = rest.len().min(CONTENT_LENGTH.len() - 1);
+                self.start = self.buffer.len() - keep;
             }
         }
+        self.found = true;
     }
 
-    /// A framing error: reported unless one was just reported.
-    fn framing_error(&mut self, message: String) -> Option<Read> {
-        // Past the header that failed.
-        self.resync(1);
+    /// A framing error: reported unless one was just reported; the reader
+    /// goes on at the next header `from` bytes or more past the cursor.
+    fn framing_error(&mut self, message: String, from: usize) -> Option<Read> {
+        self.resync(from.max(1));
         if std::mem::replace(&mut self.quiet, true) {
             return None;
         }
@@ -315,44 +424,48 @@ impl<R: AsyncRead + Unpin> Frames<R> {
 
     /// The next body or error.
     async fn next(&mut self) -> Read {
+        self.taken = 0;
         loop {
             // Leading line breaks between messages are harmless.
             let skip = self
-                .buffer
+                .pending()
                 .iter()
                 .take_while(|b| matches!(b, b'\r' | b'\n'))
                 .count();
-            self.buffer.drain(..skip);
-            let end = find(&self.buffer, b"\r\n\r\n")
-                .map(|at| (at, at + 4))
-                .or_else(|| find(&self.buffer, b"\n\n").map(|at| (at, at + 2)));
-            let Some((headers_end, body_start)) = end.filter(|(at, _)| *at <= HEADER_LIMIT) else {
-                if self.buffer.len() > HEADER_LIMIT {
+            self.start += skip;
+            let (block, body_start) = match self.header_end() {
+                HeaderEnd::At { block, body } => (block, body),
+                HeaderEnd::TooLong => {
                     if let Some(read) =
-                        self.framing_error("parse error: invalid message header".into())
+                        self.framing_error("parse error: invalid message header".into(), 1)
                     {
                         return read;
                     }
                     continue;
                 }
-                if !self.fill().await {
-                    return Read::End;
+                HeaderEnd::NotYet => {
+                    if !self.fill().await {
+                        return Read::End;
+                    }
+                    continue;
                 }
-                continue;
             };
-            let length = match parse_headers(&self.buffer[..headers_end]) {
+            let length = match parse_headers(&self.pending()[..block], self.found) {
                 Ok(length) => length,
-                Err(why) => {
-                    if let Some(read) = self.framing_error(format!("parse error: {why}")) {
+                Err(failed) => {
+                    if let Some(read) =
+                        self.framing_error(format!("parse error: {}", failed.why), failed.from)
+                    {
                         return read;
                     }
                     continue;
                 }
             };
+            self.found = false;
             if length > self.limit {
                 // Never buffered: what follows is skipped up to the next
                 // header.
-                self.buffer.drain(..body_start);
+                self.start += body_start;
                 self.resync(0);
                 self.quiet = true;
                 return Read::Error(error(
@@ -365,7 +478,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
             }
             // The body: wait for it, but not forever when the length was
             // a lie and nothing more comes.
-            while self.buffer.len() < body_start + length {
+            while self.pending().len() < body_start + length {
                 let filled = match self.idle {
                     Some(idle) => tokio::time::timeout(idle, self.fill()).await,
                     None => Ok(self.fill().await),
@@ -373,30 +486,23 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                 match filled {
                     Ok(true) => {}
                     Ok(false) | Err(_) => {
-                        let got = self.buffer.len() - body_start;
+                        let got = self.pending().len() - body_start;
                         if got == 0 && self.ended {
                             return Read::End;
                         }
                         // Whatever arrived is judged as it is.
-                        let body = self.buffer.split_off(body_start);
-                        self.buffer.clear();
+                        let error = short_body(&self.pending()[body_start..], length);
+                        self.start = self.buffer.len();
                         self.quiet = true;
-                        return Read::Error(short_body(&body, length));
+                        return Read::Error(error);
                     }
                 }
             }
-            let rest = self.buffer.split_off(body_start + length);
-            let body = std::mem::replace(&mut self.buffer, rest).split_off(body_start);
+            self.start += body_start + length;
+            self.taken = length;
             self.quiet = false;
-            return Read::Body(body);
+            return Read::Body;
         }
-    }
-
-    /// Puts bytes back in front of what is still to be read.
-    fn unread(&mut self, bytes: &[u8]) {
-        let mut buffer = bytes.to_vec();
-        buffer.append(&mut self.buffer);
-        self.buffer = buffer;
     }
 }
 
@@ -416,25 +522,76 @@ fn short_body(body: &[u8], length: usize) -> Verdict {
     )
 }
 
-/// The `Content-Length` of a header block.
-fn parse_headers(block: &[u8]) -> Result<usize, String> {
-    let text = std::str::from_utf8(block).map_err(|_| "a header that is not UTF-8")?;
+/// Why a header block is not one, and how far past its start the next
+/// header may be.
+#[derive(Debug, PartialEq)]
+struct HeaderError {
+    why: String,
+    /// Every `content-length` before this offset starts a block that fails
+    /// the same way (the line that failed is one of its lines), so the
+    /// reader looks from here: trying each in turn parsed the same lines
+    /// again for each.
+    from: usize,
+}
+
+/// The `Content-Length` of a header block. When the block is one the
+/// reader `found` after a framing error, its first line must be a
+/// `Content-Length` header, read only as far as it can be one: several
+/// `content-length` in a long line were each read to the line's end.
+fn parse_headers(block: &[u8], found: bool) -> Result<usize, HeaderError> {
+    let fail = |why: String, from: usize| Err(HeaderError { why, from });
+    if found && !starts_with_length(block) {
+        return fail("a header that is not Content-Length".into(), 1);
+    }
     let mut length = None;
-    for line in text.lines() {
+    let mut line_start = 0;
+    // The lines as `str::lines` splits them.
+    let lines = block.strip_suffix(b"\n").unwrap_or(block);
+    for line in lines.split(|b| *b == b'\n').filter(|_| !block.is_empty()) {
+        let from = line_start;
+        line_start += line.len() + 1;
+        let Ok(line) = std::str::from_utf8(line) else {
+            return fail("a header that is not UTF-8".into(), from);
+        };
         let line = line.trim_end_matches('\r');
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| format!("invalid header line `{}`", line.escape_debug()))?;
+        let Some((name, value)) = line.split_once(':') else {
+            return fail(
+                format!("invalid header line `{}`", line.escape_debug()),
+                from,
+            );
+        };
         if name.trim().eq_ignore_ascii_case("content-length") {
             let value = value.trim();
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|_| format!("invalid Content-Length `{}`", value.escape_debug()))?,
-            );
+            match value.parse::<usize>() {
+                Ok(value) => length = Some(value),
+                Err(_) => {
+                    return fail(
+                        format!("invalid Content-Length `{}`", value.escape_debug()),
+                        from,
+                    );
+                }
+            }
         }
     }
-    length.ok_or_else(|| "a message without Content-Length".into())
+    match length {
+        Some(length) => Ok(length),
+        None => fail("a message without Content-Length".into(), 1),
+    }
+}
+
+/// Whether `block` starts with `content-length`, blanks and `:`, and the
+/// rest of that line holds nothing a number cannot: read up to the first
+/// byte that rules it out.
+fn starts_with_length(block: &[u8]) -> bool {
+    let Some((name, rest)) = block.split_at_checked(CONTENT_LENGTH.len()) else {
+        return false;
+    };
+    let mut rest = rest.iter().skip_while(|b| matches!(b, b' ' | b'\t'));
+    name.eq_ignore_ascii_case(CONTENT_LENGTH)
+        && rest.next() == Some(&b':')
+        && rest
+            .take_while(|b| **b != b'\n')
+            .all(|b| b.is_ascii_digit() || b.is_ascii_whitespace() || *b == b'+')
 }
 
 /// A frame for the client.
@@ -505,7 +662,7 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 ) {
     let mut frames = Frames::new(input, Some(BODY_IDLE), MESSAGE_LIMIT);
     loop {
-        let body = match frames.next().await {
+        match frames.next().await {
             Read::End => return,
             Read::Error(verdict) => {
                 if let Verdict::Reply(error) = verdict {
@@ -513,11 +670,12 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                 }
                 continue;
             }
-            Read::Body(body) => body,
-        };
-        let (verdict, rest) = judge_body(&body);
+            Read::Body => {}
+        }
+        let (verdict, rest) = judge_body(frames.body());
         if let Some(at) = rest {
-            frames.unread(&body[at..]);
+            // Read again from the end of the value: no copy.
+            frames.give_back(frames.body().len() - at);
             frames.resync(0);
         }
         // After a body that is not JSON (or is more than one value), what
@@ -527,7 +685,9 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
         }
         match verdict {
             Verdict::Forward(control) => {
-                if server.write_all(&frame(&body)).await.is_err() || server.flush().await.is_err() {
+                if server.write_all(&frame(frames.body())).await.is_err()
+                    || server.flush().await.is_err()
+                {
                     return;
                 }
                 match control {
@@ -565,7 +725,7 @@ async fn relay_server<R: AsyncRead + Unpin>(server: R, out: mpsc::Sender<Vec<u8>
                 stderr(&message);
                 log_frame(&message)
             }
-            Read::Body(body) => frame(&body),
+            Read::Body => frame(frames.body()),
         };
         if !writer_gone && out.send(frame).await.is_err() {
             writer_gone = true;
@@ -825,15 +985,137 @@ mod tests {
 
     #[test]
     fn headers_need_a_content_length() {
-        assert_eq!(parse_headers(b"Content-Length: 12"), Ok(12));
+        assert_eq!(parse_headers(b"Content-Length: 12", false), Ok(12));
         assert_eq!(
             parse_headers(
-                b"content-length: 3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8"
+                b"content-length: 3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8",
+                false
             ),
             Ok(3)
         );
-        assert!(parse_headers(b"Content-Type: x").is_err());
-        assert!(parse_headers(b"Content-Length: -1").is_err());
-        assert!(parse_headers(b"garbage").is_err());
+        assert!(parse_headers(b"Content-Type: x", false).is_err());
+        assert!(parse_headers(b"Content-Length: -1", false).is_err());
+        assert!(parse_headers(b"garbage", false).is_err());
+    }
+
+    /// Reads every frame of `input` as `read_client` does (what follows a
+    /// body's value is read again): the bodies whose value fills them, the
+    /// codes of the errors, in order, and the reader's work.
+    fn read_all(input: &[u8]) -> (Vec<Result<Vec<u8>, Option<i64>>>, usize) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut frames = Frames::new(input, None, MESSAGE_LIMIT);
+        let mut read = Vec::new();
+        loop {
+            match runtime.block_on(frames.next()) {
+                Read::End => return (read, frames.work),
+                Read::Error(verdict) => read.push(Err(code(&verdict))),
+                Read::Body => match judge_body(frames.body()) {
+                    (verdict, Some(at)) => {
+                        read.push(Err(code(&verdict)));
+                        frames.give_back(frames.body().len() - at);
+                        frames.resync(0);
+                    }
+                    (_, None) => read.push(Ok(frames.body().to_vec())),
+                },
+            }
+        }
+    }
+
+    const NOTE: &[u8] = br#"{"jsonrpc":"2.0","method":"$/x"}"#;
+
+    #[test]
+    fn frames_in_a_body_given_back_are_read_in_linear_work() {
+        // One body `{}` that holds 20,000 frames (1.1 MB): each frame in it
+        // is read, and the reader moves and searches each byte a few times
+        // at most (taking each frame copied all that followed it: 12 GB).
+        let count = 20_000;
+        let mut body = b"{}".to_vec();
+        for _ in 0..count {
+            body.extend(frame(NOTE));
+        }
+        let input = frame(&body);
+        let (read, work) = read_all(&input);
+        assert_eq!(read.len(), count + 1);
+        assert_eq!(read[0], Err(Some(PARSE_ERROR)));
+        assert!(read[1..].iter().all(|r| r.as_deref() == Ok(NOTE)));
+        assert!(work <= 2 * input.len(), "{work} for {} bytes", input.len());
+    }
+
+    #[test]
+    fn a_tail_of_content_lengths_without_a_header_end_is_searched_once() {
+        // 70,000 `content-length` with no header end after a body's value:
+        // the reader steps from each to the next, and the message after them
+        // is read; each step searched the 8 KiB after it again.
+        let mut body = b"{}".to_vec();
+        for _ in 0..70_000 {
+            body.extend(b"content-length ");
+        }
+        let mut input = frame(&body);
+        input.extend(frame(NOTE));
+        let (read, work) = read_all(&input);
+        assert_eq!(read.first(), Some(&Err(Some(PARSE_ERROR))));
+        assert_eq!(read.last(), Some(&Ok(NOTE.to_vec())));
+        assert!(work <= 4 * input.len(), "{work} for {} bytes", input.len());
+    }
+
+    #[test]
+    fn the_earliest_header_end_ends_the_header() {
+        // A frame with `\n\n` then, in the same read, a frame with
+        // `\r\n\r\n` (and one whose body holds `\r\n\r\n` as JSON white
+        // space): every body is read (the `\r\n\r\n` was taken first, and
+        // the first frame lost to "invalid header line").
+        let spaced = b"{\"jsonrpc\":\r\n\r\n\"2.0\",\"method\":\"$/y\"}";
+        let mut input = format!("Content-Length: {}\n\n", NOTE.len()).into_bytes();
+        input.extend(NOTE);
+        input.extend(frame(NOTE));
+        input.extend(format!("Content-Length: {}\n\n", NOTE.len()).into_bytes());
+        input.extend(NOTE);
+        input.extend(frame(spaced));
+        let (read, _) = read_all(&input);
+        assert_eq!(
+            read,
+            [
+                Ok(NOTE.to_vec()),
+                Ok(NOTE.to_vec()),
+                Ok(NOTE.to_vec()),
+                Ok(spaced.to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn after_a_framing_error_the_next_content_length_header_is_found() {
+        let mut input = b"garbage\r\nContent-Length: 2\r\n\r\n{}".to_vec();
+        input.extend(b"x content-length content-length: 2\r\nX: y\r\n\r\n[]");
+        input.extend(b"Content-Length: 2\r\nbad\r\ncontent-Length: 3\r\n\r\n[1]");
+        input.extend(frame(NOTE));
+        let (read, _) = read_all(&input);
+        assert_eq!(
+            read,
+            [
+                Err(Some(PARSE_ERROR)),
+                Ok(b"{}".to_vec()),
+                Err(Some(PARSE_ERROR)),
+                Ok(b"[]".to_vec()),
+                Err(Some(PARSE_ERROR)),
+                Ok(b"[1]".to_vec()),
+                Ok(NOTE.to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_header_is_searched_again_from_the_line_that_failed() {
+        // Every `content-length` before the line that failed starts a block
+        // with that line in it.
+        let block = b"Content-Length: 2\r\ncontent-length: 3\r\ncontent-length: 4x content-length: 5";
+        let failed = parse_headers(block, false).unwrap_err();
+        assert_eq!(failed.from, 38, "{failed:?}");
+        assert_eq!(parse_headers(&block[57..], true), Ok(5));
+        // A block found after an error starts with a Content-Length header.
+        assert!(parse_headers(b"content-lengths: 2\r\nContent-Length: 2", true).is_err());
+        assert_eq!(parse_headers(b"content-length :+2 \r\nX: y", true), Ok(2));
     }
 }
