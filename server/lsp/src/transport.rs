@@ -19,7 +19,10 @@
 //! After a framing error the reader finds the next `Content-Length` header
 //! and goes on; a body that is longer than the JSON value it holds gives
 //! back what follows the value, so a message after a wrong length is not
-//! lost. The server's own messages pass through unchanged; one writer sends
+//! lost. A body whose bytes stop coming is waited for as long as they may
+//! still be the start of a message, and answered as short once they cannot
+//! (a Content-Length too long, and the client waiting for the answer). The
+//! server's own messages pass through unchanged; one writer sends
 //! whole frames, so an error never lands inside another message.
 //!
 //! The server's own output is read without the client's limits, and
@@ -42,8 +45,9 @@ pub const MESSAGE_LIMIT: usize = 64 << 20;
 /// The largest header block, in bytes.
 const HEADER_LIMIT: usize = 8 << 10;
 
-/// How long a body may stay incomplete without a byte arriving before it is
-/// taken to be shorter than its `Content-Length` said.
+/// How long a body may go without a byte before what has arrived of it is
+/// looked at: it is taken to be shorter than its `Content-Length` said only
+/// when that can no longer be the start of a message (see [`Stalled`]).
 const BODY_IDLE: Duration = Duration::from_secs(1);
 
 /// JSON-RPC error codes.
@@ -245,8 +249,9 @@ struct Frames<R> {
     /// The last thing read was an error already reported: garbage up to
     /// the next header is skipped silently.
     quiet: bool,
-    /// How long an incomplete body may wait for bytes (`None`: the
-    /// server's own output, which is trusted).
+    /// How long an incomplete body may go without a byte before what has
+    /// arrived of it is looked at (`None`: the server's own output, which
+    /// is trusted).
     idle: Option<Duration>,
     /// The longest body taken: [`MESSAGE_LIMIT`] for the client's input;
     /// none for the server's own answers, whose size their handlers bound
@@ -476,27 +481,44 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                     ),
                 ));
             }
-            // The body: wait for it, but not forever when the length was
-            // a lie and nothing more comes.
+            // The body. A legal message may pause anywhere in it (the
+            // client's event loop busy, a loaded machine), so silence alone
+            // never cuts it short: a body paused for more than a second was
+            // dropped, and with it an edit (review of 2026-11-29, F3). But
+            // when nothing has arrived for `idle`, what has is looked at
+            // once: if it can no longer be the start of a message (its JSON
+            // value is complete, or broken), the Content-Length was longer
+            // than the body, and the client may be waiting for the answer.
+            let mut looked_at = 0;
             while self.pending().len() < body_start + length {
                 let filled = match self.idle {
                     Some(idle) => tokio::time::timeout(idle, self.fill()).await,
                     None => Ok(self.fill().await),
                 };
-                match filled {
-                    Ok(true) => {}
-                    Ok(false) | Err(_) => {
-                        let got = self.pending().len() - body_start;
-                        if got == 0 && self.ended {
-                            return Read::End;
+                let got = self.pending().len() - body_start;
+                let short = match filled {
+                    Ok(true) => continue,
+                    Err(_) if got == looked_at => continue,
+                    Err(_) => {
+                        looked_at = got;
+                        match stalled(&self.pending()[body_start..]) {
+                            Stalled::Arriving => continue,
+                            short @ Stalled::Short { .. } => short,
                         }
-                        // Whatever arrived is judged as it is.
-                        let error = short_body(&self.pending()[body_start..], length);
-                        self.start = self.buffer.len();
-                        self.quiet = true;
-                        return Read::Error(error);
                     }
-                }
+                    Ok(false) if got == 0 => return Read::End,
+                    Ok(false) => stalled(&self.pending()[body_start..]),
+                };
+                let (id, end) = match short {
+                    Stalled::Short { id, end } => (id, end),
+                    Stalled::Arriving => (Value::Null, None),
+                };
+                // What follows a complete value may be the next message;
+                // what follows a broken one is searched for a header.
+                self.start += body_start + end.unwrap_or(0);
+                self.resync(0);
+                self.quiet = true;
+                return Read::Error(short_body(id, got, length));
             }
             self.start += body_start + length;
             self.taken = length;
@@ -506,18 +528,44 @@ impl<R: AsyncRead + Unpin> Frames<R> {
     }
 }
 
-/// The error for a body shorter than its `Content-Length`.
-fn short_body(body: &[u8], length: usize) -> Verdict {
-    let id = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("id").filter(|id| usable_id(id)).cloned())
-        .unwrap_or(Value::Null);
+/// What has arrived of a body that stopped arriving.
+#[derive(Debug, PartialEq)]
+enum Stalled {
+    /// It may still be the start of a message: no JSON value ends in it
+    /// and nothing in it is invalid yet, as with a legal message paused.
+    Arriving,
+    /// It cannot be: its JSON value is complete (its `id`, and where it
+    /// ends) or broken (`end` is `None`).
+    Short { id: Value, end: Option<usize> },
+}
+
+fn stalled(received: &[u8]) -> Stalled {
+    let mut values = serde_json::Deserializer::from_slice(received).into_iter::<Value>();
+    match values.next() {
+        None => Stalled::Arriving,
+        Some(Err(e)) if e.is_eof() => Stalled::Arriving,
+        Some(Err(_)) => Stalled::Short {
+            id: Value::Null,
+            end: None,
+        },
+        Some(Ok(value)) => Stalled::Short {
+            id: value
+                .get("id")
+                .filter(|id| usable_id(id))
+                .cloned()
+                .unwrap_or(Value::Null),
+            end: Some(values.byte_offset()),
+        },
+    }
+}
+
+/// The error for a body of `got` bytes, shorter than its `Content-Length`.
+fn short_body(id: Value, got: usize, length: usize) -> Verdict {
     error(
         id,
         PARSE_ERROR,
         format!(
-            "parse error: the body is {} bytes, shorter than its Content-Length of {length}",
-            body.len()
+            "parse error: the body is {got} bytes, shorter than its Content-Length of {length}"
         ),
     )
 }
@@ -1110,12 +1158,123 @@ mod tests {
     fn a_failed_header_is_searched_again_from_the_line_that_failed() {
         // Every `content-length` before the line that failed starts a block
         // with that line in it.
-        let block = b"Content-Length: 2\r\ncontent-length: 3\r\ncontent-length: 4x content-length: 5";
+        let block =
+            b"Content-Length: 2\r\ncontent-length: 3\r\ncontent-length: 4x content-length: 5";
         let failed = parse_headers(block, false).unwrap_err();
         assert_eq!(failed.from, 38, "{failed:?}");
         assert_eq!(parse_headers(&block[57..], true), Ok(5));
         // A block found after an error starts with a Content-Length header.
         assert!(parse_headers(b"content-lengths: 2\r\nContent-Length: 2", true).is_err());
         assert_eq!(parse_headers(b"content-length :+2 \r\nX: y", true), Ok(2));
+    }
+
+    #[test]
+    fn a_stalled_body_is_short_only_when_it_cannot_be_a_message() {
+        let message =
+            br#"{"jsonrpc":"2.0","id":4,"method":"x","params":{"t":"\u00e9\ud83d\ude00 \u00e9"}}"#;
+        // Every proper prefix of a message may be one still arriving...
+        let text = "{\"jsonrpc\":\"2.0\",\"id\":4,\"params\":{\"t\":\"é😀\"}}";
+        for bytes in [message.as_slice(), text.as_bytes()] {
+            for end in 0..bytes.len() {
+                assert_eq!(
+                    stalled(&bytes[..end]),
+                    Stalled::Arriving,
+                    "{}",
+                    String::from_utf8_lossy(&bytes[..end])
+                );
+            }
+        }
+        // ... a complete value is not, nor a broken one.
+        assert_eq!(
+            stalled(message),
+            Stalled::Short {
+                id: json!(4),
+                end: Some(message.len())
+            }
+        );
+        let mut next = message.to_vec();
+        next.extend(frame(NOTE));
+        assert_eq!(
+            stalled(&next),
+            Stalled::Short {
+                id: json!(4),
+                end: Some(message.len())
+            }
+        );
+        assert_eq!(
+            stalled(b"{\"a\":\"b\r\nContent-Length: 2\r\n\r\n{}"),
+            Stalled::Short {
+                id: Value::Null,
+                end: None
+            }
+        );
+    }
+
+    /// Reads what `write` sends into a pipe, with the clock paused (it
+    /// moves on only when every task waits): the bodies and error codes in
+    /// order, as `read_all`.
+    async fn read_paused<W, F>(write: W) -> Vec<Result<Vec<u8>, Option<i64>>>
+    where
+        W: FnOnce(tokio::io::DuplexStream) -> F,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let (client, input) = tokio::io::duplex(1 << 20);
+        let writer = tokio::spawn(write(client));
+        let mut frames = Frames::new(input, Some(BODY_IDLE), MESSAGE_LIMIT);
+        let mut read = Vec::new();
+        loop {
+            match frames.next().await {
+                Read::End => break,
+                Read::Error(verdict) => read.push(Err(code(&verdict))),
+                Read::Body => read.push(Ok(frames.body().to_vec())),
+            }
+        }
+        writer.await.unwrap();
+        read
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_paused_for_a_minute_is_read_whole() {
+        // A message cut in three, with a minute without a byte between the
+        // parts: read whole (it was dropped after a second).
+        let message = frame(br#"{"jsonrpc":"2.0","method":"$/z","params":{"t":"abc"}}"#);
+        let expected = message[message.len() - 53..].to_vec();
+        let read = read_paused(|mut client| async move {
+            for part in [&message[..30], &message[30..45], &message[45..]] {
+                client.write_all(part).await.unwrap();
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+        })
+        .await;
+        assert_eq!(read, [Ok(expected)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_shorter_than_its_length_is_answered_when_the_client_waits() {
+        // A Content-Length 40 bytes too long, and the client waits for the
+        // answer: answered with the request's id; then a message after the
+        // value, and the client waits again: the message is read too (it
+        // was thrown away with the short body).
+        let request = br#"{"jsonrpc":"2.0","id":6,"method":"x"}"#;
+        let read = read_paused(|mut client| async move {
+            let mut long = format!("Content-Length: {}\r\n\r\n", request.len() + 40).into_bytes();
+            long.extend(request);
+            client.write_all(&long).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let mut long = format!("Content-Length: {}\r\n\r\n", request.len() + 400).into_bytes();
+            long.extend(request);
+            long.extend(frame(NOTE));
+            client.write_all(&long).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        })
+        .await;
+        assert_eq!(
+            read,
+            [
+                Err(Some(PARSE_ERROR)),
+                Err(Some(PARSE_ERROR)),
+                Ok(NOTE.to_vec())
+            ]
+        );
     }
 }
