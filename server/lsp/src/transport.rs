@@ -1046,10 +1046,13 @@ mod tests {
         assert!(parse_headers(b"garbage", false).is_err());
     }
 
+    /// What a test read: a body, or the code of an error.
+    type Taken = Result<Vec<u8>, Option<i64>>;
+
     /// Reads every frame of `input` as `read_client` does (what follows a
     /// body's value is read again): the bodies whose value fills them, the
     /// codes of the errors, in order, and the reader's work.
-    fn read_all(input: &[u8]) -> (Vec<Result<Vec<u8>, Option<i64>>>, usize) {
+    fn read_all(input: &[u8]) -> (Vec<Taken>, usize) {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -1213,7 +1216,7 @@ mod tests {
     /// Reads what `write` sends into a pipe, with the clock paused (it
     /// moves on only when every task waits): the bodies and error codes in
     /// order, as `read_all`.
-    async fn read_paused<W, F>(write: W) -> Vec<Result<Vec<u8>, Option<i64>>>
+    async fn read_paused<W, F>(write: W) -> Vec<Taken>
     where
         W: FnOnce(tokio::io::DuplexStream) -> F,
         F: Future<Output = ()> + Send + 'static,
