@@ -19,7 +19,10 @@
 //! After a framing error the reader finds the next `Content-Length` header
 //! and goes on; a body that is longer than the JSON value it holds gives
 //! back what follows the value, so a message after a wrong length is not
-//! lost. The server's own messages pass through unchanged; one writer sends
+//! lost. A body whose bytes stop coming is waited for as long as they may
+//! still be the start of a message, and answered as short once they cannot
+//! (a Content-Length too long, and the client waiting for the answer). The
+//! server's own messages pass through unchanged; one writer sends
 //! whole frames, so an error never lands inside another message.
 //!
 //! The server's own output is read without the client's limits, and
@@ -42,8 +45,9 @@ pub const MESSAGE_LIMIT: usize = 64 << 20;
 /// The largest header block, in bytes.
 const HEADER_LIMIT: usize = 8 << 10;
 
-/// How long a body may stay incomplete without a byte arriving before it is
-/// taken to be shorter than its `Content-Length` said.
+/// How long a body may go without a byte before what has arrived of it is
+/// looked at: it is taken to be shorter than its `Content-Length` said only
+/// when that can no longer be the start of a message (see [`Stalled`]).
 const BODY_IDLE: Duration = Duration::from_secs(1);
 
 /// JSON-RPC error codes.
@@ -219,28 +223,50 @@ fn judge(message: &Value) -> Verdict {
 }
 
 /// Reads frames from the client's byte stream.
+///
+/// The bytes read wait in `buffer`, from the cursor `start` on. A frame is
+/// taken by moving the cursor past it, and the bytes before the cursor are
+/// dropped (the rest moved to the front) only when they are more than half
+/// the buffer, so no byte is moved more than about once however many frames
+/// the buffer holds: after a body longer than its value gives back up to
+/// [`MESSAGE_LIMIT`] bytes, each frame in them cost a copy of all the
+/// others, and 4 MiB of small frames took 13 s (review of 2026-11-29, F2).
 struct Frames<R> {
     input: R,
     buffer: Vec<u8>,
+    /// Where what is still to be read starts in `buffer`.
+    start: usize,
+    /// The body `next` returned last is the `taken` bytes before `start`.
+    taken: usize,
+    /// No header block's end starts in `buffer[start..searched]`: the
+    /// search for one goes on from `searched` when more bytes arrive.
+    searched: usize,
+    /// The cursor is at what [`Frames::resync`] found after a framing
+    /// error: its header block must start with a `Content-Length` header.
+    found: bool,
     /// The input ended.
     ended: bool,
     /// The last thing read was an error already reported: garbage up to
     /// the next header is skipped silently.
     quiet: bool,
-    /// How long an incomplete body may wait for bytes (`None`: the
-    /// server's own output, which is trusted).
+    /// How long an incomplete body may go without a byte before what has
+    /// arrived of it is looked at (`None`: the server's own output, which
+    /// is trusted).
     idle: Option<Duration>,
     /// The longest body taken: [`MESSAGE_LIMIT`] for the client's input;
     /// none for the server's own answers, whose size their handlers bound
     /// (one over the client's limit was dropped, and the relay stopped
     /// with it: the session answered nothing more).
     limit: usize,
+    /// Bytes moved within the buffer and bytes searched so far: at most a
+    /// few times the bytes read (the tests count it).
+    work: usize,
 }
 
 /// One thing read.
 enum Read {
-    /// A body.
-    Body(Vec<u8>),
+    /// A body: [`Frames::body`].
+    Body,
     /// A framing error to report.
     Error(Verdict),
     /// The input ended.
@@ -256,15 +282,60 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 const CONTENT_LENGTH: &[u8] = b"content-length";
 
+/// Where a header block ends.
+enum HeaderEnd {
+    /// At `block`, and its body starts at `body` (both from the cursor).
+    At { block: usize, body: usize },
+    /// Not within [`HEADER_LIMIT`] of the cursor.
+    TooLong,
+    /// Not in what has arrived yet.
+    NotYet,
+}
+
 impl<R: AsyncRead + Unpin> Frames<R> {
     fn new(input: R, idle: Option<Duration>, limit: usize) -> Frames<R> {
         Frames {
             input,
             buffer: Vec::new(),
+            start: 0,
+            taken: 0,
+            searched: 0,
+            found: false,
             ended: false,
             quiet: false,
             idle,
             limit,
+            work: 0,
+        }
+    }
+
+    /// What is still to be read.
+    fn pending(&self) -> &[u8] {
+        &self.buffer[self.start..]
+    }
+
+    /// The body `next` returned last.
+    fn body(&self) -> &[u8] {
+        &self.buffer[self.start - self.taken..self.start]
+    }
+
+    /// Reads the last `count` bytes of the body `next` returned again.
+    fn give_back(&mut self, count: usize) {
+        let count = count.min(self.taken);
+        self.start -= count;
+        self.taken -= count;
+        self.searched = self.start;
+    }
+
+    /// Drops what was read before the cursor once it is more than half the
+    /// buffer: what is moved is less than what was dropped.
+    fn compact(&mut self) {
+        if self.start > self.buffer.len() / 2 {
+            self.work += self.buffer.len() - self.start;
+            self.buffer.drain(..self.start);
+            self.searched = self.searched.saturating_sub(self.start);
+            self.start = 0;
+            self.taken = 0;
         }
     }
 
@@ -273,6 +344,7 @@ impl<R: AsyncRead + Unpin> Frames<R> {
         if self.ended {
             return false;
         }
+        self.compact();
         let mut chunk = [0u8; 1 << 16];
         match self.input.read(&mut chunk).await {
             Ok(0) | Err(_) => {
@@ -286,27 +358,69 @@ impl<R: AsyncRead + Unpin> Frames<R> {
         }
     }
 
-    /// Drops everything before the next `Content-Length` header at or
-    /// after `from` (keeping a tail that may be the start of one).
+    /// Finds the end of the header block at the cursor: the earliest
+    /// `\r\n\r\n` or `\n\n`, looked for only within [`HEADER_LIMIT`] of the
+    /// cursor and never twice at the same place. (A `\r\n\r\n` anywhere in
+    /// the buffer was taken before a `\n\n` that came first, so a frame
+    /// with `\n\n` followed in the same read by another was lost; and the
+    /// whole buffer was searched at every frame.)
+    fn header_end(&mut self) -> HeaderEnd {
+        let last = self.start + HEADER_LIMIT;
+        let mut at = self.searched.max(self.start);
+        let from = at;
+        let found = loop {
+            if at > last {
+                break HeaderEnd::TooLong;
+            }
+            let Some(rest) = self.buffer.get(at..).filter(|rest| !rest.is_empty()) else {
+                break HeaderEnd::NotYet;
+            };
+            let end = [&b"\n\n"[..], b"\r\n\r\n"]
+                .into_iter()
+                .find(|end| rest.starts_with(end));
+            if let Some(end) = end {
+                break HeaderEnd::At {
+                    block: at - self.start,
+                    body: at + end.len() - self.start,
+                };
+            }
+            if b"\n\n".starts_with(rest) || b"\r\n\r\n".starts_with(rest) {
+                // The start of an end, perhaps: decided when more arrives.
+                break HeaderEnd::NotYet;
+            }
+            at += 1;
+        };
+        self.work += at - from;
+        self.searched = at;
+        found
+    }
+
+    /// Moves the cursor to the next `content-length` at or after `from`
+    /// bytes past it, or, when there is none, to a tail that may be the
+    /// start of one; the bytes are searched once, however many there are.
     fn resync(&mut self, from: usize) {
-        let from = from.min(self.buffer.len());
-        match find(&self.buffer[from..], CONTENT_LENGTH) {
+        let from = (self.start + from).min(self.buffer.len());
+        let rest = &self.buffer[from..];
+        match find(rest, CONTENT_LENGTH) {
             Some(at) => {
-                self.buffer.drain(..from + at);
+                self.work += at + CONTENT_LENGTH.len();
+                self.start = from + at;
             }
             None => {
                 // Keep what may be the start of a header, but always drop
                 // `from` bytes: every resync makes progress.
-                let keep = (self.buffer.len() - from).min(CONTENT_LENGTH.len() - 1);
-                self.buffer.drain(..self.buffer.len() - keep);
+                self.work += rest.len();
+                let keep = rest.len().min(CONTENT_LENGTH.len() - 1);
+                self.start = self.buffer.len() - keep;
             }
         }
+        self.found = true;
     }
 
-    /// A framing error: reported unless one was just reported.
-    fn framing_error(&mut self, message: String) -> Option<Read> {
-        // Past the header that failed.
-        self.resync(1);
+    /// A framing error: reported unless one was just reported; the reader
+    /// goes on at the next header `from` bytes or more past the cursor.
+    fn framing_error(&mut self, message: String, from: usize) -> Option<Read> {
+        self.resync(from.max(1));
         if std::mem::replace(&mut self.quiet, true) {
             return None;
         }
@@ -315,44 +429,48 @@ impl<R: AsyncRead + Unpin> Frames<R> {
 
     /// The next body or error.
     async fn next(&mut self) -> Read {
+        self.taken = 0;
         loop {
             // Leading line breaks between messages are harmless.
             let skip = self
-                .buffer
+                .pending()
                 .iter()
                 .take_while(|b| matches!(b, b'\r' | b'\n'))
                 .count();
-            self.buffer.drain(..skip);
-            let end = find(&self.buffer, b"\r\n\r\n")
-                .map(|at| (at, at + 4))
-                .or_else(|| find(&self.buffer, b"\n\n").map(|at| (at, at + 2)));
-            let Some((headers_end, body_start)) = end.filter(|(at, _)| *at <= HEADER_LIMIT) else {
-                if self.buffer.len() > HEADER_LIMIT {
+            self.start += skip;
+            let (block, body_start) = match self.header_end() {
+                HeaderEnd::At { block, body } => (block, body),
+                HeaderEnd::TooLong => {
                     if let Some(read) =
-                        self.framing_error("parse error: invalid message header".into())
+                        self.framing_error("parse error: invalid message header".into(), 1)
                     {
                         return read;
                     }
                     continue;
                 }
-                if !self.fill().await {
-                    return Read::End;
+                HeaderEnd::NotYet => {
+                    if !self.fill().await {
+                        return Read::End;
+                    }
+                    continue;
                 }
-                continue;
             };
-            let length = match parse_headers(&self.buffer[..headers_end]) {
+            let length = match parse_headers(&self.pending()[..block], self.found) {
                 Ok(length) => length,
-                Err(why) => {
-                    if let Some(read) = self.framing_error(format!("parse error: {why}")) {
+                Err(failed) => {
+                    if let Some(read) =
+                        self.framing_error(format!("parse error: {}", failed.why), failed.from)
+                    {
                         return read;
                     }
                     continue;
                 }
             };
+            self.found = false;
             if length > self.limit {
                 // Never buffered: what follows is skipped up to the next
                 // header.
-                self.buffer.drain(..body_start);
+                self.start += body_start;
                 self.resync(0);
                 self.quiet = true;
                 return Read::Error(error(
@@ -363,78 +481,165 @@ impl<R: AsyncRead + Unpin> Frames<R> {
                     ),
                 ));
             }
-            // The body: wait for it, but not forever when the length was
-            // a lie and nothing more comes.
-            while self.buffer.len() < body_start + length {
+            // The body. A legal message may pause anywhere in it (the
+            // client's event loop busy, a loaded machine), so silence alone
+            // never cuts it short: a body paused for more than a second was
+            // dropped, and with it an edit (review of 2026-11-29, F3). But
+            // when nothing has arrived for `idle`, what has is looked at
+            // once: if it can no longer be the start of a message (its JSON
+            // value is complete, or broken), the Content-Length was longer
+            // than the body, and the client may be waiting for the answer.
+            let mut looked_at = 0;
+            while self.pending().len() < body_start + length {
                 let filled = match self.idle {
                     Some(idle) => tokio::time::timeout(idle, self.fill()).await,
                     None => Ok(self.fill().await),
                 };
-                match filled {
-                    Ok(true) => {}
-                    Ok(false) | Err(_) => {
-                        let got = self.buffer.len() - body_start;
-                        if got == 0 && self.ended {
-                            return Read::End;
+                let got = self.pending().len() - body_start;
+                let short = match filled {
+                    Ok(true) => continue,
+                    Err(_) if got == looked_at => continue,
+                    Err(_) => {
+                        looked_at = got;
+                        match stalled(&self.pending()[body_start..]) {
+                            Stalled::Arriving => continue,
+                            short @ Stalled::Short { .. } => short,
                         }
-                        // Whatever arrived is judged as it is.
-                        let body = self.buffer.split_off(body_start);
-                        self.buffer.clear();
-                        self.quiet = true;
-                        return Read::Error(short_body(&body, length));
                     }
-                }
+                    Ok(false) if got == 0 => return Read::End,
+                    Ok(false) => stalled(&self.pending()[body_start..]),
+                };
+                let (id, end) = match short {
+                    Stalled::Short { id, end } => (id, end),
+                    Stalled::Arriving => (Value::Null, None),
+                };
+                // What follows a complete value may be the next message;
+                // what follows a broken one is searched for a header.
+                self.start += body_start + end.unwrap_or(0);
+                self.resync(0);
+                self.quiet = true;
+                return Read::Error(short_body(id, got, length));
             }
-            let rest = self.buffer.split_off(body_start + length);
-            let body = std::mem::replace(&mut self.buffer, rest).split_off(body_start);
+            self.start += body_start + length;
+            self.taken = length;
             self.quiet = false;
-            return Read::Body(body);
+            return Read::Body;
         }
-    }
-
-    /// Puts bytes back in front of what is still to be read.
-    fn unread(&mut self, bytes: &[u8]) {
-        let mut buffer = bytes.to_vec();
-        buffer.append(&mut self.buffer);
-        self.buffer = buffer;
     }
 }
 
-/// The error for a body shorter than its `Content-Length`.
-fn short_body(body: &[u8], length: usize) -> Verdict {
-    let id = serde_json::from_slice::<Value>(body)
-        .ok()
-        .and_then(|v| v.get("id").filter(|id| usable_id(id)).cloned())
-        .unwrap_or(Value::Null);
+/// What has arrived of a body that stopped arriving.
+#[derive(Debug, PartialEq)]
+enum Stalled {
+    /// It may still be the start of a message: no JSON value ends in it
+    /// and nothing in it is invalid yet, as with a legal message paused.
+    Arriving,
+    /// It cannot be: its JSON value is complete (its `id`, and where it
+    /// ends) or broken (`end` is `None`).
+    Short { id: Value, end: Option<usize> },
+}
+
+fn stalled(received: &[u8]) -> Stalled {
+    let mut values = serde_json::Deserializer::from_slice(received).into_iter::<Value>();
+    match values.next() {
+        None => Stalled::Arriving,
+        Some(Err(e)) if e.is_eof() => Stalled::Arriving,
+        Some(Err(_)) => Stalled::Short {
+            id: Value::Null,
+            end: None,
+        },
+        Some(Ok(value)) => Stalled::Short {
+            id: value
+                .get("id")
+                .filter(|id| usable_id(id))
+                .cloned()
+                .unwrap_or(Value::Null),
+            end: Some(values.byte_offset()),
+        },
+    }
+}
+
+/// The error for a body of `got` bytes, shorter than its `Content-Length`.
+fn short_body(id: Value, got: usize, length: usize) -> Verdict {
     error(
         id,
         PARSE_ERROR,
         format!(
-            "parse error: the body is {} bytes, shorter than its Content-Length of {length}",
-            body.len()
+            "parse error: the body is {got} bytes, shorter than its Content-Length of {length}"
         ),
     )
 }
 
-/// The `Content-Length` of a header block.
-fn parse_headers(block: &[u8]) -> Result<usize, String> {
-    let text = std::str::from_utf8(block).map_err(|_| "a header that is not UTF-8")?;
+/// Why a header block is not one, and how far past its start the next
+/// header may be.
+#[derive(Debug, PartialEq)]
+struct HeaderError {
+    why: String,
+    /// Every `content-length` before this offset starts a block that fails
+    /// the same way (the line that failed is one of its lines), so the
+    /// reader looks from here: trying each in turn parsed the same lines
+    /// again for each.
+    from: usize,
+}
+
+/// The `Content-Length` of a header block. When the block is one the
+/// reader `found` after a framing error, its first line must be a
+/// `Content-Length` header, read only as far as it can be one: several
+/// `content-length` in a long line were each read to the line's end.
+fn parse_headers(block: &[u8], found: bool) -> Result<usize, HeaderError> {
+    let fail = |why: String, from: usize| Err(HeaderError { why, from });
+    if found && !starts_with_length(block) {
+        return fail("a header that is not Content-Length".into(), 1);
+    }
     let mut length = None;
-    for line in text.lines() {
+    let mut line_start = 0;
+    // The lines as `str::lines` splits them.
+    let lines = block.strip_suffix(b"\n").unwrap_or(block);
+    for line in lines.split(|b| *b == b'\n').filter(|_| !block.is_empty()) {
+        let from = line_start;
+        line_start += line.len() + 1;
+        let Ok(line) = std::str::from_utf8(line) else {
+            return fail("a header that is not UTF-8".into(), from);
+        };
         let line = line.trim_end_matches('\r');
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| format!("invalid header line `{}`", line.escape_debug()))?;
+        let Some((name, value)) = line.split_once(':') else {
+            return fail(
+                format!("invalid header line `{}`", line.escape_debug()),
+                from,
+            );
+        };
         if name.trim().eq_ignore_ascii_case("content-length") {
             let value = value.trim();
-            length = Some(
-                value
-                    .parse::<usize>()
-                    .map_err(|_| format!("invalid Content-Length `{}`", value.escape_debug()))?,
-            );
+            match value.parse::<usize>() {
+                Ok(value) => length = Some(value),
+                Err(_) => {
+                    return fail(
+                        format!("invalid Content-Length `{}`", value.escape_debug()),
+                        from,
+                    );
+                }
+            }
         }
     }
-    length.ok_or_else(|| "a message without Content-Length".into())
+    match length {
+        Some(length) => Ok(length),
+        None => fail("a message without Content-Length".into(), 1),
+    }
+}
+
+/// Whether `block` starts with `content-length`, blanks and `:`, and the
+/// rest of that line holds nothing a number cannot: read up to the first
+/// byte that rules it out.
+fn starts_with_length(block: &[u8]) -> bool {
+    let Some((name, rest)) = block.split_at_checked(CONTENT_LENGTH.len()) else {
+        return false;
+    };
+    let mut rest = rest.iter().skip_while(|b| matches!(b, b' ' | b'\t'));
+    name.eq_ignore_ascii_case(CONTENT_LENGTH)
+        && rest.next() == Some(&b':')
+        && rest
+            .take_while(|b| **b != b'\n')
+            .all(|b| b.is_ascii_digit() || b.is_ascii_whitespace() || *b == b'+')
 }
 
 /// A frame for the client.
@@ -505,7 +710,7 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
 ) {
     let mut frames = Frames::new(input, Some(BODY_IDLE), MESSAGE_LIMIT);
     loop {
-        let body = match frames.next().await {
+        match frames.next().await {
             Read::End => return,
             Read::Error(verdict) => {
                 if let Verdict::Reply(error) = verdict {
@@ -513,11 +718,12 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
                 }
                 continue;
             }
-            Read::Body(body) => body,
-        };
-        let (verdict, rest) = judge_body(&body);
+            Read::Body => {}
+        }
+        let (verdict, rest) = judge_body(frames.body());
         if let Some(at) = rest {
-            frames.unread(&body[at..]);
+            // Read again from the end of the value: no copy.
+            frames.give_back(frames.body().len() - at);
             frames.resync(0);
         }
         // After a body that is not JSON (or is more than one value), what
@@ -527,7 +733,9 @@ async fn read_client<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(
         }
         match verdict {
             Verdict::Forward(control) => {
-                if server.write_all(&frame(&body)).await.is_err() || server.flush().await.is_err() {
+                if server.write_all(&frame(frames.body())).await.is_err()
+                    || server.flush().await.is_err()
+                {
                     return;
                 }
                 match control {
@@ -565,7 +773,7 @@ async fn relay_server<R: AsyncRead + Unpin>(server: R, out: mpsc::Sender<Vec<u8>
                 stderr(&message);
                 log_frame(&message)
             }
-            Read::Body(body) => frame(&body),
+            Read::Body => frame(frames.body()),
         };
         if !writer_gone && out.send(frame).await.is_err() {
             writer_gone = true;
@@ -825,15 +1033,251 @@ mod tests {
 
     #[test]
     fn headers_need_a_content_length() {
-        assert_eq!(parse_headers(b"Content-Length: 12"), Ok(12));
+        assert_eq!(parse_headers(b"Content-Length: 12", false), Ok(12));
         assert_eq!(
             parse_headers(
-                b"content-length: 3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8"
+                b"content-length: 3\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8",
+                false
             ),
             Ok(3)
         );
-        assert!(parse_headers(b"Content-Type: x").is_err());
-        assert!(parse_headers(b"Content-Length: -1").is_err());
-        assert!(parse_headers(b"garbage").is_err());
+        assert!(parse_headers(b"Content-Type: x", false).is_err());
+        assert!(parse_headers(b"Content-Length: -1", false).is_err());
+        assert!(parse_headers(b"garbage", false).is_err());
+    }
+
+    /// What a test read: a body, or the code of an error.
+    type Taken = Result<Vec<u8>, Option<i64>>;
+
+    /// Reads every frame of `input` as `read_client` does (what follows a
+    /// body's value is read again): the bodies whose value fills them, the
+    /// codes of the errors, in order, and the reader's work.
+    fn read_all(input: &[u8]) -> (Vec<Taken>, usize) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut frames = Frames::new(input, None, MESSAGE_LIMIT);
+        let mut read = Vec::new();
+        loop {
+            match runtime.block_on(frames.next()) {
+                Read::End => return (read, frames.work),
+                Read::Error(verdict) => read.push(Err(code(&verdict))),
+                Read::Body => match judge_body(frames.body()) {
+                    (verdict, Some(at)) => {
+                        read.push(Err(code(&verdict)));
+                        frames.give_back(frames.body().len() - at);
+                        frames.resync(0);
+                    }
+                    (_, None) => read.push(Ok(frames.body().to_vec())),
+                },
+            }
+        }
+    }
+
+    const NOTE: &[u8] = br#"{"jsonrpc":"2.0","method":"$/x"}"#;
+
+    #[test]
+    fn frames_in_a_body_given_back_are_read_in_linear_work() {
+        // One body `{}` that holds 20,000 frames (1.1 MB): each frame in it
+        // is read, and the reader moves and searches each byte a few times
+        // at most (taking each frame copied all that followed it: 12 GB).
+        let count = 20_000;
+        let mut body = b"{}".to_vec();
+        for _ in 0..count {
+            body.extend(frame(NOTE));
+        }
+        let input = frame(&body);
+        let (read, work) = read_all(&input);
+        assert_eq!(read.len(), count + 1);
+        assert_eq!(read[0], Err(Some(PARSE_ERROR)));
+        assert!(read[1..].iter().all(|r| r.as_deref() == Ok(NOTE)));
+        assert!(work <= 2 * input.len(), "{work} for {} bytes", input.len());
+    }
+
+    #[test]
+    fn a_tail_of_content_lengths_without_a_header_end_is_searched_once() {
+        // 70,000 `content-length` with no header end after a body's value:
+        // the reader steps from each to the next, and the message after them
+        // is read; each step searched the 8 KiB after it again.
+        let mut body = b"{}".to_vec();
+        for _ in 0..70_000 {
+            body.extend(b"content-length ");
+        }
+        let mut input = frame(&body);
+        input.extend(frame(NOTE));
+        let (read, work) = read_all(&input);
+        assert_eq!(read.first(), Some(&Err(Some(PARSE_ERROR))));
+        assert_eq!(read.last(), Some(&Ok(NOTE.to_vec())));
+        assert!(work <= 4 * input.len(), "{work} for {} bytes", input.len());
+    }
+
+    #[test]
+    fn the_earliest_header_end_ends_the_header() {
+        // A frame with `\n\n` then, in the same read, a frame with
+        // `\r\n\r\n` (and one whose body holds `\r\n\r\n` as JSON white
+        // space): every body is read (the `\r\n\r\n` was taken first, and
+        // the first frame lost to "invalid header line").
+        let spaced = b"{\"jsonrpc\":\r\n\r\n\"2.0\",\"method\":\"$/y\"}";
+        let mut input = format!("Content-Length: {}\n\n", NOTE.len()).into_bytes();
+        input.extend(NOTE);
+        input.extend(frame(NOTE));
+        input.extend(format!("Content-Length: {}\n\n", NOTE.len()).into_bytes());
+        input.extend(NOTE);
+        input.extend(frame(spaced));
+        let (read, _) = read_all(&input);
+        assert_eq!(
+            read,
+            [
+                Ok(NOTE.to_vec()),
+                Ok(NOTE.to_vec()),
+                Ok(NOTE.to_vec()),
+                Ok(spaced.to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn after_a_framing_error_the_next_content_length_header_is_found() {
+        let mut input = b"garbage\r\nContent-Length: 2\r\n\r\n{}".to_vec();
+        input.extend(b"x content-length content-length: 2\r\nX: y\r\n\r\n[]");
+        input.extend(b"Content-Length: 2\r\nbad\r\ncontent-Length: 3\r\n\r\n[1]");
+        input.extend(frame(NOTE));
+        let (read, _) = read_all(&input);
+        assert_eq!(
+            read,
+            [
+                Err(Some(PARSE_ERROR)),
+                Ok(b"{}".to_vec()),
+                Err(Some(PARSE_ERROR)),
+                Ok(b"[]".to_vec()),
+                Err(Some(PARSE_ERROR)),
+                Ok(b"[1]".to_vec()),
+                Ok(NOTE.to_vec()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_failed_header_is_searched_again_from_the_line_that_failed() {
+        // Every `content-length` before the line that failed starts a block
+        // with that line in it.
+        let block =
+            b"Content-Length: 2\r\ncontent-length: 3\r\ncontent-length: 4x content-length: 5";
+        let failed = parse_headers(block, false).unwrap_err();
+        assert_eq!(failed.from, 38, "{failed:?}");
+        assert_eq!(parse_headers(&block[57..], true), Ok(5));
+        // A block found after an error starts with a Content-Length header.
+        assert!(parse_headers(b"content-lengths: 2\r\nContent-Length: 2", true).is_err());
+        assert_eq!(parse_headers(b"content-length :+2 \r\nX: y", true), Ok(2));
+    }
+
+    #[test]
+    fn a_stalled_body_is_short_only_when_it_cannot_be_a_message() {
+        let message =
+            br#"{"jsonrpc":"2.0","id":4,"method":"x","params":{"t":"\u00e9\ud83d\ude00 \u00e9"}}"#;
+        // Every proper prefix of a message may be one still arriving...
+        let text = "{\"jsonrpc\":\"2.0\",\"id\":4,\"params\":{\"t\":\"é😀\"}}";
+        for bytes in [message.as_slice(), text.as_bytes()] {
+            for end in 0..bytes.len() {
+                assert_eq!(
+                    stalled(&bytes[..end]),
+                    Stalled::Arriving,
+                    "{}",
+                    String::from_utf8_lossy(&bytes[..end])
+                );
+            }
+        }
+        // ... a complete value is not, nor a broken one.
+        assert_eq!(
+            stalled(message),
+            Stalled::Short {
+                id: json!(4),
+                end: Some(message.len())
+            }
+        );
+        let mut next = message.to_vec();
+        next.extend(frame(NOTE));
+        assert_eq!(
+            stalled(&next),
+            Stalled::Short {
+                id: json!(4),
+                end: Some(message.len())
+            }
+        );
+        assert_eq!(
+            stalled(b"{\"a\":\"b\r\nContent-Length: 2\r\n\r\n{}"),
+            Stalled::Short {
+                id: Value::Null,
+                end: None
+            }
+        );
+    }
+
+    /// Reads what `write` sends into a pipe, with the clock paused (it
+    /// moves on only when every task waits): the bodies and error codes in
+    /// order, as `read_all`.
+    async fn read_paused<W, F>(write: W) -> Vec<Taken>
+    where
+        W: FnOnce(tokio::io::DuplexStream) -> F,
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let (client, input) = tokio::io::duplex(1 << 20);
+        let writer = tokio::spawn(write(client));
+        let mut frames = Frames::new(input, Some(BODY_IDLE), MESSAGE_LIMIT);
+        let mut read = Vec::new();
+        loop {
+            match frames.next().await {
+                Read::End => break,
+                Read::Error(verdict) => read.push(Err(code(&verdict))),
+                Read::Body => read.push(Ok(frames.body().to_vec())),
+            }
+        }
+        writer.await.unwrap();
+        read
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_paused_for_a_minute_is_read_whole() {
+        // A message cut in three, with a minute without a byte between the
+        // parts: read whole (it was dropped after a second).
+        let message = frame(br#"{"jsonrpc":"2.0","method":"$/z","params":{"t":"abc"}}"#);
+        let expected = message[message.len() - 53..].to_vec();
+        let read = read_paused(|mut client| async move {
+            for part in [&message[..30], &message[30..45], &message[45..]] {
+                client.write_all(part).await.unwrap();
+                tokio::time::sleep(Duration::from_secs(60)).await;
+            }
+        })
+        .await;
+        assert_eq!(read, [Ok(expected)]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_body_shorter_than_its_length_is_answered_when_the_client_waits() {
+        // A Content-Length 40 bytes too long, and the client waits for the
+        // answer: answered with the request's id; then a message after the
+        // value, and the client waits again: the message is read too (it
+        // was thrown away with the short body).
+        let request = br#"{"jsonrpc":"2.0","id":6,"method":"x"}"#;
+        let read = read_paused(|mut client| async move {
+            let mut long = format!("Content-Length: {}\r\n\r\n", request.len() + 40).into_bytes();
+            long.extend(request);
+            client.write_all(&long).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            let mut long = format!("Content-Length: {}\r\n\r\n", request.len() + 400).into_bytes();
+            long.extend(request);
+            long.extend(frame(NOTE));
+            client.write_all(&long).await.unwrap();
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        })
+        .await;
+        assert_eq!(
+            read,
+            [
+                Err(Some(PARSE_ERROR)),
+                Err(Some(PARSE_ERROR)),
+                Ok(NOTE.to_vec())
+            ]
+        );
     }
 }

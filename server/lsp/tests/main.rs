@@ -15,6 +15,7 @@ mod transport;
 mod transport_binary;
 mod transport_build;
 mod transport_features;
+mod transport_framing;
 mod transport_malformed;
 mod transport_panic;
 mod transport_props;
