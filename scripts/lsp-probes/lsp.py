@@ -6,7 +6,7 @@ import json, os, subprocess, sys, time, select, threading, queue
 # OP2_BIN names the binary (default: this checkout's release build); the
 # scripts' scratch files live under /tmp/lsp-probes.
 HERE = os.path.dirname(os.path.abspath(__file__))
-BIN = os.environ.get("OP2_BIN", os.path.join(HERE, "..", "..", "target", "release", "op2"))
+BIN = os.path.abspath(os.environ.get("OP2_BIN", os.path.join(HERE, "..", "..", "target", "release", "op2")))
 for scratch in ("ws", "ws2", "ws3"):
     os.makedirs(os.path.join("/tmp/lsp-probes", scratch), exist_ok=True)
 
