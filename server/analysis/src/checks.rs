@@ -183,10 +183,15 @@ fn free_name(
 }
 
 /// The fix that changes argument `k` of `args` to `mode`, unless the new
-/// mode would conflict with another argument of the same par_loop (E401):
-/// a fix must leave fewer errors, not trade one for another.
+/// mode is not one the argument may have (E308: `RW` of `idx`, a const,
+/// `len(…)` or a global) or would conflict with another argument of the
+/// same par_loop (E401): a fix must leave fewer errors, not trade one for
+/// another.
 fn safe_mode_fix(args: &[Option<Arg>], k: usize, mode: AccessMode) -> Option<Fix> {
     let arg = args.get(k)?.as_ref()?;
+    if !crate::invocation::allowed_modes(&arg.kind).contains(&mode) {
+        return None;
+    }
     let changed = Arg {
         mode,
         ..arg.clone()
@@ -414,13 +419,34 @@ pub(crate) fn check_invocations(
                         }
                         diagnostics.push(diagnostic);
                     }
+                    // `WRITE` says every component is set: one that some
+                    // path leaves alone has no defined value (`op2 run`
+                    // and the graph then disagree).
+                    if let Some(component) = usage.unwritten_component(dimension) {
+                        let mut diagnostic = Diagnostic::new(
+                            Code::W503,
+                            arg.location,
+                            format!(
+                                "`{arg_name}` is `WRITE` but `{}` does not write component {component} of `{}` on every path: its value there is undefined",
+                                kernel.name, param.name
+                            ),
+                        )
+                        .with_label("`WRITE` says every component is set")
+                        .with_related(param.location, "parameter declared here");
+                        if let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw) {
+                            diagnostic = diagnostic.with_fix(fix);
+                        }
+                        diagnostics.push(diagnostic);
+                    }
                 }
                 // An `INFO` global is read and written as the kernel likes.
                 AccessMode::Rw if matches!(arg.kind, ArgKind::Info { .. }) => {}
                 AccessMode::Rw => {
                     let (weaker, saved) = if !usage.is_written() {
                         (Some(AccessMode::Read), "the write-back")
-                    } else if !usage.is_read() {
+                    } else if !usage.is_read() && usage.writes_every_component(dimension) {
+                        // Only when every component is set on every path:
+                        // `WRITE` leaves the others undefined.
                         (Some(AccessMode::Write), "the read")
                     } else {
                         (None, "")

@@ -423,22 +423,7 @@ impl Resolver<'_, '_> {
                 return None;
             }
         };
-        let allowed: &[AccessMode] = match kind {
-            ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } => &[
-                AccessMode::Read,
-                AccessMode::Write,
-                AccessMode::Rw,
-                AccessMode::Inc,
-            ],
-            ArgKind::Global(_) => &[
-                AccessMode::Read,
-                AccessMode::Inc,
-                AccessMode::Min,
-                AccessMode::Max,
-            ],
-            ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => &[AccessMode::Read],
-            ArgKind::Info { .. } => &[AccessMode::Rw],
-        };
+        let allowed = allowed_modes(&kind);
         if !allowed.contains(&mode) {
             let kind_word = match kind {
                 ArgKind::DirectDat(_) => "a direct dat",
@@ -658,5 +643,26 @@ impl Resolver<'_, '_> {
             );
             args[k] = None;
         }
+    }
+}
+
+/// The access modes an argument of `kind` may have (language.md §7; any
+/// other is E308).
+pub(crate) fn allowed_modes(kind: &ArgKind) -> &'static [AccessMode] {
+    match kind {
+        ArgKind::DirectDat(_) | ArgKind::IndirectDat { .. } => &[
+            AccessMode::Read,
+            AccessMode::Write,
+            AccessMode::Rw,
+            AccessMode::Inc,
+        ],
+        ArgKind::Global(_) => &[
+            AccessMode::Read,
+            AccessMode::Inc,
+            AccessMode::Min,
+            AccessMode::Max,
+        ],
+        ArgKind::Const(_) | ArgKind::Len(_) | ArgKind::Index(_) => &[AccessMode::Read],
+        ArgKind::Info { .. } => &[AccessMode::Rw],
     }
 }

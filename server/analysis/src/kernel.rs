@@ -28,6 +28,13 @@ pub struct ParamUsage {
     pub unwritten_reads: Vec<TextRange>,
     /// Indices whose value is known at compile time, with their range.
     pub constant_indices: Vec<(i128, TextRange)>,
+    /// The components (below 64) written on every path from the start of
+    /// the body to its end or a `return`: what a `WRITE` must cover.
+    pub written_at_exit: u64,
+    /// Whether some path may write a component through an index that is
+    /// not a constant: then [`ParamUsage::written_at_exit`] may miss
+    /// components that are written, and nothing is claimed about them.
+    pub dynamic_writes: bool,
 }
 
 impl ParamUsage {
@@ -39,6 +46,27 @@ impl ParamUsage {
     /// True when the body observes the parameter's incoming value.
     pub fn is_read(&self) -> bool {
         !self.reads.is_empty() || !self.compound.is_empty() || !self.updates.is_empty()
+    }
+
+    /// The first component of `0 .. dim` that some path through the body
+    /// leaves unwritten, when that is certain: `None` when every one is
+    /// written on every path, and when a write through a computed index
+    /// might be what sets it (or `dim` is past the 64 components tracked).
+    pub fn unwritten_component(&self, dim: u32) -> Option<u32> {
+        if self.writes_every_component(dim) {
+            return None;
+        }
+        if self.dynamic_writes || dim > 64 {
+            return None;
+        }
+        (0..dim).find(|c| self.written_at_exit & (1 << c) == 0)
+    }
+
+    /// Whether every component of `0 .. dim` is written, through a
+    /// constant index, on every path through the body: certain, never
+    /// guessed (a loop that writes `q[i]` for every `i` does not count).
+    pub fn writes_every_component(&self, dim: u32) -> bool {
+        dim <= 64 && (0..dim).all(|c| self.written_at_exit & (1 << c) != 0)
     }
 
     /// Uses an INC parameter may not have: reads, `=` and compound
@@ -80,8 +108,11 @@ pub struct KernelSummary {
 pub fn summarise(body: &Body, params: usize, consts: &ConstValues) -> KernelSummary {
     let mut usage = vec![ParamUsage::default(); params];
     // Syntactic uses.
+    let discarded = discarded_values(&body.statements);
     for stmt in &body.statements {
-        crate::hir::walk_stmt_exprs(stmt, &mut |expr| collect_use(expr, &mut usage, consts));
+        crate::hir::walk_stmt_exprs(stmt, &mut |expr| {
+            collect_use(expr, &mut usage, consts, &discarded);
+        });
     }
     // Reads before writes, path by path.
     let mut flow = Flow {
@@ -90,14 +121,59 @@ pub fn summarise(body: &Body, params: usize, consts: &ConstValues) -> KernelSumm
         unwritten: vec![Vec::new(); params],
         loops: Vec::new(),
         settled: FxHashMap::default(),
+        returns: None,
     };
-    flow.block(&body.statements, Some(State::entry(params)));
-    for (usage, mut reads) in usage.iter_mut().zip(flow.unwritten) {
+    let end = flow.block(&body.statements, Some(State::entry(params)));
+    // What every way out of the body has written (none: the body never
+    // ends, so nothing is left unwritten).
+    let exit = State::join(end, flow.returns.take());
+    for (k, (usage, mut reads)) in usage.iter_mut().zip(flow.unwritten).enumerate() {
         reads.sort();
         reads.dedup();
         usage.unwritten_reads = reads;
+        (usage.written_at_exit, usage.dynamic_writes) = match &exit {
+            Some(exit) => (exit.definitely[k], exit.maybe_dynamic[k]),
+            None => (u64::MAX, false),
+        };
     }
     KernelSummary { params: usage }
+}
+
+/// The expressions whose value is thrown away (by address): those that are
+/// whole statements and the steps of `for` loops. Every other `++`, `--`
+/// or compound assignment gives its value to the expression around it,
+/// which reads the variable (`o[0] = q[0]++;`).
+fn discarded_values(statements: &[Stmt]) -> rustc_hash::FxHashSet<usize> {
+    let mut discarded = rustc_hash::FxHashSet::default();
+    let mut stack: Vec<&Stmt> = statements.iter().collect();
+    while let Some(stmt) = stack.pop() {
+        match &stmt.kind {
+            StmtKind::Expr(expr) => {
+                discarded.insert(std::ptr::from_ref(expr) as usize);
+            }
+            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => stack.extend(stmts),
+            StmtKind::If {
+                then_branch,
+                else_branch,
+                ..
+            } => {
+                stack.push(then_branch);
+                stack.extend(else_branch.as_deref());
+            }
+            StmtKind::For {
+                init, step, body, ..
+            } => {
+                stack.extend(init.as_deref());
+                if let Some(step) = step {
+                    discarded.insert(std::ptr::from_ref(step) as usize);
+                }
+                stack.push(body);
+            }
+            StmtKind::While { body, .. } | StmtKind::DoWhile { body, .. } => stack.push(body),
+            _ => {}
+        }
+    }
+    discarded
 }
 
 fn param_of(place: &Place) -> Option<usize> {
@@ -107,7 +183,15 @@ fn param_of(place: &Place) -> Option<usize> {
     }
 }
 
-fn collect_use(expr: &Expr, usage: &mut [ParamUsage], consts: &ConstValues) {
+fn collect_use(
+    expr: &Expr,
+    usage: &mut [ParamUsage],
+    consts: &ConstValues,
+    discarded: &rustc_hash::FxHashSet<usize>,
+) {
+    // The value of `q[0]++` or `(q[0] += x)` inside a larger expression
+    // is the parameter's value: a read as well as a write.
+    let value_used = !discarded.contains(&(std::ptr::from_ref(expr) as usize));
     let index_of = |place: &Place, usage: &mut [ParamUsage]| {
         if let (Some(k), Some(index)) = (param_of(place), &place.index)
             && let Some(value) = consts.eval(index).and_then(Value::as_i128)
@@ -128,7 +212,12 @@ fn collect_use(expr: &Expr, usage: &mut [ParamUsage], consts: &ConstValues) {
             if let Some(u) = param_of(place).and_then(|k| usage.get_mut(k)) {
                 match op {
                     AssignOp::Assign => u.assigns.push(expr.range),
-                    other => u.compound.push((expr.range, *other)),
+                    other => {
+                        u.compound.push((expr.range, *other));
+                        if value_used {
+                            u.reads.push(expr.range);
+                        }
+                    }
                 }
             }
         }
@@ -136,6 +225,9 @@ fn collect_use(expr: &Expr, usage: &mut [ParamUsage], consts: &ConstValues) {
             index_of(place, usage);
             if let Some(u) = param_of(place).and_then(|k| usage.get_mut(k)) {
                 u.updates.push(expr.range);
+                if value_used {
+                    u.reads.push(expr.range);
+                }
             }
         }
         _ => {}
@@ -197,6 +289,8 @@ struct Flow {
     /// cost `2^d` passes over the innermost body (22 nested `for`s took
     /// 6 s to check, 40 never ended: fuzz seed 1, case 151422).
     settled: FxHashMap<(usize, State), Option<State>>,
+    /// The states at the `return`s met so far, joined.
+    returns: Option<State>,
 }
 
 /// The component an index names, when it is a small constant.
@@ -470,8 +564,22 @@ impl Flow {
                 }
                 None
             }
-            StmtKind::Return | StmtKind::Exit(_) => None,
-            StmtKind::ParLoop(_) | StmtKind::Print { .. } | StmtKind::Fetch { .. } => Some(state),
+            StmtKind::Return => {
+                // Joined in every pass: a pass before a loop's fixed point
+                // has written no less than the last, so it changes nothing.
+                self.returns = State::join(self.returns.take(), Some(state));
+                None
+            }
+            StmtKind::Exit(_) => None,
+            // A kernel's `printf` evaluates its arguments, which may read
+            // and write parameters like any expression.
+            StmtKind::Print { args, .. } => {
+                for arg in args {
+                    self.expr(arg, &mut state);
+                }
+                Some(state)
+            }
+            StmtKind::ParLoop(_) | StmtKind::Fetch { .. } => Some(state),
         }
     }
 }

@@ -143,12 +143,19 @@ pub fn order_dependence(program: &Program) -> OrderDependence {
             };
             let node = data_node(data);
             graph.edge(node, param, false);
-            // A WRITE argument read before the kernel writes it (W503)
-            // reads a value the language leaves unspecified: in the graph
-            // an indirect one is a landing pad, which keeps what the last
+            // A WRITE argument read before the kernel writes it, or with
+            // a component left unwritten on some path (W503), holds a
+            // value the language leaves unspecified: in the graph an
+            // indirect one is a landing pad, which keeps what the last
             // execution of the loop left there.
             let usage = program.kernels[kernel.index()].summary.params.get(position);
-            if arg.mode == AccessMode::Write && usage.is_some_and(|u| !u.unwritten_reads.is_empty())
+            let dimension = program.kernels[kernel.index()].params[position]
+                .dimension
+                .unwrap_or(arg.ty.dimension);
+            if arg.mode == AccessMode::Write
+                && usage.is_some_and(|u| {
+                    !u.unwritten_reads.is_empty() || u.unwritten_component(dimension).is_some()
+                })
             {
                 graph.seed(param, Sensitivity::Arbitrary);
             }

@@ -322,3 +322,34 @@ fn e308_const_argument_becomes_read() {
         ),
     );
 }
+
+/// E501's "change the mode to `RW`" is offered only for an argument that
+/// may be `RW`: for `idx`, a const, `len(…)` or a global it would trade the
+/// error for E308, so there is no fix (the kernel must not write there).
+#[test]
+fn no_mode_fix_where_the_mode_is_not_allowed() {
+    let text = "set cells;
+const c: double = 1.0;
+global g: double;
+dat p: double on cells;
+kernel kiw(int *i, double *d, double *e) { i[0] = 1; d[0] = 2.0; e[0] = 3.0; }
+kernel wi(int *x) { x[0] = 1; }
+kernel w(double *x) { x[0] = 1.0; }
+main {
+    par_loop kiw over cells (idx, c READ, g READ);
+    par_loop wi over cells (len(cells) READ);
+    par_loop w over cells (p READ);
+    print(\"%g\", g);
+}
+";
+    let found: Vec<(String, usize)> = diagnostics(text)
+        .into_iter()
+        .filter(|d| d.code == Code::E501)
+        .map(|d| (d.message.clone(), d.fixes.len()))
+        .collect();
+    assert_eq!(found.len(), 5, "{found:#?}");
+    for (message, fixes) in &found {
+        let expected = usize::from(message.contains("argument `p`"));
+        assert_eq!(*fixes, expected, "{message}");
+    }
+}

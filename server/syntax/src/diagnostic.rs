@@ -103,7 +103,7 @@ codes! {
     W402 = Warning, "the same argument given twice";
     E501 = Error, "READ parameter written in the kernel";
     E502 = Error, "INC parameter read or assigned";
-    W503 = Warning, "WRITE parameter read before it is written";
+    W503 = Warning, "WRITE parameter read before it is written, or not written";
     E504 = Error, "const parameter bound to a writing argument";
     H505 = Hint, "non-const parameter bound to a READ argument";
     H506 = Hint, "RW argument could be READ or WRITE";
