@@ -108,7 +108,7 @@ pub struct KernelSummary {
 pub fn summarise(body: &Body, params: usize, consts: &ConstValues) -> KernelSummary {
     let mut usage = vec![ParamUsage::default(); params];
     // Syntactic uses.
-    let discarded = discarded_values(&body.statements);
+    let discarded = discarded_values(body);
     for stmt in &body.statements {
         crate::hir::walk_stmt_exprs(stmt, &mut |expr| {
             collect_use(expr, &mut usage, consts, &discarded);
@@ -143,33 +143,18 @@ pub fn summarise(body: &Body, params: usize, consts: &ConstValues) -> KernelSumm
 /// whole statements and the steps of `for` loops. Every other `++`, `--`
 /// or compound assignment gives its value to the expression around it,
 /// which reads the variable (`o[0] = q[0]++;`).
-fn discarded_values(statements: &[Stmt]) -> rustc_hash::FxHashSet<usize> {
+fn discarded_values(body: &Body) -> rustc_hash::FxHashSet<usize> {
     let mut discarded = rustc_hash::FxHashSet::default();
-    let mut stack: Vec<&Stmt> = statements.iter().collect();
-    while let Some(stmt) = stack.pop() {
+    for stmt in crate::hir::statements(body) {
         match &stmt.kind {
             StmtKind::Expr(expr) => {
                 discarded.insert(std::ptr::from_ref(expr) as usize);
             }
-            StmtKind::Block(stmts) | StmtKind::Sequence(stmts) => stack.extend(stmts),
-            StmtKind::If {
-                then_branch,
-                else_branch,
-                ..
-            } => {
-                stack.push(then_branch);
-                stack.extend(else_branch.as_deref());
-            }
             StmtKind::For {
-                init, step, body, ..
+                step: Some(step), ..
             } => {
-                stack.extend(init.as_deref());
-                if let Some(step) = step {
-                    discarded.insert(std::ptr::from_ref(step) as usize);
-                }
-                stack.push(body);
+                discarded.insert(std::ptr::from_ref(step) as usize);
             }
-            StmtKind::While { body, .. } | StmtKind::DoWhile { body, .. } => stack.push(body),
             _ => {}
         }
     }
