@@ -329,9 +329,14 @@ pub(crate) fn check_invocations(
                     },
                     message,
                 )
-                .with_related(arg.location, format!("`{arg_name}` is `{}` here", arg.mode))
+                .with_related(
+                    arg.location,
+                    format!("`{arg_name}` is `{}` here", mode_word(arg)),
+                )
             };
-            if arg.mode.writes() && param.is_const {
+            // An `INFO` global's copy is the kernel's to write or not: a
+            // `const` parameter just leaves the global as it was.
+            if arg.mode.writes() && param.is_const && !matches!(arg.kind, ArgKind::Info { .. }) {
                 let mut diagnostic = Diagnostic::new(
                     Code::E504,
                     arg.location,
@@ -591,7 +596,14 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
                     Diagnostic::new(
                         Code::W402,
                         later.location,
-                        format!("`{name}` is passed twice with the same map, index and mode"),
+                        format!(
+                            "`{name}` is passed twice {}",
+                            match later.kind {
+                                ArgKind::IndirectDat { .. } => "with the same map, index and mode",
+                                ArgKind::DirectDat(_) => "directly with the same mode",
+                                _ => "with the same mode",
+                            }
+                        ),
                     )
                     .with_label("same argument again")
                     .with_related(earlier.location, "first given here"),
@@ -605,12 +617,24 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
                         later.location,
                         format!("conflicting accesses to `{name}` in one par_loop: {rule}"),
                     )
-                    .with_label(format!("`{name}` is `{}` here", later.mode))
-                    .with_related(earlier.location, format!("and `{}` here", earlier.mode)),
+                    .with_label(format!("`{name}` is `{}` here", mode_word(later)))
+                    .with_related(
+                        earlier.location,
+                        format!("and `{}` here", mode_word(earlier)),
+                    ),
                 );
                 break;
             }
         }
+    }
+}
+
+/// The mode of `arg` as the user wrote it: an `INFO` global is `RW` inside
+/// the analysis, but the program says `INFO`.
+fn mode_word(arg: &Arg) -> String {
+    match arg.kind {
+        ArgKind::Info { .. } => "INFO".to_owned(),
+        _ => arg.mode.to_string(),
     }
 }
 
@@ -630,6 +654,11 @@ fn conflict(a: &Arg, b: &Arg) -> Option<&'static str> {
         return Some("a dat written directly may appear in no other argument");
     }
     if indirect_write(a) || indirect_write(b) {
+        if indirect_write(a) && indirect_write(b) && a.kind == b.kind {
+            // The same map and index reach the same element from every
+            // element of the set: E704 would refuse every instance.
+            return Some("two arguments write the same element through the same map and index");
+        }
         return (!(indirect_write(a) && indirect_write(b))).then_some(
             "a dat written through a map may appear only in other indirect `WRITE`/`RW` arguments",
         );

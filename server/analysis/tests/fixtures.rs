@@ -745,3 +745,30 @@ fn markers_are_parsed_at_their_columns() {
     );
     assert_eq!(&"// allow: W604\nset cells;\n"[19..24], "cells");
 }
+
+/// Fixture markers check a diagnostic's message, not its labels: an `INFO`
+/// argument, `RW` inside the analysis, is named `INFO` in the labels of E401
+/// too (fixture `e504/info_const_ok.op2`).
+#[test]
+fn an_info_argument_is_named_as_written_in_the_labels() {
+    let text = std::fs::read_to_string(fixtures_root().join("e504/info_const_ok.op2"))
+        .expect("the fixture");
+    let analysis = op2_analysis::analyse_text(
+        std::path::Path::new("info.op2"),
+        &text,
+        &op2_analysis::Options::default(),
+    );
+    let conflict = analysis
+        .diagnostics
+        .iter()
+        .find(|d| d.code == op2_syntax::Code::E401)
+        .expect("an E401");
+    let labels: Vec<&str> = std::iter::once(conflict.label.as_str())
+        .chain(conflict.related.iter().map(|r| r.message.as_str()))
+        .collect();
+    assert_eq!(
+        labels,
+        ["`g_where` is `READ` here", "and `INFO` here"],
+        "{conflict:#?}"
+    );
+}
