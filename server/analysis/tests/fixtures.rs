@@ -753,15 +753,11 @@ fn markers_are_parsed_at_their_columns() {
 fn an_info_argument_is_named_as_written_in_the_labels() {
     let text = std::fs::read_to_string(fixtures_root().join("e504/info_const_ok.op2"))
         .expect("the fixture");
-    let analysis = op2_analysis::analyse_text(
-        std::path::Path::new("info.op2"),
-        &text,
-        &op2_analysis::Options::default(),
-    );
+    let analysis = analyse_text(std::path::Path::new("info.op2"), &text, &Options::default());
     let conflict = analysis
         .diagnostics
         .iter()
-        .find(|d| d.code == op2_syntax::Code::E401)
+        .find(|d| d.code == Code::E401)
         .expect("an E401");
     let labels: Vec<&str> = std::iter::once(conflict.label.as_str())
         .chain(conflict.related.iter().map(|r| r.message.as_str()))
