@@ -1037,7 +1037,7 @@ impl<'a, 't> Lowerer<'a, 't> {
                     return None;
                 };
                 let (var, ty, dimension) = self.resolve_var(ident)?;
-                if dimension.is_none() {
+                let Some(length) = dimension else {
                     let name = self.text(&ident);
                     self.report(
                         Code::E103,
@@ -1045,6 +1045,24 @@ impl<'a, 't> Lowerer<'a, 't> {
                         format!("`{name}` is a scalar and cannot be indexed"),
                     );
                     return None;
+                };
+                // A local array, a const or a global has its length here (a
+                // parameter's comes with the argument bound to it: checked
+                // per par_loop, `checks`). A constant index past it fails
+                // every run.
+                if !matches!(var, Var::Param(_))
+                    && let Some(at) = index.as_ref()
+                    && let Some(value) = crate::hir::literal_index(at)
+                    && (value < 0 || value >= i128::from(length))
+                {
+                    let name = self.text(&ident);
+                    let diagnostic = Diagnostic::new(
+                        Code::E507,
+                        self.location(at.range),
+                        format!("index {value} is out of range for `{name}` of length {length}"),
+                    )
+                    .with_label(format!("expected 0 to {}", length.saturating_sub(1)));
+                    self.diagnostics.push(diagnostic);
                 }
                 Some((
                     Place {

@@ -107,7 +107,7 @@ codes! {
     E504 = Error, "const parameter bound to a writing argument";
     H505 = Hint, "non-const parameter bound to a READ argument";
     H506 = Hint, "RW argument could be READ or WRITE";
-    E507 = Error, "constant index outside the parameter's dimension";
+    E507 = Error, "constant index outside the parameter's dimension or the array's length";
     E508 = Error, "kernel names something it may not use";
     E601 = Error, "par_loop, exit or fetch outside main, or main names a dat or map";
     E602 = Error, "assignment to a const";
