@@ -94,13 +94,63 @@ pub struct SettingDescription {
 
 impl Settings {
     /// Reads settings from a JSON value: either `{"op2": {…}}` or the
-    /// section itself. Unknown keys are an error naming them.
-    pub fn from_json(value: &serde_json::Value) -> Result<Settings, String> {
+    /// section itself. A key the server does not know (a typo, or a setting
+    /// of a newer editor extension than this `op2`) is left out and named
+    /// in the second part of the answer, and the others are taken: before,
+    /// one unknown key dropped every setting, so `build.onSave: false` was
+    /// ignored after it. A known key with a value of the wrong type is an
+    /// error naming it, and then no setting is taken.
+    pub fn from_json(value: &serde_json::Value) -> Result<(Settings, Vec<String>), String> {
         let section = value.get("op2").unwrap_or(value);
         if section.is_null() {
-            return Ok(Settings::default());
+            return Ok((Settings::default(), Vec::new()));
         }
-        serde_json::from_value(section.clone()).map_err(|e| format!("invalid op2 settings: {e}"))
+        let mut known = section.clone();
+        let mut unknown = Vec::new();
+        if let serde_json::Value::Object(groups) = &mut known {
+            let schema = Settings::schema();
+            groups.retain(|group, values| {
+                let prefix = format!("op2.{group}.");
+                if !schema.iter().any(|s| s.key.starts_with(&prefix)) {
+                    unknown.push(format!("op2.{group}"));
+                    return false;
+                }
+                if let serde_json::Value::Object(values) = values {
+                    values.retain(|key, _| {
+                        let path = format!("{prefix}{key}");
+                        let is_known = schema.iter().any(|s| s.key == path);
+                        if !is_known {
+                            unknown.push(path);
+                        }
+                        is_known
+                    });
+                }
+                true
+            });
+        }
+        let settings =
+            serde_json::from_value(known).map_err(|e| format!("invalid op2 settings: {e}"))?;
+        Ok((settings, unknown))
+    }
+
+    /// What the user is told of the keys [`Settings::from_json`] left out,
+    /// or `None` when there are none.
+    pub fn unknown_message(unknown: &[String]) -> Option<String> {
+        let (first, rest) = unknown.split_first()?;
+        let names = rest
+            .iter()
+            .take(7)
+            .fold(format!("`{first}`"), |names, key| names + ", `" + key + "`");
+        let more = rest.len().saturating_sub(7);
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "op2 settings: {names}{more} not known to this op2 (a typo, or a newer editor \
+             extension than `op2 --version`): ignored; the other settings apply"
+        ))
     }
 
     /// Every setting, with the documentation above. A test checks that this
@@ -179,15 +229,36 @@ mod tests {
         }
         // Every key of the schema is a field (deny_unknown_fields), and the
         // defaults agree.
-        let parsed = Settings::from_json(&serde_json::Value::Object(object))
+        let (parsed, unknown) = Settings::from_json(&serde_json::Value::Object(object))
             .expect("the schema describes the struct");
         assert_eq!(parsed, Settings::default());
+        assert_eq!(unknown, Vec::<String>::new());
     }
 
     #[test]
-    fn unknown_keys_are_named() {
-        let error = Settings::from_json(&serde_json::json!({"op2": {"build": {"onSav": true}}}))
-            .unwrap_err();
-        assert!(error.contains("onSav"), "{error}");
+    fn unknown_keys_are_named_and_the_known_ones_taken() {
+        let (settings, unknown) = Settings::from_json(&serde_json::json!({"op2": {
+            "build": {"onSav": true, "onSave": false, "outDir": "out"},
+            "future": {"x": 1},
+            "inlayHints": {"generatedPins": false},
+        }}))
+        .expect("settings");
+        assert_eq!(unknown, ["op2.build.onSav", "op2.future"]);
+        assert!(!settings.build.on_save);
+        assert_eq!(settings.build.out_dir, "out");
+        assert!(!settings.inlay_hints.generated_pins);
+        let message = Settings::unknown_message(&unknown).expect("a message");
+        assert!(
+            message.contains("`op2.build.onSav`, `op2.future` not known"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_known_key_of_the_wrong_type_is_an_error_naming_it() {
+        let error =
+            Settings::from_json(&serde_json::json!({"build": {"onSave": "yes"}})).unwrap_err();
+        assert!(error.contains("invalid op2 settings"), "{error}");
+        assert!(error.contains("boolean"), "{error}");
     }
 }

@@ -904,7 +904,15 @@ impl LanguageServer for Backend {
             .as_ref()
             .map(Settings::from_json)
         {
-            Some(Ok(settings)) => settings,
+            Some(Ok((settings, unknown))) => {
+                if let Some(message) = Settings::unknown_message(&unknown) {
+                    let client = self.client.clone();
+                    tokio::spawn(async move {
+                        client.show_message(MessageType::WARNING, message).await
+                    });
+                }
+                settings
+            }
             Some(Err(message)) => {
                 // Spawned: never await the client inside a handler.
                 let client = self.client.clone();
@@ -1079,7 +1087,14 @@ impl LanguageServer for Backend {
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
         match Settings::from_json(&params.settings) {
-            Ok(settings) => lock(&self.world).settings = settings,
+            Ok((settings, unknown)) => {
+                lock(&self.world).settings = settings;
+                if let Some(message) = Settings::unknown_message(&unknown) {
+                    self.client
+                        .show_message(MessageType::WARNING, message)
+                        .await;
+                }
+            }
             Err(message) => {
                 self.client
                     .show_message(MessageType::WARNING, message)

@@ -438,8 +438,8 @@ async fn settings_arrive_by_initialization_options_and_did_change_configuration(
     assert!(!graph.exists());
     assert!(std::fs::read(&in_out).is_ok_and(|bytes| bytes == expected_graph(&path)));
 
-    // Unknown settings are named in a warning, and the settings before them
-    // stay.
+    // Unknown settings are named in a warning; the known ones apply (before,
+    // one unknown key dropped them all).
     let from = session.mark();
     session.notify(
         "workspace/didChangeConfiguration",
