@@ -188,6 +188,9 @@ export class Op2Extension implements vscode.Disposable {
         // A code lens or code action may carry the server's own command;
         // its answer (the device type's text) is shown, not dropped.
         executeCommand: async (command, args, next) => {
+          // The server's `op2.import` is a VS Code command too (the client
+          // registers it): the same trust as the extension's own.
+          if (command === SERVER_COMMANDS.import && !(await this.trustedForImport())) return undefined;
           const result = await next(command, args);
           if (command === SERVER_COMMANDS.showDeviceType && typeof result === 'string') {
             const source = typeof args[0] === 'string' ? vscode.Uri.parse(args[0]) : undefined;
@@ -321,6 +324,7 @@ export class Op2Extension implements vscode.Disposable {
       void vscode.window.showWarningMessage('op2: open the main C/C++ file of an OP2 application (the one that calls op_init) first.');
       return undefined;
     }
+    if (!(await this.trustedForImport())) return undefined;
     if (editor && editor.uri.toString() === target.toString() && editor.isDirty) await editor.save();
     const client = await this.runningClient();
     if (!client) return undefined;
@@ -356,6 +360,21 @@ export class Op2Extension implements vscode.Disposable {
       if (choice) this.output.show(true);
     });
     return answer;
+  }
+
+  /**
+   * An import compiles the application with the system's compiler and runs
+   * its set-up: code of the workspace, which Restricted Mode does not run.
+   * Says so, with a way to trust the folder, and answers whether to go on.
+   */
+  async trustedForImport(): Promise<boolean> {
+    if (vscode.workspace.isTrusted) return true;
+    const choice = await vscode.window.showWarningMessage(
+      'op2: importing compiles the application and runs its set-up, which is code of this workspace: trust the workspace first (Restricted Mode runs none of it).',
+      'Manage Workspace Trust',
+    );
+    if (choice) void vscode.commands.executeCommand('workbench.trust.manage');
+    return false;
   }
 
   async showDeviceType(uri?: vscode.Uri | string, setName?: string): Promise<string | undefined> {

@@ -313,6 +313,23 @@ describe('activation', () => {
     assert.match(mock.messages[0].message, /airfoil\.op2 and airfoil\.json, but the result is not faithful/);
   });
 
+  it('imports nothing in Restricted Mode, through its own command or the server\'s, and says how to trust the folder', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    vs.workspace.isTrusted = false;
+    const main = vscode.Uri.file('/work/proj/app/grid.cpp');
+    mock.choices.push('Manage Workspace Trust');
+    const answer = await vscode.commands.executeCommand(COMMANDS.importApplication, main);
+    assert.equal(answer, undefined);
+    assert.equal(mock.messages[0].level, 'warning');
+    assert.match(mock.messages[0].message, /compiles the application and runs its set-up.*trust the workspace first/);
+    assert.ok(mock.executed.some((e: any) => e.id === 'workbench.trust.manage'), JSON.stringify(mock.executed));
+    // The server's own command, which the client registers in VS Code.
+    const viaServer = await clients()[0].executeThroughMiddleware('op2.import', [main.toString()]);
+    assert.equal(viaServer, undefined);
+    assert.equal(mock.messages.length, 2);
+    assert.equal(clients()[0].requests.length, 0, 'no request reached the server');
+  });
+
   it('shows why an import failed, and imports nothing that is not a C/C++ file', async () => {
     extension = await activate(context(), host(['/usr/bin/op2']));
     lc.__mock.respond = () => {

@@ -104,6 +104,7 @@ function reset() {
   mock.watchers = [];
   vscode.window.activeTextEditor = undefined;
   vscode.workspace.workspaceFolders = undefined;
+  vscode.workspace.isTrusted = true;
 }
 
 /** A text document for `activeTextEditor`. */
