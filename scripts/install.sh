@@ -62,9 +62,14 @@ echo "$man_dir: op2(1) and one page per command (man op2-simulate)"
 step "shell completions"
 bash_file="$data/bash-completion/completions/op2"
 mkdir -p "$(dirname "$bash_file")" "$data/zsh/site-functions" "$config/fish/completions"
-"$op2" completions bash >"$bash_file"
-"$op2" completions zsh >"$data/zsh/site-functions/_op2"
-"$op2" completions fish >"$config/fish/completions/op2.fish"
+# Each written whole and renamed into place, as the binary is: a failure
+# leaves the old file, and a link (a dotfiles manager's) is replaced, not
+# written through.
+for shell_file in "bash:$bash_file" "zsh:$data/zsh/site-functions/_op2" "fish:$config/fish/completions/op2.fish"; do
+  shell="${shell_file%%:*}" file="${shell_file#*:}"
+  "$op2" completions "$shell" >"$file.tmp.$$" || { rm -f "$file.tmp.$$"; fail "op2 completions $shell failed"; }
+  mv -f "$file.tmp.$$" "$file"
+done
 if [ -r /usr/share/bash-completion/bash_completion ]; then
   echo "bash: $bash_file (bash-completion loads it on first use)"
 else
@@ -77,6 +82,11 @@ if [ "$editors" = 1 ]; then
   step "Neovim plugin"
   pack="$data/nvim/site/pack/op2/start"
   mkdir -p "$pack"
+  # `ln -sfn` over a directory would make the link inside it, and Neovim
+  # would go on loading the directory: an older copy of the plugin.
+  if [ -e "$pack/op2" ] && [ ! -L "$pack/op2" ]; then
+    fail "$pack/op2 is a directory or file, not the link this script makes (an older copy of the plugin?): remove it and run again"
+  fi
   ln -sfn "$ROOT/editors/nvim" "$pack/op2"
   echo "$pack/op2 -> editors/nvim (see docs/editors.md for the tree-sitter parser)"
   if command -v code >/dev/null 2>&1; then

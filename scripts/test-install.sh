@@ -4,8 +4,9 @@
 # checks what the README promises: `op2 --version` from the installed binary,
 # bash completing a subcommand and an option from the installed script,
 # `man op2` found from PATH alone, the zsh and fish files, the Neovim plugin
-# link, the note when the binary's directory is not on PATH, and a second run
-# over the first. Prints "N passed, N failed".
+# link, the note when the binary's directory is not on PATH, a second run
+# over the first, and an older copy of the plugin where the link goes refused.
+# Prints "N passed, N failed".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -83,6 +84,15 @@ check "the Neovim plugin is linked" \
 
 check "a second run over the first succeeds" \
   user bash "$ROOT/scripts/install.sh" --binary "$binary" --editors
+# A real directory where the link goes (an older copy of the plugin) is
+# refused and left alone: `ln -sfn` made the link inside it.
+rm "$data/nvim/site/pack/op2/start/op2"
+mkdir "$data/nvim/site/pack/op2/start/op2"
+refused() { ! user bash "$ROOT/scripts/install.sh" --binary "$binary" --editors; }
+check "an older copy of the plugin where the link goes is refused" refused
+check "and left as it was" \
+  test -d "$data/nvim/site/pack/op2/start/op2" -a ! -L "$data/nvim/site/pack/op2/start/op2" -a ! -e "$data/nvim/site/pack/op2/start/op2/nvim"
+rmdir "$data/nvim/site/pack/op2/start/op2"
 check "an unknown argument is refused" \
   bash -c '! "$1" --bogus' _ "$ROOT/scripts/install.sh"
 
