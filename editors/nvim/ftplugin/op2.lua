@@ -28,8 +28,23 @@ end
 
 if vim.g.op2_treesitter ~= false then
   local ok, loaded = pcall(vim.treesitter.language.add, 'op2')
+  -- A parser built before the queries last changed (the plugin is linked
+  -- to the repository, the parser a copy built by hand) fails on them: say
+  -- so once, instead of an error on every .op2 buffer.
+  local started, why = false, nil
   if ok and loaded then
-    vim.treesitter.start(0, 'op2')
+    started, why = pcall(vim.treesitter.start, 0, 'op2')
+    if not started and not vim.g.op2_parser_warned then
+      vim.g.op2_parser_warned = true
+      vim.notify(
+        'op2: tree-sitter highlighting is off: the op2 parser does not fit the queries (rebuild it'
+          .. ' from grammar/src/parser.c, see docs/editors.md): '
+          .. tostring(why),
+        vim.log.levels.WARN
+      )
+    end
+  end
+  if started then
     table.insert(undo, 'lua pcall(vim.treesitter.stop)')
     if vim.g.op2_folds then
       vim.wo[0][0].foldmethod = 'expr'

@@ -9,12 +9,13 @@
 --
 -- `settings.op2` is the server's `op2` section (keys as in VS Code without
 -- the `op2.` prefix: build.onSave, build.outDir, build.instance,
--- inlayHints.invocationNames, inlayHints.generatedPins, trace.server); the
--- server ignores nothing: a misspelt key is reported.
+-- inlayHints.invocationNames, inlayHints.generatedPins, trace.server); a
+-- key the server does not know is named in a warning and left out.
 
 ---@type vim.lsp.Config
 return {
-  cmd = { vim.g.op2_server_path or 'op2', 'lsp' },
+  -- `~` in the path is expanded here: libuv starts the command as written.
+  cmd = { vim.g.op2_server_path and vim.fn.expand(vim.g.op2_server_path) or 'op2', 'lsp' },
   filetypes = { 'op2' },
   root_markers = { '.git' },
   settings = {},

@@ -375,6 +375,31 @@ check(':Op2Import imports an OP2 application of the workspace and opens the prog
   eq(require('op2').import(workspace .. '/broken.op2'), false, 'an .op2 file is not imported')
 end)
 
+check('a parser older than the queries turns highlighting off with one warning, not an error per buffer', function()
+  -- A query naming a node type the parser lacks, as after a grammar change
+  -- that the parser built by hand has not caught up with.
+  local highlights = vim.treesitter.query.get_files('op2', 'highlights')
+  local saved = table.concat(vim.fn.readfile(highlights[1]), '\n')
+  vim.treesitter.query.set('op2', 'highlights', '(no_such_node) @keyword')
+  local notes = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(notes, { message = message, level = level })
+  end
+  vim.g.op2_parser_warned = nil
+  local opened = true
+  for _, name in ipairs({ 'stale1.op2', 'stale2.op2' }) do
+    opened = opened and pcall(vim.cmd, 'edit ' .. vim.fn.fnameescape(workspace .. '/' .. name))
+  end
+  vim.notify = notify
+  vim.treesitter.query.set('op2', 'highlights', saved)
+  vim.cmd('silent! %bwipeout!')
+  assert(opened, 'opening a buffer raised an error')
+  eq(#notes, 1, 'one warning for two buffers')
+  assert(notes[1].message:find('parser does not fit the queries', 1, true), vim.inspect(notes))
+  eq(notes[1].level, vim.log.levels.WARN, 'a warning')
+end)
+
 check('the client stops cleanly', function()
   client:stop()
   wait_for('the client to stop', function()

@@ -41,7 +41,17 @@ function M.check()
 
   for _, name in ipairs({ 'highlights', 'locals', 'folds', 'indents' }) do
     local files = vim.treesitter.query.get_files('op2', name)
-    if #files > 0 then
+    -- The query must also parse with the parser found (an older parser
+    -- lacks the node types a newer grammar added).
+    local parsed, why = true, nil
+    if #files > 0 and ok and loaded then
+      parsed, why = pcall(vim.treesitter.query.get, 'op2', name)
+    end
+    if #files > 0 and not parsed then
+      health.error(('queries/op2/%s.scm does not fit the parser: %s'):format(name, tostring(why)), {
+        'Rebuild parser/op2.so from grammar/src/parser.c (see docs/editors.md): it is older than the queries.',
+      })
+    elseif #files > 0 then
       health.ok(('queries/op2/%s.scm: %s'):format(name, files[1]))
     else
       health.warn(('queries/op2/%s.scm not found on the runtimepath'):format(name))
