@@ -387,13 +387,16 @@ check('a parser older than the queries turns highlighting off with one warning, 
     table.insert(notes, { message = message, level = level })
   end
   vim.g.op2_parser_warned = nil
-  local opened = true
+  local opened, buffers = true, {}
   for _, name in ipairs({ 'stale1.op2', 'stale2.op2' }) do
     opened = opened and pcall(vim.cmd, 'edit ' .. vim.fn.fnameescape(workspace .. '/' .. name))
+    table.insert(buffers, vim.api.nvim_get_current_buf())
   end
   vim.notify = notify
   vim.treesitter.query.set('op2', 'highlights', saved)
-  vim.cmd('silent! %bwipeout!')
+  for _, buffer in ipairs(buffers) do
+    pcall(vim.api.nvim_buf_delete, buffer, { force = true })
+  end
   assert(opened, 'opening a buffer raised an error')
   eq(#notes, 1, 'one warning for two buffers')
   assert(notes[1].message:find('parser does not fit the queries', 1, true), vim.inspect(notes))
