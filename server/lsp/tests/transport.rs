@@ -662,6 +662,20 @@ async fn an_answer_over_the_clients_limit_is_sent_and_the_session_goes_on() {
     assert_eq!(end.status(), 0);
 }
 
+/// The diagnostics of the first publish for `uri` received after the
+/// first `from` messages.
+async fn published_after(session: &mut Session, from: usize, uri: &str) -> Vec<Value> {
+    let published = session
+        .wait_for_after(from, &format!("diagnostics of {uri}"), |m| {
+            m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == uri
+        })
+        .await;
+    published["params"]["diagnostics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
 /// An open program reads each file it imports from the editor while that
 /// file is open (its unsaved text), and from disk once it is closed: it is
 /// analysed again, and its diagnostics published again, when an imported
@@ -696,17 +710,7 @@ async fn opening_and_closing_an_import_analyses_its_importers_again() {
     // Opened with text that no longer declares `cells`.
     let from = session.mark();
     session.did_open(&library_uri, "set nodes;\n", 1);
-    let published = session
-        .wait_for_after(
-            from,
-            "the program's diagnostics with the open import",
-            |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == main_uri,
-        )
-        .await;
-    let diagnostics = published["params"]["diagnostics"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let diagnostics = published_after(&mut session, from, &main_uri).await;
     assert!(
         errors(&diagnostics).iter().any(|e| e.contains("cells")),
         "{diagnostics:?}"
@@ -718,17 +722,7 @@ async fn opening_and_closing_an_import_analyses_its_importers_again() {
         "textDocument/didClose",
         json!({"textDocument": {"uri": library_uri}}),
     );
-    let published = session
-        .wait_for_after(
-            from,
-            "the program's diagnostics after the import closed",
-            |m| m["method"] == "textDocument/publishDiagnostics" && m["params"]["uri"] == main_uri,
-        )
-        .await;
-    let diagnostics = published["params"]["diagnostics"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let diagnostics = published_after(&mut session, from, &main_uri).await;
     assert_eq!(
         errors(&diagnostics),
         Vec::<String>::new(),
