@@ -26,6 +26,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+/// The system allocator, with huge pages for large blocks: the
+/// simulator's and the compiled engine's arrays at size
+/// (`op2_exec::huge`).
+#[global_allocator]
+static ALLOCATOR: op2_exec::huge::HugePages = op2_exec::huge::HugePages;
+
 /// Tools for OP2 programs written in the `.op2` kernel description language.
 #[derive(Debug, Parser)]
 #[command(name = "op2", version, about, propagate_version = true)]

@@ -8,6 +8,7 @@
 //! evaluation.
 
 pub mod compare;
+pub mod huge;
 pub mod interp;
 mod native;
 mod printer;
