@@ -10,13 +10,14 @@
 //! to `madvise`, the default of many distributions), [`HugePages`] asks:
 //! it is the system allocator, except that on Linux every block of at
 //! least [`THRESHOLD`] bytes is a mapping of its own, advised
-//! `MADV_HUGEPAGE` before anything is written to it, grown in place or
-//! moved by `mremap`, and unmapped when freed. (The C library would put
-//! many such blocks in its heap, among pages already faulted in small,
-//! where advice comes too late.) docs/benchmarks.md measures the gain
-//! ("Huge pages"). Elsewhere, or with huge pages set to `never`, it
-//! changes nothing but where the memory comes from; it never changes a
-//! result.
+//! `MADV_HUGEPAGE` before anything is written to it, moved to a new
+//! mapping when it grows, and unmapped when freed. (The C library would
+//! put many such blocks in its heap, among pages already faulted in small,
+//! where advice comes too late; [`collapse_heap`] moves the heap itself
+//! once a simulation has built its state.) docs/benchmarks.md measures
+//! the gain ("huge pages and a send's edges ahead"). Elsewhere, or with
+//! huge pages set to `never`, it changes nothing but where the memory
+//! comes from; it never changes a result.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
