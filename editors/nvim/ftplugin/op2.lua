@@ -54,4 +54,14 @@ if vim.g.op2_treesitter ~= false then
   end
 end
 
+-- Neovim skips a server whose command is not executable without a word:
+-- say so once, with where to look.
+if not vim.g.op2_server_missing_warned then
+  local missing = require('op2').missing_server()
+  if missing then
+    vim.g.op2_server_missing_warned = true
+    vim.notify(missing, vim.log.levels.WARN)
+  end
+end
+
 vim.b.undo_ftplugin = table.concat(undo, ' | ')

@@ -375,6 +375,86 @@ check(':Op2Import imports an OP2 application of the workspace and opens the prog
   eq(require('op2').import(workspace .. '/broken.op2'), false, 'an .op2 file is not imported')
 end)
 
+--- Runs `fn` with the server's command set to `cmd`, the notifications it
+--- makes recorded, and the real command back afterwards; returns them.
+local function with_server_command(cmd, fn)
+  local recorded = {}
+  local notify = vim.notify
+  vim.notify = function(message, level)
+    table.insert(recorded, { message = message, level = level })
+  end
+  vim.lsp.config('op2', { cmd = cmd })
+  local ok, err = pcall(fn)
+  vim.lsp.config('op2', { cmd = { os.getenv('OP2_BIN') or 'op2', 'lsp' } })
+  vim.notify = notify
+  assert(ok, err)
+  return recorded
+end
+
+-- A C++ file outside the workspace, whose import must start a server of its
+-- own (the running client serves the workspace).
+local outside = vim.fn.tempname()
+vim.fn.mkdir(outside, 'p')
+local outside_cpp = outside .. '/missing.cpp'
+vim.fn.writefile({ 'int main() { return 0; }' }, outside_cpp)
+
+check('a server that is not installed is named once, and :Op2Build and :Op2Import say so', function()
+  vim.g.op2_server_missing_warned = nil
+  local missing = workspace .. '/no-such-op2'
+  local buffers = {}
+  local recorded = with_server_command({ missing, 'lsp' }, function()
+    for _, name in ipairs({ 'missing1.op2', 'missing2.op2' }) do
+      vim.cmd('edit ' .. vim.fn.fnameescape(workspace .. '/' .. name))
+      table.insert(buffers, vim.api.nvim_get_current_buf())
+    end
+    eq(require('op2').build(), false, ':Op2Build without a server')
+    eq(require('op2').import(outside_cpp), false, ':Op2Import without a server')
+  end)
+  for _, buffer in ipairs(buffers) do
+    pcall(vim.api.nvim_buf_delete, buffer, { force = true })
+  end
+  eq(#recorded, 3, 'notifications: ' .. vim.inspect(recorded))
+  assert(recorded[1].message:find('`' .. missing .. '` is not found', 1, true), vim.inspect(recorded[1]))
+  eq(recorded[1].level, vim.log.levels.WARN, 'one warning for two buffers')
+  for i = 2, 3 do
+    assert(recorded[i].message:find('is not found', 1, true), vim.inspect(recorded[i]))
+    eq(recorded[i].level, vim.log.levels.ERROR, 'the command fails with the reason')
+  end
+end)
+
+check(':Op2Import says at once when the server stops before it starts', function()
+  local stopping = vim.fn.exepath('false')
+  if stopping == '' then
+    out('SKIPPED the stopped-server check: no `false` program on PATH')
+    return
+  end
+  local started = vim.uv.hrtime()
+  local answer
+  local recorded = with_server_command({ stopping }, function()
+    answer = require('op2').import(outside_cpp)
+  end)
+  eq(answer, false, ':Op2Import with a server that exits')
+  local message = recorded[#recorded] and recorded[#recorded].message or ''
+  assert(message:find('stopped before it started', 1, true), vim.inspect(recorded))
+  -- Not the 10 s wait for a server that never answers.
+  assert((vim.uv.hrtime() - started) / 1e6 < 5000, 'waited the whole timeout')
+end)
+
+check(':checkhealth op2 reports a server binary that does not run', function()
+  local failing = vim.fn.exepath('false')
+  if failing == '' then
+    out('SKIPPED the failing-binary health check: no `false` program on PATH')
+    return
+  end
+  local text
+  with_server_command({ failing, 'lsp' }, function()
+    vim.cmd('silent checkhealth op2')
+    text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+    vim.cmd('bwipeout!')
+  end)
+  assert(text:find('--version` failed: it exited with 1', 1, true), text)
+end)
+
 check('a parser older than the queries turns highlighting off with one warning, not an error per buffer', function()
   -- A query naming a node type the parser lacks, as after a grammar change
   -- that the parser built by hand has not caught up with.

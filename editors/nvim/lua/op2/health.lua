@@ -14,8 +14,23 @@ function M.check()
   local config = vim.lsp.config and vim.lsp.config.op2
   local cmd = config and type(config.cmd) == 'table' and config.cmd[1] or 'op2'
   if vim.fn.executable(cmd) == 1 then
-    local result = vim.system({ cmd, '--version' }, { text = true }):wait(5000)
-    health.ok(('server: %s (%s)'):format(vim.fn.exepath(cmd), vim.trim(result.stdout or '')))
+    local ran, result = pcall(function()
+      return vim.system({ cmd, '--version' }, { text = true }):wait(5000)
+    end)
+    local version = ran and result.code == 0 and vim.trim(result.stdout or '') or ''
+    if version:match('^op2 ') then
+      health.ok(('server: %s (%s)'):format(vim.fn.exepath(cmd), version))
+    else
+      -- It is there but does not run (a broken build, a library missing,
+      -- another program of the same name): the server would not start.
+      local why = not ran and tostring(result)
+        or result.signal == 9 and 'it did not answer within 5 s'
+        or ('it exited with %d: %s'):format(result.code, vim.trim(result.stderr or ''))
+      health.error(('server: `%s --version` failed: %s'):format(vim.fn.exepath(cmd), why), {
+        'Rebuild it with `cargo install --path server/cli` in the op2 repository,',
+        "or point the config at a working one: vim.lsp.config('op2', { cmd = { '/path/to/op2', 'lsp' } })",
+      })
+    end
   else
     health.error(('server: `%s` is not executable'):format(cmd), {
       'Build it with `cargo install --path server/cli` in the op2 repository, which puts `op2` on PATH,',

@@ -21,14 +21,56 @@ local function resolve_buf(bufnr)
   return bufnr
 end
 
+--- The server's command when `vim.lsp.enable('op2')` is set, if it has one
+--- (a table; a function is the user's own way to start it).
+local function server_command()
+  if not (vim.lsp.is_enabled and vim.lsp.is_enabled('op2')) then
+    return nil
+  end
+  local config = vim.lsp.config and vim.lsp.config.op2
+  local cmd = config and config.cmd
+  if type(cmd) == 'table' and type(cmd[1]) == 'string' then
+    return cmd[1]
+  end
+  return nil
+end
+
+--- A message saying that the enabled server cannot start because its
+--- command is not an executable, or nil when it is (or is not enabled).
+function M.missing_server()
+  local command = server_command()
+  if command == nil or vim.fn.executable(command) == 1 then
+    return nil
+  end
+  return ('op2: the language server `%s` is not found, so .op2 files get no diagnostics, hints or builds:'
+    .. ' install it (`cargo install --path server/cli` in the op2 repository) or set g:op2_server_path;'
+    .. ' see :checkhealth op2'):format(command)
+end
+
 --- The op2 client attached to a buffer, or nil with a message saying why.
 function M.client(bufnr)
   bufnr = resolve_buf(bufnr)
   local client = vim.lsp.get_clients({ bufnr = bufnr, name = 'op2' })[1]
   if client == nil then
-    notify('no op2 language server is attached to this buffer (is `vim.lsp.enable("op2")` in your config? see :checkhealth op2)', levels.ERROR)
+    local missing = M.missing_server()
+    notify(
+      missing and missing:gsub('^op2: ', '')
+        or 'no op2 language server is attached to this buffer (is `vim.lsp.enable("op2")` in your config? see :checkhealth op2)',
+      levels.ERROR
+    )
   end
   return client
+end
+
+--- The buffer whose name is `name` exactly, or nil (`vim.fn.bufnr` takes a
+--- pattern, and would find `main.cpp.orig` for `main.cpp`).
+local function buffer_named(name)
+  for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(buf) == name then
+      return buf
+    end
+  end
+  return nil
 end
 
 --- Called for every window/logMessage of the server.
@@ -89,8 +131,8 @@ local function show_text(text, source_uri, set)
   vim.bo[buf].swapfile = false
   local name = ('op2-device-type://%s/%s.txt'):format(stem, set or 'all-device-types')
   -- A second request for the same set replaces the old buffer's name.
-  local existing = vim.fn.bufnr(name)
-  if existing ~= -1 and existing ~= buf then
+  local existing = buffer_named(name)
+  if existing ~= nil and existing ~= buf then
     vim.api.nvim_buf_delete(existing, { force = true })
   end
   vim.api.nvim_buf_set_name(buf, name)
@@ -204,18 +246,35 @@ local function client_for(path)
     notify('the op2 language server is not configured (is `vim.lsp.enable("op2")` in your config? see :checkhealth op2)', levels.ERROR)
     return nil
   end
+  if type(config.cmd) == 'table' and vim.fn.executable(config.cmd[1]) == 0 then
+    notify(('the language server `%s` is not found: install it or set g:op2_server_path (see :checkhealth op2)'):format(config.cmd[1]), levels.ERROR)
+    return nil
+  end
   config.name = 'op2'
   config.root_dir = vim.fs.root(path, config.root_markers or { '.git' }) or vim.fs.dirname(path)
   config.workspace_folders = nil
   local id = vim.lsp.start(config, { attach = false })
   local client = id and vim.lsp.get_client_by_id(id)
   if client == nil then
-    notify('cannot start the op2 language server', levels.ERROR)
+    notify('cannot start the op2 language server (see :checkhealth op2 and :LspLog)', levels.ERROR)
     return nil
   end
+  -- A server that exits at once (a broken binary) ends the wait early.
   vim.wait(M.timeout_ms, function()
-    return client.initialized
+    return client.initialized or client:is_stopped()
   end, 20)
+  if not client.initialized then
+    notify(
+      ('the op2 language server %s (see :checkhealth op2 and :LspLog)'):format(
+        client:is_stopped() and 'stopped before it started' or ('did not start within %d s'):format(M.timeout_ms / 1000)
+      ),
+      levels.ERROR
+    )
+    if not client:is_stopped() then
+      client:stop()
+    end
+    return nil
+  end
   return client
 end
 
@@ -234,8 +293,8 @@ function M.import(path, on_done)
     return false
   end
   path = vim.fn.fnamemodify(path, ':p')
-  local buf = vim.fn.bufnr(path)
-  if buf ~= -1 and vim.bo[buf].modified then
+  local buf = buffer_named(path)
+  if buf ~= nil and vim.bo[buf].modified then
     vim.api.nvim_buf_call(buf, function()
       vim.cmd('silent write')
     end)
