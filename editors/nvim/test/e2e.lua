@@ -268,9 +268,54 @@ check(':Op2Build builds through the server command', function()
 end)
 
 check(':Op2OpenGraph opens the graph file', function()
-  vim.cmd('Op2OpenGraph')
+  local opened
+  require('op2').open_graph(bufnr, function(ok)
+    opened = { ok = ok }
+  end)
+  wait_for('the graph to open', function()
+    return opened
+  end)
+  eq(opened.ok, true, 'opened')
   eq(vim.api.nvim_buf_get_name(0), vim.fn.resolve(graph), 'buffer name')
   vim.cmd('buffer ' .. bufnr)
+  -- The user command runs without error.
+  vim.cmd('Op2OpenGraph')
+  wait_for('the graph opened by the command', function()
+    return vim.api.nvim_buf_get_name(0) == vim.fn.resolve(graph)
+  end)
+  vim.cmd('buffer ' .. bufnr)
+end)
+
+check(':Op2OpenGraph opens the graph the build wrote through a link to the source', function()
+  -- A program opened through a link in another directory: the build writes
+  -- beside the file the link leads to, and the server says so (worked out
+  -- from the buffer's name, the graph would be beside the link).
+  local real, elsewhere = workspace .. '/real', workspace .. '/linked'
+  vim.fn.mkdir(real, 'p')
+  vim.fn.mkdir(elsewhere, 'p')
+  assert(vim.fn.writefile(vim.fn.readfile(path), real .. '/linked.op2') == 0)
+  assert(vim.uv.fs_symlink(real .. '/linked.op2', elsewhere .. '/linked.op2'))
+  vim.cmd('edit ' .. vim.fn.fnameescape(elsewhere .. '/linked.op2'))
+  local linked = vim.api.nvim_get_current_buf()
+  wait_for('the client on the link', function()
+    return #vim.lsp.get_clients({ bufnr = linked, name = 'op2' }) == 1
+  end)
+  local written = vim.fn.resolve(real) .. '/linked.graph.xml'
+  vim.cmd('write')
+  wait_for('the graph beside the real file', function()
+    return vim.fn.filereadable(written) == 1
+  end)
+  local opened
+  require('op2').open_graph(linked, function(ok)
+    opened = { ok = ok }
+  end)
+  wait_for('the graph to open', function()
+    return opened
+  end)
+  eq(opened.ok, true, 'opened: ' .. vim.inspect(notes[#notes]))
+  eq(vim.api.nvim_buf_get_name(0), written, 'the graph beside the real file')
+  vim.cmd('buffer ' .. bufnr)
+  vim.api.nvim_buf_delete(linked, { force = true })
 end)
 
 check(':Op2ShowDeviceType shows the server answer', function()

@@ -37,6 +37,7 @@ export const SERVER_COMMANDS = {
   build: 'op2.build',
   showDeviceType: 'op2.showDeviceType',
   import: 'op2.import',
+  graphPath: 'op2.graphPath',
 } as const;
 
 /** The C and C++ sources an OP2 application's main file may be. */
@@ -426,6 +427,34 @@ export class Op2Extension implements vscode.Disposable {
     return uri;
   }
 
+  /**
+   * Where build on save writes the graph of `source`: the server's answer
+   * (`op2.graphPath`, the very path the build decides, links resolved), or,
+   * with no server running or one too old to know the command, the same
+   * rule worked out here. When the server would write nothing, says why and
+   * gives undefined.
+   */
+  private async graphFile(source: vscode.Uri): Promise<string | undefined> {
+    const client = this.client?.isRunning() ? this.client : undefined;
+    if (client) {
+      try {
+        const answer = (await client.sendRequest(ExecuteCommandRequest.type, {
+          command: SERVER_COMMANDS.graphPath,
+          arguments: [source.toString()],
+        })) as { uri?: unknown } | null;
+        if (answer && typeof answer.uri === 'string') return vscode.Uri.parse(answer.uri).fsPath;
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
+        if (!/unknown command/.test(message)) {
+          void vscode.window.showWarningMessage(`op2: no graph is written for this file: ${message}`);
+          return undefined;
+        }
+      }
+    }
+    const folder = vscode.workspace.getWorkspaceFolder(source)?.uri.fsPath;
+    return graphPath(source.fsPath, this.config().get<string>('build.outDir', ''), folder);
+  }
+
   async openGraphFile(uri?: vscode.Uri): Promise<void> {
     const target = this.targetUri(uri);
     if (!target) return;
@@ -433,8 +462,8 @@ export class Op2Extension implements vscode.Disposable {
       void vscode.window.showWarningMessage('op2: save the program to a file first; the graph is written beside it.');
       return;
     }
-    const folder = vscode.workspace.getWorkspaceFolder(target)?.uri.fsPath;
-    const file = graphPath(target.fsPath, this.config().get<string>('build.outDir', ''), folder);
+    const file = await this.graphFile(target);
+    if (file === undefined) return;
     const graph = vscode.Uri.file(file);
     try {
       await vscode.workspace.fs.stat(graph);

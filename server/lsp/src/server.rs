@@ -101,6 +101,10 @@ pub mod commands {
     /// The generated device type behind a position, as a read-only document
     /// text: `[uri, set name]`.
     pub const SHOW_DEVICE_TYPE: &str = "op2.showDeviceType";
+    /// Where build on save writes the graph of a document: `[uri]`; answers
+    /// `{uri}` (the file need not exist yet), or an error with the reason a
+    /// build would write nothing (`handlers::build::graph_path`).
+    pub const GRAPH_PATH: &str = "op2.graphPath";
     /// What the server holds for each open document: version, generation,
     /// analyses run and cancelled, what was published (JSON).
     pub const STATUS: &str = "op2.status";
@@ -1212,6 +1216,36 @@ impl LanguageServer for Backend {
                 };
                 self.build_on_save(uri);
                 Ok(None)
+            }
+            commands::GRAPH_PATH => {
+                let Some(uri) = uri else {
+                    return Err(Error::invalid_params("expected a document URI"));
+                };
+                let (path, settings, folders) = {
+                    let world = lock(&self.world);
+                    let path = world.documents.get(&uri).and_then(|e| e.path.clone());
+                    (
+                        path.or_else(|| uri_to_path(&uri)),
+                        world.settings.clone(),
+                        world.workspace_folders.clone(),
+                    )
+                };
+                let refused = |message: String| Error {
+                    code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
+                    message: message.into(),
+                    data: None,
+                };
+                let Some(path) = path else {
+                    return Err(refused(
+                        "the document is not a file: no graph is written for it".into(),
+                    ));
+                };
+                let graph = handlers::build::graph_path(&path, &settings, folders.as_slice())
+                    .map_err(refused)?;
+                let uri = handlers::path_to_uri(&graph).ok_or_else(|| {
+                    refused(format!("`{}` cannot be written as a URI", graph.display()))
+                })?;
+                Ok(Some(serde_json::json!({ "uri": uri.as_str() })))
             }
             commands::SHOW_DEVICE_TYPE => {
                 let Some(uri) = uri else {

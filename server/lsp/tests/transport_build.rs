@@ -742,3 +742,71 @@ async fn workspace_folders_past_the_cap_are_refused_and_logged() {
     );
     session.shutdown().await;
 }
+
+/// `op2.graphPath` of `uri`: the graph's path, or the error's message.
+async fn graph_path(session: &mut Session, uri: &str) -> Result<PathBuf, String> {
+    let answer = session
+        .request(
+            "workspace/executeCommand",
+            json!({"command": "op2.graphPath", "arguments": [uri]}),
+        )
+        .await;
+    match answer {
+        Ok(value) => {
+            Ok(support::uri_path(value["uri"].as_str().expect("a URI")).expect("a file URI"))
+        }
+        Err(error) => Err(error["message"].as_str().unwrap_or_default().to_owned()),
+    }
+}
+
+/// Editors ask the server where the graph is, and open the file the build
+/// wrote: through a link to the source (the build writes beside the file the
+/// link leads to), in an `outDir`, and with the build's own reason when it
+/// would write nothing.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_graph_path_is_where_the_build_writes() {
+    let workspace = Workspace::new();
+    let source = support::example("scatter.op2");
+    std::fs::create_dir(workspace.folder().join("real")).expect("a directory");
+    let (real, _) = workspace.file("real/scatter.op2", &source);
+    let linked = workspace.folder().join("scatter.op2");
+    std::os::unix::fs::symlink(&real, &linked).expect("a link");
+    let uri = file_uri(&linked);
+    let mut session = Session::in_process();
+    session
+        .initialize(&[], Some(&workspace.folder()), None)
+        .await;
+    open(&mut session, &uri, &source).await;
+    let log = save(&mut session, &uri).await;
+    let written = std::fs::canonicalize(workspace.folder())
+        .expect("the folder")
+        .join("real/scatter.graph.xml");
+    assert!(written.exists(), "{log}");
+    assert_eq!(graph_path(&mut session, &uri).await, Ok(written));
+
+    // In an `outDir`, before it exists and after the build made it.
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"outDir": "gen/graphs"}}}}),
+    );
+    let expected = std::fs::canonicalize(workspace.folder())
+        .expect("the folder")
+        .join("gen/graphs/scatter.graph.xml");
+    assert_eq!(graph_path(&mut session, &uri).await, Ok(expected.clone()));
+    let log = save(&mut session, &uri).await;
+    assert!(expected.exists(), "{log}");
+    assert_eq!(graph_path(&mut session, &uri).await, Ok(expected));
+
+    // An `outDir` a build refuses: the same reason.
+    session.notify(
+        "workspace/didChangeConfiguration",
+        json!({"settings": {"op2": {"build": {"outDir": "../out"}}}}),
+    );
+    let refused = graph_path(&mut session, &uri).await.expect_err("refused");
+    assert!(
+        refused.contains("could lead outside the workspace folder"),
+        "{refused}"
+    );
+    session.shutdown().await;
+}

@@ -211,18 +211,45 @@ function M.graph_path(bufnr)
   return vim.fs.joinpath(vim.fn.fnamemodify(source, ':p:h'), stem .. '.graph.xml')
 end
 
---- Opens the graph file of the current buffer.
-function M.open_graph(bufnr)
-  local path = M.graph_path(bufnr)
-  if path == nil then
-    notify('save the buffer to a file first; the graph is written beside it', levels.WARN)
-    return false
+--- Opens the graph file of the current buffer: where the server says build
+--- on save writes it (`op2.graphPath`, links resolved as the build resolves
+--- them), or, with no server or one too old to know the command, where
+--- `graph_path` works it out. `on_done(opened)` is called when it is done.
+function M.open_graph(bufnr, on_done)
+  bufnr = resolve_buf(bufnr)
+  local function finish(opened)
+    if on_done then
+      on_done(opened)
+    end
+    return opened
   end
-  if vim.fn.filereadable(path) == 0 then
-    notify(('no graph at %s yet: save the file or run :Op2Build'):format(path), levels.WARN)
-    return false
+  local function open(path)
+    if path == nil then
+      notify('save the buffer to a file first; the graph is written beside it', levels.WARN)
+      return finish(false)
+    end
+    if vim.fn.filereadable(path) == 0 then
+      notify(('no graph at %s yet: save the file or run :Op2Build'):format(path), levels.WARN)
+      return finish(false)
+    end
+    vim.cmd.edit(vim.fn.fnameescape(path))
+    return finish(true)
   end
-  vim.cmd.edit(vim.fn.fnameescape(path))
+  local client = vim.lsp.get_clients({ bufnr = bufnr, name = 'op2' })[1]
+  if client == nil or vim.api.nvim_buf_get_name(bufnr) == '' then
+    return open(M.graph_path(bufnr))
+  end
+  local params = { command = 'op2.graphPath', arguments = { vim.uri_from_bufnr(bufnr) } }
+  client:request('workspace/executeCommand', params, function(err, result)
+    if err and not tostring(err.message or ''):match('unknown command') then
+      notify('no graph is written for this file: ' .. tostring(err.message or err), levels.WARN)
+      finish(false)
+    elseif not err and type(result) == 'table' and type(result.uri) == 'string' then
+      open(vim.uri_to_fname(result.uri))
+    else
+      open(M.graph_path(bufnr))
+    end
+  end, bufnr)
   return true
 end
 

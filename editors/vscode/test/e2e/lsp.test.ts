@@ -193,7 +193,7 @@ describe(`op2 lsp end to end (${binary})`, () => {
     assert.ok(capabilities.hoverProvider, 'hover');
     assert.ok(capabilities.completionProvider, 'completion');
     assert.ok(capabilities.inlayHintProvider, 'inlay hints');
-    assert.deepEqual([...capabilities.executeCommandProvider.commands].sort(), ['op2.build', 'op2.import', 'op2.showDeviceType', 'op2.status']);
+    assert.deepEqual([...capabilities.executeCommandProvider.commands].sort(), ['op2.build', 'op2.graphPath', 'op2.import', 'op2.showDeviceType', 'op2.status']);
     await connection.sendNotification('initialized', {});
     await waitFor('the ready log message', () => logs.some((l) => l.message.includes('ready')));
     assert.deepEqual(shown, [], 'no warning about the initialization options');

@@ -248,7 +248,33 @@ describe('activation', () => {
     assert.equal(mock.shownDocuments[0].document.uri.path, '/airfoil/edges.txt');
   });
 
-  it('opens the graph file beside the source, or in op2.build.outDir', async () => {
+  it('opens the graph file where the server says the build writes it, or says why there is none', async () => {
+    extension = await activate(context(), host(['/usr/bin/op2']));
+    openEditor();
+    // Through a link, the build writes beside the file it leads to.
+    lc.__mock.respond = () => ({ uri: vscode.Uri.file('/work/proj/real/airfoil.graph.xml').toString() });
+    mock.files.add('/work/proj/real/airfoil.graph.xml');
+    await vscode.commands.executeCommand(COMMANDS.openGraphFile);
+    assert.deepEqual(clients()[0].requests.at(-1), {
+      method: 'workspace/executeCommand',
+      params: { command: 'op2.graphPath', arguments: [vscode.Uri.file(SOURCE).toString()] },
+    });
+    assert.equal(mock.shownDocuments.at(-1).document.uri.fsPath, '/work/proj/real/airfoil.graph.xml');
+    // The server's reason, when it would write nothing.
+    lc.__mock.respond = () => {
+      throw new Error('`op2.build.outDir` (`../x`) could lead outside the workspace folder: it must be a relative path without `..`; nothing written');
+    };
+    const shown = mock.shownDocuments.length;
+    await vscode.commands.executeCommand(COMMANDS.openGraphFile);
+    assert.match(mock.messages.at(-1).message, /^op2: no graph is written for this file: `op2\.build\.outDir` \(`\.\.\/x`\) could lead outside/);
+    assert.equal(mock.shownDocuments.length, shown);
+  });
+
+  it('opens the graph file beside the source, or in op2.build.outDir, when the server does not know op2.graphPath', async () => {
+    lc.__mock.respond = (_method: string, params: any) => {
+      if (params.command === 'op2.graphPath') throw new Error('unknown command `op2.graphPath`');
+      return null;
+    };
     extension = await activate(context(), host(['/usr/bin/op2']));
     openEditor();
     mock.files.add('/work/proj/src/airfoil.graph.xml');

@@ -75,6 +75,21 @@ pub fn output_path(
     })
 }
 
+/// Where build on save writes the graph of `source`, with links resolved as
+/// far as the directory exists, without creating anything: the answer of
+/// `op2.graphPath`, so that an editor opens the file the build wrote (through
+/// a link to the source, or an `outDir`, its own guess would differ), or
+/// shows the reason the build would give for writing nothing.
+pub fn graph_path(
+    source: &Path,
+    settings: &Settings,
+    folders: &[WorkspaceFolder],
+) -> Result<PathBuf, String> {
+    let output = output_path(source, settings, folders)?;
+    Ok(canonicalize(&output.directory)
+        .map_or(output.target, |directory| directory.join(&output.file_name)))
+}
+
 /// Where a build on save writes: decided, checked as far as what exists,
 /// and not yet created (see [`output_path`]).
 #[derive(Debug)]

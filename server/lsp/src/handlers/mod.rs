@@ -175,6 +175,7 @@ pub fn capabilities(encoding: PositionEncoding) -> ServerCapabilities {
                 crate::server::commands::BUILD.into(),
                 crate::server::commands::IMPORT.into(),
                 crate::server::commands::SHOW_DEVICE_TYPE.into(),
+                crate::server::commands::GRAPH_PATH.into(),
                 crate::server::commands::STATUS.into(),
             ],
             work_done_progress_options: WorkDoneProgressOptions::default(),

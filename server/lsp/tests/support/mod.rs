@@ -706,7 +706,7 @@ pub fn expected_views(text: &str, uri: &str, encoding: Encoding) -> Vec<Value> {
 }
 
 /// The path of a `file:` URI as the server reads it.
-fn uri_path(uri: &str) -> Option<PathBuf> {
+pub fn uri_path(uri: &str) -> Option<PathBuf> {
     op2_lsp::world::uri_to_path(&uri.parse().ok()?)
 }
 
