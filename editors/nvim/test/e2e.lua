@@ -301,7 +301,7 @@ check(':Op2OpenGraph opens the graph the build wrote through a link to the sourc
     return #vim.lsp.get_clients({ bufnr = linked, name = 'op2' }) == 1
   end)
   local written = vim.fn.resolve(real) .. '/linked.graph.xml'
-  vim.cmd('write')
+  vim.cmd('silent write')
   wait_for('the graph beside the real file', function()
     return vim.fn.filereadable(written) == 1
   end)
