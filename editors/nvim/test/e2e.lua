@@ -467,10 +467,20 @@ check('a server that is not installed is named once, and :Op2Build and :Op2Impor
   end
 end)
 
+--- The `false` program, a server that exits at once; nil, with a loud
+--- skip of `what`, where there is none.
+local function exits_at_once(what)
+  local program = vim.fn.exepath('false')
+  if program == '' then
+    out('SKIPPED ' .. what .. ': no `false` program on PATH')
+    return nil
+  end
+  return program
+end
+
 check(':Op2Import says at once when the server stops before it starts', function()
-  local stopping = vim.fn.exepath('false')
-  if stopping == '' then
-    out('SKIPPED the stopped-server check: no `false` program on PATH')
+  local stopping = exits_at_once('the stopped-server check')
+  if stopping == nil then
     return
   end
   local started = vim.uv.hrtime()
@@ -486,9 +496,8 @@ check(':Op2Import says at once when the server stops before it starts', function
 end)
 
 check(':checkhealth op2 reports a server binary that does not run', function()
-  local failing = vim.fn.exepath('false')
-  if failing == '' then
-    out('SKIPPED the failing-binary health check: no `false` program on PATH')
+  local failing = exits_at_once('the failing-binary health check')
+  if failing == nil then
     return
   end
   local text
