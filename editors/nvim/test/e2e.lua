@@ -495,18 +495,31 @@ check(':Op2Import says at once when the server stops before it starts', function
   assert((vim.uv.hrtime() - started) / 1e6 < 5000, 'waited the whole timeout')
 end)
 
-check(':checkhealth op2 reports a server binary that does not run', function()
-  local failing = exits_at_once('the failing-binary health check')
-  if failing == nil then
-    return
+check(':checkhealth op2 reports a server binary that does not run, and trusts a wrapper', function()
+  -- An `op2` that fails, as a broken build does.
+  local broken = outside .. '/bin/op2'
+  vim.fn.mkdir(outside .. '/bin', 'p')
+  assert(vim.fn.writefile({ '#!/bin/sh', 'echo "cannot load a library" >&2', 'exit 1' }, broken) == 0)
+  vim.uv.fs_chmod(broken, tonumber('755', 8))
+  local function health(cmd)
+    local text
+    with_server_command(cmd, function()
+      vim.cmd('silent checkhealth op2')
+      text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      vim.cmd('bwipeout!')
+    end)
+    return text
   end
-  local text
-  with_server_command({ failing, 'lsp' }, function()
-    vim.cmd('silent checkhealth op2')
-    text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
-    vim.cmd('bwipeout!')
-  end)
-  assert(text:find('--version` failed: it exited with 1', 1, true), text)
+  local text = health({ broken, 'lsp' })
+  assert(text:find('--version` failed: it exited with 1: cannot load a library', 1, true), text)
+  -- A command that starts op2 through another program is not run with
+  -- `--version` (`env --version` would say nothing about the server).
+  local env = vim.fn.exepath('env')
+  if env ~= '' then
+    text = health({ env, os.getenv('OP2_BIN') or 'op2', 'lsp' })
+    assert(text:find('server: started through ' .. env, 1, true), text)
+    assert(not text:find('ERROR', 1, true), text)
+  end
 end)
 
 check('a parser older than the queries turns highlighting off with one warning, not an error per buffer', function()

@@ -13,19 +13,34 @@ function M.check()
 
   local config = vim.lsp.config and vim.lsp.config.op2
   local cmd = config and type(config.cmd) == 'table' and config.cmd[1] or 'op2'
-  if vim.fn.executable(cmd) == 1 then
+  if vim.fn.executable(cmd) == 1 and not vim.fs.basename(cmd):match('^op2') then
+    -- A wrapper (`env`, `nice`, a script) that starts op2: its own
+    -- `--version` says nothing about the server.
+    health.ok(('server: started through %s (not run here)'):format(vim.fn.exepath(cmd)))
+  elseif vim.fn.executable(cmd) == 1 then
+    -- `wait` kills the process after 5 s and answers nil when something it
+    -- started still holds its output.
     local ran, result = pcall(function()
       return vim.system({ cmd, '--version' }, { text = true }):wait(5000)
     end)
-    local version = ran and result.code == 0 and vim.trim(result.stdout or '') or ''
+    local version = ran and result and result.code == 0 and vim.trim(result.stdout or '') or ''
     if version:match('^op2 ') then
       health.ok(('server: %s (%s)'):format(vim.fn.exepath(cmd), version))
     else
       -- It is there but does not run (a broken build, a library missing,
       -- another program of the same name): the server would not start.
-      local why = not ran and tostring(result)
-        or result.signal == 9 and 'it did not answer within 5 s'
-        or ('it exited with %d: %s'):format(result.code, vim.trim(result.stderr or ''))
+      local why
+      if not ran then
+        why = tostring(result)
+      elseif result == nil or result.code == 124 then
+        why = 'it did not answer within 5 s'
+      elseif (result.signal or 0) ~= 0 then
+        why = ('it was killed by signal %d'):format(result.signal)
+      elseif result.code ~= 0 then
+        why = ('it exited with %d: %s'):format(result.code, vim.trim(result.stderr or ''))
+      else
+        why = ('it printed %q, not an op2 version'):format(vim.trim(result.stdout or ''))
+      end
       health.error(('server: `%s --version` failed: %s'):format(vim.fn.exepath(cmd), why), {
         'Rebuild it with `cargo install --path server/cli` in the op2 repository,',
         "or point the config at a working one: vim.lsp.config('op2', { cmd = { '/path/to/op2', 'lsp' } })",
