@@ -84,6 +84,102 @@ pub const MEMORY_PER_BYTE: u64 = 512;
 /// spaces between its tokens.
 pub const MEMORY_PER_CHECK: u64 = 16 << 10;
 
+/// The memory a parse may ask for, on top of [`MEMORY_PER_CHECK`] per
+/// progress call, for each comment of the run of comments it is in (at
+/// most [`MEMORY_PER_BYTE`] per byte all told). tree-sitter holds a run of
+/// comments after a file's last item on its parse stack until the end of
+/// the file, at about 1.5 KiB each (six blocks; 250 bytes for a comment
+/// elsewhere) and one parse action each: 150 KiB per progress call, which
+/// cut valid files off at about 1 MB. Only the run being parsed counts, so
+/// comments spread through an erroneous text (case 520799 with comments
+/// between its units) raise the allowance by a few comments' worth at most.
+pub const MEMORY_PER_HELD_COMMENT: u64 = 2 << 10;
+
+/// Comment runs shorter than this are not counted (see
+/// [`MEMORY_PER_HELD_COMMENT`]): what they hold is within the allowance per
+/// call.
+const COUNTED_RUN: usize = 16;
+
+/// The runs of at least [`COUNTED_RUN`] comments of a text, comments that
+/// follow one another with only whitespace between (`//` and `/* */`,
+/// outside string and character literals): each run's start and end, and
+/// the end of each comment in them, in order. Made only for a parse that
+/// has passed its allowance otherwise (rare), so a byte at a time.
+#[derive(Debug, Default)]
+struct CommentRuns {
+    runs: Vec<(usize, usize)>,
+    ends: Vec<usize>,
+}
+
+impl CommentRuns {
+    fn of(text: &str) -> CommentRuns {
+        let bytes = text.as_bytes();
+        let mut found = CommentRuns::default();
+        // The run being read: its start and the ends of its comments.
+        let mut start = 0;
+        let mut run: Vec<usize> = Vec::new();
+        let close = |found: &mut CommentRuns, start: usize, run: &mut Vec<usize>| {
+            if run.len() >= COUNTED_RUN {
+                found.runs.push((start, *run.last().unwrap_or(&start)));
+                found.ends.extend_from_slice(run);
+            }
+            run.clear();
+        };
+        let mut i = 0;
+        while i < bytes.len() {
+            let comment_end = match (bytes[i], bytes.get(i + 1)) {
+                (b'/', Some(b'/')) => Some(
+                    memchr::memchr2(b'\n', b'\r', &bytes[i..]).map_or(bytes.len(), |at| i + at),
+                ),
+                (b'/', Some(b'*')) => Some(
+                    memchr::memmem::find(&bytes[i + 2..], b"*/")
+                        .map_or(bytes.len(), |at| i + at + 4),
+                ),
+                _ => None,
+            };
+            if let Some(end) = comment_end {
+                if run.is_empty() {
+                    start = i;
+                }
+                run.push(end);
+                i = end;
+                continue;
+            }
+            match bytes[i] {
+                byte if byte.is_ascii_whitespace() => {}
+                quote @ (b'"' | b'\'') => {
+                    close(&mut found, start, &mut run);
+                    i += 1;
+                    while i < bytes.len() && !matches!(bytes[i], b'\n' | b'\r') && bytes[i] != quote
+                    {
+                        i += if bytes[i] == b'\\' { 2 } else { 1 };
+                    }
+                }
+                _ => close(&mut found, start, &mut run),
+            }
+            i += 1;
+        }
+        close(&mut found, start, &mut run);
+        found
+    }
+
+    /// The comments of the run that byte `reached` is in or just after,
+    /// that end before it.
+    fn held(&self, reached: usize) -> u64 {
+        let run = self.runs.partition_point(|&(start, _)| start <= reached);
+        let Some(&(start, end)) = run.checked_sub(1).and_then(|r| self.runs.get(r)) else {
+            return 0;
+        };
+        // Just after the run, the parser may still hold it while it reads
+        // the next token; no further.
+        if reached > end.saturating_add(256) {
+            return 0;
+        }
+        let before = |at: usize| self.ends.partition_point(|&e| e <= at);
+        (before(reached) - before(start)) as u64
+    }
+}
+
 /// The most `[` a text may hold open at once, outside comments and string
 /// literals, before it is parsed; past it the parse gives up at the line of
 /// the `[` that passed it, as for memory. Tree-sitter's error recovery can
@@ -330,8 +426,17 @@ impl ParseLimit {
     /// under either limit: [`MEMORY_BASE`] plus the lesser of
     /// [`MEMORY_PER_BYTE`] per byte and [`MEMORY_PER_CHECK`] per call.
     pub fn memory_allowed(len: usize, checks: u64) -> u64 {
+        Self::memory_allowed_holding(len, checks, 0)
+    }
+
+    /// [`ParseLimit::memory_allowed`] for a parse inside a run of comments,
+    /// `held` of which it has passed: [`MEMORY_PER_HELD_COMMENT`] more for
+    /// each, within the same allowance per byte.
+    pub fn memory_allowed_holding(len: usize, checks: u64, held: u64) -> u64 {
         let by_text = MEMORY_PER_BYTE.saturating_mul(len as u64);
-        let by_work = MEMORY_PER_CHECK.saturating_mul(checks);
+        let by_work = MEMORY_PER_CHECK
+            .saturating_mul(checks)
+            .saturating_add(MEMORY_PER_HELD_COMMENT.saturating_mul(held));
         MEMORY_BASE.saturating_add(by_text.min(by_work))
     }
 
@@ -401,6 +506,19 @@ impl ParseClock {
         } else {
             None
         }
+    }
+
+    /// Whether the parse is within its memory allowance once the `held`
+    /// comments of the run it is in are counted
+    /// ([`ParseLimit::memory_allowed_holding`]); after
+    /// [`ParseClock::exceeded`] at the same progress call.
+    pub fn within_memory_holding(&self, reached: usize, held: u64) -> bool {
+        self.requested() <= ParseLimit::memory_allowed_holding(reached, self.checks.get(), held)
+    }
+
+    /// Whether the parse has passed [`ParseLimit::time_allowed`].
+    pub fn over_time(&self, reached: usize) -> bool {
+        self.spent() > ParseLimit::time_allowed(reached)
     }
 
     /// The time spent since [`ParseClock::start`], on the same thread.
@@ -477,6 +595,7 @@ pub fn parse_within(
     let mut checks = 0u64;
     let mut was_cancelled = false;
     let mut memory = false;
+    let mut comments: Option<CommentRuns> = None;
     let mut progress = |state: &ParseState| {
         reached = reached.max(state.current_byte_offset());
         if state.has_error() && first_error.is_none() {
@@ -488,7 +607,20 @@ pub fn parse_within(
             return ControlFlow::Break(());
         }
         let over = match limit {
-            ParseLimit::Time => clock.exceeded(reached),
+            ParseLimit::Time => match clock.exceeded(reached) {
+                // Over only for the comments it holds: the time decides.
+                Some(Exceeded::Memory)
+                    if clock.within_memory_holding(
+                        reached,
+                        comments
+                            .get_or_insert_with(|| CommentRuns::of(text))
+                            .held(reached),
+                    ) =>
+                {
+                    clock.over_time(reached).then_some(Exceeded::Time)
+                }
+                over => over,
+            },
             ParseLimit::Checks(most) => (checks > most).then_some(Exceeded::Time),
         };
         memory = over == Some(Exceeded::Memory);
@@ -815,6 +947,43 @@ mod tests {
         };
         assert_eq!(cuts(&text, none).last(), Some(&0));
         assert_eq!(cuts("", stopped(0, 0)), vec![0]);
+    }
+
+    #[test]
+    fn only_long_runs_of_comments_are_held() {
+        let line = "// a comment\n";
+        let text = format!(
+            "set a;\n{}set b; /* x */ \"// not a comment\"\n{}/* c */  /* d */\nset c;\n",
+            line.repeat(3),
+            line.repeat(COUNTED_RUN),
+        );
+        let runs = CommentRuns::of(&text);
+        // The three lines after `set a;` are too few; the literal is no
+        // comment; the long run takes the two block comments after it.
+        assert_eq!(runs.runs.len(), 1, "{runs:?}");
+        let (start, end) = runs.runs[0];
+        assert_eq!(&text[start..start + 2], "//");
+        assert_eq!(&text[end - 7..end], "/* d */");
+        assert_eq!(runs.ends.len(), COUNTED_RUN + 2);
+        assert_eq!(runs.held(start), 0);
+        assert_eq!(runs.held(start + line.len() * 5), 5);
+        assert_eq!(runs.held(end), COUNTED_RUN as u64 + 2);
+        assert_eq!(runs.held(0), 0);
+        assert_eq!(
+            runs.held(end + 100),
+            COUNTED_RUN as u64 + 2,
+            "reading the next token"
+        );
+        assert_eq!(runs.held(end + 300), 0, "past the run");
+        // The allowance it buys.
+        assert_eq!(
+            ParseLimit::memory_allowed_holding(1 << 20, 10, 100),
+            MEMORY_BASE + 10 * MEMORY_PER_CHECK + 100 * MEMORY_PER_HELD_COMMENT
+        );
+        assert_eq!(
+            ParseLimit::memory_allowed_holding(1000, 10, 1 << 30),
+            MEMORY_BASE + 1000 * MEMORY_PER_BYTE
+        );
     }
 
     #[test]

@@ -294,6 +294,30 @@ fn error_recovery_that_asks_for_too_much_memory_gives_up() {
 }
 
 #[test]
+fn a_valid_file_ending_in_a_long_run_of_comments_parses_whole() {
+    // The comments after the last item wait on the parse stack until the
+    // end of the file, each one parse action and about 1.5 KiB of memory
+    // asked for: far more per progress call than any program, and the parse
+    // gave up at about 1 MB (E002 for memory) before
+    // `MEMORY_PER_HELD_COMMENT`.
+    let program = "set cells;\ndat p: double on cells;\nkernel k(double *x) { x[0] = 1.0; }\nmain { par_loop k over cells (p WRITE); }\n";
+    // (25,000 lines of 80 bytes gave up at line 12,504; 30,000 at 15,004.)
+    for (comment, lines) in [
+        (format!("// {}\n", "x".repeat(76)), 25_000),
+        (format!("// {}\n", "x".repeat(76)), 30_000),
+        ("/* a short one */\n".to_owned(), 100_000),
+    ] {
+        let text = format!("{program}{}", comment.repeat(lines));
+        let parse = Parse::new(text.as_str());
+        assert_eq!(parse.stopped_at(), None, "a {} byte file", text.len());
+        assert!(
+            parse.errors(FileId::MAIN).is_empty(),
+            "a clean file stays clean"
+        );
+    }
+}
+
+#[test]
 fn large_real_programs_never_meet_the_deadline() {
     // The examples concatenated to 4 MB (their names clash, which the
     // parser does not mind) and a 2 MB generated program: about 1 s and
