@@ -107,8 +107,13 @@ const COUNTED_RUN: usize = 16;
 /// has passed its allowance otherwise (rare), so a byte at a time.
 #[derive(Debug, Default)]
 struct CommentRuns {
-    runs: Vec<(usize, usize)>,
-    ends: Vec<usize>,
+    runs: Vec<(u32, u32)>,
+    ends: Vec<u32>,
+}
+
+/// An offset in a text the parser reads (tree-sitter's offsets are u32).
+fn offset(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
 }
 
 impl CommentRuns {
@@ -117,8 +122,8 @@ impl CommentRuns {
         let mut found = CommentRuns::default();
         // The run being read: its start and the ends of its comments.
         let mut start = 0;
-        let mut run: Vec<usize> = Vec::new();
-        let close = |found: &mut CommentRuns, start: usize, run: &mut Vec<usize>| {
+        let mut run: Vec<u32> = Vec::new();
+        let close = |found: &mut CommentRuns, start: u32, run: &mut Vec<u32>| {
             if run.len() >= COUNTED_RUN {
                 found.runs.push((start, *run.last().unwrap_or(&start)));
                 found.ends.extend_from_slice(run);
@@ -139,9 +144,9 @@ impl CommentRuns {
             };
             if let Some(end) = comment_end {
                 if run.is_empty() {
-                    start = i;
+                    start = offset(i);
                 }
-                run.push(end);
+                run.push(offset(end));
                 i = end;
                 continue;
             }
@@ -166,6 +171,7 @@ impl CommentRuns {
     /// The comments of the run that byte `reached` is in or just after,
     /// that end before it.
     fn held(&self, reached: usize) -> u64 {
+        let reached = offset(reached);
         let run = self.runs.partition_point(|&(start, _)| start <= reached);
         let Some(&(start, end)) = run.checked_sub(1).and_then(|r| self.runs.get(r)) else {
             return 0;
@@ -175,7 +181,7 @@ impl CommentRuns {
         if reached > end.saturating_add(256) {
             return 0;
         }
-        let before = |at: usize| self.ends.partition_point(|&e| e <= at);
+        let before = |at: u32| self.ends.partition_point(|&e| e <= at);
         (before(reached) - before(start)) as u64
     }
 }
@@ -961,7 +967,7 @@ mod tests {
         // The three lines after `set a;` are too few; the literal is no
         // comment; the long run takes the two block comments after it.
         assert_eq!(runs.runs.len(), 1, "{runs:?}");
-        let (start, end) = runs.runs[0];
+        let (start, end) = (runs.runs[0].0 as usize, runs.runs[0].1 as usize);
         assert_eq!(&text[start..start + 2], "//");
         assert_eq!(&text[end - 7..end], "/* d */");
         assert_eq!(runs.ends.len(), COUNTED_RUN + 2);
