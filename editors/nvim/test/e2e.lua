@@ -459,6 +459,13 @@ check('a server that is not installed is named once, and :Op2Build and :Op2Impor
     pcall(vim.api.nvim_buf_delete, buffer, { force = true })
   end
   eq(#recorded, 3, 'notifications: ' .. vim.inspect(recorded))
+  -- Neovim 0.11.0 and 0.11.1 have no `vim.lsp.is_enabled`: the table
+  -- `vim.lsp.enable` fills tells the same.
+  local is_enabled = vim.lsp.is_enabled
+  vim.lsp.is_enabled = nil
+  local enabled = require('op2').enabled()
+  vim.lsp.is_enabled = is_enabled
+  eq(enabled, true, 'enabled, found without vim.lsp.is_enabled')
   assert(recorded[1].message:find('`' .. missing .. '` is not found', 1, true), vim.inspect(recorded[1]))
   eq(recorded[1].level, vim.log.levels.WARN, 'one warning for two buffers')
   for i = 2, 3 do

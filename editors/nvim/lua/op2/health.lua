@@ -53,7 +53,7 @@ function M.check()
     })
   end
 
-  local enabled = vim.lsp.is_enabled and vim.lsp.is_enabled('op2')
+  local enabled = require('op2').enabled()
   if enabled then
     health.ok("vim.lsp.enable('op2') is set")
   elseif enabled == false then

@@ -21,10 +21,20 @@ local function resolve_buf(bufnr)
   return bufnr
 end
 
+--- Whether `vim.lsp.enable('op2')` is set: `vim.lsp.is_enabled` from Neovim
+--- 0.11.2 on, the table `vim.lsp.enable` fills before (0.11.0 and 0.11.1).
+function M.enabled()
+  if vim.lsp.is_enabled then
+    return vim.lsp.is_enabled('op2')
+  end
+  local enabled = rawget(vim.lsp, '_enabled_configs')
+  return type(enabled) == 'table' and enabled.op2 ~= nil
+end
+
 --- The server's command when `vim.lsp.enable('op2')` is set, if it has one
 --- (a table; a function is the user's own way to start it).
 local function server_command()
-  if not (vim.lsp.is_enabled and vim.lsp.is_enabled('op2')) then
+  if not M.enabled() then
     return nil
   end
   local config = vim.lsp.config and vim.lsp.config.op2
