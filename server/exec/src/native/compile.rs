@@ -1772,10 +1772,25 @@ impl Gen<'_, '_> {
                     ty: ScalarType::Int,
                 }
             }
-            (UnaryOp::Neg, ScalarType::Double | ScalarType::Float) => Typed {
-                value: self.b.ins().fneg(a.value),
-                ty: a.ty,
-            },
+            (UnaryOp::Neg, ScalarType::Double | ScalarType::Float) => {
+                // The sign bit flipped, as `fneg` and C's `-` on IEEE
+                // hardware flip it, but written on the bits: Cranelift
+                // rewrites `(-x) * (-y)` (and `fma`'s) into `x * y`, which
+                // gives a NaN the other sign than the interpreter's, and a
+                // `-nan` printed as `nan` (campaign 4e7b6e6, seed 29, case
+                // 923700).
+                let (bits, float, sign) = if a.ty == ScalarType::Double {
+                    (types::I64, types::F64, i64::MIN)
+                } else {
+                    (types::I32, types::F32, i64::from(i32::MIN))
+                };
+                let raw = self.b.ins().bitcast(bits, MemFlags::new(), a.value);
+                let flipped = self.b.ins().bxor_imm(raw, sign);
+                Typed {
+                    value: self.b.ins().bitcast(float, MemFlags::new(), flipped),
+                    ty: a.ty,
+                }
+            }
             (UnaryOp::Neg, _) => Typed {
                 value: self.b.ins().ineg(a.value),
                 ty: a.ty,
