@@ -218,15 +218,19 @@ const TEST_HANG: &str = "// op2.test.hang";
 /// [`Options::test_hooks`]): how the watchdog over the parse is tested.
 const TEST_SLOW_PARSE: &str = "// op2.test.slow-parse";
 
-/// The answer to a request on a document whose analysis ran away.
-fn runaway_error() -> Error {
+/// A request the server could not carry out, and why (LSP's
+/// `RequestFailed`, -32803).
+fn request_failed(message: impl Into<std::borrow::Cow<'static, str>>) -> Error {
     Error {
         code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
-        message: "this document was not analysed (its diagnostic says why); \
-                  edit it to try again"
-            .into(),
+        message: message.into(),
         data: None,
     }
+}
+
+/// The answer to a request on a document whose analysis ran away.
+fn runaway_error() -> Error {
+    request_failed("this document was not analysed (its diagnostic says why); edit it to try again")
 }
 
 /// How long a request about every open document (`workspace/symbol`)
@@ -856,11 +860,7 @@ impl Backend {
 
     /// `op2.import`: decides where it may read and write, then imports.
     async fn import(&self, main: &Uri, out: Option<&Uri>) -> Result<Option<serde_json::Value>> {
-        let failed = |message: String| Error {
-            code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
-            message: message.into(),
-            data: None,
-        };
+        let failed = |message: String| request_failed(message);
         let file = |uri: &Uri| {
             uri_to_path(uri).ok_or_else(|| failed(format!("`{}` is not a file", uri.as_str())))
         };
@@ -1230,20 +1230,15 @@ impl LanguageServer for Backend {
                         world.workspace_folders.clone(),
                     )
                 };
-                let refused = |message: String| Error {
-                    code: tower_lsp_server::jsonrpc::ErrorCode::ServerError(-32803),
-                    message: message.into(),
-                    data: None,
-                };
                 let Some(path) = path else {
-                    return Err(refused(
-                        "the document is not a file: no graph is written for it".into(),
+                    return Err(request_failed(
+                        "the document is not a file: no graph is written for it",
                     ));
                 };
                 let graph = handlers::build::graph_path(&path, &settings, folders.as_slice())
-                    .map_err(refused)?;
+                    .map_err(request_failed)?;
                 let uri = handlers::path_to_uri(&graph).ok_or_else(|| {
-                    refused(format!("`{}` cannot be written as a URI", graph.display()))
+                    request_failed(format!("`{}` cannot be written as a URI", graph.display()))
                 })?;
                 Ok(Some(serde_json::json!({ "uri": uri.as_str() })))
             }
