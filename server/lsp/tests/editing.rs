@@ -1006,8 +1006,9 @@ fn quick_fixes_convert_only_the_diagnostics_over_the_range() {
     with_analysed(&analysed, uri, |c| {
         // What the old code answered: the published form of each
         // diagnostic, and its fixes when it overlaps the range.
-        let published = handlers::diagnostics::to_lsp(c.analysed, c.uri, c.encoding);
-        assert_eq!(published.len(), mine.len());
+        // (Every one: what is published stops at `PUBLISHED_LIMIT`.)
+        let converter = handlers::diagnostics::Converter::new(c.analysed, c.uri, c.encoding);
+        let published: Vec<_> = mine.iter().map(|d| converter.convert(d)).collect();
         let mut answered = 0;
         for line in (2..STATEMENTS as u32 + 2).step_by(97) {
             let range = Range {

@@ -221,6 +221,80 @@ async fn published_diagnostics_carry_codes_versions_links_and_related_informatio
     session.shutdown().await;
 }
 
+/// Past `PUBLISHED_LIMIT` a document's diagnostics are cut to the limit,
+/// errors first and each severity in the order of positions, and one more
+/// says how many were left out, on the first of them: every error of a
+/// document with more warnings than the limit before its errors is there.
+#[tokio::test]
+async fn past_the_limit_errors_are_published_first_and_the_rest_counted() {
+    use op2_lsp::handlers::diagnostics::PUBLISHED_LIMIT;
+    let warnings = PUBLISHED_LIMIT + 100;
+    let errors = 20;
+    let mut program = String::new();
+    // A const without a value is a warning (W204) that errors do not hide;
+    // each `set s;` after the first an error (E102).
+    for i in 0..warnings {
+        program.push_str(&format!("const c{i}: int;\n"));
+    }
+    for _ in 0..=errors {
+        program.push_str("set s;\n");
+    }
+    let mut session = Session::in_process();
+    session.initialize(&[], None, None).await;
+    session.did_open(URI, &program, 3);
+    let diagnostics = session.diagnostics(URI, 3).await;
+
+    assert_eq!(diagnostics.len(), PUBLISHED_LIMIT + 1);
+    let (last, kept) = diagnostics.split_last().expect("some");
+    let line = |d: &Value| d["range"]["start"]["line"].as_u64().expect("a line");
+    let duplicates: Vec<u64> = kept
+        .iter()
+        .filter(|d| code_of(d) == "E102")
+        .map(line)
+        .collect();
+    let first_duplicate = warnings as u64 + 1;
+    assert_eq!(
+        duplicates,
+        (first_duplicate..first_duplicate + errors as u64).collect::<Vec<_>>(),
+        "every error, in order"
+    );
+    let unused: Vec<u64> = kept
+        .iter()
+        .filter(|d| code_of(d) == "W204")
+        .map(line)
+        .collect();
+    let room = PUBLISHED_LIMIT - errors;
+    assert_eq!(
+        unused,
+        (0..room as u64).collect::<Vec<_>>(),
+        "the first warnings by position fill the rest"
+    );
+
+    // Everything the analysis found, counted the way the CLI counts it.
+    let analysis = op2_analysis::analyse_text(
+        std::path::Path::new("program.op2"),
+        &program,
+        &op2_analysis::Options::default(),
+    );
+    let total = analysis.diagnostics.len();
+    assert!(total > PUBLISHED_LIMIT, "{total}");
+    assert_eq!(last["severity"], 3, "information: {last}");
+    assert_eq!(line(last), room as u64, "on the first left out: {last}");
+    let message = last["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with(&format!(
+            "{} more problems in this file not shown",
+            total - PUBLISHED_LIMIT
+        )),
+        "{message}"
+    );
+    assert_eq!(
+        diagnostics,
+        expected_diagnostics(&program, URI, Encoding::Utf16, None)
+    );
+    session.shutdown().await;
+}
+
 /// A program the bursts edit: airfoil, whose analysis does real work,
 /// without its comments, so that every edit shows in the server's answers.
 fn base_text() -> String {

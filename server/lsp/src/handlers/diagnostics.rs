@@ -142,13 +142,74 @@ impl<'a> Converter<'a> {
     }
 }
 
-/// The diagnostics of the document itself, in LSP form.
+/// The most diagnostics published for one document. VS Code keeps no more
+/// than this many per file either, and no client gains from a hundred
+/// thousand squiggles what it loses converting, sending and reading them:
+/// a `main` of 4 MB whose every line redeclares a name took two seconds a
+/// keystroke (docs/benchmarks.md). `op2 check` reports them all.
+pub const PUBLISHED_LIMIT: usize = 1000;
+
+/// The order in which diagnostics keep their place under
+/// [`PUBLISHED_LIMIT`]: errors first, then warnings, then hints.
+fn rank(severity: Severity) -> usize {
+    match severity {
+        Severity::Error => 0,
+        Severity::Warning => 1,
+        Severity::Hint => 2,
+    }
+}
+
+/// The diagnostics of the document itself, in LSP form, in the order of
+/// their positions. Past [`PUBLISHED_LIMIT`] the first ones by severity,
+/// then by position, are kept, followed by one that says how many more
+/// there are, placed on the first left out. Linear in the diagnostics.
 pub fn to_lsp(analysed: &Analysed, uri: &Uri, encoding: PositionEncoding) -> Vec<Diagnostic> {
     let converter = Converter::new(analysed, uri, encoding);
-    analysed
+    let own: Vec<&op2_syntax::Diagnostic> = analysed
         .diagnostics
         .iter()
         .filter(|d| d.location.file == op2_syntax::FileId::MAIN)
-        .map(|d| converter.convert(d))
-        .collect()
+        .collect();
+    if own.len() <= PUBLISHED_LIMIT {
+        return own.into_iter().map(|d| converter.convert(d)).collect();
+    }
+    // How many of each rank fit, taking the ranks in order.
+    let mut of_rank = [0usize; 3];
+    for d in &own {
+        of_rank[rank(d.severity)] += 1;
+    }
+    let mut room = PUBLISHED_LIMIT;
+    let fits = of_rank.map(|n| {
+        let taken = n.min(room);
+        room -= taken;
+        taken
+    });
+    let mut taken = [0usize; 3];
+    let mut published = Vec::with_capacity(PUBLISHED_LIMIT + 1);
+    let mut first_left_out = None;
+    for d in &own {
+        let r = rank(d.severity);
+        if taken[r] < fits[r] {
+            taken[r] += 1;
+            published.push(converter.convert(d));
+        } else if first_left_out.is_none() {
+            first_left_out = Some(*d);
+        }
+    }
+    let left_out = own.len() - PUBLISHED_LIMIT;
+    let range = first_left_out
+        .zip(converter.index(0))
+        .map(|(d, index)| range_in(index, d.location.range, encoding))
+        .unwrap_or_default();
+    published.push(Diagnostic {
+        range,
+        severity: Some(DiagnosticSeverity::INFORMATION),
+        source: Some("op2".into()),
+        message: format!(
+            "{left_out} more problem{} in this file not shown (the first {PUBLISHED_LIMIT}, errors first, are): `op2 check` reports them all",
+            if left_out == 1 { "" } else { "s" }
+        ),
+        ..Diagnostic::default()
+    });
+    published
 }
