@@ -91,6 +91,15 @@ if [ "$editors" = 1 ]; then
   echo "$pack/op2 -> editors/nvim (see docs/editors.md for the tree-sitter parser)"
   if command -v code >/dev/null 2>&1; then
     step "VS Code extension"
+    command -v npm >/dev/null 2>&1 ||
+      fail "\`code\` is on PATH but \`npm\` is not: install Node.js 20 or newer to build the extension, or run without --editors"
+    # A server bundled by an earlier scripts/bundle-server.mjs would go into
+    # this generic package, and the extension would prefer it to the op2
+    # just installed.
+    if [ -e editors/vscode/server ]; then
+      rm -rf editors/vscode/server
+      echo "removed editors/vscode/server: a server bundled by an earlier scripts/bundle-server.mjs, which this package must not carry"
+    fi
     (cd editors/vscode && npm ci --no-audit --no-fund && npm run package)
     code --install-extension editors/vscode/dist/op2.vsix --force
   else

@@ -97,6 +97,16 @@ step "package the .vsix (@vscode/vsce)"
 version="$(node -p 'require("./package.json").version')"
 vsix="$VSCODE_DIR/dist/op2-$version.vsix"
 rm -rf server # a bundled binary is for platform packages only; see docs/editors.md
+# `npm run package` (the generic package of docs/editors.md and install.sh)
+# refuses a server left in server/ by an earlier bundle-server.mjs.
+mkdir -p server && printf 'an old build\n' > server/op2
+if npm run --silent package >"$scratch/generic.log" 2>&1; then
+  rm -rf server
+  fail "npm run package packaged a generic .vsix with a server in it"
+fi
+rm -rf server
+grep -q "must not carry a server" "$scratch/generic.log" || { cat "$scratch/generic.log"; fail "npm run package failed for another reason"; }
+echo "npm run package refuses a generic .vsix with server/op2 in it"
 timeout 300 npx --no-install vsce package --no-dependencies --out "$vsix"
 python3 - "$vsix" <<'EOF'
 import sys, zipfile

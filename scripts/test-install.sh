@@ -5,7 +5,8 @@
 # bash completing a subcommand and an option from the installed script,
 # `man op2` found from PATH alone, the zsh and fish files, the Neovim plugin
 # link, the note when the binary's directory is not on PATH, a second run
-# over the first, and an older copy of the plugin where the link goes refused.
+# over the first, an older copy of the plugin where the link goes refused, and
+# a bundled VS Code server removed before the generic package is made.
 # Prints "N passed, N failed".
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -93,6 +94,30 @@ check "an older copy of the plugin where the link goes is refused" refused
 check "and left as it was" \
   test -d "$data/nvim/site/pack/op2/start/op2" -a ! -L "$data/nvim/site/pack/op2/start/op2" -a ! -e "$data/nvim/site/pack/op2/start/op2/nvim"
 rmdir "$data/nvim/site/pack/op2/start/op2"
+# With `code` on PATH the script packages and installs the VS Code extension
+# (`npm` and `code` stand-ins here record what they are asked): a server an
+# earlier bundle-server.mjs left in editors/vscode/server must not go into
+# that generic package, so the script removes it first.
+fakes="$home/fakes"
+mkdir -p "$fakes"
+printf '#!/bin/sh\necho "npm $*" >> "%s/calls"\n' "$fakes" > "$fakes/npm"
+printf '#!/bin/sh\necho "code $*" >> "%s/calls"\n' "$fakes" > "$fakes/code"
+chmod +x "$fakes/npm" "$fakes/code"
+bundled="$ROOT/editors/vscode/server"
+if [ -e "$bundled" ]; then
+  echo "SKIPPED (loudly): $bundled exists (a bundled server of yours); the check that install.sh removes it would remove it"
+else
+  mkdir -p "$bundled" && printf 'an old build\n' > "$bundled/op2"
+  user PATH="$fakes:/usr/local/bin:/usr/bin:/bin" bash "$ROOT/scripts/install.sh" --binary "$binary" --editors \
+    >"$home/vscode.log" 2>&1 || true
+  check "with code on PATH, the extension is packaged and installed" \
+    grep -q "^code --install-extension editors/vscode/dist/op2.vsix" "$fakes/calls"
+  check "a bundled server is removed before the generic package is made" \
+    test ! -e "$bundled"
+  check "and the script says so" grep -q "removed editors/vscode/server" "$home/vscode.log"
+  rm -rf "$bundled"
+fi
+
 check "an unknown argument is refused" \
   bash -c '! "$1" --bogus' _ "$ROOT/scripts/install.sh"
 
