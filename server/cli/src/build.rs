@@ -83,6 +83,13 @@ fn build(
     if let Some(instance_path) = instance {
         crate::source::check_instance(instance_path)?;
     }
+    let instance_input = instance.map(|i| (i, "the instance data"));
+    crate::output::not_an_input(
+        &path,
+        "name another file with `-o`",
+        crate::output::program_files(&analysis.program).chain(instance_input),
+    )?;
+    crate::output::writable(&path, links)?;
     // The same build the editor runs on save.
     let mut progress = TerminalProgress::stderr();
     let result = build_with_links(

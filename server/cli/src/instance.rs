@@ -150,6 +150,12 @@ fn check(program: &Path, file: &Path, color: ColorChoice) -> Result<Outcome> {
 
 fn convert(input: &Path, output: &Path, program: &Path, color: ColorChoice) -> Result<Outcome> {
     crate::output::file_in_existing_directory(output)?;
+    crate::output::writable(output, op2_codegen::output::Links::Follow)?;
+    crate::output::not_an_input(
+        output,
+        "name another output file",
+        [(input, "the instance data"), (program, "the program")],
+    )?;
     let Some((analysis, data)) = load(program, input, color)? else {
         writeln!(
             io::stderr().lock(),

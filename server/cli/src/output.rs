@@ -71,3 +71,112 @@ pub fn existing_directory(option: &'static str, directory: &Path) -> Result<(), 
         not_a_directory: directory.exists(),
     })
 }
+
+/// An output that names a file the command reads: writing it would replace
+/// the user's input (rustc refuses the same: "the input file would be
+/// overwritten").
+#[derive(Debug)]
+pub struct OutputIsInput {
+    output: PathBuf,
+    /// What the input is: "the program", "the instance data", …
+    what: &'static str,
+    /// The input as the command was given it, when it is named otherwise
+    /// (through a link, or another spelling of the path).
+    input: PathBuf,
+    /// What to do instead.
+    help: &'static str,
+}
+
+impl fmt::Display for OutputIsInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot write `{}`: it is {}",
+            self.output.display(),
+            self.what
+        )?;
+        if self.input != self.output {
+            write!(f, " (`{}`)", self.input.display())?;
+        }
+        write!(
+            f,
+            ", which this command reads; nothing was written\nhelp: {}",
+            self.help
+        )
+    }
+}
+
+impl std::error::Error for OutputIsInput {}
+
+/// Whether `a` and `b` name one file, links followed: the same device and
+/// inode where the platform has them, else the same canonical path. False
+/// when either does not exist.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (std::fs::metadata(a), std::fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// `Ok` when `output` is none of `inputs` (each with what it is to the
+/// command), checked before any work starts; `help` says what to do
+/// instead.
+pub fn not_an_input<'a>(
+    output: &Path,
+    help: &'static str,
+    inputs: impl IntoIterator<Item = (&'a Path, &'static str)>,
+) -> Result<(), OutputIsInput> {
+    match inputs
+        .into_iter()
+        .find(|(input, _)| same_file(output, input))
+    {
+        None => Ok(()),
+        Some((input, what)) => Err(OutputIsInput {
+            output: output.to_owned(),
+            what,
+            input: input.to_owned(),
+            help,
+        }),
+    }
+}
+
+/// The files of a program, each with what it is to the command: the
+/// program itself, then its imports.
+pub fn program_files(
+    program: &op2_analysis::Program,
+) -> impl Iterator<Item = (&Path, &'static str)> {
+    program.files.iter().enumerate().map(|(i, file)| {
+        let what = if i == 0 {
+            "the program"
+        } else {
+            "a file the program imports"
+        };
+        (file.path.as_path(), what)
+    })
+}
+
+/// `Ok` when a file can be written at `path` before any work starts: what
+/// is there (if anything) is a regular file or a link the output may
+/// follow, and its directory takes a new file (a file is written beside
+/// its target and renamed over it). A long run does not end in "cannot
+/// write".
+pub fn writable(path: &Path, links: op2_codegen::output::Links) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let target = op2_codegen::output::write_target_with(path, links)
+        .with_context(|| format!("cannot write `{}`", path.display()))?;
+    let directory = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    op2_instance::temporary::Temporary::probe(&directory)
+        .with_context(|| format!("cannot write `{}`", path.display()))
+}

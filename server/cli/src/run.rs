@@ -117,10 +117,19 @@ struct Loaded {
 fn load(common: &Common) -> Result<Option<Loaded>> {
     if let Some(path) = &common.final_state {
         crate::output::file_in_existing_directory(path)?;
+        crate::output::writable(path, op2_codegen::output::Links::Follow)?;
     }
     let mut analyser = Analyser::new();
     let (analysis, report) =
         check_file(&mut analyser, &common.file, &Options { require_main: true })?;
+    if let Some(path) = &common.final_state {
+        crate::output::not_an_input(
+            path,
+            "name another file with `--final-state`",
+            crate::output::program_files(&analysis.program)
+                .chain([(common.instance.as_path(), "the instance data")]),
+        )?;
+    }
     let has_errors = report
         .diagnostics
         .iter()
@@ -145,15 +154,10 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
     let loaded = instance::read_file(&common.instance, &analysis.program, progress.as_mut())
         .with_context(|| format!("cannot read `{}`", common.instance.display()))?;
     drop(progress);
+    // As `op2 build` and `op2 instance check` print them: severity, code,
+    // and where the program declares what the problem names.
+    crate::build::print_problems(&common.instance, &report, &loaded.problems, common.color)?;
     let mut stderr = io::stderr().lock();
-    for problem in &loaded.problems {
-        writeln!(
-            stderr,
-            "{}: {}",
-            crate::render::visible_path(&common.instance),
-            crate::render::visible(&problem.to_string())
-        )?;
-    }
     match loaded.data {
         Some(data) => Ok(Some(Loaded { analysis, data })),
         None => {

@@ -444,3 +444,43 @@ fn the_hdf5_reader_process_keeps_to_its_memory_limit() {
         loaded.problems
     );
 }
+
+/// `op2 run` and `op2 simulate` print the instance data's problems as
+/// `op2 build` and `op2 instance check` do: severity, code, JSON path and
+/// where the program declares what the path names.
+#[test]
+fn run_and_simulate_print_instance_problems_with_their_codes() {
+    let scratch = Scratch::new();
+    let mut mesh: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(example("dot_product.instance.json")).unwrap())
+            .unwrap();
+    mesh["sets"]["zzz"] = serde_json::json!(3);
+    scratch.file("extra.json", serde_json::to_vec(&mesh).unwrap());
+    let first = mesh["sets"]
+        .as_object()
+        .and_then(|sets| sets.keys().find(|k| *k != "zzz").cloned())
+        .unwrap();
+    mesh["sets"].as_object_mut().unwrap().remove(&first);
+    scratch.file("bad.json", serde_json::to_vec(&mesh).unwrap());
+    let program = example("dot_product.op2");
+    for command in ["run", "simulate"] {
+        scratch
+            .op2(&[command, &program, "--instance", "extra.json"])
+            .assert()
+            .success()
+            .stderr(predicates::str::contains(
+                "warning[W705]: extra.json: sets.zzz: the program declares no set `zzz`",
+            ));
+        scratch
+            .op2(&[command, &program, "--instance", "bad.json"])
+            .assert()
+            .code(1)
+            .stderr(predicates::str::contains(format!(
+                "error[E701]: bad.json: sets.{first}: the size of set `{first}` is missing"
+            )))
+            .stderr(predicates::str::contains("--> "))
+            .stderr(predicates::str::contains(
+                "error: `bad.json` has errors; nothing was run",
+            ));
+    }
+}

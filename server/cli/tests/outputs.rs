@@ -135,3 +135,126 @@ fn a_file_where_the_directory_should_be_is_named_as_such() {
             "error: cannot write `plain/g.xml`: `plain` is not a directory",
         ));
 }
+
+/// `op2 ARGS` refuses to write over a file it reads, before any work: the
+/// file keeps its bytes and nothing runs.
+fn input_kept(scratch: &Scratch, args: &[&str], output: &str, what: &str, help: &str) {
+    let before = std::fs::read(scratch.path(output)).unwrap();
+    scratch
+        .op2(args)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains(format!(
+            "error: cannot write `{output}`: it is {what}"
+        )))
+        .stderr(contains("which this command reads; nothing was written"))
+        .stderr(contains(format!("help: {help}")));
+    assert_eq!(
+        std::fs::read(scratch.path(output)).unwrap(),
+        before,
+        "{args:?} changed `{output}`"
+    );
+}
+
+#[test]
+fn no_command_writes_over_a_file_it_reads() {
+    let scratch = scatter();
+    scratch.file("lib.op2", "set spare;\n");
+    let program = std::fs::read_to_string(scratch.path("scatter.op2")).unwrap();
+    scratch.file("main.op2", format!("import \"lib.op2\";\n{program}"));
+    let build = |output: &str| {
+        vec!["build", "main.op2", "--instance", "mesh.json", "-o"]
+            .into_iter()
+            .chain([output])
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let with_o = "name another file with `-o`";
+    for (output, what) in [
+        ("main.op2", "the program"),
+        ("lib.op2", "a file the program imports"),
+        ("mesh.json", "the instance data"),
+    ] {
+        let args = build(output);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        input_kept(&scratch, &args, output, what, with_o);
+    }
+    for command in ["run", "simulate"] {
+        for (output, what) in [
+            ("mesh.json", "the instance data"),
+            ("main.op2", "the program"),
+        ] {
+            input_kept(
+                &scratch,
+                &[
+                    command,
+                    "main.op2",
+                    "--instance",
+                    "mesh.json",
+                    "--final-state",
+                    output,
+                ],
+                output,
+                what,
+                "name another file with `--final-state`",
+            );
+        }
+    }
+    input_kept(
+        &scratch,
+        &[
+            "instance",
+            "convert",
+            "mesh.json",
+            "mesh.json",
+            "--program",
+            "main.op2",
+        ],
+        "mesh.json",
+        "the instance data",
+        "name another output file",
+    );
+    // Through a link, the input is named as the command was given it.
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::symlink("mesh.json", scratch.path("state.json")).unwrap();
+        scratch
+            .op2(&[
+                "run",
+                "main.op2",
+                "--instance",
+                "mesh.json",
+                "--final-state",
+                "state.json",
+            ])
+            .assert()
+            .code(2)
+            .stderr(contains(
+                "error: cannot write `state.json`: it is the instance data (`mesh.json`)",
+            ));
+    }
+}
+
+#[test]
+fn a_final_state_that_cannot_be_written_is_refused_before_running() {
+    let scratch = scatter();
+    std::fs::create_dir(scratch.path("dir")).unwrap();
+    for command in ["run", "simulate"] {
+        scratch
+            .op2(&[
+                command,
+                "scatter.op2",
+                "--instance",
+                "mesh.json",
+                "--final-state",
+                "dir",
+            ])
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(contains(
+                "error: cannot write `dir`: not a regular file (it is a directory)",
+            ));
+    }
+}

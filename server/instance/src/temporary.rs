@@ -35,25 +35,55 @@ impl Drop for Registered {
     }
 }
 
+/// The error of a temporary file that could not be made in `directory`,
+/// saying so, without the name of the file that was never made (the
+/// library's message ends in ` at path "…/.op2-0uywvK.tmp"`).
+fn cannot_create_in(directory: &Path, error: &io::Error) -> io::Error {
+    let message = error.to_string();
+    let message = message
+        .rfind(" at path \"")
+        .map_or(message.as_str(), |at| &message[..at]);
+    io::Error::new(
+        error.kind(),
+        format!(
+            "no file can be created in `{}`: {message}",
+            directory.display()
+        ),
+    )
+}
+
 impl Temporary {
     /// Creates it under the registry's lock, so that a signal handler that
     /// removes the registered files either runs before it exists or sees it.
     pub fn new(directory: &Path, prefix: &str) -> io::Result<Temporary> {
-        let temporary = {
+        let temporary = Temporary::unheld(directory, prefix)?;
+        hold_for_tests();
+        Ok(temporary)
+    }
+
+    /// `Ok` when a file can be made in `directory` now: makes a temporary
+    /// file there (registered, as every one) and removes it at once. A
+    /// command checks its output's directory this way before its work, so
+    /// that a long run does not end in "cannot write".
+    pub fn probe(directory: &Path) -> io::Result<()> {
+        Temporary::unheld(directory, ".op2-probe-").map(drop)
+    }
+
+    fn unheld(directory: &Path, prefix: &str) -> io::Result<Temporary> {
+        Ok({
             let mut registered = temporaries();
             let file = tempfile::Builder::new()
                 .prefix(prefix)
                 .suffix(".tmp")
-                .tempfile_in(directory)?;
+                .tempfile_in(directory)
+                .map_err(|error| cannot_create_in(directory, &error))?;
             registered.push(file.path().to_owned());
             let name = file.path().to_owned();
             Temporary {
                 file,
                 _registered: Registered(name),
             }
-        };
-        hold_for_tests();
-        Ok(temporary)
+        })
     }
 
     /// Gives it the permission bits of what it will replace: those of the
@@ -155,5 +185,21 @@ mod tests {
         assert_eq!(seen, Some(true), "the temporary file was not registered");
         assert!(!temporaries().iter().any(|p| p.starts_with(dir.path())));
         assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+    }
+
+    /// A directory that takes no new file is named, and the temporary file
+    /// that was never made is not (tempfile's own message names it).
+    #[test]
+    fn a_directory_that_takes_no_file_is_named_and_no_temporary_name_shown() {
+        let missing = Path::new("/nonexistent-op2-test/dir");
+        let error = Temporary::new(missing, ".op2-").expect_err("no such directory");
+        let message = error.to_string();
+        assert!(
+            message.starts_with("no file can be created in `/nonexistent-op2-test/dir`: "),
+            "{message}"
+        );
+        assert!(!message.contains("at path"), "{message}");
+        assert!(!message.contains(".tmp"), "{message}");
+        assert_eq!(error.kind(), io::ErrorKind::NotFound);
     }
 }
