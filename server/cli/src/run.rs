@@ -296,8 +296,13 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     );
     let stdout = io::stdout();
     let mut out = stdout.lock();
+    // As `op2 run`: the first failed write to standard output is the
+    // command's error (a full disk, a closed pipe), not lost.
+    let mut failed_write = None;
     let mut print = |text: &str| {
-        let _ = out.write_all(text.as_bytes());
+        if let Err(error) = out.write_all(text.as_bytes()) {
+            failed_write.get_or_insert(error);
+        }
     };
     let sim_options = simulate::Options {
         seed: options.seed,
@@ -329,6 +334,9 @@ pub fn simulate(common: &Common, options: &SimulateOptions) -> Result<Outcome> {
     );
     if let Some(bar) = &bar {
         bar.finish_and_clear();
+    }
+    if let Some(error) = failed_write {
+        return Err(error.into());
     }
     out.flush()?;
     let mut stderr = io::stderr().lock();

@@ -184,3 +184,31 @@ fn a_fetch_runs_simulates_with_check_and_builds() {
     assert!(xml.contains("op2_fetch_p_n_begin"), "{xml}");
     assert!(xml.contains("op2_fetch_p_n_end"), "{xml}");
 }
+
+/// Output that cannot be written (a full disk) is the command's error, in
+/// `op2 simulate` as in `op2 run`: exit status 2, not a success.
+#[cfg(target_os = "linux")]
+#[test]
+fn output_that_cannot_be_written_is_an_error() {
+    let scratch = Scratch::new();
+    scratch.file("data.json", r#"{ "sets": {} }"#);
+    scratch.file("p.op2", "main {\n    print(\"hello\");\n}\n");
+    for command in ["run", "simulate"] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .expect("/dev/full");
+        let output = std::process::Command::new(assert_cmd::cargo::cargo_bin!("op2"))
+            .current_dir(scratch.path("."))
+            .args([command, "p.op2", "--instance", "data.json"])
+            .stdout(full)
+            .output()
+            .expect("op2 runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        assert!(
+            stderr.contains("No space left on device"),
+            "{command}: {stderr}"
+        );
+    }
+}

@@ -1245,6 +1245,132 @@ struct Simulator<'a> {
 /// pin 0, so the two are picked in the order of their pins.
 const CONTROLLER_BEGIN: usize = 1;
 
+/// The most bytes of state a simulation may hold, as [`check_memory`]
+/// estimates them before allocating any (docs/reliability.md, *Limits*):
+/// the 1M-cell airfoil holds 1.9 GB.
+pub const MAX_STATE_BYTES: u64 = 1 << 34;
+
+/// What each device costs besides the columns [`check_memory`] counts one
+/// by one: its owner, clock, ready masks, pin table and flags, and its
+/// share of the edges and of the messages and payloads in flight (the
+/// 1M-cell airfoil, 4.5 M devices, holds about 430 bytes a device in all,
+/// its columns included; a set with no dats about 155).
+const BYTES_PER_DEVICE: u64 = 256;
+
+/// A number of bytes for a message: `1.5 GiB`, `512 MiB`.
+fn in_binary_units(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    const MIB: f64 = (1u64 << 20) as f64;
+    if bytes as f64 >= GIB {
+        format!("{:.1} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{:.0} MiB", bytes as f64 / MIB)
+    }
+}
+
+/// Refuses, before anything sized by the instance is allocated, a
+/// simulation whose state would pass [`MAX_STATE_BYTES`]: per element of
+/// each set, a device and a copy of every global its type holds and of
+/// every argument it buffers, for each of its par_loops; per aggregator of
+/// each reduction tree, its begin and end values. A global of 65,536
+/// values on a set of 65,536 elements asks for 32 GiB where `op2 run`
+/// holds it once. The largest part is named.
+fn check_memory(
+    program: &Program,
+    graph: &GraphType,
+    data: &InstanceData,
+    types: &[TypeInfo],
+    plans: &[PlanInfo],
+) -> Result<(), SimulationError> {
+    let mut total = 0u64;
+    let mut largest = (0u64, String::new());
+    let mut add = |bytes: u64, what: &dyn Fn() -> String| {
+        total = total.saturating_add(bytes);
+        if bytes > largest.0 {
+            largest = (bytes, what());
+        }
+    };
+    for info in types {
+        let n = u64::from(data.set_size(info.set));
+        let set = &program.sets[info.set.index()].name;
+        add(n.saturating_mul(BYTES_PER_DEVICE), &|| {
+            format!("the {n} devices of set `{set}`")
+        });
+        for g in &info.pads {
+            let global = &program.globals[g.index()];
+            let values = u64::from(global.ty.dimension);
+            add(n.saturating_mul(values).saturating_mul(8), &|| {
+                format!(
+                    "a copy of global `{}` ({values} values) on each of the {n} elements of `{set}`",
+                    global.name
+                )
+            });
+        }
+        for p in &plans[info.plans.start..info.fetch_plans.end] {
+            let invocation = &program.invocations[p.invocation.index()];
+            let buffered: u64 = p
+                .buffers
+                .iter()
+                .filter_map(|a| invocation.args.get(*a)?.as_ref())
+                .map(|a| u64::from(a.ty.dimension))
+                .sum();
+            let infos = graph.invocations[p.plan].infos.len() as u64;
+            // The landing pads and INFO elements, 8 bytes a value; the
+            // handshake state and its two totals.
+            let per_element = (buffered + infos) * 8 + size_of::<Progress>() as u64 + 8;
+            add(n.saturating_mul(per_element), &|| {
+                format!(
+                    "the state of par_loop `{}` ({buffered} values buffered) on each of the {n} elements of `{set}`",
+                    invocation.name
+                )
+            });
+        }
+    }
+    let fan = u64::from(graph.fan_limit);
+    for plan in &graph.invocations {
+        if fan < 2 {
+            break;
+        }
+        let elements: u64 = plan
+            .involved_sets
+            .iter()
+            .map(|s| u64::from(data.set_size(*s)))
+            .sum();
+        let values = |globals: &mut dyn Iterator<Item = GlobalId>| -> u64 {
+            globals
+                .map(|g| u64::from(program.globals[g.index()].ty.dimension))
+                .sum()
+        };
+        let width = values(&mut plan.begin_globals.iter().copied())
+            + values(&mut plan.end_globals.iter().map(|(g, _)| *g))
+            + values(&mut plan.infos.iter().map(|i| i.global))
+            + plan.infos.len() as u64;
+        // A tree of fan `fan` over `elements` leaves has fewer than
+        // elements / (fan - 1) + 1 aggregators; each holds its values
+        // as `Value`s, 16 bytes each.
+        let aggregators = elements / (fan - 1) + 1;
+        add(
+            aggregators.saturating_mul(width).saturating_mul(16),
+            &|| {
+                format!(
+                    "the reduction tree of par_loop `{}` ({aggregators} aggregators of {width} values)",
+                    plan.name
+                )
+            },
+        );
+    }
+    if total <= MAX_STATE_BYTES {
+        return Ok(());
+    }
+    Err(SimulationError::Limit(format!(
+        "the simulation would hold about {} of state, more than the {} a simulation may hold; the largest part is {}, about {}: simulate a smaller instance",
+        in_binary_units(total),
+        in_binary_units(MAX_STATE_BYTES),
+        largest.1,
+        in_binary_units(largest.0)
+    )))
+}
+
 /// Steps between two calls of the progress callback.
 pub const PROGRESS_STEPS: u64 = 1 << 18;
 
@@ -1349,29 +1475,6 @@ impl<'a> Simulator<'a> {
                     Column::from_values(dat.ty.scalar, dat.ty.dimension as usize, &values)
                 }),
         );
-        let mut counts = Counts::new(&program, graph, data);
-        match options.injection {
-            Some(Injection::WriteTotalPlusOne { plan, set, index }) => {
-                if let Some(s) = graph.invocations[plan]
-                    .involved_sets
-                    .iter()
-                    .position(|x| *x == set)
-                {
-                    counts.write_recv_total[plan][s][index as usize] += 1;
-                }
-            }
-            Some(Injection::WriteTotalMinusOne { plan, set, index }) => {
-                if let Some(s) = graph.invocations[plan]
-                    .involved_sets
-                    .iter()
-                    .position(|x| *x == set)
-                {
-                    let total = &mut counts.write_recv_total[plan][s][index as usize];
-                    *total = total.saturating_sub(1);
-                }
-            }
-            _ => {}
-        }
         let plan_position = |id: InvocationId| {
             graph
                 .invocations
@@ -1633,6 +1736,33 @@ impl<'a> Simulator<'a> {
             });
         }
 
+        // Everything per element below is sized by the instance: checked
+        // before any of it (the counts included) is allocated.
+        check_memory(&program, graph, data, &types, &all_plans)?;
+        let mut counts = Counts::new(&program, graph, data);
+        match options.injection {
+            Some(Injection::WriteTotalPlusOne { plan, set, index }) => {
+                if let Some(s) = graph.invocations[plan]
+                    .involved_sets
+                    .iter()
+                    .position(|x| *x == set)
+                {
+                    counts.write_recv_total[plan][s][index as usize] += 1;
+                }
+            }
+            Some(Injection::WriteTotalMinusOne { plan, set, index }) => {
+                if let Some(s) = graph.invocations[plan]
+                    .involved_sets
+                    .iter()
+                    .position(|x| *x == set)
+                {
+                    let total = &mut counts.write_recv_total[plan][s][index as usize];
+                    *total = total.saturating_sub(1);
+                }
+            }
+            _ => {}
+        }
+
         // Per-element state, a column per field.
         let mut columns = Vec::with_capacity(types.len());
         let mut plan_columns = Vec::with_capacity(all_plans.len());
@@ -1769,9 +1899,11 @@ impl<'a> Simulator<'a> {
         // Edges in two passes over the topology (it streams them): count
         // each output pin's edges, then place each edge after the ones
         // before it, so that a pin's edges keep the topology's order.
+        // A limit of the simulator, as a full payload pool: the input's
+        // error, not a handler's.
         let too_large = || {
-            SimulationError::Assertion(
-                "the graph has more than 4294967295 edges or output pins: too large to simulate"
+            SimulationError::Limit(
+                "the graph has more than 4294967295 edges or output pins, more than the simulator can number: simulate a smaller instance"
                     .to_owned(),
             )
         };
@@ -2228,7 +2360,8 @@ impl<'a> Simulator<'a> {
             self.send_phase()?;
             self.epoch += 1;
         }
-        self.statistics.epochs = self.epoch + 1;
+        // `epoch` moved past the last epoch run: it counts them.
+        self.statistics.epochs = self.epoch;
         // The program ended: nothing may be left half done.
         let pending: Vec<String> = (1..self.first_aggregator)
             .filter(|&d| self.in_progress(d))
@@ -2456,25 +2589,24 @@ impl<'a> Simulator<'a> {
             // count is being collected: that is the last ParLoop taken.
             *i + 1 == c.begin_pending
         });
-        let mut stuck: Vec<String> = (1..self.first_aggregator)
+        // At most 12 set devices and 4 aggregators are shown, each kind
+        // with the count of those left out.
+        let devices: Vec<usize> = (1..self.first_aggregator)
             .filter(|&d| self.in_progress(d))
-            .take(12)
-            .map(|d| self.device_report(d))
             .collect();
-        let total_stuck = (1..self.first_aggregator)
-            .filter(|&d| self.in_progress(d))
-            .count();
-        stuck.extend(
-            (self.first_aggregator..self.first_aggregator + self.aggregators.len())
-                .filter(|&d| {
-                    let a = &self.aggregators[d - self.first_aggregator];
-                    a.begin_pending || a.end_count != 0
-                })
-                .take(4)
-                .map(|d| self.device_report(d)),
-        );
-        if total_stuck > stuck.len() {
-            stuck.push(format!("  … and {} more", total_stuck - stuck.len()));
+        let aggregators: Vec<usize> = (self.first_aggregator
+            ..self.first_aggregator + self.aggregators.len())
+            .filter(|&d| {
+                let a = &self.aggregators[d - self.first_aggregator];
+                a.begin_pending || a.end_count != 0
+            })
+            .collect();
+        let mut stuck = Vec::new();
+        for (all, shown, kind) in [(&devices, 12, "devices"), (&aggregators, 4, "aggregators")] {
+            stuck.extend(all.iter().take(shown).map(|&d| self.device_report(d)));
+            if all.len() > shown {
+                stuck.push(format!("  … and {} more {kind}", all.len() - shown));
+            }
         }
         let invocation =
             waiting.map_or_else(|| self.last_invocation_name(), |(_, p)| p.name.clone());

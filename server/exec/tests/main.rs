@@ -17,6 +17,7 @@ mod fetch;
 mod graph_identity;
 mod inc_in_place;
 mod indices;
+mod limits;
 mod long_arrays;
 mod loop_start;
 mod output;

@@ -345,3 +345,16 @@ fn a_kernels_line_limit_counts_its_own_evaluation_alike_in_run_and_simulate() {
     );
     simulation_fails_alike(&case, &error);
 }
+
+/// The statistics count the epochs that ran: a `main` that only prints
+/// ends in the first.
+#[test]
+fn a_main_that_only_prints_ends_in_one_epoch() {
+    let case = load(
+        "one.op2",
+        "main {\n    print(\"x\");\n}\n",
+        br#"{"sets": {}}"#,
+    );
+    let (_, _, statistics) = case.simulate(Options::default()).expect("simulates");
+    assert_eq!(statistics.epochs, 1, "{statistics}");
+}
