@@ -89,7 +89,13 @@ fn build(
         "name another file with `-o`",
         crate::output::program_files(&analysis.program).chain(instance_input),
     )?;
-    crate::output::writable(&path, links)?;
+    crate::output::writable(&path, links).map_err(|error| {
+        if links == Links::Refuse && path.is_symlink() {
+            anyhow::anyhow!("{error:#}\nhelp: name the output with `-o` to write through the link")
+        } else {
+            error
+        }
+    })?;
     // The same build the editor runs on save.
     let mut progress = TerminalProgress::stderr();
     let result = build_with_links(
@@ -99,6 +105,7 @@ fn build(
         instance,
         &path,
         links,
+        lints.denies_warnings(),
         &mut *progress,
     );
     let instance_path = instance.unwrap_or(Path::new(""));
@@ -108,8 +115,14 @@ fn build(
             summary
         }
         Err(BuildFailure::InstanceErrors(problems)) => {
-            print_problems(instance_path, &report, &problems, color)?;
-            let errors = problems.iter().filter(|p| p.is_error()).count();
+            // As rustc's `-D warnings`: a warning denied is shown as the
+            // error it counts as.
+            let denied = lints.denies_warnings();
+            print_problems_denying(instance_path, &report, &problems, color, denied)?;
+            let errors = problems
+                .iter()
+                .filter(|p| p.is_error() || (denied && p.severity() == Severity::Warning))
+                .count();
             let mut stderr = io::stderr().lock();
             writeln!(
                 stderr,
@@ -146,6 +159,18 @@ pub(crate) fn print_problems(
     problems: &[InstanceError],
     color: ColorChoice,
 ) -> io::Result<()> {
+    print_problems_denying(instance_path, report, problems, color, false)
+}
+
+/// [`print_problems`], each warning shown as an error when `deny_warnings`
+/// (`-D warnings`).
+fn print_problems_denying(
+    instance_path: &Path,
+    report: &Report,
+    problems: &[InstanceError],
+    color: ColorChoice,
+    deny_warnings: bool,
+) -> io::Result<()> {
     if problems.is_empty() {
         return Ok(());
     }
@@ -158,7 +183,11 @@ pub(crate) fn print_problems(
     let stream = StandardStream::stderr(choice);
     let mut out = stream.lock();
     for problem in problems {
-        let (word, tint) = match problem.severity() {
+        let severity = match problem.severity() {
+            Severity::Warning if deny_warnings => Severity::Error,
+            severity => severity,
+        };
+        let (word, tint) = match severity {
             Severity::Error => ("error", Color::Red),
             Severity::Warning => ("warning", Color::Yellow),
             Severity::Hint => ("help", Color::Cyan),

@@ -93,9 +93,14 @@ pub struct Lints {
 }
 
 impl Lints {
+    /// Whether warnings count as errors (`-D warnings`).
+    pub fn denies_warnings(&self) -> bool {
+        self.deny.contains(&Deny::Warnings)
+    }
+
     /// Raises what is denied to errors.
     pub fn apply(&self, diagnostics: &mut [Diagnostic]) {
-        if self.deny.contains(&Deny::Warnings) {
+        if self.denies_warnings() {
             for diagnostic in diagnostics {
                 if diagnostic.severity == Severity::Warning {
                     diagnostic.severity = Severity::Error;

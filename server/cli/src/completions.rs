@@ -50,8 +50,14 @@ pub fn man(directory: Option<&Path>) -> Result<Outcome> {
     let links = op2_codegen::output::Links::Refuse;
     for (name, _) in &pages {
         let path = directory.join(format!("{name}.1"));
-        op2_codegen::output::write_target_with(&path, links)
-            .with_context(|| format!("cannot write `{}`", path.display()))?;
+        op2_codegen::output::write_target_with(&path, links).map_err(|error| {
+            let help = if path.is_symlink() {
+                "\nhelp: remove the link, or write the pages into another `--out-dir`"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("cannot write `{}`: {error}{help}", path.display())
+        })?;
     }
     for (name, page) in pages {
         let mut roff = Vec::new();

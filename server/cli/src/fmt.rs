@@ -15,20 +15,24 @@ use crate::Outcome;
 use crate::render::{SourceMap, write_human};
 use crate::source::SourceFile;
 
-/// The text of standard input, named `<stdin>` in messages.
+/// The text of standard input, named `<stdin>` in messages: at most the
+/// source limit of a file (16 MiB), and UTF-8, as a file's.
 fn read_stdin() -> Result<SourceFile> {
+    use op2_codegen::files::{SOURCE_LIMIT, decode_source};
     let mut bytes = Vec::new();
     io::stdin()
         .lock()
+        .take(SOURCE_LIMIT + 1)
         .read_to_end(&mut bytes)
         .context("cannot read standard input")?;
-    let text = String::from_utf8(bytes).map_err(|error| {
-        anyhow::anyhow!(
-            "standard input is not UTF-8 (byte {})",
-            error.utf8_error().valid_up_to()
-        )
-    })?;
-    Ok(SourceFile::from_text(PathBuf::from("<stdin>"), text))
+    if bytes.len() as u64 > SOURCE_LIMIT {
+        anyhow::bail!(
+            "cannot read standard input: it is more than {SOURCE_LIMIT} bytes, over the limit for a program"
+        );
+    }
+    let name = PathBuf::from("<stdin>");
+    let text = decode_source(bytes).map_err(|error| anyhow::anyhow!(error.describe(&name)))?;
+    Ok(SourceFile::from_text(name, text))
 }
 
 mod diff;
@@ -43,12 +47,27 @@ fn unified_diff(path: &Path, old: &str, new: &str) -> String {
 pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
     let mut out = io::stdout().lock();
     let mut failed = false;
+    let mut unreadable = false;
     for path in paths {
         let stdin = path.as_os_str() == "-";
+        // A file that cannot be read is reported and the others are
+        // formatted, as `op2 check` goes on with the other files.
         let source = if stdin {
-            read_stdin()?
+            read_stdin()
         } else {
-            SourceFile::read(path)?
+            SourceFile::read(path).map_err(anyhow::Error::from)
+        };
+        let source = match source {
+            Ok(source) => source,
+            Err(error) => {
+                writeln!(
+                    io::stderr().lock(),
+                    "error: {}",
+                    crate::render::visible(&format!("{error:#}"))
+                )?;
+                unreadable = true;
+                continue;
+            }
         };
         let path = &source.path.clone();
         match format(&source.text) {
@@ -89,7 +108,10 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
         }
     }
     out.flush()?;
-    Ok(if failed {
+    // As `op2 check`: a file that could not be read is exit status 2.
+    Ok(if unreadable {
+        Outcome::Failed
+    } else if failed {
         Outcome::Errors
     } else {
         Outcome::Success

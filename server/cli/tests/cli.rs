@@ -231,6 +231,39 @@ fn deny_warnings_turns_warnings_into_errors() {
     assert!(scratch.path("warning.graph.xml").exists());
 }
 
+/// `-D warnings` counts the instance data's warnings too: an entry the
+/// program does not declare (W705) writes no graph.
+#[test]
+fn deny_warnings_counts_the_instance_datas_warnings() {
+    let scratch = Scratch::new();
+    let file = scratch.file("clean.op2", "set cells;\ndat p: double on cells;\nkernel k(double *x) { x[0] = 1.0; }\nmain {\n    par_loop k over cells (p WRITE);\n    print(\"done\");\n}\n");
+    scratch.file("mesh.json", r#"{"sets": {"cells": 4, "extra": 2}}"#);
+    scratch
+        .op2(&[
+            "build",
+            "-D",
+            "warnings",
+            file,
+            "--instance",
+            "mesh.json",
+            "-o",
+            "g.xml",
+        ])
+        .assert()
+        .code(1)
+        .stderr(
+            contains("error[W705]: mesh.json: sets.extra: the program declares no set `extra`")
+                .and(contains("error: nothing written: `mesh.json` has 1 error")),
+        );
+    assert!(!scratch.path("g.xml").exists());
+    scratch
+        .op2(&["build", file, "--instance", "mesh.json", "-o", "g.xml"])
+        .assert()
+        .success()
+        .stderr(contains("warning[W705]"));
+    assert!(scratch.path("g.xml").exists());
+}
+
 #[test]
 fn a_missing_file_exits_2_naming_it() {
     let scratch = Scratch::new();

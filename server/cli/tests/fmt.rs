@@ -69,6 +69,51 @@ fn a_dash_formats_standard_input_to_standard_output() {
         .stderr(contains("`<stdin>` has syntax errors"));
 }
 
+/// Standard input is held to a file's rules: at most the 16 MiB source
+/// limit, and its first byte that is not UTF-8 named by line and column.
+#[test]
+fn standard_input_is_held_to_the_rules_of_a_file() {
+    op2()
+        .args(["fmt", "-"])
+        .write_stdin(b"set a;\n\xff\n".to_vec())
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "error: <stdin>:2:1: the file is not valid UTF-8 (byte 7)",
+        ));
+    let limit = op2_codegen::files::SOURCE_LIMIT as usize;
+    op2()
+        .args(["fmt", "-"])
+        .write_stdin(vec![b' '; limit + 1])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains(
+            "cannot read standard input: it is more than 16777216 bytes, over the limit for a program",
+        ));
+}
+
+/// A file that cannot be read is reported and the files after it are
+/// formatted, as `op2 check` goes on; the exit status is 2.
+#[test]
+fn an_unreadable_file_does_not_stop_the_others() {
+    let scratch = Scratch::new();
+    let first = scratch.file("a.op2", UNFORMATTED);
+    let last = scratch.file("b.op2", UNFORMATTED);
+    scratch
+        .op2(&["fmt", first, "missing.op2", last])
+        .assert()
+        .code(2)
+        .stderr(contains("error: cannot read `missing.op2`"));
+    for file in [first, last] {
+        assert_eq!(
+            std::fs::read_to_string(scratch.path(file)).unwrap(),
+            FORMATTED,
+            "{file}"
+        );
+    }
+}
+
 /// Regression: the diff of `--check` took time O(lines × differing lines):
 /// a kernel of 32,000 parameters on one line (split by the formatter into a
 /// line each) took 30 s, 83 s at 60,000; then a deadline of 0.5 s made its

@@ -160,7 +160,12 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
 /// The text of the source file at `path`: a regular file of at most
 /// [`SOURCE_LIMIT`] bytes of UTF-8.
 pub fn read_source(path: &Path) -> Result<String, ReadError> {
-    let bytes = read_regular(path, SOURCE_LIMIT)?;
+    decode_source(read_regular(path, SOURCE_LIMIT)?)
+}
+
+/// The text of a source's bytes, or where the first byte that is not UTF-8
+/// is ([`ReadError::NotUtf8`]): for a file and for standard input alike.
+pub fn decode_source(bytes: Vec<u8>) -> Result<String, ReadError> {
     String::from_utf8(bytes).map_err(|error| {
         let valid = error.utf8_error().valid_up_to();
         let bytes = error.as_bytes();

@@ -100,7 +100,7 @@ pub fn write_target_with(path: &Path, links: Links) -> io::Result<PathBuf> {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             "it is a symbolic link, and op2 does not write through a link at an output \
-             it names itself\nhelp: name the output with `-o` to write through the link",
+             it names itself",
         ));
     }
     match std::fs::metadata(path) {
@@ -338,12 +338,17 @@ pub fn build_with_fan_limit(
         instance,
         path,
         Links::Follow,
+        false,
         progress,
     )
 }
 
 /// [`build_with_fan_limit`], through a symbolic link at `path` only as
-/// `links` allows: [`Links::Refuse`] when `op2` named the output itself.
+/// `links` allows ([`Links::Refuse`] when `op2` named the output itself),
+/// and with the instance data's warnings (W705, W801) counted as errors
+/// when `deny_warnings` (`op2 build -D warnings`): then nothing is
+/// written for them either.
+#[allow(clippy::too_many_arguments)]
 pub fn build_with_links(
     analysis: &op2_analysis::Analysis,
     graph_id: &str,
@@ -351,6 +356,7 @@ pub fn build_with_links(
     instance: Option<&Path>,
     path: &Path,
     links: Links,
+    deny_warnings: bool,
     progress: &mut dyn op2_instance::Progress,
 ) -> Result<(Summary, Vec<op2_instance::InstanceError>), BuildFailure> {
     let mut errors = analysis
@@ -384,7 +390,9 @@ pub fn build_with_links(
                 &graph,
                 &data,
             ));
-            if problems.iter().any(op2_instance::InstanceError::is_error) {
+            if problems.iter().any(|p| {
+                p.is_error() || (deny_warnings && p.severity() == op2_syntax::Severity::Warning)
+            }) {
                 return Err(BuildFailure::InstanceErrors(problems));
             }
             let mut writer =
