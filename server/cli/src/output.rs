@@ -108,25 +108,6 @@ impl fmt::Display for OutputIsInput {
 
 impl std::error::Error for OutputIsInput {}
 
-/// Whether `a` and `b` name one file, links followed: the same device and
-/// inode where the platform has them, else the same canonical path. False
-/// when either does not exist.
-pub fn same_file(a: &Path, b: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        match (std::fs::metadata(a), std::fs::metadata(b)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
-    }
-    #[cfg(not(unix))]
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
-}
-
 /// `Ok` when `output` is none of `inputs` (each with what it is to the
 /// command), checked before any work starts; `help` says what to do
 /// instead.
@@ -137,7 +118,7 @@ pub fn not_an_input<'a>(
 ) -> Result<(), OutputIsInput> {
     match inputs
         .into_iter()
-        .find(|(input, _)| same_file(output, input))
+        .find(|(input, _)| op2_codegen::files::same_file(output, input))
     {
         None => Ok(()),
         Some((input, what)) => Err(OutputIsInput {

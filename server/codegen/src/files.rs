@@ -180,6 +180,25 @@ pub fn decode_source(bytes: Vec<u8>) -> Result<String, ReadError> {
     })
 }
 
+/// Whether `a` and `b` name one file, links followed: the same device and
+/// inode where the platform has them, else the same canonical path. False
+/// when either does not exist.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (fs::metadata(a), fs::metadata(b)) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// Whether `path` names an `.op2` file.
 pub fn is_source_path(path: &Path) -> bool {
     path.extension()

@@ -24,6 +24,13 @@ static void op2_import_hdf5_fail(const char *what, const char *name, const char 
 
 // The file, opened read-only (HDF5's own error printing off).
 static hid_t op2_import_hdf5_open(const char *file) {
+  // Recorded (its bytes in hex), so that the import never writes its
+  // instance over a file the application reads.
+  FILE *capture = op2_import_file();
+  fputs("read ", capture);
+  for (const char *c = file; *c; c++)
+    fprintf(capture, "%02x", (unsigned)(unsigned char)*c);
+  fputc('\n', capture);
   H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
   FILE *probe = fopen(file, "rb");
   hid_t id = probe ? H5Fopen(file, H5F_ACC_RDONLY, H5P_DEFAULT) : -1;

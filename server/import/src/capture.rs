@@ -186,6 +186,9 @@ pub struct Capture {
     pub values: Vec<(String, Value)>,
     /// What the set-up printed.
     pub output: String,
+    /// The files the set-up read through OP2's HDF5 API, as it named them
+    /// (relative to its working directory), each once.
+    pub read_files: Vec<PathBuf>,
 }
 
 /// Finds the C++ compiler: `CXX`, else the first of c++, g++, clang++ that
@@ -708,6 +711,17 @@ fn keep_start(mut stream: impl Read + Send + 'static, ended: std::sync::mpsc::Se
     kept
 }
 
+/// A path from the bytes the recorder wrote.
+fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStringExt;
+        PathBuf::from(std::ffi::OsString::from_vec(bytes))
+    }
+    #[cfg(not(unix))]
+    PathBuf::from(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// Reads the recorder's file: one header line per declaration, followed by
 /// a line of its values.
 pub fn parse(text: &str) -> Result<Capture, String> {
@@ -821,6 +835,21 @@ pub fn parse(text: &str) -> Result<Capture, String> {
                 let values = values(count)?.unwrap_or_default();
                 capture.values.push((name, Value { ty, values, array }));
             }
+            Some("read") => {
+                let hex = words.next().unwrap_or("");
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| {
+                        hex.get(i..i + 2)
+                            .and_then(|b| u8::from_str_radix(b, 16).ok())
+                    })
+                    .collect::<Option<Vec<u8>>>()
+                    .ok_or_else(|| format!("line {}: a file name is not in hex", n + 1))?;
+                let path = path_of_bytes(bytes);
+                if !path.as_os_str().is_empty() && !capture.read_files.contains(&path) {
+                    capture.read_files.push(path);
+                }
+            }
             Some("stop") => return Ok(capture),
             _ => return Err(format!("line {}: unexpected `{line}`", n + 1)),
         }
@@ -857,6 +886,20 @@ mod tests {
         assert_eq!(
             compiling_progress(Path::new("src/mesh.cpp"), 1, 200, "c++"),
             "compiling src/mesh.cpp (2 of 200) with c++"
+        );
+    }
+
+    #[test]
+    fn the_files_the_set_up_read_are_kept_once_each() {
+        // `grid.h5` twice and `a b/é.h5`, as the recorder writes them.
+        let capture = "read 677269642e6835\nset 0 2\nread 677269642e6835\nread 6120622fc3a92e6835\nstop\n";
+        assert_eq!(
+            parse(capture).unwrap().read_files,
+            vec![PathBuf::from("grid.h5"), PathBuf::from("a b/é.h5")]
+        );
+        assert_eq!(
+            parse("read 6g\nstop\n").unwrap_err(),
+            "line 1: a file name is not in hex"
         );
     }
 

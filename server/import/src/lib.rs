@@ -283,6 +283,9 @@ pub struct Translation {
     pub report: Report,
     /// What the set-up printed while it was captured.
     pub setup_output: String,
+    /// The files the set-up read through OP2's HDF5 API, as it named them:
+    /// the import writes over none of them.
+    pub read_files: Vec<PathBuf>,
 }
 
 /// Imports `options.main`, telling `progress` what it is doing: [`prepare`],
@@ -376,6 +379,17 @@ pub fn prepare(options: &Options, progress: &mut dyn FnMut(&str)) -> Result<Prep
     // The cancel may have come while the last child's output was read or
     // while the capture was translated.
     cancelled(cancel)?;
+    let mut translation = translation;
+    // The set-up named its files relative to where it ran.
+    if let Some(base) = options
+        .working_dir
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+    {
+        for path in &mut translation.read_files {
+            *path = base.join(&*path);
+        }
+    }
     Ok(Prepared {
         translation,
         notes,
@@ -412,6 +426,23 @@ impl Prepared {
         // there is not the user's choice (a repository may ship one leading
         // anywhere): refused, as at `op2 build`'s default output.
         for path in [program_path, instance_path] {
+            // The application's own mesh (`grid.h5`, read by `grid.cpp`)
+            // is where `<stem>.h5` goes when both share the directory: the
+            // capture, which keeps only what the set-up read, would replace
+            // the user's file.
+            let read = self.sources.iter().chain(&translation.read_files);
+            if let Some(input) = read
+                .clone()
+                .find(|input| op2_codegen::files::same_file(path, input))
+            {
+                return Err(write_error(
+                    path,
+                    &format_args!(
+                        "it is `{}`, which the application reads; the import would replace it\nhelp: import into another `--out` directory",
+                        input.display()
+                    ),
+                ));
+            }
             if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
                 return Err(write_error(
                     path,
@@ -1784,6 +1815,7 @@ pub fn translate_units(
         instance_h5,
         report,
         setup_output: captured.output,
+        read_files: captured.read_files,
     })
 }
 
@@ -3813,6 +3845,7 @@ mod tests {
                 instance_h5: None,
                 report: Report::default(),
                 setup_output: String::new(),
+                read_files: Vec::new(),
             },
             notes: Vec::new(),
             sources: Vec::new(),

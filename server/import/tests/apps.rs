@@ -544,6 +544,40 @@ fn grid_read_from_op2s_hdf5_layout_prints_what_the_native_build_prints() {
         "native:\n{native}\nported:\n{ported}"
     );
     assert!(numbers(&native).len() > 5, "{native}");
+
+    // The application named `grid.cpp`, imported where it runs: its
+    // `grid.h5` is where the import's instance would go. The capture keeps
+    // only what the set-up read (not the const `scale`, which became the
+    // program's), so writing it there would break the application and
+    // every later import; the import refuses and writes nothing.
+    std::fs::copy(
+        apps().join("grid_hdf5/grid_hdf5.cpp"),
+        run_dir.join("grid.cpp"),
+    )
+    .unwrap();
+    let mesh = std::fs::read(run_dir.join("grid.h5")).unwrap();
+    let refused = import(
+        &Options {
+            main: run_dir.join("grid.cpp"),
+            out: run_dir.clone(),
+            include_dirs: vec![apps().join("grid")],
+            working_dir: Some(run_dir.clone()),
+            ..Options::default()
+        },
+        &mut |_| {},
+    )
+    .expect_err("the application's own mesh is not replaced");
+    let message = refused.to_string();
+    assert!(
+        message.contains("grid.h5`: it is `") && message.contains("which the application reads"),
+        "{message}"
+    );
+    assert!(
+        message.contains("help: import into another `--out` directory"),
+        "{message}"
+    );
+    assert_eq!(std::fs::read(run_dir.join("grid.h5")).unwrap(), mesh);
+    assert!(!run_dir.join("grid.op2").exists(), "nothing written");
 }
 
 #[test]
