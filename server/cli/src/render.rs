@@ -293,7 +293,10 @@ struct JsonFileError {
     column: Option<u32>,
     end_line: Option<u32>,
     end_column: Option<u32>,
+    /// Empty, as a diagnostic's label when the message says it all.
+    label: &'static str,
     related: [JsonRelated; 0],
+    fixes: [JsonFix; 0],
 }
 
 /// Writes a file that could not be read as one JSON object with the fields
@@ -313,7 +316,9 @@ pub fn write_json_file_error(out: &mut dyn Write, error: &FileError) -> io::Resu
         column,
         end_line: line,
         end_column: column,
+        label: "",
         related: [],
+        fixes: [],
     };
     serde_json::to_writer(&mut *out, &record)?;
     writeln!(out)

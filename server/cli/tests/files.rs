@@ -181,6 +181,13 @@ fn file_level_errors_follow_the_message_format() {
         (records[1]["line"].clone(), records[1]["column"].clone()),
         (json!(2), json!(6))
     );
+    // Every field of a diagnostic, so that a reader of every line finds
+    // them on these too.
+    for record in &records {
+        assert_eq!(record["label"], json!(""), "{record}");
+        assert_eq!(record["related"], json!([]), "{record}");
+        assert_eq!(record["fixes"], json!([]), "{record}");
+    }
 }
 
 /// A program with a set whose graph instance is as large as the instance

@@ -892,7 +892,8 @@ mod tests {
     #[test]
     fn the_files_the_set_up_read_are_kept_once_each() {
         // `grid.h5` twice and `a b/é.h5`, as the recorder writes them.
-        let capture = "read 677269642e6835\nset 0 2\nread 677269642e6835\nread 6120622fc3a92e6835\nstop\n";
+        let capture =
+            "read 677269642e6835\nset 0 2\nread 677269642e6835\nread 6120622fc3a92e6835\nstop\n";
         assert_eq!(
             parse(capture).unwrap().read_files,
             vec![PathBuf::from("grid.h5"), PathBuf::from("a b/é.h5")]

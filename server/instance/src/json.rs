@@ -595,10 +595,25 @@ pub(super) fn parse<'p>(
             state.problems.report_unknown(
                 Code::E701,
                 String::new(),
-                format!("the instance data is not valid JSON: {error}"),
+                format!(
+                    "the instance data is not valid JSON: {}",
+                    json_error(&error)
+                ),
             );
             None
         }
+    }
+}
+
+/// serde_json's message with its position counted from 1 as every other
+/// position op2 gives: serde says column 0 for an error before the first
+/// character of a line (`EOF while parsing a value at line 2 column 0`).
+fn json_error(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    let (line, column) = (error.line(), error.column());
+    match text.strip_suffix(&format!(" at line {line} column {column}")) {
+        Some(what) if line > 0 => format!("{what} at line {line} column {}", column.max(1)),
+        _ => text,
     }
 }
 

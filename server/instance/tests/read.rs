@@ -297,6 +297,12 @@ fn e701_missing_map_and_malformed_document() {
             && problem.message.contains("line 1"),
         "{problem:#?}"
     );
+    // At the start of a line serde says column 0; op2 counts from 1.
+    let loaded = read(&analysis, "{\"sets\": {\"edges\": 3,\n");
+    assert_eq!(
+        only(&loaded, Code::E701).message,
+        "the instance data is not valid JSON: EOF while parsing a value at line 2 column 1"
+    );
 
     let loaded = read(&analysis, "{\"sets\": [3, 3]}");
     let problem = &loaded.problems[0];
