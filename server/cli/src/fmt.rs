@@ -35,6 +35,22 @@ fn read_stdin() -> Result<SourceFile> {
     Ok(SourceFile::from_text(name, text))
 }
 
+/// `Ok` when the file at `path` may be written itself (links followed), as
+/// an editor saving it would need: it has a write permission bit (a copy
+/// made read-only is refused, whoever runs `op2 fmt`), and on Unix the user
+/// may write it (another's file).
+fn may_write(path: &Path) -> io::Result<()> {
+    if std::fs::metadata(path)?.permissions().readonly() {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "the file is read-only",
+        ));
+    }
+    #[cfg(unix)]
+    rustix::fs::access(path, rustix::fs::Access::WRITE_OK)?;
+    Ok(())
+}
+
 mod diff;
 
 /// A unified diff from `old` to `new`, with `path` in its header: the same
@@ -77,8 +93,24 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
                 write!(out, "{}", unified_diff(path, &source.text, &formatted))?;
                 failed = true;
             }
-            Ok(formatted) => op2_codegen::output::write_file_atomically(path, formatted.as_bytes())
-                .with_context(|| format!("cannot write `{}`", crate::render::visible_path(path)))?,
+            Ok(formatted) => {
+                // The new text is renamed over the file, which needs only
+                // the directory: a file the user may not write (a read-only
+                // copy, another's file) is refused as an editor would. As
+                // for a file that cannot be read, the others go on.
+                let written = may_write(path).and_then(|()| {
+                    op2_codegen::output::write_file_atomically(path, formatted.as_bytes())
+                });
+                if let Err(error) = written {
+                    writeln!(
+                        io::stderr().lock(),
+                        "error: cannot write `{}`: {}",
+                        crate::render::visible_path(path),
+                        crate::render::visible(&error.to_string())
+                    )?;
+                    unreadable = true;
+                }
+            }
             Err(FormatError::Syntax(errors)) => {
                 let choice = if io::stderr().is_terminal() {
                     termcolor::ColorChoice::Auto
@@ -108,7 +140,8 @@ pub fn run(paths: &[PathBuf], check: bool) -> Result<Outcome> {
         }
     }
     out.flush()?;
-    // As `op2 check`: a file that could not be read is exit status 2.
+    // As `op2 check`: a file that could not be read (or written) is exit
+    // status 2.
     Ok(if unreadable {
         Outcome::Failed
     } else if failed {

@@ -114,6 +114,34 @@ fn an_unreadable_file_does_not_stop_the_others() {
     }
 }
 
+/// A file made read-only is not reformatted (the rename over it needs only
+/// the directory): refused as an editor would refuse to save it, and the
+/// other files are formatted.
+#[cfg(unix)]
+#[test]
+fn a_read_only_file_is_not_rewritten() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new();
+    let locked = scratch.file("locked.op2", UNFORMATTED);
+    let other = scratch.file("other.op2", UNFORMATTED);
+    std::fs::set_permissions(scratch.path(locked), std::fs::Permissions::from_mode(0o444)).unwrap();
+    scratch
+        .op2(&["fmt", locked, other])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "error: cannot write `locked.op2`: the file is read-only",
+        ));
+    assert_eq!(
+        std::fs::read_to_string(scratch.path(locked)).unwrap(),
+        UNFORMATTED
+    );
+    assert_eq!(
+        std::fs::read_to_string(scratch.path(other)).unwrap(),
+        FORMATTED
+    );
+}
+
 /// Regression: the diff of `--check` took time O(lines × differing lines):
 /// a kernel of 32,000 parameters on one line (split by the formatter into a
 /// line each) took 30 s, 83 s at 60,000; then a deadline of 0.5 s made its
