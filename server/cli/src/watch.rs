@@ -233,6 +233,7 @@ pub fn watch(
     let mut debouncer = new_debouncer(QUIET, None, sender)
         .context("cannot watch files for changes (the file watcher could not start)")?;
     let mut directories: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut identities: BTreeMap<PathBuf, Option<(u64, u64)>> = BTreeMap::new();
     let terminal = io::stderr().is_terminal();
     let mut cause: Option<PathBuf> = None;
     for number in 1u64.. {
@@ -274,18 +275,37 @@ pub fn watch(
         let mut known: BTreeSet<PathBuf> = BTreeSet::new();
         let mut given = 0;
         for (at, path) in roots.iter().chain(data).chain(&asked).enumerate() {
-            if let Some(name) = watched_name(path)
-                && known.insert(name.clone())
-            {
-                named.push((name, path.clone()));
-                if at < roots.len() + data.len() {
-                    given = named.len();
+            // A file reached through a link is watched where the link
+            // leads too: an edit there changes what the run reads.
+            let target = std::fs::canonicalize(path).ok();
+            for name in watched_name(path).into_iter().chain(target) {
+                if known.insert(name.clone()) {
+                    named.push((name, path.clone()));
+                    if at < roots.len() + data.len() {
+                        given = named.len();
+                    }
                 }
             }
         }
         let names: Vec<PathBuf> = named.iter().map(|(name, _)| name.clone()).collect();
         let (wanted, more) = choose_directories(&names, given, Path::is_file);
+        // A directory removed since it was watched (and perhaps made
+        // again) lost its watch: it is watched anew.
+        directories.retain(|directory| {
+            let same = identities.get(directory).copied().flatten() == identity(directory);
+            if !same {
+                Watches::unwatch(&mut debouncer, directory);
+                identities.remove(directory);
+            }
+            same
+        });
         let refusals = update_watches(&mut debouncer, &mut directories, &wanted);
+        for directory in &directories {
+            identities
+                .entry(directory.clone())
+                .or_insert_with(|| identity(directory));
+        }
+        identities.retain(|directory, _| directories.contains(directory));
         {
             let mut stderr = io::stderr().lock();
             for line in warnings(more, &refusals) {
@@ -298,14 +318,16 @@ pub fn watch(
             .into_iter()
             .filter(|(name, _)| name.parent().is_some_and(|d| directories.contains(d)))
             .collect();
+        // A file watched under two names (a link and where it leads)
+        // counts once.
+        let watching = files.values().collect::<BTreeSet<_>>().len();
         writeln!(
             io::stderr().lock(),
-            "[{}] watching {} file{} for changes; Ctrl-C to stop",
+            "[{}] watching {watching} file{} for changes; Ctrl-C to stop",
             clock(),
-            files.len(),
-            if files.len() == 1 { "" } else { "s" }
+            if watching == 1 { "" } else { "s" }
         )?;
-        cause = Some(next_change(&receiver, &files)?);
+        cause = Some(next_change(&receiver, &files, &directories)?);
     }
     Ok(Outcome::Success)
 }
@@ -315,6 +337,7 @@ pub fn watch(
 fn next_change(
     receiver: &mpsc::Receiver<DebounceEventResult>,
     files: &BTreeMap<PathBuf, PathBuf>,
+    directories: &BTreeSet<PathBuf>,
 ) -> Result<PathBuf> {
     loop {
         let events = match receiver.recv().context("the file watcher stopped")? {
@@ -327,31 +350,80 @@ fn next_change(
                 continue;
             }
         };
-        if let Some(path) = events.iter().find_map(|event| changed(event, files)) {
+        if let Some(path) = events
+            .iter()
+            .find_map(|event| changed(event, files, directories))
+        {
             return Ok(path);
         }
     }
 }
 
 /// The watched file an event changes, if any: reading (which the watcher
-/// reports too) is no change.
-fn changed(event: &DebouncedEvent, files: &BTreeMap<PathBuf, PathBuf>) -> Option<PathBuf> {
+/// reports too) is no change. The removal of a watched directory itself
+/// (`rm -r`, a branch checked out) is one: its watch is gone with it.
+fn changed(
+    event: &DebouncedEvent,
+    files: &BTreeMap<PathBuf, PathBuf>,
+    directories: &BTreeSet<PathBuf>,
+) -> Option<PathBuf> {
     if matches!(event.kind, EventKind::Access(_)) {
         return None;
     }
-    event.paths.iter().find_map(|path| files.get(path)).cloned()
+    let removed = matches!(event.kind, EventKind::Remove(_));
+    event.paths.iter().find_map(|path| {
+        files
+            .get(path)
+            .cloned()
+            .or_else(|| (removed && directories.contains(path)).then(|| path.clone()))
+    })
 }
 
 /// The name under which the watcher reports changes of `path`: its
 /// directory made canonical (links and `..` resolved), then its file name.
-/// `None` when the directory does not exist (nothing there to watch).
+/// Where the directory does not exist, the first missing directory under
+/// the nearest one that does (`/p/lib` for `lib/common.op2` before `lib`
+/// is made): creating it starts a run, and the run watches further down.
+/// `None` only when no ancestor exists.
 fn watched_name(path: &Path) -> Option<PathBuf> {
     let name = path.file_name()?;
     let directory = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
-    Some(directory.canonicalize().ok()?.join(name))
+    if let Ok(directory) = directory.canonicalize() {
+        return Some(directory.join(name));
+    }
+    // Bounded by the path's own components.
+    let mut missing = directory;
+    while let Some(parent) = missing.parent() {
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
+        if let Ok(existing) = parent.canonicalize() {
+            return Some(existing.join(missing.file_name()?));
+        }
+        missing = parent;
+    }
+    None
+}
+
+/// The identity of a directory (device and inode), to see it removed and
+/// made again: its watch went with the old one.
+fn identity(directory: &Path) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(directory)
+            .ok()
+            .map(|m| (m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(directory).ok().map(|_| (0, 0))
+    }
 }
 
 /// The time of day, `HH:MM:SS UTC`.
@@ -379,7 +451,17 @@ mod tests {
         let through_dots = dir.path().join("sub/../a.op2");
         let canonical = dir.path().canonicalize().unwrap().join("a.op2");
         assert_eq!(watched_name(&through_dots), Some(canonical));
-        assert_eq!(watched_name(&dir.path().join("missing/a.op2")), None);
+        // A missing directory is named under the nearest one that exists,
+        // so that making it starts a run.
+        let root = dir.path().canonicalize().unwrap();
+        assert_eq!(
+            watched_name(&dir.path().join("missing/deeper/a.op2")),
+            Some(root.join("missing"))
+        );
+        assert_eq!(
+            watched_name(&dir.path().join("sub/missing/a.op2")),
+            Some(root.join("sub/missing"))
+        );
     }
 
     /// Watches that succeed until `room` is used up, then fail as the

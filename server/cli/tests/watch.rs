@@ -167,6 +167,58 @@ fn check_watch_runs_again_on_change_and_follows_the_imports() {
     assert!(ended_by_interrupt(status), "{status:?}");
 }
 
+/// Directories that come and go, and links: an import whose directory
+/// does not exist yet starts a run when it is made, a directory removed
+/// and made again (a branch checked out) is watched again, and an edit
+/// where a linked file leads starts a run (review of 2026-11-29: none of
+/// the three started one, and the heading went on saying it watched).
+#[test]
+fn check_watch_follows_directories_made_removed_and_linked() {
+    let scratch = Scratch::new();
+    std::fs::create_dir(scratch.path("real")).unwrap();
+    scratch.file("real/shared.op2", "set edges;\n");
+    std::os::unix::fs::symlink("real/shared.op2", scratch.path("shared.op2")).unwrap();
+    scratch.file(
+        "main.op2",
+        "import \"lib/common.op2\";\nimport \"shared.op2\";\nset nodes;\n",
+    );
+    let mut watching = Watching::start(&scratch.path(""), &["check", "--watch", "main.op2"]);
+    watching.wait_for("op2 check", &["lib/common.op2", "watching 3 files"]);
+
+    // The missing directory, then the file in it.
+    std::fs::create_dir(scratch.path("lib")).unwrap();
+    watching.wait_for("run 2: `lib/common.op2` changed", &["watching 3 files"]);
+    scratch.file("lib/common.op2", "set cells;\n");
+    watching.wait_for(
+        "run 3: `lib/common.op2` changed",
+        &["checked 3 files: no problems", "watching 3 files"],
+    );
+
+    // The directory removed, then made again with the file.
+    std::fs::remove_dir_all(scratch.path("lib")).unwrap();
+    watching.wait_for("run 4:", &["could not check", "watching 3 files"]);
+    std::fs::create_dir(scratch.path("lib")).unwrap();
+    scratch.file("lib/common.op2", "set cells;\n");
+    watching.wait_for("checked 3 files: no problems", &["watching 3 files"]);
+    let before = watching.text().matches("] op2 check, run").count();
+    scratch.file("lib/common.op2", "set cells\n");
+    watching.wait_for(
+        &format!("run {}: `lib/common.op2` changed", before + 2),
+        &["could not check", "watching 3 files"],
+    );
+
+    // An edit where the link leads.
+    let before = watching.text().matches("] op2 check, run").count();
+    scratch.file("real/shared.op2", "set edges;\nset faces;\n");
+    watching.wait_for(
+        &format!("run {}: `shared.op2` changed", before + 2),
+        &["watching 3 files"],
+    );
+
+    let status = watching.interrupt();
+    assert!(ended_by_interrupt(status), "{status:?}");
+}
+
 #[test]
 fn build_watch_rebuilds_when_the_instance_data_changes() {
     let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/examples");
