@@ -7,7 +7,7 @@ use op2_syntax::{Code, Diagnostic, Fix, Location, TextEdit, TextRange};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::invocation::InvocationSyntax;
-use crate::model::{Arg, ArgKind, InvocationId, Program};
+use crate::model::{Arg, ArgKind, Data, InvocationId, Program};
 
 /// Prefixes that the POETS Python loader reads as a type keyword followed by
 /// a name, so that a struct member `double_it_begin` becomes `double` plus
@@ -565,9 +565,18 @@ impl std::fmt::Display for ArgName<'_> {
 /// Rules 1–5 of §7 for one invocation, and W402.
 fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Diagnostic>) {
     let args = &program.invocations[id.index()].args;
-    for (j, later) in args.iter().enumerate() {
-        let Some(later) = later else { continue };
-        for earlier in args[..j].iter().flatten() {
+    // The earlier arguments each later one is compared with: those on the
+    // same data (or of the same kind, for those without data), found by
+    // their key, so that a par_loop of tens of thousands of arguments on
+    // different dats is checked in time linear in them (review of
+    // 2026-11-29: 60,000 took 9.5 s, most of it here).
+    let mut earlier_of: std::collections::HashMap<Result<Data, ArgKind>, Vec<&Arg>> =
+        std::collections::HashMap::new();
+    for later in args.iter().flatten() {
+        let key = later.kind.data().ok_or(later.kind);
+        let earlier_ones = earlier_of.entry(key).or_default();
+        let earlier_args = std::mem::take(earlier_ones);
+        for &earlier in &earlier_args {
             // Consts and `len` have no data to conflict on, but passing one
             // twice is still the same argument twice.
             let Some(data) = later.kind.data() else {
@@ -626,6 +635,9 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
                 break;
             }
         }
+        let earlier_ones = earlier_of.entry(key).or_default();
+        *earlier_ones = earlier_args;
+        earlier_ones.push(later);
     }
 }
 

@@ -215,6 +215,27 @@ fn reference(
             "note: the interpreter runs par_loops on one thread; `--threads` applies to the compiled engine"
         );
     }
+    if reference.engine() == Engine::Compiled && reference.threads() < 2 {
+        // One thread's results differ from those of every count above one
+        // in the order of floating sums: never given for another count
+        // without a word.
+        if threads >= 2 {
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            return Err(op2_exec::RuntimeError {
+                message: format!(
+                    "cannot start {threads} threads for `--threads {threads}`: the system refused the thread pool, and nothing was run\nhelp: ask for fewer threads, or `--threads 1` for the order of one thread"
+                ),
+            });
+        }
+        if threads == 0 {
+            let _ = writeln!(
+                io::stderr().lock(),
+                "note: `--threads 0` found one core: par_loops run on one thread, in element order"
+            );
+        }
+    }
     let result = reference
         .with_progress(|invocations, evaluations| {
             if let Some(bar) = &bar

@@ -128,3 +128,31 @@ fn a_thread_count_over_1024_is_refused_before_anything_runs() {
         "{stderr}"
     );
 }
+
+/// A pool the system refuses (1,024 threads of 4 MiB stacks in 1.5 GB of
+/// address space) is an error before anything runs: one thread's results,
+/// whose floating sums are ordered otherwise, are never given for another
+/// count without a word (review of 2026-11-29: they were, with status 0).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_thread_pool_the_system_refuses_is_an_error_not_one_thread() {
+    let (program, instance) = scatter();
+    let scratch = Scratch::new();
+    let op2 = assert_cmd::cargo::cargo_bin!("op2");
+    let output = std::process::Command::new("sh")
+        .current_dir(scratch.path("."))
+        .arg("-c")
+        .arg("ulimit -v 1500000 && exec \"$0\" run \"$1\" --instance \"$2\" --threads 1024")
+        .arg(op2)
+        .arg(&program)
+        .arg(&instance)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(output.stdout.is_empty(), "nothing ran: {stderr}");
+    assert!(
+        stderr.contains("error: cannot start 1024 threads for `--threads 1024`"),
+        "{stderr}"
+    );
+}
