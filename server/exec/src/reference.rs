@@ -299,7 +299,12 @@ impl<'a> Reference<'a> {
             compiled.run_main(&mut frame)
         };
         let result = match pool {
-            Some(pool) => crate::native::parallel::on_pool(&pool, run_main),
+            // SAFETY: `main`'s interpreter and the output callback it
+            // borrows (which may hold the caller's locked stdout) are only
+            // used through while this thread waits: written to, never
+            // unlocked or read as thread-local state on the pool's thread.
+            #[allow(unsafe_code)]
+            Some(pool) => unsafe { crate::native::parallel::on_pool(&pool, run_main) },
             None => run_main(),
         };
         if let Some(native) = self.native.take() {

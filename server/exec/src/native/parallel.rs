@@ -331,7 +331,15 @@ impl<F: FnOnce() -> R, R> Carried<F> {
 /// a loop's [`run`] starts its blocks directly instead of handing each loop
 /// to the pool and waiting for it to come back (`ThreadPool::install` from a
 /// thread of the same pool runs in place).
-pub(crate) fn on_pool<R>(pool: &rayon::ThreadPool, op: impl FnOnce() -> R) -> R {
+///
+/// # Safety
+///
+/// `op` and its result cross to another thread and back although they need
+/// not be `Send`: the caller guarantees that nothing they hold relies on
+/// the thread it runs on (no thread-local state read or changed, no guard
+/// released, nothing shared with another thread without a lock) while the
+/// calling thread waits here.
+pub(crate) unsafe fn on_pool<R>(pool: &rayon::ThreadPool, op: impl FnOnce() -> R) -> R {
     let job = Carried(op);
     pool.install(move || job.call()).0
 }
