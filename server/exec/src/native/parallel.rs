@@ -192,6 +192,7 @@ fn reduce(
     starts: &[Vec<u64>],
 ) -> Result<Vec<Vec<u64>>, Stop> {
     let globals: Vec<usize> = reductions.iter().map(|r| r.global).collect();
+    let slots = bound.global_slots(&globals);
     let chunk_len = chunk_blocks(starts);
     let wave_len = wave(starts, rayon::current_num_threads());
     let blocks: usize = colours.iter().map(Vec::len).sum();
@@ -221,7 +222,7 @@ fn reduce(
                 .iter_mut()
                 .skip(first - first_open)
                 .take(wave.len())
-                .map(|p| bound.with_globals(&globals, p))
+                .map(|p| bound.with_globals(&slots, p))
                 .collect();
             let run_task = |(&(_, task), bound): (&(usize, &[usize]), &Bound<'_>)| {
                 task.iter().try_for_each(|&block| {
@@ -289,7 +290,7 @@ fn lowest_fault(
 ) -> Stop {
     let globals: Vec<usize> = reductions.iter().map(|r| r.global).collect();
     let mut scratch = partial(1, reductions, starts);
-    let bound = bound.with_globals(&globals, &mut scratch);
+    let bound = bound.with_globals(&bound.global_slots(&globals), &mut scratch);
     let mut fault = fault;
     for colour in colours {
         for &block in below(colour, Some(&fault)) {
