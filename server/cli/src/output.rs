@@ -154,10 +154,6 @@ pub fn writable(path: &Path, links: op2_codegen::output::Links) -> anyhow::Resul
     use anyhow::Context;
     let target = op2_codegen::output::write_target_with(path, links)
         .with_context(|| format!("cannot write `{}`", path.display()))?;
-    let directory = match target.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    };
-    op2_instance::temporary::Temporary::probe(&directory)
+    op2_instance::temporary::Temporary::probe(&op2_codegen::output::directory_of(&target))
         .with_context(|| format!("cannot write `{}`", path.display()))
 }

@@ -233,7 +233,9 @@ pub fn watch(
     let mut debouncer = new_debouncer(QUIET, None, sender)
         .context("cannot watch files for changes (the file watcher could not start)")?;
     let mut directories: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut identities: BTreeMap<PathBuf, Option<(u64, u64)>> = BTreeMap::new();
+    // Each watched directory's identity: one removed and made again (its
+    // watch gone with the old one) has another.
+    let mut identities: BTreeMap<PathBuf, Option<op2_codegen::files::Identity>> = BTreeMap::new();
     let terminal = io::stderr().is_terminal();
     let mut cause: Option<PathBuf> = None;
     for number in 1u64.. {
@@ -292,7 +294,8 @@ pub fn watch(
         // A directory removed since it was watched (and perhaps made
         // again) lost its watch: it is watched anew.
         directories.retain(|directory| {
-            let same = identities.get(directory).copied().flatten() == identity(directory);
+            let same = identities.get(directory).cloned().flatten()
+                == op2_codegen::files::identity(directory);
             if !same {
                 Watches::unwatch(&mut debouncer, directory);
                 identities.remove(directory);
@@ -303,7 +306,7 @@ pub fn watch(
         for directory in &directories {
             identities
                 .entry(directory.clone())
-                .or_insert_with(|| identity(directory));
+                .or_insert_with(|| op2_codegen::files::identity(directory));
         }
         identities.retain(|directory, _| directories.contains(directory));
         {
@@ -408,22 +411,6 @@ fn watched_name(path: &Path) -> Option<PathBuf> {
         missing = parent;
     }
     None
-}
-
-/// The identity of a directory (device and inode), to see it removed and
-/// made again: its watch went with the old one.
-fn identity(directory: &Path) -> Option<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(directory)
-            .ok()
-            .map(|m| (m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::metadata(directory).ok().map(|_| (0, 0))
-    }
 }
 
 /// The time of day, `HH:MM:SS UTC`.

@@ -180,23 +180,33 @@ pub fn decode_source(bytes: Vec<u8>) -> Result<String, ReadError> {
     })
 }
 
-/// Whether `a` and `b` name one file, links followed: the same device and
-/// inode where the platform has them, else the same canonical path. False
-/// when either does not exist.
-pub fn same_file(a: &Path, b: &Path) -> bool {
+/// What tells one file (or directory) from another, links followed: its
+/// device and inode where the platform has them, else its canonical path.
+#[cfg(unix)]
+pub type Identity = (u64, u64);
+/// What tells one file (or directory) from another, links followed: its
+/// device and inode where the platform has them, else its canonical path.
+#[cfg(not(unix))]
+pub type Identity = PathBuf;
+
+/// The [`Identity`] of what `path` names; `None` when nothing is there. A
+/// directory removed and made again has another.
+pub fn identity(path: &Path) -> Option<Identity> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
-        match (fs::metadata(a), fs::metadata(b)) {
-            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
-            _ => false,
-        }
+        fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
     }
     #[cfg(not(unix))]
-    match (fs::canonicalize(a), fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
+    {
+        fs::canonicalize(path).ok()
     }
+}
+
+/// Whether `a` and `b` name one file, links followed. False when either
+/// does not exist.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((identity(a), identity(b)), (Some(a), Some(b)) if a == b)
 }
 
 /// Whether `path` names an `.op2` file.

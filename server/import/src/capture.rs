@@ -726,6 +726,7 @@ fn path_of_bytes(bytes: Vec<u8>) -> PathBuf {
 /// a line of its values.
 pub fn parse(text: &str) -> Result<Capture, String> {
     let mut capture = Capture::default();
+    let mut read: std::collections::HashSet<PathBuf> = std::collections::HashSet::new();
     let mut lines = text.lines().enumerate();
     let number = |word: Option<&str>, line: usize| -> Result<usize, String> {
         word.and_then(|w| w.parse().ok())
@@ -846,7 +847,9 @@ pub fn parse(text: &str) -> Result<Capture, String> {
                     .collect::<Option<Vec<u8>>>()
                     .ok_or_else(|| format!("line {}: a file name is not in hex", n + 1))?;
                 let path = path_of_bytes(bytes);
-                if !path.as_os_str().is_empty() && !capture.read_files.contains(&path) {
+                // Each once, in the order first read: a set-up may open one
+                // file through many spellings (`./x.h5`, `.//x.h5`, …).
+                if !path.as_os_str().is_empty() && read.insert(path.clone()) {
                     capture.read_files.push(path);
                 }
             }

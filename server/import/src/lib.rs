@@ -430,9 +430,10 @@ impl Prepared {
             // is where `<stem>.h5` goes when both share the directory: the
             // capture, which keeps only what the set-up read, would replace
             // the user's file.
-            let read = self.sources.iter().chain(&translation.read_files);
-            if let Some(input) = read
-                .clone()
+            if let Some(input) = self
+                .sources
+                .iter()
+                .chain(&translation.read_files)
                 .find(|input| op2_codegen::files::same_file(path, input))
             {
                 return Err(write_error(
