@@ -187,7 +187,7 @@ fn free_name(
 /// `len(…)` or a global) or would conflict with another argument of the
 /// same par_loop (E401): a fix must leave fewer errors, not trade one for
 /// another.
-fn safe_mode_fix(args: &[Option<Arg>], k: usize, mode: AccessMode) -> Option<Fix> {
+fn safe_mode_fix(uses: &Uses, args: &[Option<Arg>], k: usize, mode: AccessMode) -> Option<Fix> {
     let arg = args.get(k)?.as_ref()?;
     if !crate::invocation::allowed_modes(&arg.kind).contains(&mode) {
         return None;
@@ -196,14 +196,73 @@ fn safe_mode_fix(args: &[Option<Arg>], k: usize, mode: AccessMode) -> Option<Fix
         mode,
         ..arg.clone()
     };
-    let data = changed.kind.data();
-    let conflicts = args.iter().enumerate().any(|(j, other)| {
-        j != k
-            && other.as_ref().is_some_and(|other| {
-                data.is_some() && other.kind.data() == data && conflict(other, &changed).is_some()
-            })
-    });
-    if conflicts { None } else { mode_fix(arg, mode) }
+    if uses.would_conflict(arg, &changed) {
+        None
+    } else {
+        mode_fix(arg, mode)
+    }
+}
+
+/// The variant of an argument's kind and its mode, the first argument of
+/// them and how many there are.
+type Class<'a> = (std::mem::Discriminant<ArgKind>, AccessMode, &'a Arg, usize);
+
+/// The arguments of one par_loop by their data, to ask whether one of them
+/// changed to another mode would conflict with any other
+/// ([`safe_mode_fix`]) without comparing it with each: a par_loop of tens
+/// of thousands of arguments, each with a fix, would compare every pair.
+struct Uses<'a> {
+    /// Per data, the first argument of each variant of [`ArgKind`] and
+    /// mode, and how many arguments there are of that variant and mode.
+    classes: FxHashMap<Data, Vec<Class<'a>>>,
+    /// How many arguments there are of each kind and mode.
+    exact: FxHashMap<(ArgKind, AccessMode), usize>,
+}
+
+impl<'a> Uses<'a> {
+    fn new(args: &'a [Option<Arg>]) -> Uses<'a> {
+        let mut uses = Uses {
+            classes: FxHashMap::default(),
+            exact: FxHashMap::default(),
+        };
+        for arg in args.iter().flatten() {
+            let Some(data) = arg.kind.data() else {
+                continue;
+            };
+            let class = (std::mem::discriminant(&arg.kind), arg.mode);
+            let classes = uses.classes.entry(data).or_default();
+            match classes.iter_mut().find(|(d, m, _, _)| (*d, *m) == class) {
+                Some((_, _, _, count)) => *count += 1,
+                None => classes.push((class.0, class.1, arg, 1)),
+            }
+            *uses.exact.entry((arg.kind, arg.mode)).or_default() += 1;
+        }
+        uses
+    }
+
+    /// Whether `changed`, the argument `original` with another mode, would
+    /// conflict with another argument of the par_loop (§7). Whether two
+    /// arguments on the same data conflict depends on their variants and
+    /// modes alone, but for two written through maps, which conflict only
+    /// with the same map and index: those are counted by kind.
+    fn would_conflict(&self, original: &Arg, changed: &Arg) -> bool {
+        let Some(classes) = changed.kind.data().and_then(|data| self.classes.get(&data)) else {
+            return false;
+        };
+        let own = (std::mem::discriminant(&original.kind), original.mode);
+        let by_class = classes.iter().any(|&(d, m, first, count)| {
+            let others = count - usize::from((d, m) == own);
+            others > 0
+                && !(writes_indirectly(changed) && writes_indirectly(first))
+                && conflict(first, changed).is_some()
+        });
+        let by_kind = writes_indirectly(changed)
+            && [AccessMode::Write, AccessMode::Rw].into_iter().any(|mode| {
+                let count = self.exact.get(&(changed.kind, mode)).copied().unwrap_or(0);
+                count > usize::from(original.mode == mode)
+            });
+        by_class || by_kind
+    }
 }
 
 fn mode_fix(arg: &Arg, mode: AccessMode) -> Option<Fix> {
@@ -263,6 +322,7 @@ pub(crate) fn check_invocations(
             );
             continue;
         }
+        let by_data = Uses::new(&invocation.args);
         for (k, arg) in invocation.resolved_args() {
             let param = &kernel.params[k];
             let usage = &kernel.summary.params[k];
@@ -370,7 +430,9 @@ pub(crate) fn check_invocations(
                             format!("`{}` is bound to the `READ` argument `{arg_name}` but the kernel writes it", param.name),
                         )
                         .with_label("written here");
-                        if let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw) {
+                        if let Some(fix) =
+                            safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                        {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
@@ -404,7 +466,8 @@ pub(crate) fn check_invocations(
                         // would overwrite where INC sums: the kernel must
                         // add instead.
                         if matches!(arg.kind, ArgKind::DirectDat(_))
-                            && let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw)
+                            && let Some(fix) =
+                                safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
                         {
                             diagnostic = diagnostic.with_fix(fix);
                         }
@@ -419,7 +482,9 @@ pub(crate) fn check_invocations(
                             format!("`{}` is read before it is written, but `{arg_name}` is `WRITE`: its incoming value is undefined", param.name),
                         )
                         .with_label("read here before any write");
-                        if let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw) {
+                        if let Some(fix) =
+                            safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                        {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
@@ -438,7 +503,9 @@ pub(crate) fn check_invocations(
                         )
                         .with_label("`WRITE` says every component is set")
                         .with_related(param.location, "parameter declared here");
-                        if let Some(fix) = safe_mode_fix(&invocation.args, k, AccessMode::Rw) {
+                        if let Some(fix) =
+                            safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                        {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
@@ -474,7 +541,7 @@ pub(crate) fn check_invocations(
                         )
                         .with_label(format!("`{weaker}` drops {saved}"))
                         .with_related(param.location, "parameter declared here");
-                        if let Some(fix) = safe_mode_fix(&invocation.args, k, weaker) {
+                        if let Some(fix) = safe_mode_fix(&by_data, &invocation.args, k, weaker) {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
@@ -562,83 +629,146 @@ impl std::fmt::Display for ArgName<'_> {
     }
 }
 
-/// Rules 1–5 of §7 for one invocation, and W402.
+/// Rules 1–5 of §7 for one invocation, and W402: each argument against
+/// the first earlier one it clashes with ([`first_clashes`]).
 fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Diagnostic>) {
     let args = &program.invocations[id.index()].args;
-    // The earlier arguments each later one is compared with: those on the
-    // same data (or of the same kind, for those without data), found by
-    // their key, so that a par_loop of tens of thousands of arguments on
-    // different dats is checked in time linear in them (review of
-    // 2026-11-29: 60,000 took 9.5 s, most of it here).
-    let mut earlier_of: std::collections::HashMap<Result<Data, ArgKind>, Vec<&Arg>> =
-        std::collections::HashMap::new();
-    for later in args.iter().flatten() {
-        let key = later.kind.data().ok_or(later.kind);
-        let earlier_ones = earlier_of.entry(key).or_default();
-        let earlier_args = std::mem::take(earlier_ones);
-        for &earlier in &earlier_args {
-            // Consts and `len` have no data to conflict on, but passing one
-            // twice is still the same argument twice.
-            let Some(data) = later.kind.data() else {
-                if earlier.kind == later.kind {
-                    let name = arg_name(program, later);
-                    diagnostics.push(
-                        Diagnostic::new(
-                            Code::W402,
-                            later.location,
-                            format!("`{name}` is passed twice"),
-                        )
-                        .with_label("same argument again")
-                        .with_related(earlier.location, "first given here"),
-                    );
-                    break;
-                }
-                continue;
-            };
-            if earlier.kind.data() != Some(data) {
-                continue;
-            }
-            let name = program.data_name(data);
-            let conflicting = conflict(earlier, later);
-            if conflicting.is_none() && earlier.kind == later.kind && earlier.mode == later.mode {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::W402,
-                        later.location,
-                        format!(
-                            "`{name}` is passed twice {}",
-                            match later.kind {
-                                ArgKind::IndirectDat { .. } => "with the same map, index and mode",
-                                ArgKind::DirectDat(_) => "directly with the same mode",
-                                _ => "with the same mode",
-                            }
-                        ),
-                    )
-                    .with_label("same argument again")
-                    .with_related(earlier.location, "first given here"),
-                );
-                break;
-            }
-            if let Some(rule) = conflicting {
-                diagnostics.push(
-                    Diagnostic::new(
-                        Code::E401,
-                        later.location,
-                        format!("conflicting accesses to `{name}` in one par_loop: {rule}"),
-                    )
-                    .with_label(format!("`{name}` is `{}` here", mode_word(later)))
-                    .with_related(
-                        earlier.location,
-                        format!("and `{}` here", mode_word(earlier)),
+    for (later, earlier) in first_clashes(args) {
+        let (Some(later), Some(earlier)) = (&args[later], &args[earlier]) else {
+            continue;
+        };
+        // Consts, `len` and `idx` have no data to conflict on, but passing
+        // one twice is still the same argument twice.
+        if later.kind.data().is_none() {
+            let name = arg_name(program, later);
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::W402,
+                    later.location,
+                    format!("`{name}` is passed twice"),
+                )
+                .with_label("same argument again")
+                .with_related(earlier.location, "first given here"),
+            );
+            continue;
+        }
+        let Some(data) = later.kind.data() else {
+            continue;
+        };
+        let name = program.data_name(data);
+        if let Some(rule) = conflict(earlier, later) {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::E401,
+                    later.location,
+                    format!("conflicting accesses to `{name}` in one par_loop: {rule}"),
+                )
+                .with_label(format!("`{name}` is `{}` here", mode_word(later)))
+                .with_related(
+                    earlier.location,
+                    format!("and `{}` here", mode_word(earlier)),
+                ),
+            );
+        } else {
+            diagnostics.push(
+                Diagnostic::new(
+                    Code::W402,
+                    later.location,
+                    format!(
+                        "`{name}` is passed twice {}",
+                        match later.kind {
+                            ArgKind::IndirectDat { .. } => "with the same map, index and mode",
+                            ArgKind::DirectDat(_) => "directly with the same mode",
+                            _ => "with the same mode",
+                        }
                     ),
-                );
-                break;
+                )
+                .with_label("same argument again")
+                .with_related(earlier.location, "first given here"),
+            );
+        }
+    }
+}
+
+/// Whether `later` clashes with `earlier`, an argument before it on the
+/// same data (or of the same kind, for those without data): the same
+/// argument again (W402) or a conflict of §7 (E401).
+fn clashes(earlier: &Arg, later: &Arg) -> bool {
+    if later.kind.data().is_none() {
+        return earlier.kind == later.kind;
+    }
+    conflict(earlier, later).is_some() || (earlier.kind == later.kind && earlier.mode == later.mode)
+}
+
+/// True for an argument written through a map: the one case where whether
+/// two arguments conflict depends on more than their variants and modes
+/// (on whether they have the same map and index, [`conflict`]).
+fn writes_indirectly(arg: &Arg) -> bool {
+    arg.kind.is_indirect() && matches!(arg.mode, AccessMode::Write | AccessMode::Rw)
+}
+
+/// The earlier arguments on one data (or of one kind, without data) that a
+/// later argument can clash with first.
+#[derive(Default)]
+struct Earlier {
+    /// The first argument of each variant of [`ArgKind`] and mode: whether
+    /// an argument conflicts with an earlier one depends only on these, but
+    /// for two arguments both written through maps.
+    classes: Vec<(std::mem::Discriminant<ArgKind>, AccessMode, usize)>,
+    /// The first argument of each kind and mode.
+    exact: FxHashMap<(ArgKind, AccessMode), usize>,
+}
+
+/// For each argument of `args` that clashes with an earlier one ([`clashes`]),
+/// its index and the first such earlier one's, in the order of the
+/// arguments: the diagnostic of the par_loop's rules names that pair.
+///
+/// A later argument is compared with at most one earlier argument of each
+/// variant and mode, and looked up by its own kind among the others, never
+/// with every earlier one: a par_loop of tens of thousands of arguments on
+/// one dat through different map indices took 7.3 s comparing each pair
+/// (review of 2026-11-29); now linear in the arguments.
+fn first_clashes(args: &[Option<Arg>]) -> Vec<(usize, usize)> {
+    let mut earlier_of: FxHashMap<Result<Data, ArgKind>, Earlier> = FxHashMap::default();
+    let mut found = Vec::new();
+    for (index, later) in args.iter().enumerate() {
+        let Some(later) = later else {
+            continue;
+        };
+        let key = later.kind.data().ok_or(later.kind);
+        let earlier = earlier_of.entry(key).or_default();
+        let arg = |i: usize| args[i].as_ref();
+        let mut first: Option<usize> = None;
+        let mut consider = |i: usize| {
+            if arg(i).is_some_and(|e| clashes(e, later)) && first.is_none_or(|f| i < f) {
+                first = Some(i);
+            }
+        };
+        for &(_, _, i) in &earlier.classes {
+            // Two arguments written through maps conflict only on the same
+            // map and index: those are found by their kind below.
+            if !(writes_indirectly(later) && arg(i).is_some_and(writes_indirectly)) {
+                consider(i);
             }
         }
-        let earlier_ones = earlier_of.entry(key).or_default();
-        *earlier_ones = earlier_args;
-        earlier_ones.push(later);
+        for mode in [later.mode, AccessMode::Write, AccessMode::Rw] {
+            if let Some(&i) = earlier.exact.get(&(later.kind, mode)) {
+                consider(i);
+            }
+        }
+        if let Some(first) = first {
+            found.push((index, first));
+        }
+        let class = (std::mem::discriminant(&later.kind), later.mode);
+        if !earlier.classes.iter().any(|&(d, m, _)| (d, m) == class) {
+            earlier.classes.push((class.0, class.1, index));
+        }
+        earlier
+            .exact
+            .entry((later.kind, later.mode))
+            .or_insert(index);
     }
+    found
 }
 
 /// The mode of `arg` as the user wrote it: an `INFO` global is `RW` inside
@@ -722,6 +852,111 @@ pub(crate) fn check_fetches(program: &Program, diagnostics: &mut Vec<Diagnostic>
                 global.location,
                 format!("`{}` is declared here as `{}`", global.name, global.ty),
             ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{ConstId, DatId, ElementType, GlobalId, MapId, SetId};
+    use op2_syntax::ast::ScalarType;
+    use proptest::prelude::*;
+
+    /// The first clash of each argument found by comparing it with every
+    /// earlier argument in order, as the check did before `first_clashes`.
+    fn pairwise(args: &[Option<Arg>]) -> Vec<(usize, usize)> {
+        let mut found = Vec::new();
+        for (j, later) in args.iter().enumerate() {
+            let Some(later) = later else { continue };
+            let key = later.kind.data().ok_or(later.kind);
+            let first = (0..j).find(|&i| {
+                args[i].as_ref().is_some_and(|earlier| {
+                    earlier.kind.data().ok_or(earlier.kind) == key && clashes(earlier, later)
+                })
+            });
+            if let Some(i) = first {
+                found.push((j, i));
+            }
+        }
+        found
+    }
+
+    /// Arguments drawn from a few dats, maps, indices, globals and consts,
+    /// in every mode (valid or not: the check sees what the user wrote),
+    /// some missing (arguments that did not resolve).
+    fn argument() -> impl Strategy<Value = Option<Arg>> {
+        let kind = prop_oneof![
+            (0..2u32).prop_map(|d| ArgKind::DirectDat(DatId(d))),
+            (0..2u32, 0..2u32, 0..3u32).prop_map(|(d, m, index)| ArgKind::IndirectDat {
+                dat: DatId(d),
+                map: MapId(m),
+                index,
+            }),
+            (0..2u32).prop_map(|g| ArgKind::Global(GlobalId(g))),
+            (0..2u32, 0..3u32).prop_map(|(g, of)| ArgKind::Info {
+                global: GlobalId(g),
+                of,
+            }),
+            (0..2u32).prop_map(|c| ArgKind::Const(ConstId(c))),
+            (0..2u32).prop_map(|s| ArgKind::Len(SetId(s))),
+            Just(ArgKind::Index(None)),
+        ];
+        let mode = prop_oneof![
+            Just(AccessMode::Read),
+            Just(AccessMode::Write),
+            Just(AccessMode::Rw),
+            Just(AccessMode::Inc),
+            Just(AccessMode::Min),
+            Just(AccessMode::Max),
+        ];
+        proptest::option::weighted(
+            0.9,
+            (kind, mode).prop_map(|(kind, mode)| Arg {
+                kind,
+                mode,
+                location: Location::default(),
+                mode_location: None,
+                ty: ElementType {
+                    scalar: ScalarType::Double,
+                    dimension: 1,
+                },
+            }),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// A mode fix is refused exactly when the changed argument would
+        /// conflict with some other argument on its data, as when it was
+        /// compared with each.
+        #[test]
+        fn mode_fixes_are_refused_as_when_every_argument_was_compared(
+            args in proptest::collection::vec(argument(), 1..24),
+            k in 0..24usize,
+            mode in 0..6usize,
+        ) {
+            let k = k % args.len();
+            let Some(original) = &args[k] else { return Ok(()) };
+            let changed = Arg { mode: AccessMode::ALL[mode], ..original.clone() };
+            let data = changed.kind.data();
+            let expected = args.iter().enumerate().any(|(j, other)| {
+                j != k
+                    && other.as_ref().is_some_and(|other| {
+                        data.is_some() && other.kind.data() == data && conflict(other, &changed).is_some()
+                    })
+            });
+            prop_assert_eq!(Uses::new(&args).would_conflict(original, &changed), expected);
+        }
+
+        /// Each argument is reported against the same earlier argument as
+        /// when every pair was compared.
+        #[test]
+        fn first_clashes_agree_with_every_pair_compared(
+            args in proptest::collection::vec(argument(), 0..24)
+        ) {
+            prop_assert_eq!(first_clashes(&args), pairwise(&args));
         }
     }
 }

@@ -194,6 +194,32 @@ pub fn many_parameters(n: usize) -> String {
     out
 }
 
+/// A par_loop of `n` arguments on one dat, each through another index of
+/// a map (maps of 50,000 indices, under the arity limit) and `RW`, bound to
+/// a kernel of `n` parameters that does nothing: no two conflict or
+/// repeat, so each was compared with every earlier one, and each one's
+/// H506 asked whether `READ` would conflict with any other, so `op2 check`
+/// was quadratic in `n` (review of 2026-11-29: 3.4 s at 40,000 in a
+/// release build).
+pub fn many_arguments_on_one_dat(n: usize) -> String {
+    const ARITY: usize = 50_000;
+    let mut out = String::with_capacity(40 * n + 100);
+    out.push_str("set s;\nset t;\n");
+    for m in 0..n.div_ceil(ARITY) {
+        let _ = writeln!(out, "map m{m}: s -> t [{ARITY}];");
+    }
+    out.push_str("dat x: double on t;\nkernel k(");
+    comma_separated(&mut out, n, |out, i| {
+        let _ = write!(out, "double *a{i}");
+    });
+    out.push_str(") { }\n\nmain {\n    par_loop k over s (");
+    comma_separated(&mut out, n, |out, i| {
+        let _ = write!(out, "x[m{}[{}]] RW", i / ARITY, i % ARITY);
+    });
+    out.push_str(");\n}\n");
+    out
+}
+
 /// Writes `n` items, `item(out, i)` for each `i`, separated by `, `.
 fn comma_separated(out: &mut String, n: usize, item: impl Fn(&mut String, usize)) {
     for i in 0..n {
