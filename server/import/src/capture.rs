@@ -54,7 +54,15 @@ pub enum CaptureError {
     /// Cancelled (by the language server's client) while the compiler or
     /// the application ran; the child was killed.
     Cancelled,
+    /// The capture the set-up wrote is longer than [`CAPTURE_LIMIT`]: its
+    /// length in bytes (at least).
+    TooLarge(u64),
 }
+
+/// The longest capture read: as long as an instance file may be
+/// (`op2_instance::MAX_FILE_BYTES`), which the capture's sets, maps and
+/// dats become.
+pub const CAPTURE_LIMIT: u64 = op2_instance::MAX_FILE_BYTES;
 
 impl fmt::Display for CaptureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -85,6 +93,11 @@ impl fmt::Display for CaptureError {
             CaptureError::Malformed(why) => write!(f, "the capture is malformed: {why}"),
             CaptureError::Io(why) => f.write_str(why),
             CaptureError::Cancelled => f.write_str("the import was cancelled; nothing written"),
+            CaptureError::TooLarge(bytes) => write!(
+                f,
+                "the set-up's capture of its sets, maps, dats and values is {bytes} bytes long; op2 import reads at most {} MiB of it, as much as an instance file may hold",
+                CAPTURE_LIMIT >> 20
+            ),
         }
     }
 }
@@ -471,7 +484,7 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let output = finish(&mut command, run.cancel)?;
     let mut printed = output.stdout;
     printed.push_str(&output.stderr);
-    let text = std::fs::read_to_string(&capture_file).unwrap_or_default();
+    let text = read_capture(&capture_file, CAPTURE_LIMIT)?;
     if !output.status.success() || !text.ends_with("stop\n") {
         let status = match output.status.code() {
             Some(code) => format!("exit status {code}"),
@@ -486,6 +499,35 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let mut capture = parse(&text).map_err(CaptureError::Malformed)?;
     capture.output = printed;
     Ok(capture)
+}
+
+/// The capture file at `path`, at most `limit` bytes of it, its length
+/// checked before it is read (a set-up can write any amount); an empty text
+/// when it is missing or unreadable (the set-up then stopped early, which
+/// the caller reports with the application's output).
+fn read_capture(path: &Path, limit: u64) -> Result<String, CaptureError> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Ok(String::new());
+    };
+    let length = file.metadata().map_or(0, |m| m.len());
+    if length > limit {
+        return Err(CaptureError::TooLarge(length));
+    }
+    let mut bytes = Vec::new();
+    // The file may still grow (a child of the set-up writing on): one byte
+    // past the limit is enough to know.
+    if file.take(limit + 1).read_to_end(&mut bytes).is_err() {
+        return Ok(String::new());
+    }
+    if bytes.len() as u64 > limit {
+        return Err(CaptureError::TooLarge(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        CaptureError::Malformed(format!(
+            "byte {} is not part of UTF-8 text",
+            e.utf8_error().valid_up_to()
+        ))
+    })
 }
 
 /// The capture's progress as it compiles `unit`, the `index`th (from 0)
@@ -863,6 +905,30 @@ pub fn parse(text: &str) -> Result<Capture, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The capture is read up to its limit and refused past it, by its
+    /// length before it is read; a missing one reads as empty (the set-up
+    /// stopped before writing it).
+    #[test]
+    fn a_capture_past_its_limit_is_refused_before_it_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("capture.txt");
+        std::fs::write(&path, "set 0 3\nstop\n").unwrap();
+        assert_eq!(read_capture(&path, 13).unwrap(), "set 0 3\nstop\n");
+        let error = read_capture(&path, 12).unwrap_err();
+        assert!(matches!(error, CaptureError::TooLarge(13)), "{error}");
+        assert!(
+            error.to_string().starts_with("the set-up's capture of its sets, maps, dats and values is 13 bytes long; op2 import reads at most 1024 MiB"),
+            "{error}"
+        );
+        std::fs::write(&path, b"set 0 3\n\xff\n").unwrap();
+        let error = read_capture(&path, 100).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "the capture is malformed: byte 8 is not part of UTF-8 text"
+        );
+        assert_eq!(read_capture(&dir.path().join("none"), 100).unwrap(), "");
+    }
 
     #[test]
     fn the_preprocessors_output_keeps_its_directives_and_counts_the_rest() {
