@@ -208,7 +208,7 @@ pub fn write_graph_with(
     let bytes = out.bytes;
     drop(out);
     temporary.file.as_file().sync_all().map_err(io_error)?;
-    temporary.take_mode_of(path).map_err(io_error)?;
+    temporary.take_mode_and_owner_of(path).map_err(io_error)?;
     temporary.persist(path).map_err(io_error)?;
     Ok(Summary {
         path: path.to_owned(),
@@ -239,7 +239,7 @@ pub fn write_file_atomically_with(path: &Path, links: Links, bytes: &[u8]) -> io
     let mut temporary = Temporary::new(&directory_of(path), ".op2-")?;
     temporary.file.write_all(bytes)?;
     temporary.file.as_file().sync_all()?;
-    temporary.take_mode_of(path)?;
+    temporary.take_mode_and_owner_of(path)?;
     temporary.persist(path)
 }
 

@@ -86,22 +86,33 @@ impl Temporary {
         })
     }
 
-    /// Gives it the permission bits of what it will replace: those of the
-    /// regular file at `target` (a private 0600 file stays private, an
-    /// executable stays executable; set-user-ID, set-group-ID and sticky
-    /// bits are not copied), else 0644, as a plain `create` makes an
-    /// output others may read. (The temporary file itself is 0600.)
-    pub fn take_mode_of(&self, target: &Path) -> io::Result<()> {
+    /// Gives it the permission bits, owner and group of what it will
+    /// replace: those of the regular file at `target` (a private 0600 file
+    /// stays private, an executable stays executable; set-user-ID,
+    /// set-group-ID and sticky bits are not copied), else 0644, as a plain
+    /// `create` makes an output others may read. (The temporary file itself
+    /// is 0600.) The owner and group are given back where the system
+    /// allows it: root's `op2 fmt` of a user's file leaves it the user's;
+    /// another user who may write the file keeps its group where they
+    /// belong to it, and becomes its owner otherwise, as with every editor
+    /// that writes a copy and renames it.
+    pub fn take_mode_and_owner_of(&self, target: &Path) -> io::Result<()> {
         #[cfg(unix)]
         {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = match std::fs::metadata(target) {
-                Ok(old) if old.is_file() => old.permissions().mode() & 0o777,
-                _ => 0o644,
-            };
-            self.file
-                .as_file()
-                .set_permissions(std::fs::Permissions::from_mode(mode))?;
+            use std::os::unix::fs::{MetadataExt, PermissionsExt};
+            let old = std::fs::metadata(target).ok().filter(|m| m.is_file());
+            let file = self.file.as_file();
+            if let Some(old) = &old {
+                let new = file.metadata()?;
+                if (new.uid(), new.gid()) != (old.uid(), old.gid())
+                    && std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).is_err()
+                {
+                    let _ = std::os::unix::fs::fchown(file, None, Some(old.gid()));
+                }
+            }
+            // After the owner: a change of owner may clear mode bits.
+            let mode = old.map_or(0o644, |old| old.permissions().mode() & 0o777);
+            file.set_permissions(std::fs::Permissions::from_mode(mode))?;
         }
         let _ = target;
         Ok(())
@@ -185,6 +196,40 @@ mod tests {
         assert_eq!(seen, Some(true), "the temporary file was not registered");
         assert!(!temporaries().iter().any(|p| p.starts_with(dir.path())));
         assert_eq!(std::fs::read(&target).unwrap(), b"{}");
+    }
+
+    /// An atomic write keeps the owner, group and mode of the file it
+    /// replaces: as root, a file of another user stays theirs.
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_keeps_its_owner_group_and_mode() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let _turn = turn();
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("kept.op2");
+        std::fs::write(&target, b"old").unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let root = rustix::process::geteuid().is_root();
+        let (uid, gid) = if root {
+            (4321, 8765)
+        } else {
+            // Loud: part of the test cannot run without root.
+            #[allow(clippy::print_stderr)]
+            {
+                eprintln!(
+                    "not root: a file of another owner cannot be made here, so only the test's own owner and group are checked to be kept"
+                );
+            }
+            let own = std::fs::metadata(&target).unwrap();
+            (own.uid(), own.gid())
+        };
+        std::os::unix::fs::chown(&target, Some(uid), Some(gid)).unwrap();
+        crate::write::atomically(&target, |temporary| Ok(std::fs::write(temporary, b"new")?))
+            .unwrap();
+        let new = std::fs::metadata(&target).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert_eq!((new.uid(), new.gid()), (uid, gid));
+        assert_eq!(new.permissions().mode() & 0o777, 0o640);
     }
 
     /// A directory that takes no new file is named, and the temporary file

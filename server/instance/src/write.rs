@@ -52,7 +52,7 @@ pub(crate) fn atomically(
     }
     let temporary = Temporary::new(&directory, ".op2-")?;
     write(temporary.file.path())?;
-    temporary.take_mode_of(&path)?;
+    temporary.take_mode_and_owner_of(&path)?;
     temporary.file.as_file().sync_all()?;
     temporary.persist(&path)?;
     Ok(())
