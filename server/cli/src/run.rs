@@ -28,7 +28,8 @@ pub struct Common {
     #[arg(long)]
     pub instance: PathBuf,
     /// Write the final dats and globals here: OP2's HDF5 layout for `.h5`,
-    /// JSON otherwise.
+    /// JSON otherwise; `-` (or `/dev/stdout`) for JSON on standard output,
+    /// after what the program prints.
     #[arg(long)]
     pub final_state: Option<PathBuf>,
     /// Stop `main` after this many loop iterations.
@@ -115,14 +116,14 @@ struct Loaded {
 
 /// Checks the program (refusing one with errors) and reads its instance.
 fn load(common: &Common) -> Result<Option<Loaded>> {
-    if let Some(path) = &common.final_state {
+    if let Some(path) = common.final_state.as_deref().filter(|p| !is_stdout(p)) {
         crate::output::file_in_existing_directory(path)?;
         crate::output::writable(path, op2_codegen::output::Links::Follow)?;
     }
     let mut analyser = Analyser::new();
     let (analysis, report) =
         check_file(&mut analyser, &common.file, &Options { require_main: true })?;
-    if let Some(path) = &common.final_state {
+    if let Some(path) = common.final_state.as_deref().filter(|p| !is_stdout(p)) {
         crate::output::not_an_input(
             path,
             "name another file with `--final-state`",
@@ -171,10 +172,31 @@ fn load(common: &Common) -> Result<Option<Loaded>> {
     }
 }
 
+/// Whether `--final-state` names standard output: `-`, or one of the names
+/// the system gives it. Written to as a stream, not replaced: renaming a
+/// file over `/dev/stdout` replaced the file the shell redirected it to,
+/// and what the program printed there with it (review of 2026-11-29), and
+/// refused a pipe (not a regular file).
+fn is_stdout(path: &Path) -> bool {
+    matches!(
+        path.to_str(),
+        Some("-" | "/dev/stdout" | "/dev/fd/1" | "/proc/self/fd/1")
+    )
+}
+
 fn write_final_state(path: Option<&Path>, analysis: &Analysis, state: &State) -> Result<()> {
     let Some(path) = path else {
         return Ok(());
     };
+    if is_stdout(path) {
+        let json = state.final_state_json(&analysis.program);
+        let mut stdout = io::stdout().lock();
+        stdout
+            .write_all(json.as_bytes())
+            .and_then(|()| stdout.flush())
+            .context("cannot write the final state to standard output")?;
+        return Ok(());
+    }
     if instance::Format::of_name(path) == instance::Format::Hdf5 {
         let sizes: Vec<u32> = state.set_sizes.iter().map(|&n| n as u32).collect();
         let dats: Vec<&[_]> = state.dats.iter().map(Vec::as_slice).collect();

@@ -236,25 +236,57 @@ fn no_command_writes_over_a_file_it_reads() {
     }
 }
 
+/// `op2 COMMAND scatter.op2 --instance mesh.json --final-state NAME`.
+fn final_state<'a>(command: &'a str, name: &'a str) -> [&'a str; 6] {
+    [
+        command,
+        "scatter.op2",
+        "--instance",
+        "mesh.json",
+        "--final-state",
+        name,
+    ]
+}
+
 #[test]
 fn a_final_state_that_cannot_be_written_is_refused_before_running() {
     let scratch = scatter();
     std::fs::create_dir(scratch.path("dir")).unwrap();
     for command in ["run", "simulate"] {
         scratch
-            .op2(&[
-                command,
-                "scatter.op2",
-                "--instance",
-                "mesh.json",
-                "--final-state",
-                "dir",
-            ])
+            .op2(&final_state(command, "dir"))
             .assert()
             .code(2)
             .stdout("")
             .stderr(contains(
                 "error: cannot write `dir`: not a regular file (it is a directory)",
             ));
+    }
+}
+
+/// `--final-state -` (or `/dev/stdout`) writes the final state as JSON on
+/// standard output, after what the program printed, as a stream: no file
+/// named `-`, and a redirected standard output is written to, not replaced
+/// (the rename of an atomic write replaced it, and what the program had
+/// printed there with it).
+#[test]
+fn a_final_state_on_standard_output_follows_what_the_program_printed() {
+    let scratch = scatter();
+    for command in ["run", "simulate"] {
+        for name in ["-", "/dev/stdout"] {
+            let output = scratch.op2(&final_state(command, name)).output().unwrap();
+            assert!(output.status.success(), "{command} {name}: {output:?}");
+            let stdout = String::from_utf8(output.stdout).unwrap();
+            let json = stdout.find("{\n").expect("the final state");
+            let printed = scratch
+                .op2(&[command, "scatter.op2", "--instance", "mesh.json"])
+                .output()
+                .unwrap()
+                .stdout;
+            assert_eq!(&stdout.as_bytes()[..json], printed, "{command} {name}");
+            let state: serde_json::Value = serde_json::from_str(&stdout[json..]).unwrap();
+            assert!(state["dats"].is_object(), "{command} {name}: {state}");
+            assert!(!scratch.path("-").exists());
+        }
     }
 }
