@@ -14,8 +14,10 @@
 
 ---@type vim.lsp.Config
 return {
-  -- `~` in the path is expanded here: libuv starts the command as written.
-  cmd = { vim.g.op2_server_path and vim.fn.expand(vim.g.op2_server_path) or 'op2', 'lsp' },
+  -- An absolute path, found here (`~` expanded, $PATH searched without
+  -- the current directory): Neovim would look for a bare `op2` where it
+  -- runs too, and start a cloned repository's own program.
+  cmd = { require('op2').server_path() or require('op2').NOT_FOUND, 'lsp' },
   filetypes = { 'op2' },
   root_markers = { '.git' },
   settings = {},

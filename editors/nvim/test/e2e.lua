@@ -474,6 +474,61 @@ check('a server that is not installed is named once, and :Op2Build and :Op2Impor
   end
 end)
 
+check('the server is found by an absolute path, never from the current directory or a relative PATH entry', function()
+  local op2 = require('op2')
+  local function program(file)
+    vim.fn.mkdir(vim.fs.dirname(file), 'p')
+    assert(vim.fn.writefile({ '#!/bin/sh', 'exit 0' }, file) == 0)
+    vim.uv.fs_chmod(file, tonumber('755', 8))
+  end
+  -- A cloned repository with programs of its own named op2, at its root
+  -- and in its bin/, and an op2 installed elsewhere.
+  local repo = vim.fs.normalize(vim.fn.tempname())
+  program(repo .. '/op2')
+  program(repo .. '/bin/op2')
+  local installed = vim.fs.normalize(vim.fn.tempname()) .. '/installed'
+  program(installed .. '/op2')
+  local lsp_config = assert(vim.api.nvim_get_runtime_file('lsp/op2.lua', false)[1], 'lsp/op2.lua')
+  local saved_path, saved_cwd, saved_server = vim.env.PATH, vim.fn.getcwd(), vim.g.op2_server_path
+  local missing, health
+  local ok, err = pcall(function()
+    vim.g.op2_server_path = nil
+    vim.cmd.cd(vim.fn.fnameescape(repo))
+    vim.env.PATH = 'bin:.::' .. repo .. ':' .. installed
+    -- What a bare `op2` started: the repository's.
+    assert(vim.fn.exepath('op2') ~= installed .. '/op2', vim.fn.exepath('op2'))
+    eq(op2.server_path(), installed .. '/op2', 'the op2 found')
+    eq(dofile(lsp_config).cmd[1], installed .. '/op2', 'the default command')
+    vim.env.PATH = 'bin:.:' .. repo
+    local path, why = op2.server_path()
+    eq(path, nil, 'no op2 outside the repository')
+    assert(why:find('`op2` is not on $PATH', 1, true), why)
+    eq(dofile(lsp_config).cmd[1], op2.NOT_FOUND, 'the default command without an op2')
+    eq(vim.fn.executable(op2.NOT_FOUND), 0, 'the command of none is not executable')
+    -- The configured path: `~` expanded, a relative one refused.
+    vim.g.op2_server_path = '~/op2'
+    eq(op2.server_path(), vim.fn.expand('~/op2'), 'g:op2_server_path')
+    vim.g.op2_server_path = 'bin/op2'
+    path, why = op2.server_path()
+    eq(path, nil, 'a relative g:op2_server_path')
+    assert(why:find('a relative path', 1, true), why)
+    vim.g.op2_server_path = nil
+    -- Named once per session when .op2 buffers open, and by :checkhealth.
+    with_server_command({ op2.NOT_FOUND, 'lsp' }, function()
+      missing = op2.missing_server()
+      vim.cmd('silent checkhealth op2')
+      health = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+      vim.cmd('bwipeout!')
+    end)
+  end)
+  vim.env.PATH = saved_path
+  vim.cmd.cd(vim.fn.fnameescape(saved_cwd))
+  vim.g.op2_server_path = saved_server
+  assert(ok, err)
+  assert(missing and missing:find('no language server was found: `op2` is not on $PATH', 1, true), missing)
+  assert(health:find('server: none found: `op2` is not on $PATH', 1, true), health)
+end)
+
 --- The `false` program, a server that exits at once; nil, with a loud
 --- skip of `what`, where there is none.
 local function exits_at_once(what)

@@ -12,8 +12,15 @@ function M.check()
   end
 
   local config = vim.lsp.config and vim.lsp.config.op2
-  local cmd = config and type(config.cmd) == 'table' and config.cmd[1] or 'op2'
-  if vim.fn.executable(cmd) == 1 and not vim.fs.basename(cmd):match('^op2') then
+  local op2 = require('op2')
+  local cmd = config and type(config.cmd) == 'table' and config.cmd[1] or op2.server_path() or op2.NOT_FOUND
+  if cmd == op2.NOT_FOUND then
+    local _, why = op2.server_path()
+    health.error(('server: none found: %s'):format(why or 'it was not found when the configuration was read'), {
+      'Build it with `cargo install --path server/cli` in the op2 repository, which puts `op2` on PATH,',
+      'or set g:op2_server_path to its absolute path before the first .op2 buffer opens',
+    })
+  elseif vim.fn.executable(cmd) == 1 and not vim.fs.basename(cmd):match('^op2') then
     -- A wrapper (`env`, `nice`, a script) that starts op2: its own
     -- `--version` says nothing about the server.
     health.ok(('server: started through %s (not run here)'):format(vim.fn.exepath(cmd)))

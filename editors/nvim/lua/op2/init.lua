@@ -31,8 +31,58 @@ function M.enabled()
   return type(enabled) == 'table' and enabled.op2 ~= nil
 end
 
+--- The command of the default configuration (lsp/op2.lua) when no server
+--- is found ([`M.server_path`]): an absolute path where nothing is, so
+--- that Neovim finds it not executable and starts nothing, rather than a
+--- bare `op2` that Neovim would look for in its current directory too.
+M.NOT_FOUND = vim.fs.joinpath(vim.fn.stdpath('data'), 'op2-server-not-found', 'op2')
+
+local function is_absolute(path)
+  return vim.fn.isabsolutepath(path) == 1
+end
+
+--- The `op2` the plugin starts, as an absolute path: `g:op2_server_path`
+--- (`~` expanded; it must be absolute), else the first `op2` (`op2.exe` on
+--- Windows) in an absolute entry of $PATH that is not the current
+--- directory. Never one found from where Neovim runs: Neovim on Windows
+--- looks in the current directory before $PATH (and takes `op2.bat` or
+--- `op2.cmd` there), and a relative entry of $PATH is relative to it, so a
+--- bare `op2` would start a cloned repository's own program. nil and why
+--- when there is none.
+function M.server_path()
+  local configured = vim.g.op2_server_path
+  if type(configured) == 'string' and configured ~= '' then
+    local path = vim.fn.expand(configured)
+    if not is_absolute(path) then
+      return nil,
+        ('g:op2_server_path is `%s`, a relative path, which would be looked for from the current directory: give an absolute one'):format(
+          configured
+        )
+    end
+    return path
+  end
+  local windows = vim.fn.has('win32') == 1
+  local name = windows and 'op2.exe' or 'op2'
+  local cwd = vim.fs.normalize(vim.fn.getcwd())
+  for entry in vim.gsplit(vim.env.PATH or '', windows and ';' or ':', { plain = true }) do
+    local dir = entry ~= '' and vim.fs.normalize(entry) or ''
+    if dir ~= '' and is_absolute(dir) and dir ~= cwd then
+      local candidate = vim.fs.joinpath(dir, name)
+      local stat = vim.uv.fs_stat(candidate)
+      if stat and stat.type == 'file' and vim.fn.executable(candidate) == 1 then
+        return candidate
+      end
+    end
+  end
+  return nil,
+    ('`%s` is not on $PATH (only its absolute entries other than the current directory are searched)'):format(
+      name
+    )
+end
+
 --- The server's command when `vim.lsp.enable('op2')` is set, if it has one
---- (a table; a function is the user's own way to start it).
+--- (a table; a function is the user's own way to start it), and why it is
+--- [`M.NOT_FOUND`] when it is.
 local function server_command()
   if not M.enabled() then
     return nil
@@ -40,6 +90,10 @@ local function server_command()
   local config = vim.lsp.config and vim.lsp.config.op2
   local cmd = config and config.cmd
   if type(cmd) == 'table' and type(cmd[1]) == 'string' then
+    if cmd[1] == M.NOT_FOUND then
+      local _, why = M.server_path()
+      return cmd[1], why
+    end
     return cmd[1]
   end
   return nil
@@ -48,13 +102,15 @@ end
 --- A message saying that the enabled server cannot start because its
 --- command is not an executable, or nil when it is (or is not enabled).
 function M.missing_server()
-  local command = server_command()
+  local command, why = server_command()
   if command == nil or vim.fn.executable(command) == 1 then
     return nil
   end
-  return ('op2: the language server `%s` is not found, so .op2 files get no diagnostics, hints or builds:'
+  local what = why and ('no language server was found: ' .. why)
+    or ('the language server `%s` is not found'):format(command)
+  return ('op2: %s, so .op2 files get no diagnostics, hints or builds:'
     .. ' install it (`cargo install --path server/cli` in the op2 repository) or set g:op2_server_path;'
-    .. ' see :checkhealth op2'):format(command)
+    .. ' see :checkhealth op2'):format(what)
 end
 
 --- The op2 client attached to a buffer, or nil with a message saying why.
