@@ -49,14 +49,21 @@ function pathApi(platform: NodeJS.Platform): path.PlatformPath {
   return platform === 'win32' ? path.win32 : path.posix;
 }
 
-/** The file names `op2` may have on this platform. */
+/**
+ * The file names `op2` may have on this platform. On Windows, those of
+ * PATHEXT that a process can be started from without a shell, as the
+ * language client starts the server: `.exe` and `.com`. An `op2.cmd` or
+ * `op2.bat` (an npm shim) would be found first and then fail to start
+ * (Node refuses batch files without a shell since CVE-2024-27980), hiding an
+ * `op2.exe` later on PATH.
+ */
 export function executableNames(host: Pick<DiscoveryHost, 'platform' | 'pathExt'>): string[] {
   if (host.platform !== 'win32') return ['op2'];
   const extensions = (host.pathExt ?? '.EXE;.CMD;.BAT')
     .split(';')
     .map((e) => e.trim().toLowerCase())
-    .filter((e) => e.length > 0);
-  return ['op2.exe', ...extensions.filter((e) => e !== '.exe').map((e) => 'op2' + e)];
+    .filter((e) => e === '.com');
+  return ['op2.exe', ...extensions.map((e) => 'op2' + e)];
 }
 
 /**

@@ -97,7 +97,20 @@ describe('findServer', () => {
       path: 'C:\\ext\\server\\op2.exe',
       source: 'bundled',
     });
-    assert.deepEqual(executableNames({ platform: 'win32', pathExt: '.COM;.EXE;.CMD' }), ['op2.exe', 'op2.com', 'op2.cmd']);
+    assert.deepEqual(executableNames({ platform: 'win32', pathExt: '.COM;.EXE;.CMD;.BAT;.JS' }), ['op2.exe', 'op2.com']);
+    // An npm shim earlier on PATH, which the client could not start without a
+    // shell, does not hide the op2.exe after it.
+    const shim = host(['C:\\npm\\op2.cmd', 'C:\\tools\\op2.exe'], {
+      platform: 'win32',
+      pathEnv: 'C:\\npm;C:\\tools',
+      pathExt: '.COM;.EXE;.BAT;.CMD',
+      homedir: 'C:\\Users\\ada',
+    });
+    assert.deepEqual(findServer({ setting: '', extensionPath: 'C:\\ext' }, shim), {
+      kind: 'found',
+      path: 'C:\\tools\\op2.exe',
+      source: 'path',
+    });
     assert.deepEqual(executableNames({ platform: 'darwin' }), ['op2']);
   });
 });
