@@ -1066,3 +1066,50 @@ fn the_device_type_text_is_linear_in_the_dats() {
         "{small} items at n dats and {large} at 2n"
     );
 }
+
+/// A par_loop of `n` arguments `x[m[I]] RW` on one dat, bound to a kernel
+/// that does nothing.
+fn many_readers_of_one_dat(n: usize) -> String {
+    let params: Vec<String> = (0..n).map(|i| format!("double *a{i}")).collect();
+    let args: Vec<String> = (0..n).map(|i| format!("x[m[{i}]] RW")).collect();
+    format!(
+        "set s;\nset t;\nmap m: s -> t [{n}];\ndat x: double on t;\nkernel k({}) {{ }}\nmain {{\n    par_loop k over s ({});\n}}\n",
+        params.join(", "),
+        args.join(", ")
+    )
+}
+
+/// The arguments a read pin also serves are named up to eight and counted
+/// beyond: a hint per argument naming every other made the inlay hints of
+/// 10,000 such arguments 894 MB of JSON, 90 s (review of 2026-11-29).
+#[test]
+fn a_shared_read_pin_names_a_few_of_its_arguments_and_counts_the_rest() {
+    let path = Path::new("/virtual/readers.op2");
+    let summary_of = |n: usize, arg: usize| {
+        let analysed = analysed_text(&many_readers_of_one_dat(n), path);
+        let program = program(&analysed);
+        generated::argument_summary(program, graph(&analysed), invocation(program, "k"), arg)
+    };
+    assert_eq!(
+        summary_of(3, 1)[1],
+        "`k_dat_x_read_send` is sent once per element of `t` and also serves arg0 and arg2"
+    );
+    assert_eq!(
+        summary_of(20, 5)[1],
+        "`k_dat_x_read_send` is sent once per element of `t` and also serves arg0, arg1, arg2, arg3, arg4, arg6, arg7, arg8 and 11 more"
+    );
+
+    let n = 10_000;
+    let text = many_readers_of_one_dat(n);
+    let analysed = analysed_text(&text, path);
+    let uri: Uri = "file:///virtual/readers.op2".parse().expect("a URI");
+    let settings = Settings::default();
+    let c = context(&analysed, PositionEncoding::Utf16, &settings, &uri);
+    let hints = inlay_hints::inlay_hints(&c, whole(&text)).expect("hints");
+    assert_eq!(hints.len(), n);
+    let bytes = serde_json::to_string(&hints).expect("JSON").len();
+    assert!(
+        bytes < 1_000 * n,
+        "{bytes} bytes of hints for {n} arguments"
+    );
+}

@@ -30,8 +30,36 @@ pub fn argument_summary(
     let Some(plan) = graph.invocation(invocation) else {
         return Vec::new();
     };
-    summary(program, plan, arg, |dat| dat_message_size(graph, dat))
+    summary(
+        program,
+        plan,
+        arg,
+        |dat| dat_message_size(graph, dat),
+        |dat| std::rc::Rc::new(indirect_readers(program, invocation, dat)),
+    )
 }
+
+/// The arguments of `invocation` that read `dat` through a map, in order:
+/// they share one read pin.
+fn indirect_readers(program: &Program, invocation: InvocationId, dat: DatId) -> Vec<usize> {
+    program.invocations[invocation.index()]
+        .resolved_args()
+        .filter(|(_, a)| {
+            reads(a.mode)
+                && matches!(a.kind, ArgKind::IndirectDat { dat: other, .. } if other == dat)
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The other arguments an argument's read pin serves that its summary
+/// names; the rest are counted. A par_loop of tens of thousands of
+/// arguments on one dat gave each hint the whole list, hundreds of
+/// megabytes of inlay hints in all (review of 2026-11-29).
+const SHOWN_SHARERS: usize = 8;
+
+/// [`indirect_readers`], shared between the arguments that ask.
+type Readers = std::rc::Rc<Vec<usize>>;
 
 /// Lookups over the graph for many argument queries in one request (the
 /// inlay hints of a range): each invocation's plan and each dat's message
@@ -41,6 +69,9 @@ pub struct GraphIndex<'a> {
     program: &'a Program,
     plans: Vec<Option<&'a InvocationPlan>>,
     dat_sizes: Vec<Option<u64>>,
+    /// [`indirect_readers`] of each invocation and dat asked for, found
+    /// once per request rather than once per argument.
+    readers: std::cell::RefCell<FxHashMap<(InvocationId, DatId), Readers>>,
 }
 
 impl<'a> GraphIndex<'a> {
@@ -64,15 +95,29 @@ impl<'a> GraphIndex<'a> {
             program,
             plans,
             dat_sizes,
+            readers: std::cell::RefCell::default(),
         }
     }
 
     /// [`argument_summary`].
     pub fn summary(&self, invocation: InvocationId, arg: usize) -> Vec<String> {
         match self.plans.get(invocation.index()).copied().flatten() {
-            Some(plan) => summary(self.program, plan, arg, |dat| {
-                self.dat_sizes.get(dat.index()).copied().flatten()
-            }),
+            Some(plan) => summary(
+                self.program,
+                plan,
+                arg,
+                |dat| self.dat_sizes.get(dat.index()).copied().flatten(),
+                |dat| {
+                    std::rc::Rc::clone(
+                        self.readers
+                            .borrow_mut()
+                            .entry((invocation, dat))
+                            .or_insert_with(|| {
+                                std::rc::Rc::new(indirect_readers(self.program, invocation, dat))
+                            }),
+                    )
+                },
+            ),
             None => Vec::new(),
         }
     }
@@ -98,6 +143,7 @@ fn summary(
     plan: &InvocationPlan,
     arg: usize,
     dat_size: impl Fn(DatId) -> Option<u64>,
+    readers: impl Fn(DatId) -> std::rc::Rc<Vec<usize>>,
 ) -> Vec<String> {
     let invocation = plan.id;
     let Some(Some(argument)) = program
@@ -125,19 +171,27 @@ fn summary(
                     "reads `{dat_state}` of `{target}` via `{via}`: pin `{read_send}` on `{target_type}` → `{}` on `{iteration_type}`, into `{buffer}`",
                     names::read_recv(inv, arg),
                 ));
-                let sharing: Vec<String> = program.invocations[invocation.index()]
-                    .resolved_args()
-                    .filter(|(i, a)| {
-                        *i != arg
-                            && reads(a.mode)
-                            && matches!(a.kind, ArgKind::IndirectDat { dat: other, .. } if other == dat)
-                    })
-                    .map(|(i, _)| format!("arg{i}"))
+                let readers = readers(dat);
+                // The readers are in order: `arg` among them is found by a
+                // search, not a scan (this runs for each argument).
+                let count = readers.len() - usize::from(readers.binary_search(&arg).is_ok());
+                let mut sharing: Vec<String> = readers
+                    .iter()
+                    .filter(|&&i| i != arg)
+                    .take(SHOWN_SHARERS)
+                    .map(|i| format!("arg{i}"))
                     .collect();
-                if !sharing.is_empty() {
+                if count > SHOWN_SHARERS {
+                    sharing.push(format!("{} more", count - SHOWN_SHARERS));
+                }
+                if let Some(last) = sharing.pop() {
+                    let list = if sharing.is_empty() {
+                        last
+                    } else {
+                        format!("{} and {last}", sharing.join(", "))
+                    };
                     lines.push(format!(
-                        "`{read_send}` is sent once per element of `{target}` and also serves {}",
-                        sharing.join(", ")
+                        "`{read_send}` is sent once per element of `{target}` and also serves {list}"
                     ));
                 }
             }
