@@ -490,11 +490,16 @@ check('the server is found by an absolute path, never from the current directory
   program(installed .. '/op2')
   local lsp_config = assert(vim.api.nvim_get_runtime_file('lsp/op2.lua', false)[1], 'lsp/op2.lua')
   local saved_path, saved_cwd, saved_server = vim.env.PATH, vim.fn.getcwd(), vim.g.op2_server_path
+  local saved_home = vim.env.HOME
   local missing, health
   local ok, err = pcall(function()
     vim.g.op2_server_path = nil
     vim.cmd.cd(vim.fn.fnameescape(repo))
-    vim.env.PATH = 'bin:.::' .. repo .. ':' .. installed
+    -- `~` and `$HOME` in an entry are taken literally, as the system does:
+    -- relative entries, skipped.
+    vim.env.HOME = vim.fs.normalize(vim.fn.tempname())
+    program(vim.env.HOME .. '/op2')
+    vim.env.PATH = 'bin:.::~:$HOME:' .. repo .. ':' .. installed
     -- What a bare `op2` started: the repository's.
     assert(vim.fn.exepath('op2') ~= installed .. '/op2', vim.fn.exepath('op2'))
     eq(op2.server_path(), installed .. '/op2', 'the op2 found')
@@ -522,6 +527,7 @@ check('the server is found by an absolute path, never from the current directory
     end)
   end)
   vim.env.PATH = saved_path
+  vim.env.HOME = saved_home
   vim.cmd.cd(vim.fn.fnameescape(saved_cwd))
   vim.g.op2_server_path = saved_server
   assert(ok, err)

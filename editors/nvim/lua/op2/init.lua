@@ -37,8 +37,13 @@ end
 --- bare `op2` that Neovim would look for in its current directory too.
 M.NOT_FOUND = vim.fs.joinpath(vim.fn.stdpath('data'), 'op2-server-not-found', 'op2')
 
+--- Whether `path` is absolute as the system sees it (`isabsolutepath()`
+--- takes a leading `~` for absolute, which $PATH does not expand).
 local function is_absolute(path)
-  return vim.fn.isabsolutepath(path) == 1
+  if vim.fn.has('win32') == 1 then
+    return path:match('^%a:[/\\]') ~= nil or path:match('^[/\\][/\\]') ~= nil
+  end
+  return path:sub(1, 1) == '/'
 end
 
 --- The `op2` the plugin starts, as an absolute path: `g:op2_server_path`
@@ -63,10 +68,14 @@ function M.server_path()
   end
   local windows = vim.fn.has('win32') == 1
   local name = windows and 'op2.exe' or 'op2'
-  local cwd = vim.fs.normalize(vim.fn.getcwd())
+  -- As the system reads $PATH: `~` and variables in an entry are not
+  -- expanded (such an entry is relative), so absoluteness is asked of the
+  -- entry as written, and only an absolute one is normalised.
+  local literal = { expand_env = false }
+  local cwd = vim.fs.normalize(vim.fn.getcwd(), literal)
   for entry in vim.gsplit(vim.env.PATH or '', windows and ';' or ':', { plain = true }) do
-    local dir = entry ~= '' and vim.fs.normalize(entry) or ''
-    if dir ~= '' and is_absolute(dir) and dir ~= cwd then
+    local dir = is_absolute(entry) and vim.fs.normalize(entry, literal) or nil
+    if dir and dir ~= cwd then
       local candidate = vim.fs.joinpath(dir, name)
       local stat = vim.uv.fs_stat(candidate)
       if stat and stat.type == 'file' and vim.fn.executable(candidate) == 1 then
