@@ -183,6 +183,18 @@ fn op2_import_compiler_missing() -> bool {
     !found
 }
 
+/// A temporary directory holding the C++ application `text` as `name`, and
+/// its path; none (after saying so) when there is no compiler to capture it.
+fn application(name: &str, text: &str) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
+    if op2_import_compiler_missing() {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join(name);
+    std::fs::write(&source, text).unwrap();
+    Some((dir, source))
+}
+
 /// An application whose set-up says its process id, then waits two minutes
 /// before its first par_loop.
 #[cfg(target_os = "linux")]
@@ -221,12 +233,9 @@ fn ended(pid: &str) -> bool {
 #[test]
 fn ctrl_c_during_the_set_up_ends_the_application_too() {
     use std::time::{Duration, Instant};
-    if op2_import_compiler_missing() {
+    let Some((dir, source)) = application("slow.cpp", SLOW_SET_UP) else {
         return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let source = dir.path().join("slow.cpp");
-    std::fs::write(&source, SLOW_SET_UP).unwrap();
+    };
     let out = dir.path().join("out");
     let mut op2 = Command::new(env!("CARGO_BIN_EXE_op2"))
         .arg("import")
@@ -265,4 +274,48 @@ fn ctrl_c_during_the_set_up_ends_the_application_too() {
         let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
     }
     assert!(!left, "the set-up {} outlived op2 import", pid.trim());
+}
+
+/// A set-up that fails is reported as one, with its exit status and what
+/// it printed, whatever it left in the capture: here a byte that is not
+/// UTF-8 (a name cut in the middle of a character by a crash), which was
+/// reported as a malformed capture instead (review of 2026-11-29).
+#[test]
+fn a_failed_set_up_is_reported_whatever_its_capture_holds() {
+    let Some((dir, source)) = application(
+        "broken.cpp",
+        r#"#include "op_seq.h"
+#include <cstdio>
+#include <cstdlib>
+
+inline void touch(double *x) { x[0] = 1.0; }
+
+int main(int argc, char **argv) {
+  op_init(argc, argv, 2);
+  op_set nodes = op_decl_set(3, "nodes");
+  if (const char *capture = getenv("OP2_IMPORT_CAPTURE")) {
+    FILE *f = fopen(capture, "a");
+    fputc(0xff, f);
+    fclose(f);
+  }
+  printf("cannot read the mesh\n");
+  fflush(stdout);
+  exit(3);
+  op_dat p_x = op_decl_dat(nodes, 1, "double", (double *)0, "p_x");
+  op_par_loop(touch, "touch", nodes, op_arg_dat(p_x, -1, OP_ID, 1, "double", OP_WRITE));
+  op_exit();
+}
+"#,
+    ) else {
+        return;
+    };
+    let output = import_into(&source, &dir.path().join("out"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the application ended (exit status 3) before its first `op_par_loop`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cannot read the mesh"), "{stderr}");
+    assert!(!stderr.contains("malformed"), "{stderr}");
 }

@@ -59,10 +59,15 @@ pub enum CaptureError {
     TooLarge(u64),
 }
 
-/// The longest capture read: as long as an instance file may be
-/// (`op2_instance::MAX_FILE_BYTES`), which the capture's sets, maps and
-/// dats become.
-pub const CAPTURE_LIMIT: u64 = op2_instance::MAX_FILE_BYTES;
+/// The longest capture read: the most values and map entries an instance
+/// may hold (`op2_instance::MAX_DAT_VALUES`, `MAX_MAP_TARGETS`), as the
+/// recorder writes them (a value as ` %.17g`, at most 25 bytes; an entry
+/// as a decimal `int`, at most 12), and 64 MiB for the rest (handles,
+/// names, the values of globals): 4,800 MiB. An instance file of
+/// those values is smaller (JSON writes the shortest decimal, HDF5 8 bytes
+/// a double), so the capture, not the file it becomes, is what is bounded.
+pub const CAPTURE_LIMIT: u64 =
+    op2_instance::MAX_DAT_VALUES * 25 + op2_instance::MAX_MAP_TARGETS * 12 + (64 << 20);
 
 impl fmt::Display for CaptureError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,7 +100,7 @@ impl fmt::Display for CaptureError {
             CaptureError::Cancelled => f.write_str("the import was cancelled; nothing written"),
             CaptureError::TooLarge(bytes) => write!(
                 f,
-                "the set-up's capture of its sets, maps, dats and values is {bytes} bytes long; op2 import reads at most {} MiB of it, as much as an instance file may hold",
+                "the set-up's capture of its sets, maps, dats and values is {bytes} bytes long; op2 import reads at most {} MiB of it, the text of the most values and map entries an instance may hold",
                 CAPTURE_LIMIT >> 20
             ),
         }
@@ -484,8 +489,10 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
     let output = finish(&mut command, run.cancel)?;
     let mut printed = output.stdout;
     printed.push_str(&output.stderr);
-    let text = read_capture(&capture_file, CAPTURE_LIMIT)?;
-    if !output.status.success() || !text.ends_with("stop\n") {
+    // A set-up that failed is reported as such, whatever it left in the
+    // capture (cut short, in the middle of a character).
+    let text = read_capture(&capture_file, CAPTURE_LIMIT);
+    if !output.status.success() || text.as_ref().is_ok_and(|t| !t.ends_with("stop\n")) {
         let status = match output.status.code() {
             Some(code) => format!("exit status {code}"),
             None => "killed by a signal".to_owned(),
@@ -495,6 +502,7 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
             output: printed,
         });
     }
+    let text = text?;
     progress("reading what the set-up declared");
     let mut capture = parse(&text).map_err(CaptureError::Malformed)?;
     capture.output = printed;
@@ -503,12 +511,25 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
 
 /// The capture file at `path`, at most `limit` bytes of it, its length
 /// checked before it is read (a set-up can write any amount); an empty text
-/// when it is missing or unreadable (the set-up then stopped early, which
-/// the caller reports with the application's output).
+/// when it is missing, unreadable or not a regular file (the set-up then
+/// stopped early, which the caller reports with the application's output).
+/// Opened without blocking: a FIFO the set-up left in its place would
+/// otherwise hold the import for ever.
 fn read_capture(path: &Path, limit: u64) -> Result<String, CaptureError> {
-    let Ok(file) = std::fs::File::open(path) else {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        #[allow(clippy::cast_possible_wrap)]
+        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    }
+    let Ok(file) = options.open(path) else {
         return Ok(String::new());
     };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Ok(String::new());
+    }
     let length = file.metadata().map_or(0, |m| m.len());
     if length > limit {
         return Err(CaptureError::TooLarge(length));
@@ -918,7 +939,7 @@ mod tests {
         let error = read_capture(&path, 12).unwrap_err();
         assert!(matches!(error, CaptureError::TooLarge(13)), "{error}");
         assert!(
-            error.to_string().starts_with("the set-up's capture of its sets, maps, dats and values is 13 bytes long; op2 import reads at most 1024 MiB"),
+            error.to_string().starts_with("the set-up's capture of its sets, maps, dats and values is 13 bytes long; op2 import reads at most 4800 MiB"),
             "{error}"
         );
         std::fs::write(&path, b"set 0 3\n\xff\n").unwrap();
@@ -928,6 +949,19 @@ mod tests {
             "the capture is malformed: byte 8 is not part of UTF-8 text"
         );
         assert_eq!(read_capture(&dir.path().join("none"), 100).unwrap(), "");
+        // A FIFO in its place is not waited on.
+        #[cfg(unix)]
+        {
+            let fifo = dir.path().join("fifo");
+            assert!(
+                Command::new("mkfifo")
+                    .arg(&fifo)
+                    .status()
+                    .unwrap()
+                    .success()
+            );
+            assert_eq!(read_capture(&fifo, 100).unwrap(), "");
+        }
     }
 
     #[test]
