@@ -499,7 +499,10 @@ check('the server is found by an absolute path, never from the current directory
     -- relative entries, skipped.
     vim.env.HOME = vim.fs.normalize(vim.fn.tempname())
     program(vim.env.HOME .. '/op2')
-    vim.env.PATH = 'bin:.::~:$HOME:' .. repo .. ':' .. installed
+    -- The repository also through a link to it.
+    local link = vim.fs.normalize(vim.fn.tempname())
+    assert(vim.uv.fs_symlink(repo, link))
+    vim.env.PATH = 'bin:.::~:$HOME:' .. link .. ':' .. repo .. ':' .. installed
     -- What a bare `op2` started: the repository's.
     assert(vim.fn.exepath('op2') ~= installed .. '/op2', vim.fn.exepath('op2'))
     eq(op2.server_path(), installed .. '/op2', 'the op2 found')

@@ -72,10 +72,16 @@ function M.server_path()
   -- expanded (such an entry is relative), so absoluteness is asked of the
   -- entry as written, and only an absolute one is normalised.
   local literal = { expand_env = false }
-  local cwd = vim.fs.normalize(vim.fn.getcwd(), literal)
+  -- The current directory however it is spelt: through links, and in any
+  -- case on Windows.
+  local function real(dir)
+    local path = vim.uv.fs_realpath(dir) or dir
+    return windows and path:lower() or path
+  end
+  local cwd = real(vim.fn.getcwd())
   for entry in vim.gsplit(vim.env.PATH or '', windows and ';' or ':', { plain = true }) do
     local dir = is_absolute(entry) and vim.fs.normalize(entry, literal) or nil
-    if dir and dir ~= cwd then
+    if dir and real(dir) ~= cwd then
       local candidate = vim.fs.joinpath(dir, name)
       local stat = vim.uv.fs_stat(candidate)
       if stat and stat.type == 'file' and vim.fn.executable(candidate) == 1 then
