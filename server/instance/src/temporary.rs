@@ -95,14 +95,24 @@ impl Temporary {
     /// allows it: root's `op2 fmt` of a user's file leaves it the user's;
     /// another user who may write the file keeps its group where they
     /// belong to it, and becomes its owner otherwise, as with every editor
-    /// that writes a copy and renames it.
+    /// that writes a copy and renames it. Not in a directory with the
+    /// sticky bit, such as `/tmp`, where the writer keeps the file.
     pub fn take_mode_and_owner_of(&self, target: &Path) -> io::Result<()> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::{MetadataExt, PermissionsExt};
             let old = std::fs::metadata(target).ok().filter(|m| m.is_file());
             let file = self.file.as_file();
-            if let Some(old) = &old {
+            // Not in a directory with the sticky bit (`/tmp`): there anyone may
+            // make the file first, and handing root's output to its maker
+            // would let them change what they could not replace.
+            let directory = match target.parent() {
+                Some(parent) if !parent.as_os_str().is_empty() => parent,
+                _ => Path::new("."),
+            };
+            let sticky =
+                std::fs::metadata(directory).is_ok_and(|d| d.permissions().mode() & 0o1000 != 0);
+            if let Some(old) = old.as_ref().filter(|_| !sticky) {
                 let new = file.metadata()?;
                 if (new.uid(), new.gid()) != (old.uid(), old.gid())
                     && std::os::unix::fs::fchown(file, Some(old.uid()), Some(old.gid())).is_err()
@@ -230,6 +240,23 @@ mod tests {
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         assert_eq!((new.uid(), new.gid()), (uid, gid));
         assert_eq!(new.permissions().mode() & 0o777, 0o640);
+        // In a sticky directory (as `/tmp`) the file stays the writer's:
+        // whoever made it first there must not get what replaces it.
+        let sticky = dir.path().join("sticky");
+        std::fs::create_dir(&sticky).unwrap();
+        std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let planted = sticky.join("planted.xml");
+        std::fs::write(&planted, b"old").unwrap();
+        std::os::unix::fs::chown(&planted, Some(uid), Some(gid)).unwrap();
+        crate::write::atomically(&planted, |temporary| Ok(std::fs::write(temporary, b"new")?))
+            .unwrap();
+        let writer = std::fs::metadata(dir.path()).unwrap();
+        let new = std::fs::metadata(&planted).unwrap();
+        assert_eq!(
+            new.uid(),
+            writer.uid(),
+            "the writer keeps a file in a sticky directory"
+        );
     }
 
     /// A directory that takes no new file is named, and the temporary file
