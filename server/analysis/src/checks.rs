@@ -870,9 +870,21 @@ mod tests {
         for (j, later) in args.iter().enumerate() {
             let Some(later) = later else { continue };
             let key = later.kind.data().ok_or(later.kind);
+            // The old loop's decisions, written out again rather than
+            // through `clashes`, so that a change of either shows.
             let first = (0..j).find(|&i| {
                 args[i].as_ref().is_some_and(|earlier| {
-                    earlier.kind.data().ok_or(earlier.kind) == key && clashes(earlier, later)
+                    if earlier.kind.data().ok_or(earlier.kind) != key {
+                        return false;
+                    }
+                    if later.kind.data().is_none() {
+                        return earlier.kind == later.kind;
+                    }
+                    let conflicting = conflict(earlier, later);
+                    let repeated = conflicting.is_none()
+                        && earlier.kind == later.kind
+                        && earlier.mode == later.mode;
+                    repeated || conflicting.is_some()
                 })
             });
             if let Some(i) = first {
