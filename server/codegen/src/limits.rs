@@ -210,22 +210,27 @@ fn collisions(program: &Program, graph: &GraphType, diagnostics: &mut Vec<Diagno
             diagnostics,
         );
     }
-    // Names are unique per device type: one map each for pins and members,
-    // emptied between device types (keeping their room).
-    let mut pins: FxHashMap<&str, Location> = FxHashMap::default();
-    let mut members: FxHashMap<&str, Location> = FxHashMap::default();
+    // Names are unique per device type: one map each for pins and members
+    // per device type, sized to it. (Maps emptied between device types
+    // kept the room of the largest, and emptying one clears all its room:
+    // a set's type with the pins of 40,000 par_loops, then an aggregator's
+    // type per par_loop, made `op2 check` quadratic, review of 2026-11-29.)
     for device in &graph.device_types {
         let device_location = device_location(program, device.kind);
-        pins.clear();
-        pins.reserve(device.inputs.len() + device.outputs.len());
+        let mut pins: FxHashMap<&str, Location> = FxHashMap::with_capacity_and_hasher(
+            device.inputs.len() + device.outputs.len(),
+            Default::default(),
+        );
         for pin in device.inputs.iter().chain(&device.outputs) {
             let location = pin.role.invocation().map_or(device_location, |id| {
                 program.invocations[id.index()].name_location
             });
             report_clash(&mut pins, &pin.name, location, "pin name", diagnostics);
         }
-        members.clear();
-        members.reserve(device.state.len() + device.properties.len());
+        let mut members: FxHashMap<&str, Location> = FxHashMap::with_capacity_and_hasher(
+            device.state.len() + device.properties.len(),
+            Default::default(),
+        );
         for member in device.state.iter().chain(&device.properties) {
             report_clash(
                 &mut members,

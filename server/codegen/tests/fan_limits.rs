@@ -418,3 +418,46 @@ fn the_build_reports_fan_warnings_and_writes_the_graph() {
         assert!(problems.iter().all(|p| p.code == Code::W801));
     }
 }
+
+/// The hardware-limit check of a graph with one device type of many pins
+/// and many small ones (a set's type with the pins of N par_loops of one
+/// kernel, and an aggregator's type per par_loop) takes time linear in the
+/// graph: the maps of names were emptied between device types keeping the
+/// room of the largest, and emptying one clears all its room, so 40,000
+/// par_loops spent 0.75 s and 80,000 about 2.1 s there in `op2 check` (a release
+/// build), quadratic (review of 2026-11-29).
+#[test]
+fn the_limit_check_of_many_par_loops_takes_linear_time() {
+    let loops = 100_000;
+    let mut text = String::from(
+        "set s;\ndat d: double on s;\nkernel k(double *q) {\n    q[0] = q[0] + 1.0;\n}\nmain {\n",
+    );
+    for _ in 0..loops {
+        text.push_str("    par_loop k over s (d RW);\n");
+    }
+    text.push_str("}\n");
+    let analysis = analyse_text(
+        Path::new("many.op2"),
+        &text,
+        &Options { require_main: true },
+    );
+    let graph = op2_codegen::graph_type(&analysis, "many");
+    assert!(
+        graph.device_types.len() > loops,
+        "an aggregator per par_loop"
+    );
+    let started = std::time::Instant::now();
+    let diagnostics = limits::check(analysis.lowered(), &graph);
+    let took = started.elapsed();
+    // The old code took 3.8 s here (test profile, optimised), the new
+    // 0.8 s.
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "the limit check of {loops} par_loops took {took:?}"
+    );
+    assert!(
+        diagnostics.iter().any(|d| d.code == Code::E802),
+        "the set's type has too many pins: {:?}",
+        diagnostics.iter().map(|d| d.code).collect::<Vec<_>>()
+    );
+}
