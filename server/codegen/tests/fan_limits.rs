@@ -429,13 +429,7 @@ fn the_build_reports_fan_warnings_and_writes_the_graph() {
 #[test]
 fn the_limit_check_of_many_par_loops_takes_linear_time() {
     let loops = 100_000;
-    let mut text = String::from(
-        "set s;\ndat d: double on s;\nkernel k(double *q) {\n    q[0] = q[0] + 1.0;\n}\nmain {\n",
-    );
-    for _ in 0..loops {
-        text.push_str("    par_loop k over s (d RW);\n");
-    }
-    text.push_str("}\n");
+    let text = op2_syntax::synth::par_loops_of_one_kernel(loops, false);
     let analysis = analyse_text(
         Path::new("many.op2"),
         &text,

@@ -1001,13 +1001,7 @@ fn airfoil_trees_show_their_pins_and_depths() {
 #[test]
 fn lenses_of_many_par_loops_take_linear_time() {
     let n = 40_000;
-    let mut text = String::from(
-        "set s;\ndat d: double on s;\nkernel k(double *q) {\n    q[0] = q[0] + 1.0;\n}\nmain {\n",
-    );
-    for i in 0..n {
-        text.push_str(&format!("    par_loop k as k_{i} over s (d RW);\n"));
-    }
-    text.push_str("}\n");
+    let text = op2_syntax::synth::par_loops_of_one_kernel(n, true);
     let path = Path::new("/virtual/many.op2");
     let analysed = analysed_text(&text, path);
     assert!(analysed.graph.is_some(), "the program has a graph");

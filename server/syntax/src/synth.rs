@@ -220,6 +220,27 @@ pub fn many_arguments_on_one_dat(n: usize) -> String {
     out
 }
 
+/// `n` par_loops of one kernel over one set, each `par_loop k over s (d
+/// RW);`, or with a name of its own (`as k_I`) when `named`: the graph has
+/// one device type with the pins of all of them and an aggregator type per
+/// par_loop, which made the hardware-limit check and the code lenses
+/// quadratic (docs/reliability.md, *Costs that were superlinear*).
+pub fn par_loops_of_one_kernel(n: usize, named: bool) -> String {
+    let mut out = String::with_capacity(40 * n + 100);
+    out.push_str(
+        "set s;\ndat d: double on s;\nkernel k(double *q) {\n    q[0] = q[0] + 1.0;\n}\nmain {\n",
+    );
+    for i in 0..n {
+        if named {
+            let _ = writeln!(out, "    par_loop k as k_{i} over s (d RW);");
+        } else {
+            out.push_str("    par_loop k over s (d RW);\n");
+        }
+    }
+    out.push_str("}\n");
+    out
+}
+
 /// Writes `n` items, `item(out, i)` for each `i`, separated by `, `.
 fn comma_separated(out: &mut String, n: usize, item: impl Fn(&mut String, usize)) {
     for i in 0..n {
