@@ -513,42 +513,19 @@ pub fn capture(run: &Run<'_>, progress: &mut dyn FnMut(&str)) -> Result<Capture,
 /// checked before it is read (a set-up can write any amount); an empty text
 /// when it is missing, unreadable or not a regular file (the set-up then
 /// stopped early, which the caller reports with the application's output).
-/// Opened without blocking: a FIFO the set-up left in its place would
-/// otherwise hold the import for ever.
+/// Through `op2_codegen::files::read_regular`, which opens without blocking:
+/// a FIFO the set-up left in its place would otherwise hold the import.
 fn read_capture(path: &Path, limit: u64) -> Result<String, CaptureError> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        #[allow(clippy::cast_possible_wrap)]
-        options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    use op2_codegen::files::{ReadError, decode_source, read_regular};
+    let text = read_regular(path, limit).and_then(decode_source);
+    match text {
+        Ok(text) => Ok(text),
+        Err(ReadError::TooLarge { size, .. }) => Err(CaptureError::TooLarge(size)),
+        Err(ReadError::NotUtf8 { line, column, .. }) => Err(CaptureError::Malformed(format!(
+            "line {line}, column {column} is not UTF-8 text"
+        ))),
+        Err(_) => Ok(String::new()),
     }
-    let Ok(file) = options.open(path) else {
-        return Ok(String::new());
-    };
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Ok(String::new());
-    }
-    let length = file.metadata().map_or(0, |m| m.len());
-    if length > limit {
-        return Err(CaptureError::TooLarge(length));
-    }
-    let mut bytes = Vec::new();
-    // The file may still grow (a child of the set-up writing on): one byte
-    // past the limit is enough to know.
-    if file.take(limit + 1).read_to_end(&mut bytes).is_err() {
-        return Ok(String::new());
-    }
-    if bytes.len() as u64 > limit {
-        return Err(CaptureError::TooLarge(bytes.len() as u64));
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        CaptureError::Malformed(format!(
-            "byte {} is not part of UTF-8 text",
-            e.utf8_error().valid_up_to()
-        ))
-    })
 }
 
 /// The capture's progress as it compiles `unit`, the `index`th (from 0)
@@ -946,7 +923,7 @@ mod tests {
         let error = read_capture(&path, 100).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "the capture is malformed: byte 8 is not part of UTF-8 text"
+            "the capture is malformed: line 2, column 1 is not UTF-8 text"
         );
         assert_eq!(read_capture(&dir.path().join("none"), 100).unwrap(), "");
         // A FIFO in its place is not waited on.
