@@ -639,7 +639,7 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
         };
         // Consts, `len` and `idx` have no data to conflict on, but passing
         // one twice is still the same argument twice.
-        if later.kind.data().is_none() {
+        let Some(data) = later.kind.data() else {
             let name = arg_name(program, later);
             diagnostics.push(
                 Diagnostic::new(
@@ -650,9 +650,6 @@ fn check_conflicts(program: &Program, id: InvocationId, diagnostics: &mut Vec<Di
                 .with_label("same argument again")
                 .with_related(earlier.location, "first given here"),
             );
-            continue;
-        }
-        let Some(data) = later.kind.data() else {
             continue;
         };
         let name = program.data_name(data);

@@ -251,14 +251,7 @@ pub fn missing_directory(path: &Path) -> Option<PathBuf> {
     (!directory.is_dir()).then_some(directory)
 }
 
-/// The directory a file at `path` is written in (its temporary file
-/// beside it): `.` for a bare name.
-pub fn directory_of(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
-        _ => PathBuf::from("."),
-    }
-}
+pub use op2_instance::temporary::directory_of;
 
 /// Why `build` wrote nothing.
 #[derive(Debug)]

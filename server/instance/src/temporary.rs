@@ -135,6 +135,15 @@ impl Temporary {
     }
 }
 
+/// The directory a file at `path` is written in (its temporary file
+/// beside it): `.` for a bare name.
+pub fn directory_of(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    }
+}
+
 /// The variable that makes each temporary file wait, once made and
 /// registered, the milliseconds it says (at most a minute) before it is
 /// written: the tests of what SIGINT and SIGTERM leave behind set it, so

@@ -40,10 +40,7 @@ pub(crate) fn atomically(
             path.display()
         )));
     };
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
+    let directory = crate::temporary::directory_of(&path);
     if !directory.is_dir() {
         return Err(WriteError::new(format!(
             "the directory `{}` does not exist",
