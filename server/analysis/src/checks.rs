@@ -322,7 +322,9 @@ pub(crate) fn check_invocations(
             );
             continue;
         }
-        let by_data = Uses::new(&invocation.args);
+        // Only built when a diagnostic offers a mode fix.
+        let by_data = std::cell::OnceCell::new();
+        let arg_uses = || by_data.get_or_init(|| Uses::new(&invocation.args));
         for (k, arg) in invocation.resolved_args() {
             let param = &kernel.params[k];
             let usage = &kernel.summary.params[k];
@@ -431,7 +433,7 @@ pub(crate) fn check_invocations(
                         )
                         .with_label("written here");
                         if let Some(fix) =
-                            safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                            safe_mode_fix(arg_uses(), &invocation.args, k, AccessMode::Rw)
                         {
                             diagnostic = diagnostic.with_fix(fix);
                         }
@@ -467,7 +469,7 @@ pub(crate) fn check_invocations(
                         // add instead.
                         if matches!(arg.kind, ArgKind::DirectDat(_))
                             && let Some(fix) =
-                                safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                                safe_mode_fix(arg_uses(), &invocation.args, k, AccessMode::Rw)
                         {
                             diagnostic = diagnostic.with_fix(fix);
                         }
@@ -483,7 +485,7 @@ pub(crate) fn check_invocations(
                         )
                         .with_label("read here before any write");
                         if let Some(fix) =
-                            safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                            safe_mode_fix(arg_uses(), &invocation.args, k, AccessMode::Rw)
                         {
                             diagnostic = diagnostic.with_fix(fix);
                         }
@@ -504,7 +506,7 @@ pub(crate) fn check_invocations(
                         .with_label("`WRITE` says every component is set")
                         .with_related(param.location, "parameter declared here");
                         if let Some(fix) =
-                            safe_mode_fix(&by_data, &invocation.args, k, AccessMode::Rw)
+                            safe_mode_fix(arg_uses(), &invocation.args, k, AccessMode::Rw)
                         {
                             diagnostic = diagnostic.with_fix(fix);
                         }
@@ -541,7 +543,7 @@ pub(crate) fn check_invocations(
                         )
                         .with_label(format!("`{weaker}` drops {saved}"))
                         .with_related(param.location, "parameter declared here");
-                        if let Some(fix) = safe_mode_fix(&by_data, &invocation.args, k, weaker) {
+                        if let Some(fix) = safe_mode_fix(arg_uses(), &invocation.args, k, weaker) {
                             diagnostic = diagnostic.with_fix(fix);
                         }
                         diagnostics.push(diagnostic);
